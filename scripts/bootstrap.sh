@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package that forge's build, tests and demo need.
+# Idempotent: when everything is present it changes nothing and says so.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config
+  # libraries (see README "Dependencies" for why each)
+  libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libcurl4-openssl-dev
+  libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
+  # runtime and tests
+  sqlite3 curl python3 docker.io busybox-static
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+# The harness tests need Node.js >= 20 with npm; the machine image ships one.
+# Debian's own nodejs (18) is only a fallback when none is present.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

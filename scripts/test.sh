@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds forge and runs every test: doctest unit tests and the end-to-end
+# tests that drive the real binaries (Docker tests need a running dockerd;
+# scripts/start-dockerd.sh starts one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+build=${FORGE_BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"
+cd "$build"
+ctest --output-on-failure --timeout 1200 "$@"
