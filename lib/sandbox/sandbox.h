@@ -1,0 +1,99 @@
+// One interface, three backends (local process, Docker Engine API,
+// Kubernetes API). forge-launch creates a sandbox per rollout and may hold it
+// after the harness exits; forge-verify attaches to the held sandbox by its
+// handle, runs the verifier in it and releases it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace forge::sandbox {
+
+struct Limits {
+  double cpus = 4.0;
+  int64_t memory_bytes = int64_t{4} << 30;  // no swap beyond this
+  int64_t pids = 4096;
+};
+
+enum class NetworkPolicy {
+  kNone,      // no network at all
+  kLoopback,  // the sandbox's own loopback only
+  kHost,      // the host's network namespace: reaches a proxy on 127.0.0.1
+};
+
+struct Spec {
+  std::string run_id;      // every object is labelled with it, for gc
+  std::string rollout_id;  // labelled too
+  std::string image;       // image to start from
+  std::string build_context;  // directory with a Dockerfile to build instead, if set
+  Limits limits;
+  NetworkPolicy network = NetworkPolicy::kNone;
+  std::map<std::string, std::string> labels;  // extra labels
+  std::map<std::string, std::string> env;
+  std::string workdir = "/work";
+  std::string user;  // empty: the image's default
+  // Server-side bound on the sandbox's whole life, so nothing leaks if forge dies.
+  int64_t lifetime_seconds = 6 * 3600;
+};
+
+// Names a sandbox across processes: written into rollout records and the
+// store so that forge-verify can attach to what forge-launch held.
+struct Handle {
+  std::string backend;  // "local", "docker", "k8s"
+  std::string id;       // container id, pod name, or directory
+  nlohmann::json ToJson() const { return {{"backend", backend}, {"id", id}}; }
+};
+
+struct ExecRequest {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string workdir;  // empty: the sandbox's workdir
+  std::string user;     // empty: the sandbox's user
+  std::string stdin_data;
+  double timeout_seconds = 0;          // 0: none
+  size_t max_output_bytes = 1 << 20;   // per stream; the rest is dropped and flagged
+};
+
+struct ExecResult {
+  int exit_code = -1;
+  bool timed_out = false;
+  bool out_of_memory = false;
+  std::string stdout_data;
+  std::string stderr_data;
+  bool truncated = false;
+  double seconds = 0;
+};
+
+class Sandbox {
+ public:
+  virtual ~Sandbox() = default;
+  virtual const Handle& handle() const = 0;
+  virtual Result<ExecResult> Exec(const ExecRequest& request) = 0;
+  // Copies a host file or directory tree into the sandbox under dest_dir.
+  virtual Status CopyIn(const std::string& host_path, const std::string& dest_dir) = 0;
+  // Reads one file from the sandbox; NoInput if it does not exist.
+  virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) = 0;
+  // Removes the sandbox and everything it holds.
+  virtual Status Release() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) = 0;
+  // Reattaches to a sandbox another process created and held.
+  virtual Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) = 0;
+  // Removes everything labelled with run_id (all runs when empty) and, when
+  // older_than_seconds > 0, only what is older. Returns how many were removed.
+  virtual Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) = 0;
+};
+
+}  // namespace forge::sandbox
