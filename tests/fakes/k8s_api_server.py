@@ -29,6 +29,7 @@ import os
 import random
 import shutil
 import signal
+import ssl
 import string
 import struct
 import subprocess
@@ -753,10 +754,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--token", required=True, help="the bearer token clients must send")
     parser.add_argument("--start-delay", type=float, default=0.05)
+    parser.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate")
+    parser.add_argument("--tls-key", help="and this PEM key")
     args = parser.parse_args()
     Handler.cluster = Cluster(args.token)
     Handler.cluster.config["start_delay"] = args.start_delay
     server = Server(("127.0.0.1", 0), Handler)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("PORT", server.server_address[1], flush=True)
     try:

@@ -23,8 +23,10 @@ namespace forge::testing {
 
 class FakeK8s {
  public:
-  explicit FakeK8s(std::string token = "test-token", double start_delay = 0.05)
-      : token_(std::move(token)) {
+  // With a certificate and key (PEM files) it serves HTTPS.
+  explicit FakeK8s(std::string token = "test-token", double start_delay = 0.05,
+                   const std::string& tls_cert = "", const std::string& tls_key = "")
+      : token_(std::move(token)), tls_(!tls_cert.empty()) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     posix_spawn_file_actions_t actions;
@@ -35,6 +37,9 @@ class FakeK8s {
     std::string script = std::string(FORGE_SOURCE_DIR) + "/tests/fakes/k8s_api_server.py";
     std::vector<std::string> args = {"python3", script, "--token", token_, "--start-delay",
                                      std::to_string(start_delay)};
+    if (tls_) {
+      args.insert(args.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -62,7 +67,9 @@ class FakeK8s {
   FakeK8s(const FakeK8s&) = delete;
   FakeK8s& operator=(const FakeK8s&) = delete;
 
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+  }
   const std::string& token() const { return token_; }
 
   sandbox::k8s::K8sOptions Options() const {
@@ -99,6 +106,8 @@ class FakeK8s {
     if (method == "POST") curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);  // control only, on loopback
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
     CURLcode rc = curl_easy_perform(curl);
     curl_easy_cleanup(curl);
     if (rc != CURLE_OK) throw std::runtime_error("fake control " + what + " failed");
@@ -115,6 +124,7 @@ class FakeK8s {
   }
 
   std::string token_;
+  bool tls_ = false;
   pid_t pid_ = -1;
   int port_ = 0;
 };

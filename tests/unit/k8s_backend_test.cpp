@@ -538,3 +538,35 @@ TEST_CASE("k8s: a kubeconfig file leads to the fake server") {
   auto none = k8s::MakeK8sBackend(broken);
   CHECK(none.status().code() == ExitCode::kConfig);
 }
+
+TEST_CASE("k8s over TLS: CA bundle checked, exec through curl's TLS on a connect-only socket") {
+  TempDir dir;
+  std::string cert = (dir.path / "cert.pem").string(), key = (dir.path / "key.pem").string();
+  std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                     "-addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " + cert +
+                     " >/dev/null 2>&1";
+  REQUIRE_MESSAGE(std::system(make.c_str()) == 0, "openssl could not make a test certificate");
+  FakeK8s fake("tls-token", 0.05, cert, key);
+  k8s::K8sOptions options = fake.Options();
+  options.ca_file = cert;
+  auto backend = Backend(options);
+  auto sandbox = backend->Create(TestSpec("run-tls", "r"));
+  REQUIRE_MESSAGE(sandbox.ok(), sandbox.status().message());
+  ExecRequest request = Command({"sh", "-c", "cat; echo done >&2; exit 4"});
+  request.stdin_data = std::string(100000, 's');
+  auto result = (*sandbox)->Exec(request);
+  REQUIRE_MESSAGE(result.ok(), result.status().message());
+  CHECK(result->exit_code == 4);
+  CHECK(result->stdout_data.size() == 100000);
+  CHECK(result->stderr_data == "done\n");
+  REQUIRE((*sandbox)->Release().ok());
+
+  // A server whose certificate the CA bundle does not sign is refused.
+  k8s::K8sOptions untrusted = fake.Options();
+  untrusted.ca_file = "/etc/ssl/certs/ca-certificates.crt";
+  untrusted.max_retries = 0;
+  auto refused = Backend(untrusted)->Create(TestSpec("run-tls", "r2"));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ExitCode::kUnavailable);
+  CHECK(refused.status().message().find("certificate") != std::string::npos);
+}
