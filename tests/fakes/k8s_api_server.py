@@ -327,6 +327,8 @@ class Handler(BaseHTTPRequestHandler):
     def _authorized(self):
         if self.headers.get("Authorization") == "Bearer " + self.cluster.token:
             return True
+        if isinstance(self.connection, ssl.SSLSocket) and self.connection.getpeercert():
+            return True  # x509 client authentication
         with self.cluster.cond:
             self.cluster.stats["unauthorized"] += 1
         self._body()
@@ -756,6 +758,8 @@ def main():
     parser.add_argument("--start-delay", type=float, default=0.05)
     parser.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate")
     parser.add_argument("--tls-key", help="and this PEM key")
+    parser.add_argument("--tls-client-ca", help="require client certificates signed by this CA; "
+                        "a verified certificate authenticates like the token")
     args = parser.parse_args()
     Handler.cluster = Cluster(args.token)
     Handler.cluster.config["start_delay"] = args.start_delay
@@ -763,6 +767,9 @@ def main():
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.tls_client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(args.tls_client_ca)
         server.socket = context.wrap_socket(server.socket, server_side=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("PORT", server.server_address[1], flush=True)

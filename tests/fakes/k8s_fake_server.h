@@ -25,7 +25,8 @@ class FakeK8s {
  public:
   // With a certificate and key (PEM files) it serves HTTPS.
   explicit FakeK8s(std::string token = "test-token", double start_delay = 0.05,
-                   const std::string& tls_cert = "", const std::string& tls_key = "")
+                   const std::string& tls_cert = "", const std::string& tls_key = "",
+                   const std::string& tls_client_ca = "")
       : token_(std::move(token)), tls_(!tls_cert.empty()) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
@@ -40,6 +41,7 @@ class FakeK8s {
     if (tls_) {
       args.insert(args.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
     }
+    if (!tls_client_ca.empty()) args.insert(args.end(), {"--tls-client-ca", tls_client_ca});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

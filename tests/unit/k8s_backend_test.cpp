@@ -570,3 +570,40 @@ TEST_CASE("k8s over TLS: CA bundle checked, exec through curl's TLS on a connect
   CHECK(refused.status().code() == ExitCode::kUnavailable);
   CHECK(refused.status().message().find("certificate") != std::string::npos);
 }
+
+TEST_CASE("k8s over TLS: kubeconfig with CA and client certificate data (x509 auth)") {
+  TempDir dir;
+  auto path = [&](const char* name) { return (dir.path / name).string(); };
+  auto make = [&](const std::string& stem) {
+    std::string command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + stem +
+                          " -addext subjectAltName=IP:127.0.0.1 -keyout " + path("x") + stem +
+                          ".key -out " + path("x") + stem + ".crt >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+  };
+  REQUIRE(make("server"));
+  REQUIRE(make("client"));
+  auto base64 = [&](const std::string& file) {
+    std::string command = "base64 -w0 " + file + " > " + file + ".b64";
+    REQUIRE(std::system(command.c_str()) == 0);
+    std::ifstream in(file + ".b64");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  FakeK8s fake("unused-token", 0.05, path("xserver.crt"), path("xserver.key"),
+               path("xclient.crt"));
+  WriteFile(dir.path / "kubeconfig",
+            "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: " + fake.url() +
+                "\n    certificate-authority-data: " + base64(path("xserver.crt")) +
+                "\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n"
+                "- name: u\n  user:\n    client-certificate-data: " +
+                base64(path("xclient.crt")) +
+                "\n    client-key-data: " + base64(path("xclient.key")) + "\n");
+  k8s::K8sOptions options;
+  options.kubeconfig = path("kubeconfig");
+  options.max_backoff_seconds = 0.5;
+  auto backend = Backend(options);
+  auto sandbox = backend->Create(TestSpec("run-x509", "r"));
+  REQUIRE_MESSAGE(sandbox.ok(), sandbox.status().message());
+  // The kubeconfig has no token: only the client certificate got us in.
+  CHECK(backend->cluster().token.empty());
+  CHECK((*sandbox)->Exec(Command({"true"}))->exit_code == 0);
+}
