@@ -76,6 +76,7 @@ class Cluster:
         self.timers = []          # heap of (when, seq, fn)
         self.timer_seq = 0
         self.root = tempfile.mkdtemp(prefix="fake-kubelet-")
+        self.processes = set()  # exec'd commands still running, killed at shutdown
         threading.Thread(target=self._timer_loop, daemon=True).start()
 
     # --- time-driven pod lifecycle -------------------------------------
@@ -649,7 +650,10 @@ class ExecSession:
             self.send(2, bytes([3]) + json.dumps(status).encode())
             self.send(8, struct.pack(">H", 1000))
             return
-        self.send(2, bytes([1]))  # an empty frame on the first output channel: "connected"
+        # An empty message on the lowest stream the client asked for says "ready".
+        self.send(2, bytes([0 if self.use_stdin else 1]))
+        with self.h.cluster.cond:
+            self.h.cluster.processes.add(proc)
         readers = [threading.Thread(target=self.pump, args=(proc.stdout, 1)),
                    threading.Thread(target=self.pump, args=(proc.stderr, 2))]
         for t in readers:
@@ -657,6 +661,8 @@ class ExecSession:
         client = threading.Thread(target=self.from_client, args=(proc,), daemon=True)
         client.start()
         code = proc.wait()
+        with self.h.cluster.cond:
+            self.h.cluster.processes.discard(proc)
         for t in readers:
             t.join()
         if self.drop:
@@ -778,6 +784,8 @@ def main():
     except KeyboardInterrupt:
         pass
     finally:
+        for proc in list(Handler.cluster.processes):
+            proc.kill()
         shutil.rmtree(Handler.cluster.root, ignore_errors=True)
 
 

@@ -607,3 +607,38 @@ TEST_CASE("k8s over TLS: kubeconfig with CA and client certificate data (x509 au
   CHECK(backend->cluster().token.empty());
   CHECK((*sandbox)->Exec(Command({"true"}))->exit_code == 0);
 }
+
+TEST_CASE("k8s: a stop request ends a pod start and an exec, and the pod is not left behind") {
+  FakeK8s fake;
+  fake.Configure({{"start_delay", 30}});  // pods stay Pending
+  std::atomic<bool> stop{false};
+  k8s::K8sOptions options = fake.Options();
+  options.start_timeout_seconds = 60;
+  options.stop_requested = [&] { return stop.load(); };
+  auto backend = Backend(options);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto sandbox = backend->Create(TestSpec("run-stop", "r"));
+  stopper.join();
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_FALSE(sandbox.ok());
+  CHECK(sandbox.status().code() == ExitCode::kInterrupted);
+  CHECK(waited < 5);
+  CHECK(fake.Pods().empty());
+
+  stop = false;
+  fake.Configure({{"start_delay", 0.05}});
+  auto running = backend->Create(TestSpec("run-stop", "r2"));
+  REQUIRE(running.ok());
+  std::thread stopper2([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  auto exec = (*running)->Exec(Command({"sleep", "10"}));
+  stopper2.join();
+  REQUIRE_FALSE(exec.ok());
+  CHECK(exec.status().code() == ExitCode::kInterrupted);
+}

@@ -85,9 +85,16 @@ Result<ExecOutcome> RunExec(ApiClient& client, const ExecCall& call) {
 
   std::optional<nlohmann::json> status;
   while (true) {
-    Result<std::optional<WsMessage>> message = ws.Next(deadline);
+    if (call.stop_requested && call.stop_requested()) {
+      return Status::Cancelled("exec in pod " + call.pod + " interrupted");
+    }
+    Clock::time_point slice = call.stop_requested
+                                  ? std::min(deadline, Clock::now() + std::chrono::milliseconds(250))
+                                  : deadline;
+    Result<std::optional<WsMessage>> message = ws.Next(slice);
     if (!message.ok()) return message.status();
     if (!message->has_value()) {
+      if (Clock::now() < deadline) continue;  // only a slice ended
       result.timed_out = true;
       break;
     }

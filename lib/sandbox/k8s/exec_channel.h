@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct ExecCall {
   std::string stdin_data;
   double timeout_seconds = 0;
   size_t max_output_bytes = 1 << 20;
+  std::function<bool()> stop_requested;  // ends the exec with Status::Cancelled
 };
 
 struct ExecOutcome {

@@ -157,6 +157,7 @@ class K8sSandbox : public Sandbox {
     call.stdin_data = stdin_data;
     call.timeout_seconds = timeout;
     call.max_output_bytes = max_output;
+    call.stop_requested = backend_.options().stop_requested;
     Result<ExecOutcome> outcome = RunExec(backend_.client(), call);
     if (!outcome.ok()) return outcome.status();
     backend_.NoteExecProtocol(outcome->protocol);
@@ -230,7 +231,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
   std::string name = created->value("/metadata/name"_json_pointer, "");
   if (name.empty()) return Status::Protocol("create pod: the answer names no pod");
 
-  Result<PodView> running = watcher.WaitRunning(name, deadline);
+  Result<PodView> running = watcher.WaitRunning(name, deadline, options_.stop_requested);
   if (!running.ok()) {
     // Never leave a pod behind that holds resources and will not run.
     Status deleted = DeletePod(name);

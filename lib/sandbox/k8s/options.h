@@ -2,6 +2,7 @@
 // forge resolves it to (kubeconfig or the in-cluster service account).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,10 @@ struct K8sOptions {
   std::string runtime_class;         // e.g. gvisor
   double start_timeout_seconds = 300;  // Pending longer than this is an infra error
   int watch_timeout_seconds = 300;     // server-side end of one watch request
+
+  // Polled while waiting for a pod or an exec, so SIGINT does not wait out a
+  // start timeout; forge-launch passes forge::cli::StopRequested.
+  std::function<bool()> stop_requested;
 };
 
 // The resolved connection.

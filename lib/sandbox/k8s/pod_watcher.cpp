@@ -254,7 +254,8 @@ std::optional<PodView> RunWatcher::Latest(const std::string& pod) {
   return it->second;
 }
 
-Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline) {
+Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline,
+                                        const std::function<bool()>& stop_requested) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     auto it = pods_.find(pod);
@@ -275,7 +276,11 @@ Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_poin
     if (failures_ >= 5) {
       return Status::Unavailable("pod " + pod + ": cannot watch pods: " + last_error_);
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (stop_requested && stop_requested()) {
+      return Status::Cancelled("interrupted while pod " + pod + " was starting");
+    }
+    Clock::time_point slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(250));
+    if (changed_.wait_until(lock, slice) == std::cv_status::timeout && Clock::now() >= deadline) {
       it = pods_.find(pod);
       std::string phase = it != pods_.end() ? it->second.phase : "not seen yet";
       return Status::Unavailable("pod " + pod + " did not start in time (phase " +

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -48,7 +50,9 @@ class RunWatcher {
 
   // Waits until the pod runs; an infrastructure error (unschedulable, image
   // pull back-off, ...) or the deadline comes back as Unavailable.
-  Result<PodView> WaitRunning(const std::string& pod, Clock::time_point deadline);
+  // stop_requested (may be empty) ends the wait with Status::Cancelled.
+  Result<PodView> WaitRunning(const std::string& pod, Clock::time_point deadline,
+                              const std::function<bool()>& stop_requested);
 
   // The latest view of a pod, if the watch has seen it.
   std::optional<PodView> Latest(const std::string& pod);
