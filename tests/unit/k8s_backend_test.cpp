@@ -642,3 +642,19 @@ TEST_CASE("k8s: a stop request ends a pod start and an exec, and the pod is not 
   REQUIRE_FALSE(exec.ok());
   CHECK(exec.status().code() == ExitCode::kInterrupted);
 }
+
+TEST_CASE("k8s: a pod past its activeDeadlineSeconds refuses exec as an infrastructure error") {
+  FakeK8s fake;
+  auto backend = Backend(fake.Options());
+  Spec spec = TestSpec("run-dead", "r");
+  spec.lifetime_seconds = 1;
+  auto sandbox = backend->Create(spec);
+  REQUIRE(sandbox.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(fake.Pods()[0]["status"]["reason"] == "DeadlineExceeded");
+  auto result = (*sandbox)->Exec(Command({"true"}));
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.status().code() == ExitCode::kUnavailable);
+  CHECK(result.status().message().find("not running") != std::string::npos);
+  CHECK(backend->Attach((*sandbox)->handle()).status().code() == ExitCode::kUnavailable);
+}

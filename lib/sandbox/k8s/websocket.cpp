@@ -43,7 +43,11 @@ std::string Trim(std::string s) {
 
 Status StatusForHttp(long code, const std::string& body, const std::string& path) {
   HttpResponse response{code, body};
-  return ApiError(response, "exec upgrade " + path.substr(0, path.find('?')));
+  Status status = ApiError(response, "exec upgrade " + path.substr(0, path.find('?')));
+  // 400 here means the container is not there to exec into (pod ended,
+  // evicted, past its deadline): the sandbox is gone, an infrastructure error.
+  if (code == 400) return Status::Unavailable(status.message());
+  return status;
 }
 
 }  // namespace
