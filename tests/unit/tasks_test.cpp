@@ -447,6 +447,30 @@ TEST_CASE("a directory of Harbor tasks loads them all, in name order, skipping a
   CHECK(Contains(status.message(), "c-broken/instruction.md: missing"));
 }
 
+TEST_CASE("\"-\" reads tasks from stdin; relative paths resolve against the working directory") {
+  TempDir tmp;
+  WriteHarborTask(tmp.path() / "fix-bug");
+  Write(tmp.path() / "tasks.jsonl", kEquivalentJsonl);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(tmp.path());
+  std::fflush(stdin);
+  int saved = dup(STDIN_FILENO);
+  std::FILE* in = std::fopen((tmp.path() / "tasks.jsonl").c_str(), "rb");
+  dup2(fileno(in), STDIN_FILENO);
+  Status status;
+  std::vector<Task> tasks = LoadAll({"-"}, &status);
+  dup2(saved, STDIN_FILENO);
+  close(saved);
+  std::fclose(in);
+  std::clearerr(stdin);
+  fs::current_path(cwd);
+
+  REQUIRE(status.ok());
+  REQUIRE(tasks.size() == 1);
+  CHECK(tasks[0].source == "<stdin>:1");
+  CHECK(tasks[0].verifier.tests_dir == (tmp.path() / "fix-bug" / "tests").string());
+}
+
 TEST_CASE("inputs that are not there") {
   TempDir tmp;
   Status status;
