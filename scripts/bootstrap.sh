@@ -10,7 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libcurl4-openssl-dev
   libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
   # runtime and tests
-  sqlite3 curl python3 docker.io busybox-static
+  sqlite3 curl python3 python3-numpy docker.io busybox-static
 )
 
 missing=()
