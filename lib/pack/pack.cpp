@@ -309,17 +309,18 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       }
       good.push_back(std::move(s));
     }
-    if (good.empty()) continue;
-
     if (o.format == Format::kRl) {
       if (!in.reward) {
         ++stats.rollouts_without_reward;
         stats.dropped["no_reward"] += static_cast<int64_t>(good.size());
         continue;
       }
+      // Kept even without a good sample: its reward still belongs to the
+      // group's baseline (a truncated attempt is an outcome too).
       rl_rollouts.push_back({in.rollout_id, in.task_id, *in.reward, std::move(good)});
       continue;
     }
+    if (good.empty()) continue;
     for (const Sample& s : good) {
       FORGE_RETURN_IF_ERROR(out.Write(o.format == Format::kSftTokens ? SftTokensRecord(s) : SftMessagesRecord(s, in)));
       ++stats.written;
@@ -337,7 +338,6 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
         if (n) stats.dropped["stale"] += n;
         r.samples.erase(std::remove_if(r.samples.begin(), r.samples.end(), stale), r.samples.end());
       }
-      std::erase_if(rl_rollouts, [](const RlRollout& r) { return r.samples.empty(); });
     }
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);

@@ -21,7 +21,9 @@ struct RlRollout {
   std::string rollout_id;
   std::string task_id;
   double reward = 0;
-  std::vector<Sample> samples;  // already validated, all with token ids
+  // Already validated, all with token ids. May be empty: the rollout's
+  // reward still counts in its group's baseline.
+  std::vector<Sample> samples;
 };
 
 struct RlOptions {

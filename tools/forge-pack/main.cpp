@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   double min_reward = 0;
 
   app.add_option("inputs", o.inputs, "Rollout/verdict JSONL files ('-' for stdin; default stdin)");
-  app.add_option("--store,-s", o.stores, "Store file to read recorded calls from (repeatable; first match wins)");
+  app.add_option("--store,-s", o.stores, "Store file to read recorded calls from (repeatable; first match wins)")
+      ->allow_extra_args(false);
   std::map<std::string, Format> formats{{"sft-messages", Format::kSftMessages},
                                         {"sft-tokens", Format::kSftTokens},
                                         {"rl", Format::kRl},
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   auto* min_reward_opt = app.add_option("--min-reward", min_reward, "Keep only rollouts with reward >= X");
   app.add_option("--min-tokens", o.validation.min_tokens, "Drop samples shorter than N tokens");
   app.add_option("--max-tokens", o.validation.max_tokens, "Drop samples longer than N tokens");
-  app.add_option("--stop-id", stop_ids, "Token id that may end a sample (repeatable; default: trust finish_reason)");
+  app.add_option("--stop-id", stop_ids, "Token id that may end a sample (repeatable; default: trust finish_reason)")
+      ->allow_extra_args(false);
   app.add_flag("--require-logprobs", o.validation.require_logprobs,
                "Drop samples with a completion token lacking a recorded logprob");
   std::map<std::string, Estimator> estimators{{"grpo", Estimator::kGrpo},
