@@ -65,6 +65,13 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
   std::vector<float> logprobs, advantages, rewards, row_advantages;
   nlohmann::json uids = nlohmann::json::array(), rollout_ids = nlohmann::json::array(),
                  sample_indices = nlohmann::json::array(), versions = nlohmann::json::array();
+  size_t total = 0;
+  for (const RlRow& row : rows) total += row.sample->input_ids.size();
+  input_ids.reserve(total);
+  position_ids.reserve(total);
+  loss_mask.reserve(total);
+  logprobs.reserve(total);
+  advantages.reserve(total);
   for (const RlRow& row : rows) {
     const Sample& s = *row.sample;
     input_ids.insert(input_ids.end(), s.input_ids.begin(), s.input_ids.end());
