@@ -11,7 +11,8 @@ advantages per task, best-fit-decreasing packing into `budget` tokens
 (bisect over a sorted list of remaining capacities), and one safetensors file
 per micro-batch (flat input_ids, position_ids, loss_mask, rollout_log_probs,
 advantages, cu_seqlens).
-Prints one JSON line of timings and counts.
+Prints one JSON line of timings (process CPU time, so that other load on
+a shared machine does not skew the comparison) and counts.
 
 Usage: pack_baseline.py CALLS.jsonl OUT_DIR BUDGET
 """
@@ -93,13 +94,13 @@ def write_safetensors(path, tensors, metadata):
 
 
 def main(path, out_dir, budget):
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     by_rollout = {}
     with open(path) as f:
         for line in f:
             c = json.loads(line)
             by_rollout.setdefault(c["rollout_id"], []).append(c)
-    t1 = time.perf_counter()
+    t1 = time.process_time()
 
     rows, groups = [], {}
     for rid, calls in by_rollout.items():
@@ -117,8 +118,10 @@ def main(path, out_dir, budget):
         for (rid, r, samples), a in zip(members, adv):
             for s in samples:
                 rows.append((task, rid, s, a))
+    t_assembled = time.process_time()
     lengths = [len(s["ids"]) for _, _, s, _ in rows]
     bins, used = best_fit_decreasing(lengths, budget)
+    t_planned = time.process_time()
     os.makedirs(out_dir, exist_ok=True)
     for b, items in enumerate(bins):
         ids, pos, mask, lp, adv, cu = array("i"), array("i"), array("B"), array("f"), array("f"), array("i", [0])
@@ -138,8 +141,9 @@ def main(path, out_dir, budget):
                            ("rollout_log_probs", "F32", lp), ("advantages", "F32", adv),
                            ("cu_seqlens", "I32", cu), ("loss_mask", "U8", mask)],
                           {"format": "baseline", "uids": json.dumps(uids), "rollout_ids": json.dumps(rids)})
-    t2 = time.perf_counter()
-    print(json.dumps({"parse_s": t1 - t0, "pack_s": t2 - t1, "rows": len(rows), "bins": len(bins),
+    t2 = time.process_time()
+    print(json.dumps({"parse_s": t1 - t0, "pack_s": t2 - t1, "assemble_s": t_assembled - t1,
+                      "plan_s": t_planned - t_assembled, "write_s": t2 - t_planned, "rows": len(rows), "bins": len(bins),
                       "tokens": sum(used)}))
 
 

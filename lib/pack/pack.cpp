@@ -303,6 +303,10 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     for (Sample& s : samples) {
       std::string reason = InvalidReason(s, o.validation);
       if (reason.empty() && s.from_messages && o.format != Format::kSftMessages) reason = "no_token_ids";
+      if (reason.empty() && o.format == Format::kSftMessages &&
+          (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
+        reason = "no_assistant_message";  // ids were recorded but no readable conversation
+      }
       if (!reason.empty()) {
         ++stats.dropped[reason];
         continue;

@@ -29,12 +29,14 @@ int main(int argc, char** argv) {
                  "sft-messages (default): OpenAI messages+tools JSONL; sft-tokens: input_ids/labels/"
                  "loss_mask JSONL; rl: packed safetensors micro-batches + JSONL index; verl-prompts: "
                  "veRL RLHFDataset rows, one per task")
-      ->transform(CLI::CheckedTransformer(formats));
+      ->transform(CLI::CheckedTransformer(formats))
+      ->option_text("FORMAT");
   std::map<std::string, AssemblyMode> modes{{"merge", AssemblyMode::kMerge}, {"per-call", AssemblyMode::kPerCall}};
   app.add_option("--mode,-m", o.mode,
                  "merge (default): one sample per chain of calls whose prompt extends the previous "
                  "prompt+completion; per-call: one sample per call")
-      ->transform(CLI::CheckedTransformer(modes));
+      ->transform(CLI::CheckedTransformer(modes))
+      ->option_text("MODE");
   app.add_flag("--passed-only", o.passed_only, "Keep only rollouts whose verdict passed");
   auto* min_reward_opt = app.add_option("--min-reward", min_reward, "Keep only rollouts with reward >= X");
   app.add_option("--min-tokens", o.validation.min_tokens, "Drop samples shorter than N tokens");
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
                                               {"rloo", Estimator::kRloo}};
   app.add_option("--advantage", o.estimator, "rl: grpo (default) (r-mean)/(std+1e-6); drgrpo r-mean; "
                                              "rloo r - mean of the others")
-      ->transform(CLI::CheckedTransformer(estimators));
+      ->transform(CLI::CheckedTransformer(estimators))
+      ->option_text("ESTIMATOR");
   app.add_flag("--drop-zero-variance", o.drop_zero_variance, "rl: drop groups whose rewards are all equal");
   auto* staleness_opt = app.add_option("--max-staleness", max_staleness,
                                        "rl: drop samples whose oldest policy version is more than N behind")
