@@ -1,0 +1,386 @@
+#include "pack/pack.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cli/diagnostics.h"
+#include "cli/signals.h"
+#include "pack/messages.h"
+#include "pack/rl_batches.h"
+#include "store/store.h"
+
+namespace forge::pack {
+namespace {
+
+struct RolloutInput {
+  std::string rollout_id;
+  std::string task_id;
+  std::optional<double> reward;
+  std::optional<bool> passed;
+  Json record;
+  std::string where;
+};
+
+const Json* Find(const Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+// Reads the fields forge-pack needs; a record without a rollout id is bad input.
+Result<RolloutInput> ParseRollout(const records::Record& r) {
+  RolloutInput in;
+  in.where = r.where();
+  const Json* id = Find(r.json, "rollout_id");
+  if (!id) id = Find(r.json, "id");
+  if (!id || !id->is_string() || id->get<std::string>().empty()) {
+    return Status::DataErr(in.where + ": record has no rollout_id string");
+  }
+  in.rollout_id = id->get<std::string>();
+  const Json* task = Find(r.json, "task_id");
+  in.task_id = task && task->is_string() ? task->get<std::string>() : in.rollout_id;
+  const Json* verdict = Find(r.json, "verdict");
+  for (const Json* source : {verdict, &r.json}) {
+    if (!source) continue;
+    if (const Json* reward = Find(*source, "reward"); reward && !in.reward) {
+      if (!reward->is_number()) return Status::DataErr(in.where + ": reward is not a number");
+      in.reward = reward->get<double>();
+    }
+    if (const Json* passed = Find(*source, "passed"); passed && !in.passed) {
+      if (!passed->is_boolean()) return Status::DataErr(in.where + ": passed is not a boolean");
+      in.passed = passed->get<bool>();
+    }
+  }
+  in.record = r.json;
+  return in;
+}
+
+struct Stats {
+  int64_t records = 0;
+  int64_t bad_records = 0;
+  int64_t duplicate_rollouts = 0;
+  int64_t filtered_not_passed = 0;
+  int64_t filtered_below_min_reward = 0;
+  int64_t rollouts_without_calls = 0;
+  int64_t rollouts_without_reward = 0;
+  AssemblyCounts assembly;
+  std::map<std::string, int64_t> dropped;  // reason → samples
+  int64_t written = 0;
+  int64_t written_rollouts = 0;
+  std::optional<RlFigures> rl;
+
+  Json ToJson() const {
+    double rollouts = static_cast<double>(std::max<int64_t>(assembly.rollouts, 1));
+    Json j = {{"records", records},
+              {"bad_records", bad_records},
+              {"duplicate_rollouts", duplicate_rollouts},
+              {"filtered", {{"not_passed", filtered_not_passed}, {"below_min_reward", filtered_below_min_reward}}},
+              {"rollouts_without_calls", rollouts_without_calls},
+              {"rollouts_without_reward", rollouts_without_reward},
+              {"rollouts", assembly.rollouts},
+              {"calls", assembly.calls},
+              {"side_calls_excluded", assembly.side_calls},
+              {"failed_calls_excluded", assembly.error_calls},
+              {"samples", assembly.samples},
+              {"samples_from_messages", assembly.from_messages},
+              {"samples_per_rollout", static_cast<double>(assembly.samples) / rollouts},
+              {"merge_ratio", assembly.samples ? static_cast<double>(assembly.calls) / static_cast<double>(assembly.samples) : 0.0},
+              {"tokens", assembly.tokens},
+              {"trainable_tokens", assembly.trainable_tokens},
+              {"trainable_token_ratio", assembly.tokens ? static_cast<double>(assembly.trainable_tokens) / static_cast<double>(assembly.tokens) : 0.0},
+              {"boundaries", {{"clean", assembly.clean}, {"realign", assembly.realign}, {"fork", assembly.fork}}},
+              {"dropped", dropped},
+              {"written", written}};
+    if (rl) {
+      const PackingFigures& p = rl->packing;
+      j["rl"] = {{"groups", rl->groups},
+                 {"zero_variance_groups", rl->zero_variance_groups},
+                 {"dropped_zero_variance_rollouts", rl->dropped_zero_variance_rollouts},
+                 {"rows", rl->rows},
+                 {"batches", p.bins},
+                 {"tokens", p.tokens},
+                 {"capacity", p.capacity},
+                 {"padding_waste", p.padding_waste},
+                 {"utilisation", p.utilisation},
+                 {"ideal_batches", p.ideal_bins},
+                 {"utilisation_vs_ideal", p.vs_ideal}};
+    }
+    return j;
+  }
+};
+
+void PrintSummary(const Json& s) {
+  cli::Note(fmt::format(
+      "{} rollouts, {} calls → {} samples ({:.2f} per rollout, merge ratio {:.2f}, {} from messages); "
+      "trainable tokens {}/{} ({:.1f}%); boundaries clean {} realign {} fork {}",
+      s["rollouts"].get<int64_t>(), s["calls"].get<int64_t>(), s["samples"].get<int64_t>(),
+      s["samples_per_rollout"].get<double>(), s["merge_ratio"].get<double>(),
+      s["samples_from_messages"].get<int64_t>(), s["trainable_tokens"].get<int64_t>(), s["tokens"].get<int64_t>(),
+      100 * s["trainable_token_ratio"].get<double>(), s["boundaries"]["clean"].get<int64_t>(),
+      s["boundaries"]["realign"].get<int64_t>(), s["boundaries"]["fork"].get<int64_t>()));
+  std::string dropped;
+  for (const auto& [reason, n] : s["dropped"].items()) dropped += fmt::format(" {} {}", reason, n.get<int64_t>());
+  cli::Note(fmt::format("written {}; dropped:{}; filtered: not passed {}, below min reward {}; "
+                        "rollouts without calls {}",
+                        s["written"].get<int64_t>(), dropped.empty() ? " none" : dropped,
+                        s["filtered"]["not_passed"].get<int64_t>(), s["filtered"]["below_min_reward"].get<int64_t>(),
+                        s["rollouts_without_calls"].get<int64_t>()));
+  if (s.contains("rl")) {
+    const Json& r = s["rl"];
+    cli::Note(fmt::format("rl: {} groups ({} zero-variance), {} rows in {} batches; utilisation {:.2f}%, "
+                          "padding waste {} tokens, {:.2f}% of ideal ({} batches)",
+                          r["groups"].get<int64_t>(), r["zero_variance_groups"].get<int64_t>(),
+                          r["rows"].get<int64_t>(), r["batches"].get<int64_t>(), 100 * r["utilisation"].get<double>(),
+                          r["padding_waste"].get<int64_t>(), 100 * r["utilisation_vs_ideal"].get<double>(),
+                          r["ideal_batches"].get<int64_t>()));
+  }
+}
+
+class Stores {
+ public:
+  static Result<Stores> Open(const std::vector<std::string>& paths) {
+    Stores s;
+    for (const std::string& path : paths) {
+      if (!std::filesystem::exists(path)) return Status::NoInput(path + ": no such store");
+      store::OpenOptions o;
+      o.read_only = true;
+      auto opened = store::Store::Open(path, o);
+      if (!opened.ok()) return opened.status().Prefixed(path);
+      s.stores_.push_back(std::move(*opened));
+    }
+    return s;
+  }
+  // The rollout's calls from the first store holding any.
+  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id) {
+    for (auto& store : stores_) {
+      auto calls = store->CallsOfRollout(rollout_id);
+      if (!calls.ok()) return calls.status().Prefixed(store->path());
+      if (!calls->empty()) return std::move(*calls);
+    }
+    return std::vector<store::CallRecord>{};
+  }
+
+ private:
+  std::vector<std::unique_ptr<store::Store>> stores_;
+};
+
+Json SftMessagesRecord(const Sample& s, const RolloutInput& in) {
+  Json j = {{"messages", s.messages}};
+  if (!s.tools.is_null()) j["tools"] = s.tools;
+  j["rollout_id"] = s.rollout_id;
+  j["task_id"] = s.task_id;
+  j["sample_index"] = s.index;
+  j["from_messages"] = s.from_messages;
+  if (in.reward) j["reward"] = *in.reward;
+  if (in.passed) j["passed"] = *in.passed;
+  return j;
+}
+
+Json SftTokensRecord(const Sample& s) {
+  std::vector<int32_t> labels(s.input_ids.size());
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = s.loss_mask[i] ? s.input_ids[i] : -100;
+  return {{"input_ids", s.input_ids}, {"labels", labels}, {"loss_mask", s.loss_mask},
+          {"rollout_id", s.rollout_id}, {"task_id", s.task_id}, {"sample_index", s.index}};
+}
+
+// The task's starting conversation: the record's own prompt or instruction,
+// else the first call's messages up to its first assistant turn.
+Json PromptOf(const RolloutInput& in, const std::vector<store::CallRecord>& calls) {
+  if (const Json* p = Find(in.record, "prompt"); p && p->is_array()) return CanonicalMessages(*p);
+  if (const Json* i = Find(in.record, "instruction"); i && i->is_string()) {
+    return Json::array({{{"role", "user"}, {"content", *i}}});
+  }
+  for (const auto& call : calls) {
+    if (call.side_call) continue;
+    Json prompt = Json::array();
+    for (const Json& m : CanonicalMessages(RequestMessages(call))) {
+      if (m.value("role", "") == "assistant") break;
+      prompt.push_back(m);
+    }
+    if (!prompt.empty()) return prompt;
+  }
+  return Json::array();
+}
+
+Json VerlPromptRecord(const RolloutInput& in, const std::vector<store::CallRecord>& calls, size_t index,
+                      const PackOptions& o) {
+  Json ground_truth = in.task_id;
+  if (const Json* g = Find(in.record, "ground_truth")) ground_truth = *g;
+  Json tools;
+  for (const auto& call : calls) {
+    if (!call.side_call && !(tools = RequestTools(call)).is_null()) break;
+  }
+  Json extra = {{"index", index}, {"task_id", in.task_id}, {"split", "train"}};
+  if (!tools.is_null()) extra["tools"] = tools.dump();  // a string: tool schemas vary in shape
+  return {{"data_source", o.data_source},
+          {"prompt", PromptOf(in, calls)},
+          {"ability", in.record.value("ability", "agent")},
+          {"reward_model", {{"style", "rule"}, {"ground_truth", ground_truth}}},
+          {"extra_info", extra},
+          {"agent_name", tools.is_null() ? "single_turn_agent" : "tool_agent"}};
+}
+
+}  // namespace
+
+Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
+  if (o.format == Format::kRl && o.out_dir.empty()) return Status::Usage("--format rl needs --out-dir DIR");
+  if (o.format != Format::kVerlPrompts && o.stores.empty()) return Status::Usage("give at least one --store PATH");
+  if (o.token_budget < 1) return Status::Usage("--token-budget must be positive");
+  auto stores = o.stores.empty() ? Result<Stores>(Stores{}) : Stores::Open(o.stores);
+  if (!stores.ok()) return stores.status();
+
+  // Read every record first: RL groups need all rollouts of a task.
+  Stats stats;
+  std::vector<RolloutInput> inputs;
+  std::set<std::string> seen;
+  records::ReaderOptions reader;
+  reader.strict = o.strict;
+  Status read = records::ForEachRecord(o.inputs, reader, [&](records::Record& r) -> Status {
+    ++stats.records;
+    auto in = ParseRollout(r);
+    if (!in.ok()) {
+      if (o.strict) return in.status();
+      ++stats.bad_records;
+      cli::Error(in.status().message());
+      return Status::Ok();
+    }
+    if (!seen.insert(in->rollout_id).second) {
+      ++stats.duplicate_rollouts;
+      cli::Warn(fmt::format("{}: rollout {} seen before; this record is ignored", in->where, in->rollout_id));
+      return Status::Ok();
+    }
+    inputs.push_back(std::move(*in));
+    return Status::Ok();
+  });
+  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+
+  std::vector<RlRollout> rl_rollouts;
+  std::set<std::string> prompted_tasks;
+  int64_t newest_policy = 0;
+  for (const RolloutInput& in : inputs) {
+    if (cli::StopRequested()) return Status::Cancelled("stopped");
+    if (o.passed_only && !in.passed.value_or(false)) {
+      ++stats.filtered_not_passed;
+      continue;
+    }
+    if (o.min_reward && (!in.reward || *in.reward < *o.min_reward)) {
+      ++stats.filtered_below_min_reward;
+      continue;
+    }
+    std::vector<store::CallRecord> calls;
+    if (!o.stores.empty()) {
+      auto got = stores->Calls(in.rollout_id);
+      if (!got.ok()) return got.status();
+      calls = std::move(*got);
+    }
+    if (o.format == Format::kVerlPrompts) {
+      if (!prompted_tasks.insert(in.task_id).second) continue;
+      Json row = VerlPromptRecord(in, calls, prompted_tasks.size() - 1, o);
+      if (row["prompt"].empty()) {
+        ++stats.dropped["no_prompt"];
+        cli::Warn(fmt::format("{}: task {} has no prompt, instruction or recorded call", in.where, in.task_id));
+        continue;
+      }
+      FORGE_RETURN_IF_ERROR(out.Write(row));
+      ++stats.written;
+      continue;
+    }
+    if (calls.empty()) {
+      ++stats.rollouts_without_calls;
+      cli::Warn(fmt::format("{}: no recorded calls for rollout {} in any store", in.where, in.rollout_id));
+      continue;
+    }
+    for (const auto& c : calls) newest_policy = std::max(newest_policy, c.policy_version_end);
+    std::vector<Sample> samples = Assemble(std::move(calls), o.mode, in.task_id, &stats.assembly);
+
+    std::vector<Sample> good;
+    for (Sample& s : samples) {
+      std::string reason = InvalidReason(s, o.validation);
+      if (reason.empty() && s.from_messages && o.format != Format::kSftMessages) reason = "no_token_ids";
+      if (reason.empty() && o.format == Format::kSftMessages &&
+          (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
+        reason = "no_assistant_message";  // ids were recorded but no readable conversation
+      }
+      if (!reason.empty()) {
+        ++stats.dropped[reason];
+        continue;
+      }
+      good.push_back(std::move(s));
+    }
+    if (o.format == Format::kRl) {
+      if (!in.reward) {
+        ++stats.rollouts_without_reward;
+        stats.dropped["no_reward"] += static_cast<int64_t>(good.size());
+        continue;
+      }
+      // Kept even without a good sample: its reward still belongs to the
+      // group's baseline (a truncated attempt is an outcome too).
+      rl_rollouts.push_back({in.rollout_id, in.task_id, *in.reward, std::move(good)});
+      continue;
+    }
+    if (good.empty()) continue;
+    for (const Sample& s : good) {
+      FORGE_RETURN_IF_ERROR(out.Write(o.format == Format::kSftTokens ? SftTokensRecord(s) : SftMessagesRecord(s, in)));
+      ++stats.written;
+    }
+    ++stats.written_rollouts;
+  }
+
+  if (o.format == Format::kRl) {
+    // Staleness is judged against the newest policy, which is only known now.
+    int64_t current = o.policy_version.value_or(newest_policy);
+    if (o.max_staleness) {
+      for (RlRollout& r : rl_rollouts) {
+        auto stale = [&](const Sample& s) { return current - s.policy_version_start > *o.max_staleness; };
+        int64_t n = std::count_if(r.samples.begin(), r.samples.end(), stale);
+        if (n) stats.dropped["stale"] += n;
+        r.samples.erase(std::remove_if(r.samples.begin(), r.samples.end(), stale), r.samples.end());
+      }
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) return Status::CantCreate(o.out_dir + ": " + ec.message());
+    RlOptions rl;
+    rl.estimator = o.estimator;
+    rl.drop_zero_variance = o.drop_zero_variance;
+    rl.token_budget = o.token_budget;
+    rl.out_dir = o.out_dir;
+    rl.metadata = {{"forge_version", FORGE_VERSION},
+                   {"assembly", o.mode == AssemblyMode::kMerge ? "merge" : "per-call"},
+                   {"policy_version", std::to_string(current)}};
+    RlFigures figures;
+    auto batches = PlanRlBatches(rl_rollouts, rl, &figures);
+    if (figures.dropped_over_budget) stats.dropped["longer_than_token_budget"] += figures.dropped_over_budget;
+    if (figures.dropped_zero_variance_rollouts) {
+      stats.dropped["zero_variance_group_rollouts"] += figures.dropped_zero_variance_rollouts;
+    }
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (cli::StopRequested()) return Status::Cancelled("stopped");
+      auto entry = WriteRlBatch(batches[i], i, rl);
+      if (!entry.ok()) return entry.status();
+      FORGE_RETURN_IF_ERROR(out.Write(*entry));
+    }
+    stats.written = figures.rows;
+    stats.rl = figures;
+  }
+
+  Json summary = stats.ToJson();
+  if (!o.quiet) PrintSummary(summary);
+  if (!o.stats_path.empty()) {
+    std::ofstream f(o.stats_path);
+    if (!(f << summary.dump(2) << "\n")) return Status::CantCreate(o.stats_path + ": cannot write stats");
+  }
+  if (!read.ok()) return read;
+  if (stats.bad_records) {
+    return Status::DataErr(fmt::format("{} record(s) lacked required fields and were skipped", stats.bad_records));
+  }
+  return Status::Ok();
+}
+
+}  // namespace forge::pack
