@@ -10,12 +10,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libcurl4-openssl-dev
   libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
   # runtime and tests
-<<<<<<< HEAD
-  sqlite3 curl python3 docker.io busybox-static
-  openssl  # test certificates for the k8s backend's TLS tests
-=======
   sqlite3 curl python3 python3-numpy docker.io busybox-static
->>>>>>> pack
+  openssl  # test certificates for the k8s backend's TLS tests
 )
 
 missing=()
