@@ -1,9 +1,68 @@
-// forge-dedup: Remove near-duplicate records by embedding similarity.
+// forge-dedup: remove near-duplicate records by embedding similarity.
+#include <map>
+
 #include "cli/tool.h"
+#include "dedup/dedup.h"
 
 int main(int argc, char** argv) {
-  forge::cli::Tool tool("forge-dedup", "Remove near-duplicate records by embedding similarity.");
-  return tool.Run(argc, argv, [] {
-    return forge::Status::Internal("this stage is not built yet");
+  using namespace forge::dedup;
+  forge::cli::Tool tool("forge-dedup",
+                        "Remove exact and near-duplicate JSONL records by embedding similarity.\n"
+                        "Kept records are written to stdout unchanged, in input order.");
+  CLI::App& app = tool.app();
+  DedupOptions o;
+
+  app.add_option("inputs", o.inputs, "JSONL files to read ('-' for stdin; default stdin)");
+  app.add_option("--field,-f", o.fields,
+                 "Dotted path of a field holding the text to compare (repeatable; joined by "
+                 "newlines). Default: the whole record without the id field");
+  app.add_option("--id-field", o.id_field, "Dotted path of the record id (default id)");
+  app.add_option("--rank", o.rank,
+                 "Who survives among duplicates: ordered keys, e.g. 'success desc,reward desc,"
+                 "tokens asc,id asc'; missing values sort last; input order breaks ties");
+  app.add_option("--threshold,-t", o.threshold,
+                 "Cosine similarity at or above which an item is a duplicate (default 0.9)")
+      ->check(CLI::Range(-1.0, 1.0));
+  app.add_option("--report-thresholds", o.report_thresholds,
+                 "Thresholds the report counts kept/dropped at (default 0.8,0.85,0.9,0.95,0.98,0.99)")
+      ->delimiter(',');
+  std::map<std::string, DecisionMode> modes{{"semdedup", DecisionMode::kSemDeDup},
+                                            {"components", DecisionMode::kComponents}};
+  app.add_option("--mode", o.mode,
+                 "semdedup: drop an item similar to an earlier-ranked kept item (default); "
+                 "components: keep the best-ranked item of each connected component")
+      ->transform(CLI::CheckedTransformer(modes));
+  std::map<std::string, IndexKind> indexes{{"exact", IndexKind::kExact}, {"hnsw", IndexKind::kHnsw}};
+  app.add_option("--index", o.index, "exact: blocked BLAS all-pairs search (default); hnsw: "
+                                     "approximate, for very large sets, recall reported")
+      ->transform(CLI::CheckedTransformer(indexes));
+  bool no_exact = false;
+  app.add_flag("--no-exact-stage", no_exact, "Skip the exact (normalised hash) stage");
+  app.add_option("--dropped", o.dropped_path,
+                 "Write dropped records' id, matched_id, score, stage, where as JSONL to FILE");
+  app.add_option("--report", o.report_path,
+                 "Write the JSON report to FILE (default: a table on stderr)");
+  app.add_flag("--quiet,-q", o.quiet, "No report table on stderr");
+  app.add_flag("--strict", o.strict, "A malformed input line is an error (exit 65)");
+  app.add_option("--ngram", o.ngram.n, "Character n-gram length of the model-free embedding (5)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--dim", o.ngram.dim, "Dimension of the model-free embedding (1024)")
+      ->check(CLI::Range(8, 1 << 20));
+  app.add_option("--threads,-j", o.search.threads, "Search threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tile", o.search.tile, "Rows per block of the exact search (1024)")
+      ->check(CLI::Range(16, 1 << 16));
+  app.add_option("--max-pairs", o.search.max_pairs,
+                 "Refuse to hold more similar pairs than this (memory bound)");
+  app.add_option("--hnsw-m", o.hnsw.m, "HNSW links per node (16)");
+  app.add_option("--hnsw-ef-construction", o.hnsw.ef_construction, "HNSW build beam (200)");
+  app.add_option("--hnsw-ef", o.hnsw.ef_search, "HNSW query beam (128)");
+  app.add_option("--hnsw-k", o.hnsw.k, "Neighbours asked for per item (32)");
+  app.add_option("--recall-sample", o.hnsw.recall_sample,
+                 "Items checked against exact search to report HNSW recall (1000)");
+
+  return tool.Run(argc, argv, [&] {
+    o.exact_stage = !no_exact;
+    return RunDedup(o, nullptr);
   });
 }
