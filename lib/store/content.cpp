@@ -1,0 +1,110 @@
+#include "store/content.h"
+
+#include "base/hash.h"
+
+namespace forge::store {
+namespace {
+
+using Json = nlohmann::json;
+
+// Parts smaller than this stay inline: a reference would cost more than it saves.
+constexpr size_t kMinPartBytes = 48;
+
+std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+bool WorthABlob(const Json& v, const std::string& text) {
+  return (v.is_object() || v.is_array() || v.is_string()) && text.size() >= kMinPartBytes;
+}
+
+Result<Json> SplitValue(const Json& v, const InternFn& intern) {
+  if (v.is_array()) {
+    Json items = Json::array();
+    for (const Json& element : v) {
+      std::string text = Dump(element);
+      if (WorthABlob(element, text)) {
+        auto id = intern(Sha256Hex(text), text);
+        if (!id.ok()) return id.status();
+        items.push_back(*id);
+      } else {
+        items.push_back(Json::array({element}));
+      }
+    }
+    return Json::array({"l", std::move(items)});
+  }
+  std::string text = Dump(v);
+  if (WorthABlob(v, text)) {
+    auto id = intern(Sha256Hex(text), text);
+    if (!id.ok()) return id.status();
+    return Json::array({"b", *id});
+  }
+  return Json::array({"v", v});
+}
+
+Result<Json> FetchPart(int64_t id, const FetchFn& fetch) {
+  auto data = fetch(id);
+  if (!data.ok()) return data.status();
+  Json value = Json::parse(*data, nullptr, false);
+  if (value.is_discarded()) return Status::DataErr("blob " + std::to_string(id) + " is not valid JSON");
+  return value;
+}
+
+Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
+  if (!part.is_array() || part.size() != 2 || !part[0].is_string()) {
+    return Status::DataErr("corrupt content skeleton");
+  }
+  const std::string& tag = part[0].get_ref<const std::string&>();
+  if (tag == "v") return part[1];
+  if (tag == "b" && part[1].is_number_integer()) return FetchPart(part[1].get<int64_t>(), fetch);
+  if (tag == "l" && part[1].is_array()) {
+    Json items = Json::array();
+    for (const Json& item : part[1]) {
+      if (item.is_number_integer()) {
+        auto value = FetchPart(item.get<int64_t>(), fetch);
+        if (!value.ok()) return value.status();
+        items.push_back(std::move(*value));
+      } else if (item.is_array() && item.size() == 1) {
+        items.push_back(item[0]);
+      } else {
+        return Status::DataErr("corrupt content skeleton");
+      }
+    }
+    return items;
+  }
+  return Status::DataErr("corrupt content skeleton");
+}
+
+}  // namespace
+
+Result<Json> Split(const Json& value, const InternFn& intern) {
+  Json skeleton = Json::object();
+  if (!value.is_object()) {
+    auto part = SplitValue(value, intern);
+    if (!part.ok()) return part.status();
+    skeleton[""] = std::move(*part);
+    skeleton["$whole"] = true;
+    return skeleton;
+  }
+  for (const auto& [key, item] : value.items()) {
+    auto part = SplitValue(item, intern);
+    if (!part.ok()) return part.status();
+    skeleton[key] = std::move(*part);
+  }
+  return skeleton;
+}
+
+Result<Json> Join(const Json& skeleton, const FetchFn& fetch) {
+  if (!skeleton.is_object()) return Status::DataErr("corrupt content skeleton");
+  if (auto whole = skeleton.find("$whole"); whole != skeleton.end() && *whole == true) {
+    if (!skeleton.contains("")) return Status::DataErr("corrupt content skeleton");
+    return JoinValue(skeleton[""], fetch);
+  }
+  Json value = Json::object();
+  for (const auto& [key, part] : skeleton.items()) {
+    auto joined = JoinValue(part, fetch);
+    if (!joined.ok()) return joined.status();
+    value[key] = std::move(*joined);
+  }
+  return value;
+}
+
+}  // namespace forge::store
