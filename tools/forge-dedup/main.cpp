@@ -2,7 +2,11 @@
 #include <map>
 
 #include "cli/tool.h"
+#include <cstdlib>
+
 #include "dedup/dedup.h"
+#include "dedup/remote_embedder.h"
+#include "store/store.h"
 
 int main(int argc, char** argv) {
   using namespace forge::dedup;
@@ -61,8 +65,36 @@ int main(int argc, char** argv) {
   app.add_option("--recall-sample", o.hnsw.recall_sample,
                  "Items checked against exact search to report HNSW recall (1000)");
 
-  return tool.Run(argc, argv, [&] {
+  RemoteOptions remote;
+  std::string store_path, api_key_env = "FORGE_EMBED_API_KEY";
+  app.add_option("--embed-url", remote.url,
+                 "OpenAI-compatible embeddings endpoint (base URL, .../v1 or .../v1/embeddings); "
+                 "default: the model-free n-gram embedding");
+  app.add_option("--embed-model", remote.model, "Model name sent to the endpoint");
+  app.add_option("--embed-batch", remote.batch, "Texts per request (32)");
+  app.add_option("--embed-concurrency", remote.concurrency, "Requests in flight (4)");
+  app.add_option("--embed-retries", remote.retries,
+                 "Retries of a request after 5xx, 429 or a connection failure (4)");
+  app.add_option("--embed-timeout", remote.timeout_seconds, "Seconds per request (120)");
+  app.add_option("--embed-api-key-env", api_key_env,
+                 "Environment variable holding a bearer token (FORGE_EMBED_API_KEY)");
+  app.add_option("--store", store_path,
+                 "forge store (SQLite) whose embeddings table caches endpoint vectors by "
+                 "content hash and model");
+
+  return tool.Run(argc, argv, [&]() -> forge::Status {
     o.exact_stage = !no_exact;
-    return RunDedup(o, nullptr);
+    if (remote.url.empty()) return RunDedup(o, nullptr);
+    if (const char* key = std::getenv(api_key_env.c_str())) remote.api_key = key;
+    std::unique_ptr<forge::store::Store> store;
+    std::unique_ptr<EmbeddingCache> cache;
+    if (!store_path.empty()) {
+      auto opened = forge::store::Store::Open(store_path);
+      if (!opened.ok()) return opened.status();
+      store = std::move(*opened);
+      cache = std::make_unique<StoreEmbeddingCache>(store.get());
+    }
+    RemoteEmbedder embedder(remote, cache.get());
+    return RunDedup(o, &embedder);
   });
 }
