@@ -172,3 +172,34 @@ TEST_CASE("dedup: HNSW finds the planted pairs and reports its recall") {
   CHECK(stats.found_pairs * 100 >= stats.exact_pairs * 98);
   CHECK(stats.ToJson()["pair_recall"].get<double>() >= 0.98);
 }
+
+#include "dedup/remote_embedder.h"
+
+TEST_CASE("dedup: embeddings endpoint URL and response parsing") {
+  CHECK(EmbeddingsEndpoint("http://127.0.0.1:8080") == "http://127.0.0.1:8080/v1/embeddings");
+  CHECK(EmbeddingsEndpoint("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/v1/embeddings");
+  CHECK(EmbeddingsEndpoint("http://h/x/embeddings") == "http://h/x/embeddings");
+
+  // Out of order by index, unnormalised: put back in order and scaled to unit length.
+  auto ok = ParseEmbeddingsResponse(
+      R"({"data":[{"index":1,"embedding":[0,2]},{"index":0,"embedding":[3,4]}]})", 2);
+  REQUIRE(ok.ok());
+  CHECK((*ok)[0][0] == doctest::Approx(0.6f));
+  CHECK((*ok)[0][1] == doctest::Approx(0.8f));
+  CHECK((*ok)[1][1] == doctest::Approx(1.0f));
+
+  auto code = [](const std::string& body, size_t n) {
+    auto r = ParseEmbeddingsResponse(body, n);
+    return r.ok() ? forge::ExitCode::kOk : r.status().code();
+  };
+  CHECK(code("{\"data\":[{\"embedding\":[0.1,", 1) == forge::ExitCode::kProtocol);
+  CHECK(code(R"({"error":"x"})", 1) == forge::ExitCode::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[1,0]}]})", 2) == forge::ExitCode::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[0,0]}]})", 1) == forge::ExitCode::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[1,"a"]}]})", 1) == forge::ExitCode::kProtocol);
+  CHECK(code(R"({"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[1]}]})", 2) ==
+        forge::ExitCode::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[1,0]},{"embedding":[1]}]})", 2) == forge::ExitCode::kProtocol);
+  auto message = ParseEmbeddingsResponse(R"({"data":[]})", 3).status().message();
+  CHECK(message.find("expected 3 embeddings, got 0") != std::string::npos);
+}

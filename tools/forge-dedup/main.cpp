@@ -1,5 +1,4 @@
 // forge-dedup: remove near-duplicate records by embedding similarity.
-#include <map>
 
 #include "cli/tool.h"
 #include <cstdlib>
@@ -30,16 +29,14 @@ int main(int argc, char** argv) {
   app.add_option("--report-thresholds", o.report_thresholds,
                  "Thresholds the report counts kept/dropped at (default 0.8,0.85,0.9,0.95,0.98,0.99)")
       ->delimiter(',');
-  std::map<std::string, DecisionMode> modes{{"semdedup", DecisionMode::kSemDeDup},
-                                            {"components", DecisionMode::kComponents}};
-  app.add_option("--mode", o.mode,
+  std::string mode = "semdedup", index = "exact";
+  app.add_option("--mode", mode,
                  "semdedup: drop an item similar to an earlier-ranked kept item (default); "
                  "components: keep the best-ranked item of each connected component")
-      ->transform(CLI::CheckedTransformer(modes));
-  std::map<std::string, IndexKind> indexes{{"exact", IndexKind::kExact}, {"hnsw", IndexKind::kHnsw}};
-  app.add_option("--index", o.index, "exact: blocked BLAS all-pairs search (default); hnsw: "
+      ->check(CLI::IsMember({"semdedup", "components"}));
+  app.add_option("--index", index, "exact: blocked BLAS all-pairs search (default); hnsw: "
                                      "approximate, for very large sets, recall reported")
-      ->transform(CLI::CheckedTransformer(indexes));
+      ->check(CLI::IsMember({"exact", "hnsw"}));
   bool no_exact = false;
   app.add_flag("--no-exact-stage", no_exact, "Skip the exact (normalised hash) stage");
   app.add_option("--dropped", o.dropped_path,
@@ -84,6 +81,8 @@ int main(int argc, char** argv) {
 
   return tool.Run(argc, argv, [&]() -> forge::Status {
     o.exact_stage = !no_exact;
+    o.mode = mode == "components" ? DecisionMode::kComponents : DecisionMode::kSemDeDup;
+    o.index = index == "hnsw" ? IndexKind::kHnsw : IndexKind::kExact;
     if (remote.url.empty()) return RunDedup(o, nullptr);
     if (const char* key = std::getenv(api_key_env.c_str())) remote.api_key = key;
     std::unique_ptr<forge::store::Store> store;
