@@ -9,6 +9,8 @@ packages=(
   # libraries (see README "Dependencies" for why each)
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libcurl4-openssl-dev
   libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
+  # benchmarks only: bench-dedup_search compares with FAISS when this is present
+  libfaiss-dev
   # runtime and tests
   sqlite3 curl python3 python3-numpy docker.io busybox-static
   openssl  # test certificates for the k8s backend's TLS tests

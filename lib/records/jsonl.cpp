@@ -71,7 +71,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
       continue;
     }
     ++good_lines_;
-    return std::optional<Record>(Record{std::move(json), source_, line_});
+    return std::optional<Record>(Record{std::move(json), source_, line_, std::string(text)});
   }
 }
 
@@ -113,7 +113,11 @@ JsonlWriter::~JsonlWriter() {
 }
 
 Status JsonlWriter::Write(const Json& record) {
-  std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return WriteLine(record.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+Status JsonlWriter::WriteLine(std::string_view text) {
+  std::string line(text);
   line += '\n';
   errno = 0;
   if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0) {

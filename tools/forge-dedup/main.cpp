@@ -1,9 +1,99 @@
-// forge-dedup: Remove near-duplicate records by embedding similarity.
+// forge-dedup: remove near-duplicate records by embedding similarity.
+
 #include "cli/tool.h"
+#include <cstdlib>
+
+#include "dedup/dedup.h"
+#include "dedup/remote_embedder.h"
+#include "store/store.h"
 
 int main(int argc, char** argv) {
-  forge::cli::Tool tool("forge-dedup", "Remove near-duplicate records by embedding similarity.");
-  return tool.Run(argc, argv, [] {
-    return forge::Status::Internal("this stage is not built yet");
+  using namespace forge::dedup;
+  forge::cli::Tool tool("forge-dedup",
+                        "Remove exact and near-duplicate JSONL records by embedding similarity.\n"
+                        "Kept records are written to stdout unchanged, in input order.");
+  CLI::App& app = tool.app();
+  DedupOptions o;
+
+  app.add_option("inputs", o.inputs, "JSONL files to read ('-' for stdin; default stdin)");
+  app.add_option("--field,-f", o.fields,
+                 "Dotted path of a field holding the text to compare (repeatable; joined by "
+                 "newlines). Default: the whole record without the id field");
+  app.add_option("--id-field", o.id_field, "Dotted path of the record id (default id)");
+  app.add_option("--rank", o.rank,
+                 "Who survives among duplicates: ordered keys, e.g. 'success desc,reward desc,"
+                 "tokens asc,id asc'; missing values sort last; input order breaks ties");
+  app.add_option("--threshold,-t", o.threshold,
+                 "Cosine similarity at or above which an item is a duplicate (default 0.9)")
+      ->check(CLI::Range(-1.0, 1.0));
+  app.add_option("--report-thresholds", o.report_thresholds,
+                 "Thresholds the report counts kept/dropped at (default 0.8,0.85,0.9,0.95,0.98,0.99)")
+      ->delimiter(',');
+  std::string mode = "semdedup", index = "exact";
+  app.add_option("--mode", mode,
+                 "semdedup: drop an item similar to an earlier-ranked kept item (default); "
+                 "components: keep the best-ranked item of each connected component")
+      ->check(CLI::IsMember({"semdedup", "components"}));
+  app.add_option("--index", index, "exact: blocked BLAS all-pairs search (default); hnsw: "
+                                     "approximate, for very large sets, recall reported")
+      ->check(CLI::IsMember({"exact", "hnsw"}));
+  bool no_exact = false;
+  app.add_flag("--no-exact-stage", no_exact, "Skip the exact (normalised hash) stage");
+  app.add_option("--dropped", o.dropped_path,
+                 "Write dropped records' id, matched_id, score, stage, where as JSONL to FILE");
+  app.add_option("--report", o.report_path,
+                 "Write the JSON report to FILE (default: a table on stderr)");
+  app.add_flag("--quiet,-q", o.quiet, "No report table on stderr");
+  app.add_flag("--strict", o.strict, "A malformed input line is an error (exit 65)");
+  app.add_option("--ngram", o.ngram.n, "Character n-gram length of the model-free embedding (5)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--dim", o.ngram.dim, "Dimension of the model-free embedding (1024)")
+      ->check(CLI::Range(8, 1 << 20));
+  app.add_option("--threads,-j", o.search.threads, "Search threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tile", o.search.tile, "Rows per block of the exact search (1024)")
+      ->check(CLI::Range(16, 1 << 16));
+  app.add_option("--max-pairs", o.search.max_pairs,
+                 "Refuse to hold more similar pairs than this (memory bound)");
+  app.add_option("--hnsw-m", o.hnsw.m, "HNSW links per node (16)");
+  app.add_option("--hnsw-ef-construction", o.hnsw.ef_construction, "HNSW build beam (200)");
+  app.add_option("--hnsw-ef", o.hnsw.ef_search, "HNSW query beam (128)");
+  app.add_option("--hnsw-k", o.hnsw.k, "Neighbours asked for per item (32)");
+  app.add_option("--recall-sample", o.hnsw.recall_sample,
+                 "Items checked against exact search to report HNSW recall (1000)");
+
+  RemoteOptions remote;
+  std::string store_path, api_key_env = "FORGE_EMBED_API_KEY";
+  app.add_option("--embed-url", remote.url,
+                 "OpenAI-compatible embeddings endpoint (base URL, .../v1 or .../v1/embeddings); "
+                 "default: the model-free n-gram embedding");
+  app.add_option("--embed-model", remote.model, "Model name sent to the endpoint");
+  app.add_option("--embed-batch", remote.batch, "Texts per request (32)");
+  app.add_option("--embed-concurrency", remote.concurrency, "Requests in flight (4)");
+  app.add_option("--embed-retries", remote.retries,
+                 "Retries of a request after 5xx, 429 or a connection failure (4)");
+  app.add_option("--embed-timeout", remote.timeout_seconds, "Seconds per request (120)");
+  app.add_option("--embed-api-key-env", api_key_env,
+                 "Environment variable holding a bearer token (FORGE_EMBED_API_KEY)");
+  app.add_option("--store", store_path,
+                 "forge store (SQLite) whose embeddings table caches endpoint vectors by "
+                 "content hash and model");
+
+  return tool.Run(argc, argv, [&]() -> forge::Status {
+    o.exact_stage = !no_exact;
+    o.mode = mode == "components" ? DecisionMode::kComponents : DecisionMode::kSemDeDup;
+    o.index = index == "hnsw" ? IndexKind::kHnsw : IndexKind::kExact;
+    if (remote.url.empty()) return RunDedup(o, nullptr);
+    if (const char* key = std::getenv(api_key_env.c_str())) remote.api_key = key;
+    std::unique_ptr<forge::store::Store> store;
+    std::unique_ptr<EmbeddingCache> cache;
+    if (!store_path.empty()) {
+      auto opened = forge::store::Store::Open(store_path);
+      if (!opened.ok()) return opened.status();
+      store = std::move(*opened);
+      cache = std::make_unique<StoreEmbeddingCache>(store.get());
+    }
+    RemoteEmbedder embedder(remote, cache.get());
+    return RunDedup(o, &embedder);
   });
 }
