@@ -1,0 +1,57 @@
+// The proxy speaks several client wire formats but always talks to the
+// policy server in OpenAI chat-completions form. A ClientFormat translates a
+// client's request into a chat request, and the chat response (whole, or as a
+// stream of chunks) back into what the client expects, event by event, as the
+// upstream tokens arrive — never buffered and replayed.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace forge::proxy {
+
+using Json = nlohmann::json;
+
+// What a translated request carries besides the chat body.
+struct ChatRequest {
+  Json body;              // OpenAI chat-completions request to send upstream
+  bool stream = false;    // the client asked for a stream
+  bool side_call = false; // token counting, titles, helper calls: kept out of the trajectory
+};
+
+// Writes the client-visible stream for one call. Each On* returns the bytes
+// to send to the client now (SSE frames, or nothing); the proxy writes them
+// at once.
+class StreamTranslator {
+ public:
+  virtual ~StreamTranslator() = default;
+  // One upstream chat.completion.chunk (already stripped of fields the client did not ask for).
+  virtual std::string OnChunk(const Json& chunk) = 0;
+  // The upstream stream ended normally ([DONE]).
+  virtual std::string OnEnd() = 0;
+  // The upstream failed after the stream began: a well-formed error event in
+  // the client's own format, ending the stream.
+  virtual std::string OnError(const std::string& message) = 0;
+  // The response as the client would have received it unstreamed, for the record.
+  virtual Json Assembled() const = 0;
+};
+
+class ClientFormat {
+ public:
+  virtual ~ClientFormat() = default;
+  // "openai-chat", "openai-completions", "anthropic", "responses", "gemini".
+  virtual std::string name() const = 0;
+  // Bad client input is Status::DataErr with a message naming the field.
+  virtual Result<ChatRequest> ToChat(const Json& client_request) = 0;
+  virtual Result<Json> FromChat(const Json& chat_response) = 0;
+  virtual std::unique_ptr<StreamTranslator> NewStream() = 0;
+  // An error body in the client's own error shape, for the given HTTP status.
+  virtual Json ErrorBody(int http_status, const std::string& message) const = 0;
+};
+
+}  // namespace forge::proxy

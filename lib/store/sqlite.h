@@ -1,0 +1,74 @@
+// A thin RAII layer over SQLite's C API: a connection and prepared
+// statements, with errors as Status. Nothing forge-specific lives here.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace forge::store {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Binds are 1-based like SQLite's; chainable.
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, double value);
+  Statement& Bind(int index, std::string_view text);
+  Statement& BindBlob(int index, std::string_view bytes);
+  Statement& BindNull(int index);
+
+  // Advances; true while a row is available. Errors (including BUSY) come back as Status.
+  Result<bool> Step();
+  // Steps to completion, for statements that return no rows.
+  Status Run();
+  void Reset();
+
+  int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  double Double(int column) const { return sqlite3_column_double(stmt_, column); }
+  bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  std::string Text(int column) const;
+  std::string Blob(int column) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+class Database {
+ public:
+  static Result<Database> Open(const std::string& path, bool read_only);
+  Database(Database&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  Result<Statement> Prepare(std::string_view sql);
+  // Runs one or more statements that return no rows.
+  Status Execute(std::string_view sql);
+  int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+  int Changes() const { return sqlite3_changes(db_); }
+  const std::string& path() const { return path_; }
+  sqlite3* raw() { return db_; }
+
+ private:
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;
+  std::string path_;
+};
+
+// BUSY and LOCKED are worth retrying; everything else is not.
+bool IsBusy(const Status& status);
+
+}  // namespace forge::store

@@ -1,0 +1,511 @@
+#include "store/store.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "base/hash.h"
+#include "store/content.h"
+#include "store/schema.h"
+
+namespace forge::store {
+namespace {
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+template <typename T>
+std::string PackVector(const std::vector<T>& values) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  // The store is little-endian on disk; every machine forge runs on is too.
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> UnpackVector(const std::string& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+std::string DumpJson(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json ParseJsonOrNull(const std::string& text) {
+  if (text.empty()) return nullptr;
+  Json value = Json::parse(text, nullptr, false);
+  return value.is_discarded() ? Json(nullptr) : value;
+}
+
+int64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+RolloutRow ReadRolloutRow(const Statement& s) {
+  RolloutRow row;
+  row.id = s.Text(0);
+  row.run_id = s.Text(1);
+  row.task_id = s.Text(2);
+  row.attempt = s.Int(3);
+  row.harness = s.Text(4);
+  row.secret_hash = s.Text(5);
+  row.status = s.Text(6);
+  row.outcome = s.Text(7);
+  row.record = ParseJsonOrNull(s.Text(8));
+  return row;
+}
+
+constexpr const char* kRolloutColumns =
+    "id, run_id, task_id, attempt, harness, secret_hash, status, outcome, record";
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions options) {
+  auto db = Database::Open(path, options.read_only);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<Store> store(new Store(std::move(*db)));
+  store->busy_timeout_ms_ = options.busy_timeout_ms;
+  sqlite3_busy_timeout(store->db_.raw(), options.busy_timeout_ms);
+  if (!options.read_only) {
+    // WAL lets readers run beside the one writer; NORMAL sync in WAL mode
+    // is durable against a process crash, which is what the proxy promises.
+    Status s = store->db_.Execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    if (!s.ok()) return s.Prefixed("opening store");
+    int target = options.target_version < 0 ? LatestSchemaVersion() : options.target_version;
+    FORGE_RETURN_IF_ERROR(store->Migrate(target));
+  } else {
+    int version = store->schema_version();
+    if (version != LatestSchemaVersion()) {
+      return Status::DataErr(path + ": store schema version " + std::to_string(version) +
+                             " (expected " + std::to_string(LatestSchemaVersion()) +
+                             "); open it read-write once to migrate");
+    }
+  }
+  return store;
+}
+
+int Store::schema_version() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare("PRAGMA user_version");
+  if (!stmt.ok()) return -1;
+  auto row = stmt->Step();
+  return row.ok() && *row ? static_cast<int>(stmt->Int(0)) : -1;
+}
+
+Status Store::Migrate(int target_version) {
+  const auto& migrations = Migrations();
+  if (target_version > static_cast<int>(migrations.size())) {
+    return Status::Internal("no schema version " + std::to_string(target_version));
+  }
+  for (;;) {
+    int current = schema_version();
+    if (current < 0) return Status::DataErr(path() + ": not a forge store (cannot read user_version)");
+    if (current > LatestSchemaVersion()) {
+      return Status::DataErr(path() + ": store schema version " + std::to_string(current) +
+                             " is newer than this forge (" + std::to_string(LatestSchemaVersion()) + ")");
+    }
+    if (current >= target_version) return Status::Ok();
+    // Another process may migrate at the same moment: re-check the version
+    // inside the write transaction so each step is applied exactly once.
+    Status s = WriteTransaction([&]() -> Status {
+      if (schema_version() != current) return Status::Ok();
+      FORGE_RETURN_IF_ERROR(db_.Execute(migrations[current]));
+      return db_.Execute("PRAGMA user_version = " + std::to_string(current + 1));
+    });
+    if (!s.ok()) return s.Prefixed("migrating " + path() + " to schema " + std::to_string(current + 1));
+  }
+}
+
+Status Store::WriteTransaction(const std::function<Status()>& fn) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return WriteTransactionLocked(fn);
+}
+
+Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
+  // busy_timeout already waits inside SQLite; this loop covers the cases it
+  // does not (a BUSY on COMMIT, or a deadlock-avoidance BUSY) with backoff.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_ * 3);
+  int delay_ms = 1;
+  for (;;) {
+    Status s = db_.Execute("BEGIN IMMEDIATE");
+    if (s.ok()) {
+      s = fn();
+      if (s.ok()) s = db_.Execute("COMMIT");
+      if (s.ok()) return s;
+      (void)db_.Execute("ROLLBACK");
+    }
+    if (!IsBusy(s) || std::chrono::steady_clock::now() > deadline) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    delay_ms = std::min(delay_ms * 2, 100);
+  }
+}
+
+Status Store::PutTask(const Json& task) {
+  if (!task.contains("id") || !task["id"].is_string()) return Status::DataErr("task has no string id");
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare(
+        "INSERT INTO tasks (id, record, created_at) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (id) DO UPDATE SET record = excluded.record");
+    if (!stmt.ok()) return stmt.status();
+    return stmt->Bind(1, task["id"].get<std::string>()).Bind(2, DumpJson(task)).Bind(3, Now()).Run();
+  });
+}
+
+Result<std::optional<Json>> Store::GetTask(const std::string& id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare("SELECT record FROM tasks WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, id);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<Json>();
+  return std::optional<Json>(ParseJsonOrNull(stmt->Text(0)));
+}
+
+Status Store::RegisterRollout(const RolloutRow& row) {
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare(
+        "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, outcome, "
+        "record, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) "
+        "ON CONFLICT (id) DO UPDATE SET secret_hash = excluded.secret_hash, status = excluded.status, "
+        "harness = excluded.harness, updated_at = excluded.updated_at");
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, row.id).Bind(2, row.run_id).Bind(3, row.task_id).Bind(4, row.attempt).Bind(5, row.harness);
+    if (row.secret_hash.empty()) stmt->BindNull(6); else stmt->Bind(6, row.secret_hash);
+    stmt->Bind(7, row.status.empty() ? std::string("registered") : row.status);
+    if (row.outcome.empty()) stmt->BindNull(8); else stmt->Bind(8, row.outcome);
+    if (row.record.is_null()) stmt->BindNull(9); else stmt->Bind(9, DumpJson(row.record));
+    stmt->Bind(10, Now());
+    return stmt->Run();
+  });
+}
+
+Status Store::UpdateRollout(const std::string& id, const std::string& status, const std::string& outcome,
+                            const Json& record) {
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare(
+        "UPDATE rollouts SET status = ?2, outcome = ?3, record = ?4, updated_at = ?5 WHERE id = ?1");
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, id).Bind(2, status);
+    if (outcome.empty()) stmt->BindNull(3); else stmt->Bind(3, outcome);
+    if (record.is_null()) stmt->BindNull(4); else stmt->Bind(4, DumpJson(record));
+    FORGE_RETURN_IF_ERROR(stmt->Bind(5, Now()).Run());
+    if (db_.Changes() == 0) return Status::DataErr("no rollout " + id + " in " + path());
+    return Status::Ok();
+  });
+}
+
+Result<std::optional<RolloutRow>> Store::GetRollout(const std::string& id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, id);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<RolloutRow>();
+  return std::optional<RolloutRow>(ReadRolloutRow(*stmt));
+}
+
+Result<std::vector<RolloutRow>> Store::RolloutsOfRun(const std::string& run_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare(std::string("SELECT ") + kRolloutColumns +
+                          " FROM rollouts WHERE run_id = ?1 ORDER BY task_id, attempt");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, run_id);
+  std::vector<RolloutRow> rows;
+  for (;;) {
+    auto row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return rows;
+    rows.push_back(ReadRolloutRow(*stmt));
+  }
+}
+
+Result<std::optional<RolloutRow>> Store::RolloutBySecretHash(const std::string& secret_hash) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE secret_hash = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, secret_hash);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<RolloutRow>();
+  return std::optional<RolloutRow>(ReadRolloutRow(*stmt));
+}
+
+Status Store::PutBlob(const std::string& hash, std::string_view data) {
+  auto stmt = db_.Prepare("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
+  if (!stmt.ok()) return stmt.status();
+  return stmt->Bind(1, hash).BindBlob(2, data).Run();
+}
+
+Result<std::string> Store::GetBlob(const std::string& hash) {
+  auto stmt = db_.Prepare("SELECT data FROM blobs WHERE hash = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, hash);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::DataErr(path() + ": missing blob " + hash);
+  return stmt->Blob(0);
+}
+
+Result<std::string> Store::PutContent(const Json& value) {
+  if (value.is_null()) return std::string();
+  SplitContent split = Split(value);
+  for (const auto& [hash, data] : split.blobs) FORGE_RETURN_IF_ERROR(PutBlob(hash, data));
+  return DumpJson(split.skeleton);
+}
+
+Result<Json> Store::GetContent(const std::string& skeleton_text) {
+  if (skeleton_text.empty()) return Json(nullptr);
+  Json skeleton = Json::parse(skeleton_text, nullptr, false);
+  if (skeleton.is_discarded()) return Status::DataErr(path() + ": corrupt call content");
+  return Join(skeleton, [this](const std::string& hash) { return GetBlob(hash); });
+}
+
+Status Store::AppendCalls(std::vector<CallRecord>& calls) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto saved_prompts = recent_prompts_;
+  Status s = WriteTransactionLocked([&]() -> Status {
+    recent_prompts_ = saved_prompts;  // a retried transaction starts from the same cache
+    for (CallRecord& call : calls) FORGE_RETURN_IF_ERROR(AppendCallLocked(call));
+    return Status::Ok();
+  });
+  if (!s.ok()) recent_prompts_ = std::move(saved_prompts);
+  return s;
+}
+
+Status Store::AppendCallLocked(CallRecord& call) {
+  call.id = 0;
+  if (!call.retry_key.empty()) {
+    auto seen = db_.Prepare("SELECT 1 FROM calls WHERE rollout_id = ?1 AND retry_key = ?2");
+    if (!seen.ok()) return seen.status();
+    seen->Bind(1, call.rollout_id).Bind(2, call.retry_key);
+    auto row = seen->Step();
+    if (!row.ok()) return row.status();
+    if (*row) return Status::Ok();
+  }
+  if (call.seq < 0) {
+    auto next = db_.Prepare("SELECT COALESCE(MAX(seq) + 1, 0) FROM calls WHERE rollout_id = ?1");
+    if (!next.ok()) return next.status();
+    next->Bind(1, call.rollout_id);
+    auto row = next->Step();
+    if (!row.ok()) return row.status();
+    call.seq = next->Int(0);
+  }
+
+  // Delta-encode the prompt against the recent call sharing the longest prefix.
+  auto& recent = recent_prompts_[call.rollout_id];
+  int64_t base_call = 0;
+  size_t prefix = 0;
+  for (const auto& [id, ids] : recent) {
+    size_t p = CommonPrefix(ids, call.prompt_ids);
+    if (p > prefix) {
+      prefix = p;
+      base_call = id;
+    }
+  }
+  std::vector<int32_t> suffix(call.prompt_ids.begin() + static_cast<ptrdiff_t>(prefix), call.prompt_ids.end());
+
+  auto request = PutContent(call.request);
+  auto response = PutContent(call.response);
+  auto upstream_request = PutContent(call.upstream_request);
+  auto upstream_response = PutContent(call.upstream_response);
+  for (auto* r : {&request, &response, &upstream_request, &upstream_response}) {
+    if (!r->ok()) return r->status();
+  }
+
+  auto stmt = db_.Prepare(
+      "INSERT INTO calls (rollout_id, seq, started_at, first_token_at, ended_at, client_format, upstream, "
+      "model, policy_version_start, policy_version_end, request, response, upstream_request, "
+      "upstream_response, prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, "
+      "finish_reason, usage, http_status, error, side_call, retry_key) VALUES "
+      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+      "?22, ?23, ?24, ?25)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, call.rollout_id).Bind(2, call.seq).Bind(3, call.started_at).Bind(4, call.first_token_at);
+  stmt->Bind(5, call.ended_at).Bind(6, call.client_format).Bind(7, call.upstream).Bind(8, call.model);
+  stmt->Bind(9, call.policy_version_start).Bind(10, call.policy_version_end);
+  stmt->Bind(11, *request).Bind(12, *response).Bind(13, *upstream_request).Bind(14, *upstream_response);
+  if (base_call == 0) stmt->BindNull(15); else stmt->Bind(15, base_call);
+  stmt->Bind(16, static_cast<int64_t>(prefix));
+  stmt->BindBlob(17, PackVector(suffix)).BindBlob(18, PackVector(call.completion_ids));
+  stmt->BindBlob(19, PackVector(call.logprobs)).Bind(20, call.finish_reason);
+  if (call.usage.is_null()) stmt->BindNull(21); else stmt->Bind(21, DumpJson(call.usage));
+  stmt->Bind(22, static_cast<int64_t>(call.http_status)).Bind(23, call.error);
+  stmt->Bind(24, static_cast<int64_t>(call.side_call ? 1 : 0));
+  if (call.retry_key.empty()) stmt->BindNull(25); else stmt->Bind(25, call.retry_key);
+  FORGE_RETURN_IF_ERROR(stmt->Run());
+  call.id = db_.LastInsertRowId();
+
+  if (!call.prompt_ids.empty()) {
+    recent.emplace_back(call.id, call.prompt_ids);
+    constexpr size_t kRecentCalls = 4;  // a main thread plus a few side calls
+    while (recent.size() > kRecentCalls) recent.pop_front();
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare(
+      "SELECT id, seq, started_at, first_token_at, ended_at, client_format, upstream, model, "
+      "policy_version_start, policy_version_end, request, response, upstream_request, upstream_response, "
+      "prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, finish_reason, usage, "
+      "http_status, error, side_call, retry_key FROM calls WHERE rollout_id = ?1 ORDER BY id");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, rollout_id);
+  std::vector<CallRecord> calls;
+  std::map<int64_t, size_t> index_of_id;
+  for (;;) {
+    auto row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    CallRecord c;
+    c.id = stmt->Int(0);
+    c.rollout_id = rollout_id;
+    c.seq = stmt->Int(1);
+    c.started_at = stmt->Double(2);
+    c.first_token_at = stmt->Double(3);
+    c.ended_at = stmt->Double(4);
+    c.client_format = stmt->Text(5);
+    c.upstream = stmt->Text(6);
+    c.model = stmt->Text(7);
+    c.policy_version_start = stmt->Int(8);
+    c.policy_version_end = stmt->Int(9);
+    for (auto [column, field] : {std::pair{10, &c.request}, {11, &c.response}, {12, &c.upstream_request},
+                                 {13, &c.upstream_response}}) {
+      auto content = GetContent(stmt->Text(column));
+      if (!content.ok()) return content.status();
+      *field = std::move(*content);
+    }
+    size_t prefix = static_cast<size_t>(stmt->Int(15));
+    if (!stmt->IsNull(14)) {
+      auto base = index_of_id.find(stmt->Int(14));
+      if (base == index_of_id.end() || calls[base->second].prompt_ids.size() < prefix) {
+        return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
+      }
+      const auto& base_ids = calls[base->second].prompt_ids;
+      c.prompt_ids.assign(base_ids.begin(), base_ids.begin() + static_cast<ptrdiff_t>(prefix));
+    }
+    auto suffix = UnpackVector<int32_t>(stmt->Blob(16));
+    c.prompt_ids.insert(c.prompt_ids.end(), suffix.begin(), suffix.end());
+    c.completion_ids = UnpackVector<int32_t>(stmt->Blob(17));
+    c.logprobs = UnpackVector<float>(stmt->Blob(18));
+    c.finish_reason = stmt->Text(19);
+    c.usage = ParseJsonOrNull(stmt->Text(20));
+    c.http_status = static_cast<int>(stmt->Int(21));
+    c.error = stmt->Text(22);
+    c.side_call = stmt->Int(23) != 0;
+    c.retry_key = stmt->Text(24);
+    index_of_id[c.id] = calls.size();
+    calls.push_back(std::move(c));
+  }
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; });
+  return calls;
+}
+
+Status Store::PutVerdict(const std::string& rollout_id, const std::string& outcome,
+                         std::optional<double> reward, const Json& record) {
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare(
+        "INSERT INTO verdicts (rollout_id, outcome, reward, record, created_at) VALUES (?1, ?2, ?3, ?4, ?5) "
+        "ON CONFLICT (rollout_id) DO UPDATE SET outcome = excluded.outcome, reward = excluded.reward, "
+        "record = excluded.record, created_at = excluded.created_at");
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, rollout_id).Bind(2, outcome);
+    if (reward) stmt->Bind(3, *reward); else stmt->BindNull(3);
+    return stmt->Bind(4, DumpJson(record)).Bind(5, Now()).Run();
+  });
+}
+
+Result<std::optional<Json>> Store::GetVerdict(const std::string& rollout_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare("SELECT record FROM verdicts WHERE rollout_id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, rollout_id);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<Json>();
+  return std::optional<Json>(ParseJsonOrNull(stmt->Text(0)));
+}
+
+Result<std::optional<std::vector<float>>> Store::GetEmbedding(const std::string& content_hash,
+                                                                const std::string& model) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare("SELECT vector FROM embeddings WHERE content_hash = ?1 AND model = ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, content_hash).Bind(2, model);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<std::vector<float>>();
+  return std::optional<std::vector<float>>(UnpackVector<float>(stmt->Blob(0)));
+}
+
+Status Store::PutEmbeddings(const std::string& model,
+                            const std::vector<std::pair<std::string, std::vector<float>>>& items) {
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare(
+        "INSERT OR REPLACE INTO embeddings (content_hash, model, dim, vector) VALUES (?1, ?2, ?3, ?4)");
+    if (!stmt.ok()) return stmt.status();
+    for (const auto& [hash, vector] : items) {
+      stmt->Reset();
+      stmt->Bind(1, hash).Bind(2, model).Bind(3, static_cast<int64_t>(vector.size()));
+      FORGE_RETURN_IF_ERROR(stmt->BindBlob(4, PackVector(vector)).Run());
+    }
+    return Status::Ok();
+  });
+}
+
+Status Store::SetMeta(const std::string& key, const std::string& value) {
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
+    if (!stmt.ok()) return stmt.status();
+    return stmt->Bind(1, key).Bind(2, value).Run();
+  });
+}
+
+Result<std::optional<std::string>> Store::GetMeta(const std::string& key) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto stmt = db_.Prepare("SELECT value FROM meta WHERE key = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, key);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt->Text(0));
+}
+
+Result<StoreStats> Store::Stats() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  StoreStats stats;
+  (void)db_.Execute("PRAGMA wal_checkpoint(TRUNCATE)");
+  stats.file_bytes = FileSize(path()) + FileSize(path() + "-wal");
+  auto stmt = db_.Prepare(
+      "SELECT (SELECT COUNT(*) FROM blobs), (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blobs), "
+      "(SELECT COUNT(*) FROM calls), (SELECT COALESCE(SUM(LENGTH(prompt_suffix) + LENGTH(completion_ids) + "
+      "LENGTH(logprobs)), 0) FROM calls)");
+  if (!stmt.ok()) return stmt.status();
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  stats.blob_count = stmt->Int(0);
+  stats.blob_bytes = stmt->Int(1);
+  stats.call_count = stmt->Int(2);
+  stats.token_bytes = stmt->Int(3);
+  return stats;
+}
+
+}  // namespace forge::store

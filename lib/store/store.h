@@ -1,0 +1,145 @@
+// forge's durable state: one SQLite file in WAL mode that several forge
+// processes (proxy, launcher, verifier) read and write at once. Writers take
+// short IMMEDIATE transactions and retry while another process holds the
+// lock. A Store object is safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "store/sqlite.h"
+
+namespace forge::store {
+
+using Json = nlohmann::json;
+
+struct OpenOptions {
+  bool read_only = false;
+  // Apply forward migrations up to this version only (tests of old schemas).
+  int target_version = -1;  // -1: latest
+  int busy_timeout_ms = 10000;
+};
+
+struct RolloutRow {
+  std::string id;
+  std::string run_id;
+  std::string task_id;
+  int64_t attempt = 0;
+  std::string harness;
+  std::string secret_hash;  // empty: no secret
+  std::string status;       // registered, running, finished
+  std::string outcome;
+  Json record;              // null until the launcher writes one
+};
+
+// One model call as the proxy saw it. Requests and responses are stored
+// content-addressed and prompt ids as a delta against an earlier call of the
+// same rollout, so a rollout's storage grows with its unique content.
+struct CallRecord {
+  int64_t id = 0;  // assigned by the store
+  std::string rollout_id;
+  int64_t seq = -1;  // -1: the store assigns the next number in the rollout
+  double started_at = 0, first_token_at = 0, ended_at = 0;
+  std::string client_format;  // openai-chat, openai-completions, anthropic, responses, gemini
+  std::string upstream;
+  std::string model;
+  int64_t policy_version_start = 0, policy_version_end = 0;
+  Json request;            // as the harness sent it
+  Json response;           // as the harness received it (a streamed one: the assembled form)
+  Json upstream_request;   // chat form sent upstream
+  Json upstream_response;  // as the upstream sent it
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> completion_ids;
+  std::vector<float> logprobs;
+  std::string finish_reason;
+  Json usage;
+  int http_status = 0;
+  std::string error;
+  bool side_call = false;  // token counting, titles, helper-model calls
+  std::string retry_key;   // an SDK retry with the same key is not recorded twice
+};
+
+struct StoreStats {
+  int64_t file_bytes = 0;  // database + WAL
+  int64_t blob_count = 0;
+  int64_t blob_bytes = 0;
+  int64_t call_count = 0;
+  int64_t token_bytes = 0;  // prompt suffixes + completion ids + logprobs
+};
+
+class Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, OpenOptions options = {});
+
+  int schema_version();
+  const std::string& path() const { return db_.path(); }
+
+  // Tasks.
+  Status PutTask(const Json& task);
+  Result<std::optional<Json>> GetTask(const std::string& id);
+
+  // Rollouts.
+  Status RegisterRollout(const RolloutRow& row);
+  Status UpdateRollout(const std::string& id, const std::string& status, const std::string& outcome,
+                       const Json& record);
+  Result<std::optional<RolloutRow>> GetRollout(const std::string& id);
+  Result<std::vector<RolloutRow>> RolloutsOfRun(const std::string& run_id);
+  // The rollout whose secret hashes to secret_hash (what a proxy checks per call).
+  Result<std::optional<RolloutRow>> RolloutBySecretHash(const std::string& secret_hash);
+
+  // Calls. Appends all in one transaction (the proxy's group commit); assigns
+  // ids and sequence numbers. A call whose (rollout, retry_key) is already
+  // stored is skipped and its id left 0.
+  Status AppendCalls(std::vector<CallRecord>& calls);
+  Result<std::vector<CallRecord>> CallsOfRollout(const std::string& rollout_id);
+
+  // Verdicts.
+  Status PutVerdict(const std::string& rollout_id, const std::string& outcome,
+                    std::optional<double> reward, const Json& record);
+  Result<std::optional<Json>> GetVerdict(const std::string& rollout_id);
+
+  // Embedding cache, keyed by content hash and model.
+  Result<std::optional<std::vector<float>>> GetEmbedding(const std::string& content_hash,
+                                                         const std::string& model);
+  Status PutEmbeddings(const std::string& model,
+                       const std::vector<std::pair<std::string, std::vector<float>>>& items);
+
+  // Small key/value settings (e.g. the proxy's policy version).
+  Status SetMeta(const std::string& key, const std::string& value);
+  Result<std::optional<std::string>> GetMeta(const std::string& key);
+
+  Result<StoreStats> Stats();
+
+  // Runs fn inside BEGIN IMMEDIATE ... COMMIT, retrying the whole thing while
+  // another process holds the write lock. fn may run more than once.
+  Status WriteTransaction(const std::function<Status()>& fn);
+
+ private:
+  explicit Store(Database db) : db_(std::move(db)) {}
+  Status Migrate(int target_version);
+  Status WriteTransactionLocked(const std::function<Status()>& fn);
+  Result<std::string> PutContent(const Json& value);
+  Result<Json> GetContent(const std::string& skeleton);
+  Status PutBlob(const std::string& hash, std::string_view data);
+  Result<std::string> GetBlob(const std::string& hash);
+  Status AppendCallLocked(CallRecord& call);
+
+  std::recursive_mutex mutex_;
+  Database db_;
+  int busy_timeout_ms_ = 10000;
+  // The last few calls' prompt ids per rollout, for delta encoding without
+  // reading them back. A miss only costs space: the call is stored whole.
+  std::map<std::string, std::deque<std::pair<int64_t, std::vector<int32_t>>>> recent_prompts_;
+};
+
+}  // namespace forge::store

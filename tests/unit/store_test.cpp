@@ -1,0 +1,228 @@
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/hash.h"
+#include "store/content.h"
+#include "store/schema.h"
+#include "store/store.h"
+#include "support/temp_dir.h"
+
+using forge::store::CallRecord;
+using forge::store::Json;
+using forge::store::OpenOptions;
+using forge::store::Store;
+
+namespace {
+
+std::unique_ptr<Store> OpenOrDie(const std::string& path, OpenOptions options = {}) {
+  auto store = Store::Open(path, options);
+  REQUIRE_MESSAGE(store.ok(), store.status().message());
+  return std::move(*store);
+}
+
+Json Message(const std::string& role, const std::string& text) {
+  return {{"role", role}, {"content", text}};
+}
+
+CallRecord MakeCall(const std::string& rollout, const Json& messages, std::vector<int32_t> prompt) {
+  CallRecord call;
+  call.rollout_id = rollout;
+  call.client_format = "openai-chat";
+  call.model = "policy";
+  call.request = {{"model", "policy"}, {"messages", messages}, {"stream", false}};
+  call.response = {{"choices", Json::array({{{"message", Message("assistant", "ok")}}})}};
+  call.prompt_ids = std::move(prompt);
+  call.completion_ids = {7, 8, 9};
+  call.logprobs = {-0.5f, -0.25f, -0.125f};
+  call.finish_reason = "stop";
+  call.http_status = 200;
+  return call;
+}
+
+}  // namespace
+
+TEST_CASE("a new store migrates from an empty file to the latest schema") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  CHECK(store->schema_version() == forge::store::LatestSchemaVersion());
+  CHECK(store->PutTask({{"id", "t1"}, {"instruction", "x"}}).ok());
+}
+
+TEST_CASE("a store at every earlier schema version migrates forward and keeps its data") {
+  for (int version = 1; version < forge::store::LatestSchemaVersion(); ++version) {
+    CAPTURE(version);
+    forge::testing::TempDir dir;
+    std::string path = dir.File("old.db");
+    {
+      OpenOptions old;
+      old.target_version = version;
+      auto store = OpenOrDie(path, old);
+      CHECK(store->schema_version() == version);
+      // Data that exists in every version since 1.
+      REQUIRE(store->PutTask({{"id", "kept"}, {"instruction", "survive the migration"}}).ok());
+    }
+    auto store = OpenOrDie(path);
+    CHECK(store->schema_version() == forge::store::LatestSchemaVersion());
+    auto task = store->GetTask("kept");
+    REQUIRE(task.ok());
+    REQUIRE(task->has_value());
+    CHECK((**task)["instruction"] == "survive the migration");
+  }
+}
+
+TEST_CASE("a store newer than this forge is refused, not damaged") {
+  forge::testing::TempDir dir;
+  std::string path = dir.File("new.db");
+  {
+    auto store = OpenOrDie(path);
+    REQUIRE(store->WriteTransaction([&] { return forge::Status::Ok(); }).ok());
+  }
+  {
+    auto db = forge::store::Database::Open(path, false);
+    REQUIRE(db.ok());
+    REQUIRE(db->Execute("PRAGMA user_version = 999").ok());
+  }
+  auto store = Store::Open(path);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().message().find("newer") != std::string::npos);
+}
+
+TEST_CASE("calls round-trip with content, token ids and logprobs") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  Json history = Json::array({Message("system", std::string(200, 's')), Message("user", "do the task")});
+  std::vector<CallRecord> calls = {MakeCall("r1", history, {1, 2, 3, 4})};
+  history.push_back(Message("assistant", "first answer, long enough to be a blob of its own........"));
+  history.push_back(Message("user", "tool output"));
+  calls.push_back(MakeCall("r1", history, {1, 2, 3, 4, 7, 8, 9, 5, 6}));
+  calls.push_back(MakeCall("r2", history, {42}));
+  REQUIRE(store->AppendCalls(calls).ok());
+  CHECK(calls[0].seq == 0);
+  CHECK(calls[1].seq == 1);
+  CHECK(calls[2].seq == 0);
+
+  auto back = store->CallsOfRollout("r1");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[1].request == calls[1].request);
+  CHECK((*back)[1].response == calls[1].response);
+  CHECK((*back)[0].prompt_ids == std::vector<int32_t>{1, 2, 3, 4});
+  CHECK((*back)[1].prompt_ids == std::vector<int32_t>{1, 2, 3, 4, 7, 8, 9, 5, 6});
+  CHECK((*back)[1].completion_ids == std::vector<int32_t>{7, 8, 9});
+  CHECK((*back)[1].logprobs == std::vector<float>{-0.5f, -0.25f, -0.125f});
+  CHECK((*back)[1].finish_reason == "stop");
+}
+
+TEST_CASE("resent conversation content is stored once") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  Json history = Json::array({Message("system", std::string(4000, 's'))});
+  std::vector<int32_t> prompt(1000, 1);
+  for (int i = 0; i < 20; ++i) {
+    history.push_back(Message("user", "turn " + std::to_string(i) + std::string(500, 'u')));
+    for (int k = 0; k < 100; ++k) prompt.push_back(i * 100 + k);
+    std::vector<CallRecord> calls = {MakeCall("r", history, prompt)};
+    REQUIRE(store->AppendCalls(calls).ok());
+  }
+  auto stats = store->Stats();
+  REQUIRE(stats.ok());
+  // 21 distinct messages plus the shared response; not 20 copies of a growing history.
+  CHECK(stats->blob_count <= 23);
+  CHECK(stats->blob_bytes < 4000 + 20 * 600 + 1000);
+  // Prompt ids: 1,000 shared + 20 × 100 new, each stored once (4 bytes each), plus completions.
+  CHECK(stats->token_bytes < (1000 + 20 * 100) * 4 + 20 * 3 * 8 + 64);
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  CHECK(back->back().prompt_ids == prompt);
+  CHECK(back->back().request["messages"] == history);
+}
+
+TEST_CASE("an SDK retry of the same call is recorded once") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  std::vector<CallRecord> first = {MakeCall("r", Json::array({Message("user", "hi")}), {1})};
+  first[0].retry_key = "req-abc";
+  REQUIRE(store->AppendCalls(first).ok());
+  std::vector<CallRecord> retry = first;
+  REQUIRE(store->AppendCalls(retry).ok());
+  CHECK(retry[0].id == 0);
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  CHECK(back->size() == 1);
+}
+
+TEST_CASE("rollouts are found by the hash of their secret, never by the secret") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  std::string secret = forge::RandomHex(16);
+  forge::store::RolloutRow row;
+  row.id = "run-a/t1/0";
+  row.run_id = "run-a";
+  row.task_id = "t1";
+  row.secret_hash = forge::Sha256Hex(secret);
+  REQUIRE(store->RegisterRollout(row).ok());
+  auto found = store->RolloutBySecretHash(forge::Sha256Hex(secret));
+  REQUIRE(found.ok());
+  REQUIRE(found->has_value());
+  CHECK((*found)->id == "run-a/t1/0");
+  auto not_found = store->RolloutBySecretHash(secret);
+  REQUIRE(not_found.ok());
+  CHECK_FALSE(not_found->has_value());
+  CHECK(store->UpdateRollout("run-a/t1/0", "finished", "ok", {{"outcome", "ok"}}).ok());
+  CHECK_FALSE(store->UpdateRollout("nope", "finished", "ok", nullptr).ok());
+}
+
+TEST_CASE("content that looks like a blob reference survives a round trip") {
+  Json tricky = {{"messages", Json::array({{{"$forge_blob", "not-a-hash"}}, "short"})},
+                 {"$forge_blob", "top-level key"}};
+  auto split = forge::store::Split(tricky);
+  std::map<std::string, std::string> blobs(split.blobs.begin(), split.blobs.end());
+  auto joined = forge::store::Join(split.skeleton, [&](const std::string& h) -> forge::Result<std::string> {
+    return blobs.at(h);
+  });
+  REQUIRE(joined.ok());
+  CHECK(*joined == tricky);
+}
+
+TEST_CASE("two processes writing at once lose nothing") {
+  forge::testing::TempDir dir;
+  std::string path = dir.File("shared.db");
+  { OpenOrDie(path); }
+  constexpr int kWriters = 4;
+  constexpr int kCallsEach = 200;
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto store = Store::Open(path);
+      if (!store.ok()) _exit(2);
+      for (int i = 0; i < kCallsEach; ++i) {
+        std::vector<CallRecord> calls = {
+            MakeCall("writer-" + std::to_string(w), Json::array({Message("user", std::to_string(i))}),
+                     {w, i})};
+        if (!(*store)->AppendCalls(calls).ok()) _exit(3);
+        if (i % 50 == 0 && !(*store)->SetMeta("w" + std::to_string(w), std::to_string(i)).ok()) _exit(4);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  auto store = OpenOrDie(path);
+  for (int w = 0; w < kWriters; ++w) {
+    auto calls = store->CallsOfRollout("writer-" + std::to_string(w));
+    REQUIRE(calls.ok());
+    REQUIRE(calls->size() == kCallsEach);
+    for (int i = 0; i < kCallsEach; ++i) {
+      CHECK((*calls)[i].seq == i);
+      CHECK((*calls)[i].prompt_ids == std::vector<int32_t>{w, i});
+    }
+  }
+}
