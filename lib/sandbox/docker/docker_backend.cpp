@@ -255,6 +255,15 @@ Status DockerSandbox::Release() {
 
 DockerBackend::DockerBackend(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
 
+int DockerBackend::HostCpus() {
+  std::lock_guard<std::mutex> lock(info_mutex_);
+  if (host_cpus_ < 0) {
+    auto info = engine_->CallJson("GET", "/info");
+    host_cpus_ = info.ok() ? info->value("NCPU", 0) : 0;
+  }
+  return host_cpus_;
+}
+
 Status DockerBackend::Ping() {
   auto response = engine_->Call("GET", "/_ping", "", {"", 10});
   if (!response.ok()) return response.status();
@@ -279,8 +288,12 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
   Json env = Json::array();
   for (const auto& [k, v] : spec.env) env.push_back(k + "=" + v);
   const int64_t memory = spec.limits.memory_bytes;
+  // The engine refuses more CPUs than the host has; a 4-CPU default on a
+  // 2-core machine means "all of them".
+  double cpus = spec.limits.cpus;
+  if (int n = HostCpus(); n > 0 && cpus > n) cpus = n;
   Json host = {
-      {"NanoCpus", static_cast<int64_t>(std::llround(spec.limits.cpus * 1e9))},
+      {"NanoCpus", static_cast<int64_t>(std::llround(cpus * 1e9))},
       {"Memory", memory},
       {"MemorySwap", memory},  // equal to Memory: no swap
       {"PidsLimit", spec.limits.pids},

@@ -38,7 +38,11 @@ class DockerBackend : public Backend {
   Status Ping();
 
  private:
+  int HostCpus();  // from GET /info, once; 0 if unknown
+
   std::shared_ptr<Engine> engine_;
+  std::mutex info_mutex_;
+  int host_cpus_ = -1;
   std::mutex build_mutex_;  // one build at a time; the engine serializes them anyway
 };
 
