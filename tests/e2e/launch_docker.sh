@@ -28,7 +28,7 @@ common=(--backend docker --store "$work/forge.db" --image "$IMAGE" --retry-backo
 L() { "$LAUNCH" "${common[@]}" "$@"; }
 
 echo "== limits are applied at create; a held sandbox keeps its labels"
-echo '{"id":"limits","resources":{"cpus":0.5,"memory_mb":64,"pids":50}}' >"$work/limits.jsonl"
+echo '{"id":"limits","instruction":"x","environment":{"cpus":0.5,"memory_mb":64},"resources":{"pids":50}}' >"$work/limits.jsonl"
 L --run-id "$run_prefix-limits" --hold --command 'true' "$work/limits.jsonl" >"$work/limits.out"
 id="$(jq -r .sandbox.id "$work/limits.out")"
 [[ "$(jq -r .outcome "$work/limits.out")" == ok ]] || fail "limits run not ok"
@@ -50,7 +50,7 @@ grep -qi "resource\|fork\|can't" <<<"$out" || fail "pids limit not enforced: $ou
 [[ "$(count_run "$run_prefix-limits")" == 0 ]] || fail "gc left containers"
 
 echo "== a harness allocating past its memory limit is killed and classified"
-echo '{"id":"hog","resources":{"memory_mb":32}}' >"$work/hog.jsonl"
+echo '{"id":"hog","instruction":"x","environment":{"memory_mb":32}}' >"$work/hog.jsonl"
 L --run-id "$run_prefix-hog" --command 'x=aaaaaaaaaaaaaaaa; while true; do x="$x$x"; done' "$work/hog.jsonl" >"$work/hog.out"
 [[ "$(jq -r .outcome "$work/hog.out")" == agent_error ]] || fail "hog outcome $(cat "$work/hog.out")"
 [[ "$(jq -r .oom "$work/hog.out")" == true ]] || fail "hog not classified as OOM"
@@ -59,7 +59,7 @@ grep -q "out of memory" <<<"$(jq -r .error "$work/hog.out")" || fail "hog error 
 [[ "$(count_run "$run_prefix-hog")" == 0 ]] || fail "released sandbox still there"
 
 echo "== the deadline kills a runaway harness; the held sandbox survives for the verifier"
-echo '{"id":"runaway","agent":{"timeout_sec":2}}' >"$work/runaway.jsonl"
+echo '{"id":"runaway","instruction":"x","agent":{"timeout_sec":2}}' >"$work/runaway.jsonl"
 start=$SECONDS
 L --run-id "$run_prefix-runaway" --hold --command 'echo before; (sleep 1000 &); sleep 1000; echo never' "$work/runaway.jsonl" >"$work/runaway.out"
 (( SECONDS - start < 30 )) || fail "deadline took $((SECONDS - start)) s"
@@ -92,7 +92,7 @@ PY
 pids+=($!)
 for _ in $(seq 50); do [[ -s "$port_file" ]] && break; sleep 0.1; done
 port="$(cat "$port_file")"
-echo '{"id":"net"}' >"$work/net.jsonl"
+echo '{"id":"net","instruction":"x"}' >"$work/net.jsonl"
 L --run-id "$run_prefix-net" --proxy "http://127.0.0.1:$port" \
   --command 'wget -q -O - --header "Authorization: Bearer $OPENAI_API_KEY" "$OPENAI_BASE_URL/ping?rollout=$FORGE_ROLLOUT_ID"' \
   "$work/net.jsonl" >"$work/net.out"
@@ -108,7 +108,7 @@ stored="$(sqlite3 "$work/forge.db" "select secret_hash from rollouts where id='$
 ! grep -q "$key" "$work/net.out" || fail "the secret leaked into the rollout record"
 
 echo "== kill -9 of forge-launch, then a rerun redoes no finished attempt; gc leaves nothing"
-for i in 1 2 3 4 5 6; do echo "{\"id\":\"r$i\"}"; done >"$work/resume.jsonl"
+for i in 1 2 3 4 5 6; do echo "{\"id\":\"r$i\",\"instruction\":\"x\"}"; done >"$work/resume.jsonl"
 run="$run_prefix-a"
 # Not through L: $! must be forge-launch itself, not a subshell.
 "$LAUNCH" "${common[@]}" --run-id "$run" -j 2 --command 'sleep 1.5' "$work/resume.jsonl" >"$work/first.out" 2>/dev/null &
@@ -128,7 +128,7 @@ grep -q "finished attempts skipped" "$work/second.err" || fail "no note about sk
 [[ "$(count_run "$run")" == 0 ]] || fail "gc left containers"
 
 echo "== SIGINT releases every sandbox and exits 130"
-for i in 1 2 3 4; do echo "{\"id\":\"s$i\"}"; done >"$work/sigint.jsonl"
+for i in 1 2 3 4; do echo "{\"id\":\"s$i\",\"instruction\":\"x\"}"; done >"$work/sigint.jsonl"
 "$LAUNCH" "${common[@]}" --run-id "$run_prefix-int" -j 2 --hold --command 'sleep 100' "$work/sigint.jsonl" >"$work/int.out" 2>/dev/null &
 launcher=$!
 for _ in $(seq 200); do (( $(count_run "$run_prefix-int") >= 2 )) && break; sleep 0.1; done
@@ -140,18 +140,18 @@ rc=0; wait "$launcher" || rc=$?
 [[ "$(jq -s '[.[] | select(.outcome == "cancelled")] | length' "$work/int.out")" -ge 2 ]] || fail "cancelled records"
 
 echo "== a Harbor task directory: instruction.md, task.toml, environment/Dockerfile built by the engine"
-mkdir -p "$work/harbor/hello/environment"
+mkdir -p "$work/harbor/hello/environment" "$work/harbor/hello/tests"
+printf '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n' >"$work/harbor/hello/tests/test.sh"
 echo "Write the word forge to hello.txt" >"$work/harbor/hello/instruction.md"
 printf '[agent]\ntimeout_sec = 60.0\n[environment]\nmemory_mb = 128\n' >"$work/harbor/hello/task.toml"
 printf 'FROM %s\nRUN echo built-by-forge > /etc/forge-build\n' "$IMAGE" >"$work/harbor/hello/environment/Dockerfile"
-echo "{\"path\":\"$work/harbor/hello\"}" >"$work/harbor.jsonl"
-L --run-id "$run_prefix-harbor" --command 'cat /etc/forge-build; cat "$FORGE_INSTRUCTION_FILE"' "$work/harbor.jsonl" >"$work/harbor.out"
+L --run-id "$run_prefix-harbor" --command 'cat /etc/forge-build; cat "$FORGE_INSTRUCTION_FILE"' "$work/harbor/hello" >"$work/harbor.out"
 [[ "$(jq -r .outcome "$work/harbor.out")" == ok ]] || fail "harbor outcome $(cat "$work/harbor.out")"
 [[ "$(jq -r .task_id "$work/harbor.out")" == hello ]] || fail "harbor task id"
 [[ "$(jq -r .logs.stdout "$work/harbor.out")" == $'built-by-forge\nWrite the word forge to hello.txt' ]] || fail "harbor stdout"
 
 echo "== bad input: a broken line and a missing image cost nothing else"
-printf '{"id":"good"}\n{"id": broken\n{"id":"noimage","image":"forge-no-such-image:never"}\n' >"$work/bad.jsonl"
+printf '{"id":"good","instruction":"x"}\n{"id": broken\n{"id":"noimage","instruction":"x","environment":{"image":"forge-no-such-image:never"}}\n' >"$work/bad.jsonl"
 rc=0
 L --run-id "$run_prefix-bad" --infra-retries 1 --command 'echo fine' "$work/bad.jsonl" >"$work/bad.out" 2>"$work/bad.err" || rc=$?
 [[ "$rc" == 65 ]] || fail "bad input exit status $rc"

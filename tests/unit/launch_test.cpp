@@ -14,6 +14,7 @@
 #include "sandbox/docker/stream_demux.h"
 #include "sandbox/local/local_backend.h"
 #include "sandbox/tar.h"
+#include "tasks/task.h"
 #include "support/temp_dir.h"
 
 using forge::ExitCode;
@@ -32,13 +33,6 @@ std::string Frame(uint8_t stream, const std::string& payload) {
   return f + payload;
 }
 
-forge::records::Record Rec(const std::string& text) {
-  forge::records::Record r;
-  r.json = Json::parse(text);
-  r.source = "tasks.jsonl";
-  r.line = 7;
-  return r;
-}
 
 }  // namespace
 
@@ -129,43 +123,35 @@ TEST_CASE("every shipped harness profile parses") {
   CHECK(bad.status().message().find("'command'") != std::string::npos);
 }
 
-TEST_CASE("task records: flat and nested fields, clear errors naming file:line") {
-  auto task = forge::launch::TaskFromRecord(Rec(
-      R"({"task_id":"t","instruction":"do","environment":{"image":"img","memory_mb":512,"allow_internet":false},"agent":{"timeout_sec":30},"resources":{"cpus":1.5}})"));
-  REQUIRE(task.ok());
-  CHECK(task->id == "t");
-  CHECK(task->image == "img");
-  CHECK(*task->memory_bytes == 512LL << 20);
-  CHECK(*task->cpus == 1.5);
-  CHECK(task->agent_timeout_seconds == 30);
-  CHECK(*task->allow_internet == false);
-  auto no_id = forge::launch::TaskFromRecord(Rec(R"({"instruction":"x"})"));
-  CHECK(no_id.status().code() == ExitCode::kDataErr);
-  CHECK(no_id.status().message().find("tasks.jsonl:7") != std::string::npos);
-  auto bad_timeout = forge::launch::TaskFromRecord(Rec(R"({"id":"a","timeout_sec":"soon"})"));
-  CHECK(bad_timeout.status().message().find("timeout_sec") != std::string::npos);
-  auto bad_dir = forge::launch::TaskFromRecord(Rec(R"({"id":"a","files":"/nonexistent/dir"})"));
+TEST_CASE("task specs: stated limits win, unstated ones are left to the launcher") {
+  auto parse = [](const std::string& text) {
+    auto task = forge::tasks::TaskFromJson(Json::parse(text), "/", "tasks.jsonl:7");
+    REQUIRE_MESSAGE(task.ok(), task.status().message());
+    return forge::launch::SpecFromTask(*task);
+  };
+  auto stated = parse(
+      R"({"id":"t","instruction":"do","environment":{"image":"img","memory_mb":512,"cpus":1,"allow_internet":false},"agent":{"timeout_sec":30},"resources":{"pids":64},"command":"echo hi"})");
+  REQUIRE(stated.ok());
+  CHECK(stated->id == "t");
+  CHECK(stated->image == "img");
+  CHECK(*stated->memory_bytes == 512LL << 20);
+  CHECK(*stated->cpus == 1);
+  CHECK(*stated->pids == 64);
+  CHECK(stated->agent_timeout_seconds == 30);
+  CHECK(*stated->allow_internet == false);
+  CHECK(stated->command == "echo hi");
+  CHECK(stated->record["id"] == "t");
+  auto bare = parse(R"({"id":"b","instruction":"do"})");
+  REQUIRE(bare.ok());
+  CHECK_FALSE(bare->cpus.has_value());
+  CHECK_FALSE(bare->memory_bytes.has_value());
+  CHECK(bare->agent_timeout_seconds == 0);
+  auto bad_pids = parse(R"({"id":"p","instruction":"do","resources":{"pids":"many"}})");
+  CHECK(bad_pids.status().code() == ExitCode::kDataErr);
+  CHECK(bad_pids.status().message().find("tasks.jsonl:7: resources.pids") != std::string::npos);
+  auto bad_dir = parse(R"({"id":"f","instruction":"do","files":"/nonexistent/dir"})");
   CHECK(bad_dir.status().code() == ExitCode::kDataErr);
-}
-
-TEST_CASE("a Harbor task directory fills instruction, limits and the build context") {
-  forge::testing::TempDir dir;
-  std::filesystem::create_directories(dir.path() / "hello/environment");
-  std::ofstream(dir.File("hello/instruction.md")) << "Create hello.txt";
-  std::ofstream(dir.File("hello/environment/Dockerfile")) << "FROM forge-busybox:latest\n";
-  std::ofstream(dir.File("hello/task.toml"))
-      << "[agent]\ntimeout_sec = 120.0\n[environment]\ncpus = 1\nmemory_mb = 256\n";
-  auto task = forge::launch::TaskFromRecord(Rec(R"({"path":")" + dir.File("hello") + R"("})"));
-  REQUIRE_MESSAGE(task.ok(), task.status().message());
-  CHECK(task->id == "hello");
-  CHECK(task->instruction == "Create hello.txt");
-  CHECK(task->agent_timeout_seconds == 120);
-  CHECK(*task->memory_bytes == 256LL << 20);
-  CHECK(task->build_context == dir.File("hello") + "/environment");
-  std::ofstream(dir.File("hello/task.toml")) << "[agent\n";
-  auto broken = forge::launch::TaskFromRecord(Rec(R"({"path":")" + dir.File("hello") + R"("})"));
-  CHECK(broken.status().code() == ExitCode::kDataErr);
-  CHECK(broken.status().message().find("task.toml") != std::string::npos);
+  CHECK(bad_dir.status().message().find("files") != std::string::npos);
 }
 
 TEST_CASE("units") {
