@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   std::string backend_name = "docker", store_path = DefaultStore();
   std::string memory = "4g", agent_timeout = "600", hold_ttl = "1h", log_bytes = "64k";
 
-  app.add_option("tasks", options.inputs, "Task record files (JSONL); '-' or none reads stdin");
+  app.add_option("tasks", options.inputs, "Task JSONL files, Harbor task dirs or datasets; '-' or none reads stdin");
   app.add_option("-n,--attempts", options.attempts, "Rollouts per task")->capture_default_str();
   app.add_option("-j,--jobs", options.jobs, "Rollouts running at once")->capture_default_str();
   app.add_option("--backend", backend_name, "Sandbox backend: local or docker")->capture_default_str();
