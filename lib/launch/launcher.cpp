@@ -23,6 +23,7 @@
 #include "launch/task_input.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
+#include "sandbox/k8s/k8s_backend.h"
 #include "sandbox/local/local_backend.h"
 
 namespace forge::launch {
@@ -473,8 +474,13 @@ Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name) {
     return std::unique_ptr<sandbox::Backend>(std::move(docker));
   }
   if (name == "local") return std::unique_ptr<sandbox::Backend>(std::make_unique<sandbox::local::LocalBackend>());
-  if (name == "k8s") return Status::Usage("backend k8s is not built into this forge-launch yet");
-  return Status::Usage("unknown backend '" + name + "' (local, docker)");
+  if (name == "k8s") {
+    // Kubeconfig, $KUBECONFIG or in-cluster service account, as kubectl finds them.
+    auto k8s = sandbox::k8s::MakeK8sBackend(sandbox::k8s::K8sOptions{});
+    if (!k8s.ok()) return k8s.status();
+    return std::unique_ptr<sandbox::Backend>(std::move(*k8s));
+  }
+  return Status::Usage("unknown backend '" + name + "' (local, docker, k8s)");
 }
 
 }  // namespace forge::launch

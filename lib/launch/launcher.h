@@ -53,7 +53,7 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
 Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
                            int64_t older_than_seconds);
 
-// "local" or "docker" (k8s joins when its backend lands).
+// "local", "docker" or "k8s" (default kubeconfig / in-cluster settings).
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name);
 
 // The rollout id of (run, task, attempt): stable, so a rerun finds it.

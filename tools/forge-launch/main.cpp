@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   app.add_option("tasks", options.inputs, "Task JSONL files, Harbor task dirs or datasets; '-' or none reads stdin");
   app.add_option("-n,--attempts", options.attempts, "Rollouts per task")->capture_default_str();
   app.add_option("-j,--jobs", options.jobs, "Rollouts running at once")->capture_default_str();
-  app.add_option("--backend", backend_name, "Sandbox backend: local or docker")->capture_default_str();
+  app.add_option("--backend", backend_name, "Sandbox backend: local, docker or k8s")->capture_default_str();
   app.add_option("--proxy", options.proxy, "Base URL of forge-proxy the harness is pointed at");
   app.add_option("--run-id", options.run_id,
                  "Run id (labels, store, resume); rerun with the same id to resume. Default: new");
