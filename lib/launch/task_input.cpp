@@ -1,0 +1,66 @@
+#include "launch/task_input.h"
+
+#include <filesystem>
+
+namespace forge::launch {
+namespace {
+
+using Json = records::Json;
+
+bool Stated(const Json& extra, const char* pointer) {
+  return extra.contains(Json::json_pointer(pointer));
+}
+
+}  // namespace
+
+Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
+  namespace fs = std::filesystem;
+  TaskSpec spec;
+  spec.id = task.id;
+  spec.instruction = task.instruction;
+  spec.image = task.environment.image;
+  spec.build_context = task.environment.build_context;
+  spec.harness = task.harness;
+  spec.user = task.agent.user;
+  const Json& extra = task.extra;
+  if (Stated(extra, "/agent/timeout_sec") || task.agent.timeout_sec != tasks::kDefaultTimeoutSec) {
+    spec.agent_timeout_seconds = task.agent.timeout_sec;
+  }
+  if (Stated(extra, "/environment/cpus") || task.environment.cpus != tasks::kDefaultCpus) {
+    spec.cpus = task.environment.cpus;
+  }
+  if (Stated(extra, "/environment/memory_mb") || task.environment.memory_mb != tasks::kDefaultMemoryMb) {
+    spec.memory_bytes = task.environment.memory_mb << 20;
+  }
+  if (Stated(extra, "/resources/pids")) {
+    const Json& pids = extra.at(Json::json_pointer("/resources/pids"));
+    if (!pids.is_number_integer() || pids.get<int64_t>() <= 0) {
+      return Status::DataErr(task.source + ": resources.pids: expected a positive integer");
+    }
+    spec.pids = pids.get<int64_t>();
+  }
+  spec.allow_internet = task.environment.allow_internet;
+  if (extra.contains("command")) {
+    if (!extra["command"].is_string()) return Status::DataErr(task.source + ": command: expected a string");
+    spec.command = extra["command"].get<std::string>();
+  }
+  if (extra.contains("files")) {
+    if (!extra["files"].is_string()) return Status::DataErr(task.source + ": files: expected a string");
+    fs::path dir = extra["files"].get<std::string>();
+    if (dir.is_relative()) {
+      // Relative to the task's file, as lib/tasks resolves its own paths.
+      std::string source = task.source.substr(0, task.source.rfind(':'));
+      fs::path base = fs::is_directory(source) ? fs::path(source) : fs::path(source).parent_path();
+      dir = base / dir;
+    }
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      return Status::DataErr(task.source + ": files: '" + dir.string() + "' is not a directory");
+    }
+    spec.files_dir = dir.string();
+  }
+  spec.record = task.ToJson();
+  return spec;
+}
+
+}  // namespace forge::launch

@@ -1,0 +1,42 @@
+// What forge-launch takes from a task (lib/tasks reads every input format:
+// forge task JSONL, Harbor task directories, datasets of them). Limits a task
+// does not state explicitly are left unset, so the launcher's --cpus,
+// --memory and --agent-timeout apply to them.
+//
+// Launcher-only fields read from the task object: "files" (a host directory
+// whose contents go to the work directory; relative to the task's source)
+// and "command" (the generic harness's shell command).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "records/jsonl.h"
+#include "tasks/task.h"
+
+namespace forge::launch {
+
+struct TaskSpec {
+  std::string id;
+  std::string instruction;
+  std::string image;
+  std::string build_context;
+  std::string files_dir;
+  std::string harness;
+  std::string command;
+  std::string user;
+  double agent_timeout_seconds = 0;  // 0: the launcher's default
+  std::optional<double> cpus;
+  std::optional<int64_t> memory_bytes;
+  std::optional<int64_t> pids;
+  std::optional<bool> allow_internet;
+  records::Json record;  // the canonical task record, passed through into the rollout record
+};
+
+// DataErr naming the task's source and the field when a launcher-only field
+// is unusable.
+Result<TaskSpec> SpecFromTask(const tasks::Task& task);
+
+}  // namespace forge::launch
