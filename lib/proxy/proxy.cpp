@@ -35,11 +35,18 @@ Status RunProxy(const ProxyConfig& config) {
   }
 
   int threads = std::max(1, config.threads);
-  net::io_context io(threads);
+  // The io_context, the pool and the server are deliberately never destroyed:
+  // connections still parked in the io_context when we return (idle keep-alive
+  // clients) hold coroutine frames that refer to all three, and the process is
+  // about to exit anyway.
+  auto* io_owner = new net::io_context(threads);
+  net::io_context& io = *io_owner;
   auto pool = UpstreamPool::Create(io, config.upstreams, api_key);
   if (!pool.ok()) return pool.status();
+  UpstreamPool* upstreams = pool->release();
 
-  Server server(config, io, **writer, **reader, **pool, replay.get());
+  auto* server_owner = new Server(config, io, **writer, **reader, *upstreams, replay.get());
+  Server& server = *server_owner;
   FORGE_RETURN_IF_ERROR(server.Listen());
   server.Start();
   cli::Note("listening on http://" + config.listen_host + ":" + std::to_string(config.port) + ", recording to " +
@@ -49,6 +56,9 @@ Status RunProxy(const ProxyConfig& config) {
   io.run();
   for (auto& t : workers) t.join();
   server.Finish();  // commits whatever is still queued
+  writer->release();  // used by the (never destroyed) server
+  reader->release();
+  replay.release();
   return Status::Ok();
 }
 

@@ -141,7 +141,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         want_ids = body.get("return_token_ids")
-        want_lp = body.get("logprobs") not in (None, False)
+        want_lp = body.get("logprobs") is not None and body.get("logprobs") is not False
         head = {"id": "chatcmpl-fake", "object": "text_completion" if completions else "chat.completion.chunk",
                 "created": int(time.time()), "model": body.get("model", "fake-policy")}
         words = words_for(cmd)
