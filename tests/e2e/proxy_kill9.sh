@@ -27,10 +27,11 @@ client() {
     i=$((i + 1))
   done
 }
-for id in $(seq 1 8); do client "$id" & done
-sleep 3
+clients=()
+for id in $(seq 1 8); do client "$id" & clients+=($!); done
+sleep 4
 kill -9 "$PROXY_PID"
-wait 2>/dev/null || true
+for pid in "${clients[@]}"; do wait "$pid" 2>/dev/null || true; done
 cat "$WORK"/seen.* | sort > "$WORK/seen"
 [ -s "$WORK/seen" ] || fail "no call completed before the kill"
 calls "$STORE" load | python3 -c '

@@ -197,6 +197,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # clients (the proxy under kill -9) hang up; that is the point of some tests
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -204,7 +209,7 @@ def main():
     p.add_argument("--port-file", help="write the bound port here once listening")
     p.add_argument("--log")
     ARGS = p.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    server = QuietServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     if ARGS.port_file:
         with open(ARGS.port_file + ".tmp", "w") as f:
