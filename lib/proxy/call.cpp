@@ -244,7 +244,6 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   rec.rollout_id = rollout;
   rec.started_at = NowSeconds();
   rec.client_format = format->name();
-  rec.request = client_request;
   rec.side_call = chat->side_call;
   rec.policy_version_start = policy_version_.load();
   bool streaming = chat->stream;
@@ -289,8 +288,10 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   bool client_wants_usage = !streaming || client_request.value("stream_options", Json::object()).value(
                                               "include_usage", false) == true;
   rec.model = body.value("model", "");
-  rec.upstream_request = body;
   std::string upstream_body = body.dump();
+  // Moved, not copied: requests can be megabytes.
+  rec.request = std::move(client_request);
+  rec.upstream_request = std::move(body);
 
   auto cs = std::make_shared<ClientStream>();
   cs->stream = &client;
@@ -450,7 +451,11 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   // Streaming: relay each event as it arrives; hold back the final chunks
   // until the call is committed.
   auto translator = format->NewStream();
+  // The translator assembles the client's view; pass-through formats see the
+  // same chunks, so only translating formats need a second, chat-form assembly.
+  const bool pass_through = route.format == "openai-chat" || route.format == "openai-completions";
   ChatAssembler upstream_assembled;
+  Json usage;
   SseParser sse;
   std::vector<SseEvent> events;
   std::string held;
@@ -485,7 +490,8 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
       if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
       HarvestTokens(chunk, tokens);
       StripCaptureFields(chunk, wants);
-      upstream_assembled.Add(chunk);
+      if (chunk.contains("usage") && !chunk["usage"].is_null()) usage = chunk["usage"];
+      if (!pass_through) upstream_assembled.Add(chunk);
       bool usage_only = chunk.contains("choices") && chunk["choices"].is_array() && chunk["choices"].empty();
       if (usage_only && !client_wants_usage) continue;
       if (!client_wants_usage && chunk.contains("usage")) chunk.erase("usage");
@@ -515,14 +521,15 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   if (stream_error.empty() && !saw_done) stream_error = "upstream " + upstream->url + " ended the stream without [DONE]";
   if (!cs->call_started_writing) co_await stop_keepalive();
 
-  Json upstream_response = upstream_assembled.Result();
-  rec.upstream_response = upstream_response;
   rec.response = translator->Assembled();
+  Json upstream_response = pass_through ? rec.response : upstream_assembled.Result();
+  if (!usage.is_null()) upstream_response["usage"] = usage;
+  rec.upstream_response = upstream_response;
   rec.prompt_ids = std::move(tokens.prompt_ids);
   rec.completion_ids = std::move(tokens.completion_ids);
   rec.logprobs = std::move(tokens.logprobs);
   rec.finish_reason = FinishReasonOf(upstream_response);
-  rec.usage = upstream_response.value("usage", Json());
+  rec.usage = usage;
   if (!stream_error.empty()) {
     metrics_.upstream_errors.fetch_add(cs->failed ? 0 : 1);
     rec.http_status = cs->failed ? 499 : 502;
