@@ -289,9 +289,15 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
                                               "include_usage", false) == true;
   rec.model = body.value("model", "");
   std::string upstream_body = body.dump();
-  // Moved, not copied: requests can be megabytes.
+  // Moved, not copied: requests can be megabytes. A pass-through format sends
+  // the client's request plus a few fields, so only that difference is stored
+  // (storing both would double the per-call list of message hashes).
+  if (route.format == "openai-chat" || route.format == "openai-completions") {
+    rec.upstream_request = UpstreamRequestPatch(client_request, body);
+  } else {
+    rec.upstream_request = std::move(body);
+  }
   rec.request = std::move(client_request);
-  rec.upstream_request = std::move(body);
 
   auto cs = std::make_shared<ClientStream>();
   cs->stream = &client;

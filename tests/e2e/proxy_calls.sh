@@ -29,7 +29,7 @@ echo "$out" | py '"prompt_token_ids" not in d and "token_ids" not in d["choices"
 tail -1 "$FAKE_LOG" | py 'd["body"]["return_token_ids"] is True and d["body"]["logprobs"] is True and d["body"]["top_logprobs"]==0' \
   || fail "proxy did not ask the upstream for ids and logprobs"
 if tail -1 "$FAKE_LOG" | grep -q secret-one; then fail "the rollout secret reached the upstream"; fi
-calls "$STORE" r1 | tail -1 | py 'd["completion_ids"]==[1000,1001,1002,1003] and len(d["prompt_ids"])>0 and d["logprobs"]==[-0.125,-0.25,-0.375,-0.5] and d["finish_reason"]=="stop" and d["http_status"]==200 and d["client_format"]=="openai-chat" and d["response"]["choices"][0]["message"]["content"]=="hello from fake!" and d["usage"]["completion_tokens"]==4 and d["model"]=="m"' \
+calls "$STORE" r1 | tail -1 | py 'd["completion_ids"]==[1000,1001,1002,1003] and len(d["prompt_ids"])>0 and d["logprobs"]==[-0.125,-0.25,-0.375,-0.5] and d["finish_reason"]=="stop" and d["http_status"]==200 and d["client_format"]=="openai-chat" and d["response"]["choices"][0]["message"]["content"]=="hello from fake!" and d["usage"]["completion_tokens"]==4 and d["model"]=="m" and d["upstream_request"]["return_token_ids"] is True and d["upstream_request"]["messages"]==d["request"]["messages"]' \
   || fail "non-stream record: $(calls "$STORE" r1 | tail -1)"
 pass "non-streaming chat recorded with ids and logprobs, stripped for the client"
 
