@@ -247,9 +247,11 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   rec.side_call = chat->side_call;
   rec.policy_version_start = policy_version_.load();
   bool streaming = chat->stream;
-  int retry_count = -1;
-  if (auto h = req["x-stainless-retry-count"]; !h.empty()) retry_count = std::atoi(std::string(h).c_str());
-  std::string retry_key = retry_keys_.KeyFor(rollout, Sha256Hex(req.body()), retry_count);
+  // Only SDKs that mark their retries get retry keys (and pay for hashing the body).
+  std::string retry_key;
+  if (auto h = req["x-stainless-retry-count"]; !h.empty()) {
+    retry_key = retry_keys_.KeyFor(rollout, Sha256Hex(req.body()), std::atoi(std::string(h).c_str()));
+  }
 
   auto finish = [&](store::CallRecord& r) {
     r.ended_at = NowSeconds();
