@@ -14,6 +14,8 @@ packages=(
   # runtime and tests
   sqlite3 curl python3 python3-numpy docker.io busybox-static
   openssl  # test certificates for the k8s backend's TLS tests
+  # benchmarks only: the forge-proxy baseline (bench/proxy_bench.sh)
+  nginx
 )
 
 missing=()
