@@ -455,8 +455,9 @@ class ResponsesStream : public StreamTranslator {
     id_ = ResponsesFormat::ResponseId(Json{{"id", acc_.id()}});
     Json response = ResponseObject(id_, acc_.created(), acc_.model(), "in_progress",
                                    Json::array(), nullptr);
-    return Event("response.created", {{"response", response}}) +
-           Event("response.in_progress", {{"response", response}});
+    std::string out = Event("response.created", {{"response", response}});
+    out += Event("response.in_progress", {{"response", response}});
+    return out;
   }
 
   std::string Open(Item kind, Json item) {
