@@ -11,6 +11,8 @@ packages=(
   libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
   # runtime and tests
   sqlite3 curl python3 docker.io busybox-static
+  # forge-proxy benchmark baseline (bench/proxy_bench.sh)
+  nginx
 )
 
 missing=()

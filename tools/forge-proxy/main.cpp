@@ -1,9 +1,40 @@
-// forge-proxy: Serve and record every model call a harness makes.
+// forge-proxy: serve and record every model call a harness makes.
 #include "cli/tool.h"
+#include "proxy/dump.h"
+#include "proxy/proxy.h"
 
 int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-proxy", "Serve and record every model call a harness makes.");
-  return tool.Run(argc, argv, [] {
-    return forge::Status::Internal("this stage is not built yet");
+  forge::proxy::ProxyConfig c;
+  CLI::App& app = tool.app();
+  app.add_option("--store", c.store_path, "SQLite store the calls are recorded in")->required();
+  app.add_option("--upstream", c.upstreams, "OpenAI-compatible upstream URL (repeatable), e.g. http://127.0.0.1:8001");
+  app.add_option("--upstream-key-env", c.upstream_key_env,
+                 "environment variable with an API key sent only upstream (never recorded)");
+  app.add_option("--listen", c.listen_host, "address to listen on")->capture_default_str();
+  app.add_option("--port", c.port, "port to listen on")->capture_default_str();
+  app.add_flag("--open", c.open, "serve calls without a rollout secret (rollout \"anonymous\")");
+  app.add_option("--admin-token", c.admin_token, "bearer token for /admin/* (default: loopback only)");
+  app.add_option("--replay", c.replay_path, "serve recorded responses from this store instead of an upstream");
+  app.add_option("--threads", c.threads, "io threads")->capture_default_str();
+  app.add_option("--body-limit", c.body_limit, "largest client request body, bytes")->capture_default_str();
+  app.add_option("--upstream-idle-timeout", c.upstream_idle_timeout,
+                 "seconds without a byte from the upstream before the call fails")->capture_default_str();
+  app.add_option("--keepalive", c.keepalive_interval,
+                 "seconds before and between SSE keepalive comments while waiting (0: off)")->capture_default_str();
+  app.add_option("--health-interval", c.health_interval, "seconds between upstream health checks (0: off)")
+      ->capture_default_str();
+  app.add_option("--health-path", c.health_path, "upstream health check path")->capture_default_str();
+  app.add_option("--drain-timeout", c.drain_timeout, "seconds SIGTERM waits for in-flight calls")
+      ->capture_default_str();
+  app.add_option("--max-per-rollout", c.max_per_rollout, "concurrent calls per rollout (0: no cap)")
+      ->capture_default_str();
+  app.add_option("--secret-cache", c.secret_cache_ttl, "seconds a known secret stays cached")
+      ->capture_default_str();
+  std::string dump_rollout;
+  app.add_option("--dump-rollout", dump_rollout, "print the calls recorded for this rollout as JSONL and exit");
+  return tool.Run(argc, argv, [&] {
+    if (!dump_rollout.empty()) return forge::proxy::DumpRolloutCalls(c.store_path, dump_rollout);
+    return forge::proxy::RunProxy(c);
   });
 }

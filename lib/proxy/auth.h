@@ -1,0 +1,33 @@
+// Rollout attribution: a harness presents its rollout's secret as its API key;
+// the store keeps only SHA-256 hashes of secrets. Positive lookups are cached
+// for a few seconds so a busy rollout does not query SQLite on every call.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "store/store.h"
+
+namespace forge::proxy {
+
+class SecretResolver {
+ public:
+  SecretResolver(store::Store& store, double ttl_seconds) : store_(store), ttl_(ttl_seconds) {}
+  // The rollout id the secret belongs to; nullopt when unknown.
+  Result<std::optional<std::string>> Resolve(const std::string& secret);
+
+ private:
+  struct Entry {
+    std::string rollout;
+    std::chrono::steady_clock::time_point expires;
+  };
+  store::Store& store_;
+  std::chrono::duration<double> ttl_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> cache_;
+};
+
+}  // namespace forge::proxy

@@ -1,0 +1,550 @@
+// The model-call path: attribute the call to a rollout, translate it to the
+// upstream's form, ask for token ids and logprobs, relay the answer (streamed
+// event by event, or whole), strip what the client did not ask for, and
+// commit the call to the store before the response's final bytes go out.
+#include <chrono>
+#include <limits>
+
+#include "base/hash.h"
+#include "proxy/chat_assembler.h"
+#include "proxy/server.h"
+#include "proxy/sse.h"
+#include "proxy/token_capture.h"
+
+namespace forge::proxy {
+namespace {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// Counts a call in flight overall and per rollout for its whole life.
+class InFlight {
+ public:
+  InFlight(Metrics& metrics, std::mutex& mutex, std::map<std::string, int>& per_rollout, std::string rollout)
+      : metrics_(metrics), mutex_(mutex), per_rollout_(per_rollout), rollout_(std::move(rollout)) {
+    metrics_.in_flight.fetch_add(1);
+    std::lock_guard<std::mutex> lock(mutex_);
+    count_ = ++per_rollout_[rollout_];
+  }
+  ~InFlight() {
+    metrics_.in_flight.fetch_sub(1);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--per_rollout_[rollout_] == 0) per_rollout_.erase(rollout_);
+  }
+  int count() const { return count_; }
+
+ private:
+  Metrics& metrics_;
+  std::mutex& mutex_;
+  std::map<std::string, int>& per_rollout_;
+  std::string rollout_;
+  int count_ = 0;
+};
+
+// The client side of a streamed response. A keepalive coroutine may write
+// comments before the first event; once the call writes, it stops.
+struct ClientStream {
+  beast::tcp_stream* stream = nullptr;
+  bool headers_sent = false;
+  bool writing = false;
+  bool call_started_writing = false;
+  bool keepalive_running = false;
+  bool failed = false;  // the client went away
+  unsigned version = 11;
+  std::unique_ptr<net::steady_timer> keepalive_timer;
+};
+
+Task<void> WaitWhile(const bool& flag) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  while (flag) {
+    timer.expires_after(std::chrono::milliseconds(1));
+    beast::error_code ec;
+    co_await timer.async_wait(Into(ec));
+  }
+}
+
+Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
+  if (cs.failed) co_return;
+  cs.writing = true;
+  beast::error_code ec;
+  if (!cs.headers_sent) {
+    http::response<http::empty_body> res{http::status::ok, cs.version};
+    res.set(http::field::server, "forge-proxy");
+    res.set(http::field::content_type, "text/event-stream");
+    res.set(http::field::cache_control, "no-cache");
+    res.chunked(true);
+    res.keep_alive(true);
+    http::response_serializer<http::empty_body> sr(res);
+    co_await http::async_write_header(*cs.stream, sr, Into(ec));
+    cs.headers_sent = true;
+  }
+  if (!ec && !bytes.empty()) co_await net::async_write(*cs.stream, http::make_chunk(net::buffer(bytes)), Into(ec));
+  if (!ec && last) co_await net::async_write(*cs.stream, http::make_chunk_last(), Into(ec));
+  if (ec) cs.failed = true;
+  cs.writing = false;
+}
+
+Task<void> KeepAlive(std::shared_ptr<ClientStream> cs, double interval) {
+  cs->keepalive_running = true;
+  while (!cs->call_started_writing && !cs->failed) {
+    cs->keepalive_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(interval * 1000)));
+    beast::error_code ec;
+    co_await cs->keepalive_timer->async_wait(Into(ec));
+    if (cs->call_started_writing || cs->failed) break;
+    co_await WriteSseBytes(*cs, ": keepalive\n\n", false);
+  }
+  cs->keepalive_running = false;
+}
+
+// The call writes from here on; waits out a keepalive write in progress.
+Task<void> TakeOver(ClientStream& cs) {
+  cs.call_started_writing = true;
+  if (cs.keepalive_timer) cs.keepalive_timer->cancel();
+  co_await WaitWhile(cs.writing);
+}
+
+// A chunk after which the client may consider the response complete: it holds
+// a finish reason, or is the trailing usage chunk.
+bool IsFinalChunk(const Json& chunk) {
+  auto choices = chunk.find("choices");
+  if (choices == chunk.end() || !choices->is_array() || choices->empty()) return true;
+  for (const auto& c : *choices) {
+    if (c.contains("finish_reason") && !c["finish_reason"].is_null()) return true;
+  }
+  return false;
+}
+
+std::string UpstreamErrorMessage(int status, const std::string& body) {
+  Json parsed = Json::parse(body, nullptr, false);
+  std::string detail;
+  if (parsed.is_object() && parsed.contains("error")) {
+    const Json& e = parsed["error"];
+    detail = e.is_object() ? e.value("message", e.dump()) : (e.is_string() ? e.get<std::string>() : e.dump());
+  } else if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
+    detail = parsed["message"];
+  } else {
+    detail = body.substr(0, 512);
+  }
+  return "upstream answered " + std::to_string(status) + ": " + detail;
+}
+
+std::string FinishReasonOf(const Json& response) {
+  if (!response.is_object() || !response.contains("choices") || !response["choices"].is_array() ||
+      response["choices"].empty()) {
+    return "";
+  }
+  const Json& fr = response["choices"][0].value("finish_reason", Json());
+  return fr.is_string() ? fr.get<std::string>() : "";
+}
+
+}  // namespace
+
+Task<Status> Server::Commit(store::CallRecord call) {
+  auto executor = co_await net::this_coro::executor;
+  auto timer = std::make_shared<net::steady_timer>(executor, net::steady_timer::time_point::max());
+  auto result = std::make_shared<std::optional<Status>>();
+  recorder_->Submit(std::move(call), [timer, result, executor](Status status) {
+    net::post(executor, [timer, result, status] {
+      *result = status;
+      timer->cancel();
+    });
+  });
+  while (!result->has_value()) {
+    beast::error_code ec;
+    co_await timer->async_wait(Into(ec));
+  }
+  co_return **result;
+}
+
+Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
+                              std::string path_rollout) {
+  double t0 = MonotonicSeconds();
+  std::unique_ptr<ClientFormat> format = MakeClientFormat(route.format);
+  auto fail = [&](int status, const std::string& message, Headers headers = Headers()) -> Task<bool> {
+    if (status < 500) metrics_.client_errors.fetch_add(1);
+    return Send(client, req, static_cast<http::status>(status), format->ErrorBody(status, message).dump(),
+                "application/json", std::move(headers));
+  };
+  if (stopping_.load()) co_return co_await fail(503, "forge-proxy is shutting down");
+
+  // Attribution.
+  std::string secret;
+  auto auth_header = req[http::field::authorization];
+  std::string_view auth(auth_header.data(), auth_header.size());
+  if (auth.rfind("Bearer ", 0) == 0) secret = std::string(auth.substr(7));
+  if (secret.empty()) secret = std::string(req["x-api-key"]);
+  if (secret.empty()) secret = std::string(req["x-goog-api-key"]);
+  std::string rollout;
+  std::vector<std::string> candidates;  // (not a braced list: g++12 coroutines reject its array)
+  candidates.push_back(path_rollout);
+  candidates.push_back(secret);
+  for (const std::string& candidate : candidates) {
+    if (candidate.empty() || !rollout.empty()) continue;
+    auto resolved = secrets_.Resolve(candidate);
+    if (!resolved.ok()) co_return co_await fail(503, "store unavailable: " + resolved.status().message());
+    if (resolved->has_value()) rollout = **resolved;
+  }
+  if (rollout.empty() && !path_rollout.empty()) {
+    // /r/<rollout-id>/ with the rollout's secret as the key, or any id in --open mode.
+    auto by_secret = secrets_.Resolve(secret);
+    if (config_.open || (by_secret.ok() && by_secret->has_value() && **by_secret == path_rollout)) {
+      rollout = path_rollout;
+    }
+  }
+  if (rollout.empty() && config_.open) rollout = "anonymous";
+  if (rollout.empty()) {
+    co_return co_await fail(401, secret.empty() && path_rollout.empty()
+                                     ? "no API key: send the rollout's secret as the bearer token or x-api-key"
+                                     : "unknown rollout secret");
+  }
+
+  // The request.
+  Json client_request;
+  std::string parse_error;
+  try {
+    client_request = Json::parse(req.body());
+  } catch (const Json::parse_error& e) {
+    parse_error = std::string("request body is not valid JSON: ") + e.what();
+  }
+  if (!parse_error.empty()) co_return co_await fail(400, parse_error);
+  auto chat = format->ToChat(client_request);
+  if (!chat.ok()) co_return co_await fail(400, chat.status().message());
+
+  if (config_.max_per_rollout > 0) {
+    std::lock_guard<std::mutex> lock(rollout_mutex_);
+    auto it = rollout_in_flight_.find(rollout);
+    if (it != rollout_in_flight_.end() && it->second >= config_.max_per_rollout) {
+      metrics_.client_errors.fetch_add(1);
+      auto body = format->ErrorBody(429, "rollout " + rollout + " already has " + std::to_string(it->second) +
+                                             " calls in flight (--max-per-rollout)");
+      Headers headers;
+      headers.emplace_back("Retry-After", "1");
+      co_return co_await Send(client, req, http::status::too_many_requests, body.dump(), "application/json",
+                              std::move(headers));
+    }
+  }
+  // Paused for a weight update: wait, or tell the client to come back.
+  if (paused_.load()) {
+    if (pause_rejects_.load()) {
+      Headers headers;
+      headers.emplace_back("Retry-After", "2");
+      headers.emplace_back("X-Forge-Paused", "1");
+      co_return co_await fail(429, "paused for a policy update; retry shortly", std::move(headers));
+    }
+    net::steady_timer timer(co_await net::this_coro::executor);
+    while (paused_.load() && !stopping_.load()) {
+      timer.expires_after(std::chrono::milliseconds(20));
+      beast::error_code ec;
+      co_await timer.async_wait(Into(ec));
+    }
+  }
+  InFlight in_flight(metrics_, rollout_mutex_, rollout_in_flight_, rollout);
+  metrics_.calls.fetch_add(1);
+
+  store::CallRecord rec;
+  rec.rollout_id = rollout;
+  rec.started_at = NowSeconds();
+  rec.client_format = format->name();
+  rec.request = client_request;
+  rec.side_call = chat->side_call;
+  rec.policy_version_start = policy_version_.load();
+  bool streaming = chat->stream;
+  int retry_count = -1;
+  if (auto h = req["x-stainless-retry-count"]; !h.empty()) retry_count = std::atoi(std::string(h).c_str());
+  std::string retry_key = retry_keys_.KeyFor(rollout, Sha256Hex(req.body()), retry_count);
+
+  auto finish = [&](store::CallRecord& r) {
+    r.ended_at = NowSeconds();
+    r.policy_version_end = policy_version_.load();
+    metrics_.ObserveLatency(MonotonicSeconds() - t0);
+  };
+
+  // Replay: answer from the recorded store; nothing goes upstream.
+  if (replay_) {
+    const Json* recorded = replay_->Find(ReplayIndex::RequestKey(format->name(), client_request));
+    if (!recorded) co_return co_await fail(404, "replay: no recorded response matches this request");
+    if (!streaming) {
+      auto out = format->FromChat(*recorded);
+      if (!out.ok()) co_return co_await fail(500, out.status().message());
+      co_return co_await Send(client, req, http::status::ok, out->dump());
+    }
+    ClientStream cs;
+    cs.stream = &client;
+    cs.version = req.version();
+    auto translator = format->NewStream();
+    std::string bytes;
+    for (const Json& chunk : ChatResponseToChunks(*recorded)) bytes += translator->OnChunk(chunk);
+    bytes += translator->OnEnd();
+    co_await WriteSseBytes(cs, std::move(bytes), true);
+    co_return !cs.failed;
+  }
+
+  // The upstream request: the client's, plus the capture fields.
+  Json body = std::move(chat->body);
+  CaptureWants wants = AddCaptureFields(body, route.format == "openai-completions");
+  if (streaming) {
+    body["stream"] = true;
+    // Usage for the record; stripped below when the client did not ask.
+    if (!body.contains("stream_options")) body["stream_options"] = {{"include_usage", true}};
+  }
+  bool client_wants_usage = !streaming || client_request.value("stream_options", Json::object()).value(
+                                              "include_usage", false) == true;
+  rec.model = body.value("model", "");
+  rec.upstream_request = body;
+  std::string upstream_body = body.dump();
+
+  auto cs = std::make_shared<ClientStream>();
+  cs->stream = &client;
+  cs->version = req.version();
+  if (streaming && config_.keepalive_interval > 0) {
+    cs->keepalive_timer = std::make_unique<net::steady_timer>(co_await net::this_coro::executor);
+    net::co_spawn(co_await net::this_coro::executor, KeepAlive(cs, config_.keepalive_interval), net::detached);
+  }
+  // Every exit from here waits for the keepalive coroutine, which uses `client`.
+  auto stop_keepalive = [&]() -> Task<void> {
+    co_await TakeOver(*cs);
+    co_await WaitWhile(cs->keepalive_running);
+  };
+
+  // Ends the call with an error: a JSON error if nothing was streamed yet,
+  // else a well-formed error event; the call is recorded as failed.
+  auto fail_call = [&](int status, std::string message) -> Task<bool> {
+    metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
+    rec.http_status = status;
+    rec.error = message;
+    rec.retry_key.clear();  // a failed call never hides a retry that succeeds
+    finish(rec);
+    co_await Commit(rec);  // best effort: the client is told of the failure either way
+    co_await stop_keepalive();
+    if (!cs->headers_sent) co_return co_await fail(status, message);
+    auto translator = format->NewStream();
+    co_await WriteSseBytes(*cs, translator->OnError(message), true);
+    co_return false;
+  };
+
+  // Connect and send; connection failures are retried on another upstream
+  // before any byte of the answer exists.
+  std::unique_ptr<UpstreamConn> conn;
+  Upstream* upstream = nullptr;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  std::vector<Upstream*> tried;
+  std::string last_error = "no upstream configured";
+  bool timed_out = false;
+  int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
+  for (int attempt = 0; attempt < attempts && !conn; ++attempt) {
+    upstream = upstreams_.Pick(rollout, tried);
+    if (!upstream) break;
+    bool reused = false;
+    beast::error_code ec;
+    auto c = co_await upstreams_.Connect(*upstream, ec, reused);
+    if (!ec) {
+      http::request<http::string_body> up{http::verb::post, upstream->base_path + std::string(route.upstream_path),
+                                          11};
+      up.set(http::field::host, upstream->host + ":" + upstream->port);
+      up.set(http::field::content_type, "application/json");
+      up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
+      if (!upstreams_.api_key().empty()) up.set(http::field::authorization, "Bearer " + upstreams_.api_key());
+      up.keep_alive(true);
+      up.body() = upstream_body;
+      up.prepare_payload();
+      c->stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000)));
+      co_await http::async_write(c->stream, up, Into(ec));
+      if (!ec) {
+        parser.emplace();
+        parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+        co_await http::async_read_header(c->stream, c->buffer, *parser, Into(ec));
+      }
+    }
+    if (!ec) {
+      conn = std::move(c);
+      break;
+    }
+    if (ec == beast::error::timeout) {  // a hang: the generation may be running; do not repeat it
+      timed_out = true;
+      last_error = "upstream " + upstream->url + " sent nothing for " +
+                   std::to_string(static_cast<int>(config_.upstream_idle_timeout)) + " s";
+      break;
+    }
+    if (reused) {  // a kept-alive connection the upstream had closed: not the upstream's fault
+      ++attempts;
+      if (attempts > 64) break;
+      continue;
+    }
+    upstream->healthy.store(false);
+    tried.push_back(upstream);
+    last_error = "upstream " + upstream->url + ": " + ec.message();
+    metrics_.upstream_errors.fetch_add(1);
+  }
+  if (!conn) co_return co_await fail_call(timed_out ? 504 : 502, last_error);
+  rec.upstream = upstream->url;
+  upstream->outstanding.fetch_add(1);
+  struct Outstanding {
+    Upstream* u;
+    ~Outstanding() { u->outstanding.fetch_sub(1); }
+  } outstanding{upstream};
+
+  int upstream_status = parser->get().result_int();
+  std::string content_type(parser->get()[http::field::content_type]);
+  bool upstream_streams = content_type.find("text/event-stream") != std::string::npos;
+  auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
+
+  // Reads the rest of the upstream body into a string (errors, whole responses).
+  auto read_all = [&](std::string& out) -> Task<beast::error_code> {
+    beast::error_code ec;
+    std::vector<char> buf(16384);
+    while (!parser->is_done()) {
+      parser->get().body().data = buf.data();
+      parser->get().body().size = buf.size();
+      conn->stream.expires_after(idle);
+      co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
+      if (ec == http::error::need_buffer) ec = {};
+      out.append(buf.data(), buf.size() - parser->get().body().size);
+      if (ec) break;
+    }
+    co_return ec;
+  };
+
+  if (upstream_status >= 400 || (streaming && !upstream_streams)) {
+    std::string text;
+    co_await read_all(text);
+    if (upstream_status < 400) {
+      co_return co_await fail_call(502, "upstream answered a stream request with " + content_type + ", not SSE");
+    }
+    co_return co_await fail_call(upstream_status >= 500 ? upstream_status : upstream_status,
+                                 UpstreamErrorMessage(upstream_status, text));
+  }
+
+  CapturedTokens tokens;
+  if (!streaming) {
+    std::string text;
+    beast::error_code ec = co_await read_all(text);
+    if (ec) {
+      co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
+                                   "upstream " + upstream->url + " failed mid-response: " + ec.message());
+    }
+    if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
+    rec.first_token_at = NowSeconds();
+    Json response = Json::parse(text, nullptr, false);
+    if (response.is_discarded() || !response.is_object()) {
+      co_return co_await fail_call(502, "upstream " + upstream->url + " answered with invalid JSON");
+    }
+    HarvestTokens(response, tokens);
+    StripCaptureFields(response, wants);
+    auto out = format->FromChat(response);
+    if (!out.ok()) co_return co_await fail_call(502, "cannot translate the upstream response: " + out.status().message());
+    rec.upstream_response = response;
+    rec.response = *out;
+    rec.prompt_ids = std::move(tokens.prompt_ids);
+    rec.completion_ids = std::move(tokens.completion_ids);
+    rec.logprobs = std::move(tokens.logprobs);
+    rec.finish_reason = FinishReasonOf(response);
+    rec.usage = response.value("usage", Json());
+    rec.http_status = 200;
+    rec.retry_key = retry_key;
+    finish(rec);
+    std::string bytes = out->dump();
+    Status committed = co_await Commit(std::move(rec));
+    if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
+    co_return co_await Send(client, req, http::status::ok, std::move(bytes));
+  }
+
+  // Streaming: relay each event as it arrives; hold back the final chunks
+  // until the call is committed.
+  auto translator = format->NewStream();
+  ChatAssembler upstream_assembled;
+  SseParser sse;
+  std::vector<SseEvent> events;
+  std::string held;
+  bool saw_done = false;
+  std::string stream_error;
+  std::vector<char> buf(16384);
+  while (!parser->is_done() && !saw_done) {
+    parser->get().body().data = buf.data();
+    parser->get().body().size = buf.size();
+    conn->stream.expires_after(idle);
+    beast::error_code ec;
+    co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
+    if (ec == http::error::need_buffer) ec = {};
+    size_t n = buf.size() - parser->get().body().size;
+    events.clear();
+    sse.Feed(std::string_view(buf.data(), n), events);
+    std::string out;
+    for (SseEvent& event : events) {
+      if (event.data == "[DONE]") {
+        saw_done = true;
+        break;
+      }
+      Json chunk = Json::parse(event.data, nullptr, false);
+      if (chunk.is_discarded()) {
+        stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
+        break;
+      }
+      if (chunk.contains("error")) {
+        stream_error = "upstream " + upstream->url + " error: " + chunk["error"].dump();
+        break;
+      }
+      if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
+      HarvestTokens(chunk, tokens);
+      StripCaptureFields(chunk, wants);
+      upstream_assembled.Add(chunk);
+      bool usage_only = chunk.contains("choices") && chunk["choices"].is_array() && chunk["choices"].empty();
+      if (usage_only && !client_wants_usage) continue;
+      if (!client_wants_usage && chunk.contains("usage")) chunk.erase("usage");
+      std::string bytes = translator->OnChunk(chunk);
+      if (IsFinalChunk(chunk)) {
+        held += bytes;
+      } else {
+        out += held;
+        held.clear();
+        out += bytes;
+      }
+    }
+    if (!stream_error.empty()) break;
+    if (!out.empty()) {
+      if (!cs->call_started_writing) co_await stop_keepalive();
+      co_await WriteSseBytes(*cs, std::move(out), false);
+      if (cs->failed) {
+        stream_error = "the client closed the connection mid-stream";
+        break;
+      }
+    }
+    if (ec) {
+      stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
+      break;
+    }
+  }
+  if (stream_error.empty() && !saw_done) stream_error = "upstream " + upstream->url + " ended the stream without [DONE]";
+  if (!cs->call_started_writing) co_await stop_keepalive();
+
+  Json upstream_response = upstream_assembled.Result();
+  rec.upstream_response = upstream_response;
+  rec.response = translator->Assembled();
+  rec.prompt_ids = std::move(tokens.prompt_ids);
+  rec.completion_ids = std::move(tokens.completion_ids);
+  rec.logprobs = std::move(tokens.logprobs);
+  rec.finish_reason = FinishReasonOf(upstream_response);
+  rec.usage = upstream_response.value("usage", Json());
+  if (!stream_error.empty()) {
+    metrics_.upstream_errors.fetch_add(cs->failed ? 0 : 1);
+    rec.http_status = cs->failed ? 499 : 502;
+    rec.error = stream_error;
+    finish(rec);
+    co_await Commit(std::move(rec));
+    if (!cs->failed) co_await WriteSseBytes(*cs, held + translator->OnError(stream_error), true);
+    co_return false;  // the upstream connection is not reusable; close the client's too
+  }
+  if (parser->is_done() && parser->get().keep_alive()) {
+    upstreams_.Release(*upstream, std::move(conn));
+  }
+  rec.http_status = 200;
+  rec.retry_key = retry_key;
+  finish(rec);
+  Status committed = co_await Commit(std::move(rec));
+  if (!committed.ok()) {
+    co_await WriteSseBytes(*cs, translator->OnError("the call could not be recorded: " + committed.message()), true);
+    co_return false;
+  }
+  co_await WriteSseBytes(*cs, held + translator->OnEnd(), true);
+  co_return !cs->failed;
+}
+
+}  // namespace forge::proxy

@@ -1,0 +1,110 @@
+#include "proxy/chat_assembler.h"
+
+namespace forge::proxy {
+
+using Json = nlohmann::json;
+
+namespace {
+
+void AppendLogprobs(Json& into, const Json& piece) {
+  if (!piece.is_object()) return;
+  if (into.is_null()) {
+    into = piece;
+    return;
+  }
+  for (const char* key : {"content", "refusal", "token_logprobs", "tokens", "top_logprobs", "text_offset"}) {
+    auto it = piece.find(key);
+    if (it == piece.end() || !it->is_array()) continue;
+    Json& target = into[key];
+    if (!target.is_array()) target = Json::array();
+    for (const auto& item : *it) target.push_back(item);
+  }
+}
+
+}  // namespace
+
+void ChatAssembler::Add(const Json& chunk) {
+  if (!chunk.is_object()) return;
+  ++chunks_;
+  for (const char* key : {"id", "created", "model", "system_fingerprint"}) {
+    if (chunk.contains(key) && !head_.contains(key)) head_[key] = chunk[key];
+  }
+  if (chunk.value("object", "") == "text_completion") completion_ = true;
+  if (chunk.contains("usage") && !chunk["usage"].is_null()) usage_ = chunk["usage"];
+  auto choices = chunk.find("choices");
+  if (choices == chunk.end() || !choices->is_array()) return;
+  for (const auto& c : *choices) {
+    Choice& choice = choices_[c.value("index", 0)];
+    if (c.contains("text") && c["text"].is_string()) {
+      completion_ = true;
+      choice.text += c["text"].get<std::string>();
+    }
+    if (auto d = c.find("delta"); d != c.end() && d->is_object()) {
+      if (d->contains("role") && (*d)["role"].is_string()) choice.role = (*d)["role"];
+      if (d->contains("content") && (*d)["content"].is_string()) {
+        choice.content += (*d)["content"].get<std::string>();
+        choice.has_content = true;
+      }
+      for (const char* key : {"reasoning", "reasoning_content"}) {
+        if (d->contains(key) && (*d)[key].is_string()) {
+          choice.reasoning += (*d)[key].get<std::string>();
+          choice.has_reasoning = true;
+        }
+      }
+      if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array()) {
+        for (const auto& fragment : *tc) {
+          Json& call = choice.tool_calls[fragment.value("index", 0)];
+          if (call.is_null()) {
+            call = {{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}};
+          }
+          if (fragment.contains("id") && fragment["id"].is_string()) call["id"] = fragment["id"];
+          if (fragment.contains("type") && fragment["type"].is_string()) call["type"] = fragment["type"];
+          if (auto fn = fragment.find("function"); fn != fragment.end() && fn->is_object()) {
+            if (fn->contains("name") && (*fn)["name"].is_string()) {
+              call["function"]["name"] = call["function"]["name"].get<std::string>() +
+                                         (*fn)["name"].get<std::string>();
+            }
+            if (fn->contains("arguments") && (*fn)["arguments"].is_string()) {
+              call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() +
+                                              (*fn)["arguments"].get<std::string>();
+            }
+          }
+        }
+      }
+    }
+    if (c.contains("logprobs")) AppendLogprobs(choice.logprobs, c["logprobs"]);
+    if (c.contains("finish_reason") && !c["finish_reason"].is_null()) choice.finish_reason = c["finish_reason"];
+    if (c.contains("stop_reason") && !c["stop_reason"].is_null()) choice.stop_reason = c["stop_reason"];
+  }
+}
+
+Json ChatAssembler::Result() const {
+  Json out = head_;
+  out["object"] = completion_ ? "text_completion" : "chat.completion";
+  Json choices = Json::array();
+  for (const auto& [index, c] : choices_) {
+    Json choice = {{"index", index}};
+    if (completion_) {
+      choice["text"] = c.text;
+    } else {
+      Json message = {{"role", c.role.empty() ? "assistant" : c.role}};
+      message["content"] = c.has_content ? Json(c.content) : Json(nullptr);
+      if (c.has_reasoning) message["reasoning"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        Json calls = Json::array();
+        for (const auto& [i, call] : c.tool_calls) calls.push_back(call);
+        message["tool_calls"] = std::move(calls);
+      }
+      choice["message"] = std::move(message);
+    }
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = c.finish_reason;
+    if (!c.stop_reason.is_null()) choice["stop_reason"] = c.stop_reason;
+    choices.push_back(std::move(choice));
+  }
+  out["choices"] = std::move(choices);
+  if (!usage_.is_null()) out["usage"] = usage_;
+  return out;
+}
+
+}  // namespace forge::proxy

@@ -1,0 +1,39 @@
+// Folds a stream of OpenAI chat.completion.chunk (or text_completion) events
+// into the single response the same call would have returned unstreamed:
+// content and reasoning concatenated, tool-call argument fragments joined by
+// index, logprobs appended, finish reason and usage kept. The record of a
+// streamed call stores this form.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace forge::proxy {
+
+class ChatAssembler {
+ public:
+  void Add(const nlohmann::json& chunk);
+  // chat.completion for chat chunks, text_completion for completion chunks.
+  nlohmann::json Result() const;
+  bool empty() const { return chunks_ == 0; }
+
+ private:
+  struct Choice {
+    std::string role;
+    std::string content, reasoning, text;
+    bool has_content = false, has_reasoning = false;
+    std::map<int, nlohmann::json> tool_calls;
+    nlohmann::json logprobs;  // null until one arrives
+    nlohmann::json finish_reason;
+    nlohmann::json stop_reason;
+  };
+  size_t chunks_ = 0;
+  bool completion_ = false;
+  nlohmann::json head_ = nlohmann::json::object();  // id, created, model
+  nlohmann::json usage_;
+  std::map<int, Choice> choices_;
+};
+
+}  // namespace forge::proxy

@@ -1,0 +1,50 @@
+#include "proxy/dump.h"
+
+#include "records/jsonl.h"
+
+namespace forge::proxy {
+
+using Json = nlohmann::json;
+
+Json CallToJson(const store::CallRecord& c) {
+  Json j;
+  j["id"] = c.id;
+  j["rollout_id"] = c.rollout_id;
+  j["seq"] = c.seq;
+  j["started_at"] = c.started_at;
+  j["first_token_at"] = c.first_token_at;
+  j["ended_at"] = c.ended_at;
+  j["client_format"] = c.client_format;
+  j["upstream"] = c.upstream;
+  j["model"] = c.model;
+  j["policy_version_start"] = c.policy_version_start;
+  j["policy_version_end"] = c.policy_version_end;
+  j["request"] = c.request;
+  j["response"] = c.response;
+  j["upstream_request"] = c.upstream_request;
+  j["upstream_response"] = c.upstream_response;
+  j["prompt_ids"] = c.prompt_ids;
+  j["completion_ids"] = c.completion_ids;
+  j["logprobs"] = c.logprobs;
+  j["finish_reason"] = c.finish_reason;
+  j["usage"] = c.usage;
+  j["http_status"] = c.http_status;
+  j["error"] = c.error;
+  j["side_call"] = c.side_call;
+  j["retry_key"] = c.retry_key;
+  return j;
+}
+
+Status DumpRolloutCalls(const std::string& store_path, const std::string& rollout_id) {
+  store::OpenOptions options;
+  options.read_only = true;
+  auto st = store::Store::Open(store_path, options);
+  if (!st.ok()) return st.status().Prefixed("--store " + store_path);
+  auto calls = (*st)->CallsOfRollout(rollout_id);
+  if (!calls.ok()) return calls.status();
+  records::JsonlWriter out;
+  for (const auto& call : *calls) FORGE_RETURN_IF_ERROR(out.Write(CallToJson(call)));
+  return Status::Ok();
+}
+
+}  // namespace forge::proxy

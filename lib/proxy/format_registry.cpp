@@ -1,0 +1,55 @@
+#include "proxy/format_registry.h"
+
+#include <functional>
+
+#include "proxy/formats/formats.h"
+
+namespace forge::proxy {
+namespace {
+
+// Client paths. OpenAI completions is the one format that is not translated
+// to chat: it goes to the upstream's own /v1/completions.
+constexpr Route kRoutes[] = {
+    {"POST", "/v1/chat/completions", "openai-chat", "/v1/chat/completions"},
+    {"POST", "/chat/completions", "openai-chat", "/v1/chat/completions"},
+    {"POST", "/v1/completions", "openai-completions", "/v1/completions"},
+    {"POST", "/completions", "openai-completions", "/v1/completions"},
+    // Other formats add their paths here, e.g.
+    // {"POST", "/v1/messages", "anthropic", "/v1/chat/completions"},
+};
+
+struct Factory {
+  std::string_view name;
+  std::unique_ptr<ClientFormat> (*make)();
+};
+
+constexpr Factory kFactories[] = {
+    {"openai-chat", NewOpenAIChatFormat},
+    {"openai-completions", NewOpenAICompletionsFormat},
+};
+
+bool Matches(std::string_view pattern, std::string_view path) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    pattern.remove_suffix(1);
+    return path.substr(0, pattern.size()) == pattern;
+  }
+  return pattern == path;
+}
+
+}  // namespace
+
+const Route* FindRoute(std::string_view method, std::string_view path) {
+  for (const Route& route : kRoutes) {
+    if (route.method == method && Matches(route.path, path)) return &route;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name) {
+  for (const Factory& factory : kFactories) {
+    if (factory.name == name) return factory.make();
+  }
+  return nullptr;
+}
+
+}  // namespace forge::proxy

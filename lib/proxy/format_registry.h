@@ -1,0 +1,28 @@
+// Which client wire format serves which path, and how to make one. The server
+// looks a request's path up here; every format (OpenAI chat and completions
+// here, Anthropic / Responses / Gemini in lib/proxy/formats/) plugs in by one
+// line in each table of format_registry.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proxy/client_format.h"
+
+namespace forge::proxy {
+
+struct Route {
+  std::string_view method;         // "POST"
+  std::string_view path;           // "/v1/chat/completions"; a trailing '*' matches a prefix
+  std::string_view format;         // a name MakeClientFormat knows
+  std::string_view upstream_path;  // where the translated request goes upstream
+};
+
+// The route for a method and path (the /r/<rollout> prefix already removed), or nullptr.
+const Route* FindRoute(std::string_view method, std::string_view path);
+
+// A new ClientFormat by name, or nullptr for an unknown name.
+std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name);
+
+}  // namespace forge::proxy

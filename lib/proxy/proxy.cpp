@@ -1,0 +1,65 @@
+#include "proxy/proxy.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "cli/diagnostics.h"
+#include "proxy/server.h"
+
+namespace forge::proxy {
+
+Status RunProxy(const ProxyConfig& config) {
+  if (config.store_path.empty()) return Status::Usage("--store is required");
+  if (config.upstreams.empty() && config.replay_path.empty()) {
+    return Status::Usage("give at least one --upstream URL, or --replay STORE");
+  }
+  std::string api_key;
+  if (!config.upstream_key_env.empty()) {
+    const char* value = std::getenv(config.upstream_key_env.c_str());
+    if (!value || !*value) return Status::Config("--upstream-key-env " + config.upstream_key_env + ": not set");
+    api_key = value;
+  }
+  // One connection for the writer thread, one for lookups on the io threads,
+  // so a group commit never blocks a secret lookup behind the same mutex.
+  auto writer = store::Store::Open(config.store_path);
+  if (!writer.ok()) return writer.status().Prefixed("--store " + config.store_path);
+  auto reader = store::Store::Open(config.store_path);
+  if (!reader.ok()) return reader.status().Prefixed("--store " + config.store_path);
+
+  std::unique_ptr<ReplayIndex> replay;
+  if (!config.replay_path.empty()) {
+    auto loaded = ReplayIndex::Load(config.replay_path);
+    if (!loaded.ok()) return loaded.status();
+    replay = std::move(*loaded);
+    cli::Note("replaying " + std::to_string(replay->size()) + " recorded responses from " + config.replay_path);
+  }
+
+  int threads = std::max(1, config.threads);
+  // The io_context, the pool and the server are deliberately never destroyed:
+  // connections still parked in the io_context when we return (idle keep-alive
+  // clients) hold coroutine frames that refer to all three, and the process is
+  // about to exit anyway.
+  auto* io_owner = new net::io_context(threads);
+  net::io_context& io = *io_owner;
+  auto pool = UpstreamPool::Create(io, config.upstreams, api_key);
+  if (!pool.ok()) return pool.status();
+  UpstreamPool* upstreams = pool->release();
+
+  auto* server_owner = new Server(config, io, **writer, **reader, *upstreams, replay.get());
+  Server& server = *server_owner;
+  FORGE_RETURN_IF_ERROR(server.Listen());
+  server.Start();
+  cli::Note("listening on http://" + config.listen_host + ":" + std::to_string(config.port) + ", recording to " +
+            config.store_path);
+  std::vector<std::thread> workers;
+  for (int i = 1; i < threads; ++i) workers.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : workers) t.join();
+  server.Finish();  // commits whatever is still queued
+  writer->release();  // used by the (never destroyed) server
+  reader->release();
+  replay.release();
+  return Status::Ok();
+}
+
+}  // namespace forge::proxy

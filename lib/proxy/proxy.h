@@ -1,0 +1,36 @@
+// forge-proxy's entry point: the settings a command line gives, and the
+// server run that serves and records model calls until SIGINT/SIGTERM.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace forge::proxy {
+
+struct ProxyConfig {
+  std::string listen_host = "127.0.0.1";
+  uint16_t port = 8000;
+  std::string store_path;                 // where calls are recorded
+  std::vector<std::string> upstreams;     // http://host:port[/base], OpenAI-compatible
+  std::string upstream_key_env;           // env var holding a key only the proxy sends upstream
+  bool open = false;                      // no secret needed; calls go to rollout "anonymous"
+  std::string admin_token;                // empty: admin API from loopback only
+  std::string replay_path;                // serve recorded responses from this store
+  int threads = 2;
+  uint64_t body_limit = 64ull << 20;      // client request body, bytes
+  double upstream_idle_timeout = 900;     // seconds without a byte from the upstream
+  double keepalive_interval = 3;          // seconds before/between SSE keepalive comments
+  double health_interval = 5;             // seconds between upstream health checks
+  std::string health_path = "/health";
+  double drain_timeout = 120;             // seconds SIGTERM waits for in-flight calls
+  int max_per_rollout = 0;                // concurrent calls per rollout; 0 = no cap
+  double secret_cache_ttl = 5;            // seconds a positive secret lookup is cached
+};
+
+// Runs until a stop signal; drains in-flight calls before returning.
+Status RunProxy(const ProxyConfig& config);
+
+}  // namespace forge::proxy

@@ -1,0 +1,298 @@
+#include "proxy/server.h"
+
+#include <chrono>
+
+#include "cli/diagnostics.h"
+#include "cli/signals.h"
+#include "proxy/formats/openai_errors.h"
+
+namespace forge::proxy {
+
+double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+constexpr std::string_view kPolicyVersionKey = "proxy.policy_version";
+
+std::string QueryParam(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return "";
+}
+
+// (Braced JSON literals live outside coroutines: g++12 rejects their arrays there.)
+std::string HealthBody(bool draining) { return Json{{"status", draining ? "draining" : "ok"}}.dump(); }
+
+std::string ModelList(const std::vector<std::string>& models) {
+  Json data = Json::array();
+  for (const auto& m : models) data.push_back({{"id", m}, {"object", "model"}, {"owned_by", "forge"}});
+  return Json{{"object", "list"}, {"data", data}}.dump();
+}
+
+}  // namespace
+
+Server::Server(const ProxyConfig& config, net::io_context& io, store::Store& writer_store,
+               store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay)
+    : config_(config),
+      io_(io),
+      reader_store_(reader_store),
+      upstreams_(upstreams),
+      replay_(replay),
+      recorder_(std::make_unique<Recorder>(writer_store, metrics_)),
+      secrets_(reader_store, config.secret_cache_ttl),
+      acceptor_(net::make_strand(io)) {
+  if (auto v = reader_store_.GetMeta(std::string(kPolicyVersionKey)); v.ok() && v->has_value()) {
+    policy_version_.store(std::atoll((*v)->c_str()));
+  }
+}
+
+Status Server::Listen() {
+  beast::error_code ec;
+  auto address = net::ip::make_address(config_.listen_host, ec);
+  if (ec) return Status::Config("--listen " + config_.listen_host + ": " + ec.message());
+  tcp::endpoint endpoint(address, config_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + config_.listen_host + ":" + std::to_string(config_.port) +
+                               ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+void Server::Start() {
+  net::co_spawn(acceptor_.get_executor(), AcceptLoop(), net::detached);
+  net::co_spawn(net::make_strand(io_), WatchStop(), net::detached);
+  if (!upstreams_.empty() && config_.health_interval > 0) {
+    net::co_spawn(net::make_strand(io_), upstreams_.HealthLoop(config_.health_path, config_.health_interval, stopping_),
+                  net::detached);
+  }
+}
+
+void Server::Finish() { recorder_->Stop(); }
+
+Task<void> Server::AcceptLoop() {
+  for (;;) {
+    beast::error_code ec;
+    tcp::socket socket(net::make_strand(io_));
+    co_await acceptor_.async_accept(socket, Into(ec));
+    if (ec) {
+      if (!acceptor_.is_open()) co_return;
+      continue;  // e.g. EMFILE: keep serving the connections we have
+    }
+    auto executor = socket.get_executor();
+    net::co_spawn(executor, Session(std::move(socket)), net::detached);
+  }
+}
+
+Task<void> Server::WatchStop() {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  while (!cli::StopRequested()) {
+    timer.expires_after(std::chrono::milliseconds(50));
+    beast::error_code ec;
+    co_await timer.async_wait(Into(ec));
+  }
+  // Stop taking connections, let the calls in flight finish and commit.
+  stopping_.store(true);
+  net::post(acceptor_.get_executor(), [this] {
+    beast::error_code ec;
+    acceptor_.close(ec);
+  });
+  double deadline = MonotonicSeconds() + config_.drain_timeout;
+  while (metrics_.in_flight.load() > 0 && MonotonicSeconds() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    beast::error_code ec;
+    co_await timer.async_wait(Into(ec));
+  }
+  if (metrics_.in_flight.load() > 0) {
+    cli::Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
+  }
+  io_.stop();
+}
+
+Task<void> Server::Session(tcp::socket socket) {
+  metrics_.open_connections.fetch_add(1);
+  beast::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  beast::tcp_stream client(std::move(socket));
+  beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(config_.body_limit);
+    // An idle keep-alive connection may wait long; a harness thinks between calls.
+    client.expires_after(std::chrono::seconds(3600));
+    co_await http::async_read(client, buffer, parser, Into(ec));
+    if (ec == http::error::body_limit) {
+      metrics_.client_errors.fetch_add(1);
+      Request req;
+      req.keep_alive(false);
+      co_await Send(client, req, http::status::payload_too_large,
+                    OpenAIErrorBody(413, "request body exceeds the proxy's limit of " +
+                                             std::to_string(config_.body_limit) + " bytes (--body-limit)")
+                        .dump());
+      break;
+    }
+    if (ec) break;
+    metrics_.requests.fetch_add(1);
+    Request req = parser.release();
+    client.expires_never();
+    bool keep = co_await Handle(client, req);
+    if (!keep || !req.keep_alive()) break;
+  }
+  client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  metrics_.open_connections.fetch_sub(1);
+}
+
+Task<bool> Server::Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
+                        std::string_view content_type,
+                        std::vector<std::pair<std::string, std::string>> headers) {
+  http::response<http::string_body> res{status, req.version()};
+  res.set(http::field::server, "forge-proxy");
+  res.set(http::field::content_type, std::string(content_type));
+  for (auto& [name, value] : headers) res.set(name, value);
+  res.keep_alive(req.keep_alive() && !stopping_.load());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  beast::error_code ec;
+  co_await http::async_write(client, res, Into(ec));
+  co_return !ec && res.keep_alive();
+}
+
+Task<bool> Server::Handle(beast::tcp_stream& client, Request& req) {
+  std::string_view target(req.target().data(), req.target().size());
+  size_t q = target.find('?');
+  std::string_view path = target.substr(0, q);
+  std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+
+  // /r/<rollout>/v1/...: attribution by path.
+  std::string path_rollout;
+  if (path.rfind("/r/", 0) == 0) {
+    size_t end = path.find('/', 3);
+    path_rollout = std::string(path.substr(3, end == std::string_view::npos ? std::string_view::npos : end - 3));
+    path = end == std::string_view::npos ? std::string_view("/") : path.substr(end);
+  }
+  bool get = req.method() == http::verb::get;
+  if (get && path == "/healthz") {
+    co_return co_await Send(client, req, http::status::ok, HealthBody(stopping_.load()));
+  }
+  if (get && path == "/metrics") {
+    co_return co_await Send(client, req, http::status::ok, metrics_.Render(), "text/plain; version=0.0.4");
+  }
+  if (get && path == "/v1/models") co_return co_await HandleModels(client, req);
+  if (path.rfind("/admin/", 0) == 0) co_return co_await HandleAdmin(client, req, path, query);
+  if (const Route* route = FindRoute(std::string_view(req.method_string().data(), req.method_string().size()), path)) {
+    co_return co_await HandleCall(client, req, *route, std::move(path_rollout));
+  }
+  metrics_.client_errors.fetch_add(1);
+  co_return co_await Send(client, req, http::status::not_found,
+                          OpenAIErrorBody(404, "no route for " + std::string(req.method_string()) + " " +
+                                                   std::string(path))
+                              .dump());
+}
+
+Task<bool> Server::HandleModels(beast::tcp_stream& client, Request& req) {
+  if (replay_ || upstreams_.empty()) {
+    co_return co_await Send(client, req, http::status::ok,
+                            ModelList(replay_ ? replay_->models() : std::vector<std::string>()));
+  }
+  // Relay the first healthy upstream's list.
+  Upstream* up = upstreams_.Pick("", {});
+  beast::error_code ec;
+  bool reused = false;
+  auto conn = co_await upstreams_.Connect(*up, ec, reused);
+  http::response<http::string_body> res;
+  if (!ec) {
+    http::request<http::empty_body> get{http::verb::get, up->base_path + "/v1/models", 11};
+    get.set(http::field::host, up->host + ":" + up->port);
+    if (!upstreams_.api_key().empty()) get.set(http::field::authorization, "Bearer " + upstreams_.api_key());
+    get.keep_alive(false);
+    conn->stream.expires_after(std::chrono::seconds(30));
+    co_await http::async_write(conn->stream, get, Into(ec));
+    if (!ec) co_await http::async_read(conn->stream, conn->buffer, res, Into(ec));
+  }
+  if (ec) {
+    metrics_.upstream_errors.fetch_add(1);
+    co_return co_await Send(client, req, http::status::bad_gateway,
+                            OpenAIErrorBody(502, "upstream " + up->url + ": " + ec.message()).dump());
+  }
+  co_return co_await Send(client, req, res.result(), std::move(res.body()));
+}
+
+Task<bool> Server::HandleAdmin(beast::tcp_stream& client, Request& req, std::string_view path,
+                               std::string_view query) {
+  bool allowed;
+  if (!config_.admin_token.empty()) {
+    allowed = req[http::field::authorization] == "Bearer " + config_.admin_token;
+  } else {
+    beast::error_code ec;
+    auto remote = client.socket().remote_endpoint(ec);
+    allowed = !ec && remote.address().is_loopback();
+  }
+  if (!allowed) {
+    co_return co_await Send(client, req, http::status::forbidden,
+                            OpenAIErrorBody(403, "admin API: loopback only, or --admin-token").dump());
+  }
+  auto state = [&] {
+    return Json{{"paused", paused_.load()},
+                {"mode", pause_rejects_.load() ? "reject" : "wait"},
+                {"in_flight", metrics_.in_flight.load()},
+                {"policy_version", policy_version_.load()},
+                {"draining", stopping_.load()}};
+  };
+  bool post = req.method() == http::verb::post;
+  if (path == "/admin/state") co_return co_await Send(client, req, http::status::ok, state().dump());
+  if (post && path == "/admin/pause") {
+    pause_rejects_.store(QueryParam(query, "mode") == "reject");
+    paused_.store(true);
+    co_return co_await Send(client, req, http::status::ok, state().dump());
+  }
+  if (post && path == "/admin/resume") {
+    paused_.store(false);
+    co_return co_await Send(client, req, http::status::ok, state().dump());
+  }
+  if (post && path == "/admin/drain") {
+    // Waits until no call is in flight (pause first, or new calls keep arriving).
+    double deadline = MonotonicSeconds() + 600;
+    net::steady_timer timer(co_await net::this_coro::executor);
+    while (metrics_.in_flight.load() > 0 && MonotonicSeconds() < deadline) {
+      timer.expires_after(std::chrono::milliseconds(10));
+      beast::error_code ec;
+      co_await timer.async_wait(Into(ec));
+    }
+    co_return co_await Send(client, req, http::status::ok, state().dump());
+  }
+  if (post && path == "/admin/policy-version") {
+    std::string value = QueryParam(query, "version");
+    if (value.empty()) {
+      Json body = Json::parse(req.body(), nullptr, false);
+      if (body.is_object() && body.contains("version") && body["version"].is_number_integer()) {
+        value = std::to_string(body["version"].get<int64_t>());
+      }
+    }
+    char* end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0') {
+      co_return co_await Send(client, req, http::status::bad_request,
+                              OpenAIErrorBody(400, "policy-version: give ?version=N or {\"version\": N}").dump());
+    }
+    policy_version_.store(v);
+    if (Status s = reader_store_.SetMeta(std::string(kPolicyVersionKey), std::to_string(v)); !s.ok()) {
+      cli::Warn("cannot persist the policy version: " + s.message());
+    }
+    co_return co_await Send(client, req, http::status::ok, state().dump());
+  }
+  co_return co_await Send(client, req, http::status::not_found,
+                          OpenAIErrorBody(404, "admin: unknown endpoint " + std::string(path)).dump());
+}
+
+}  // namespace forge::proxy

@@ -1,0 +1,82 @@
+// The proxy's HTTP server: one acceptor, a few io_context threads, and one
+// coroutine per connection on its own strand (no thread per connection).
+// server.cpp holds the connection loop, the proxy's own endpoints and the
+// admin API; call.cpp the model-call path (attribution, upstream, capture,
+// recording, streaming).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "proxy/auth.h"
+#include "proxy/client_format.h"
+#include "proxy/format_registry.h"
+#include "proxy/metrics.h"
+#include "proxy/net.h"
+#include "proxy/proxy.h"
+#include "proxy/recorder.h"
+#include "proxy/replay.h"
+#include "proxy/retry_keys.h"
+#include "proxy/upstream.h"
+#include "store/store.h"
+
+namespace forge::proxy {
+
+using Request = http::request<http::string_body>;
+
+class Server {
+ public:
+  Server(const ProxyConfig& config, net::io_context& io, store::Store& writer_store,
+         store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay);
+
+  Status Listen();
+  void Start();             // spawns the accept loop, the stop watcher and health checks
+  void Finish();            // after io threads return: stops the recorder
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  Task<void> AcceptLoop();
+  Task<void> WatchStop();
+  Task<void> Session(tcp::socket socket);
+  // Answers one request; false when the connection must close.
+  Task<bool> Handle(beast::tcp_stream& client, Request& req);
+  Task<bool> HandleAdmin(beast::tcp_stream& client, Request& req, std::string_view path,
+                         std::string_view query);
+  Task<bool> HandleModels(beast::tcp_stream& client, Request& req);
+
+  // call.cpp
+  Task<bool> HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
+                        std::string path_rollout);
+  Task<Status> Commit(store::CallRecord call);
+
+  Task<bool> Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
+                  std::string_view content_type = "application/json",
+                  std::vector<std::pair<std::string, std::string>> headers = {});
+
+  const ProxyConfig& config_;
+  net::io_context& io_;
+  store::Store& reader_store_;
+  UpstreamPool& upstreams_;
+  ReplayIndex* replay_;
+  Metrics metrics_;
+  std::unique_ptr<Recorder> recorder_;
+  SecretResolver secrets_;
+  RetryKeys retry_keys_;
+  tcp::acceptor acceptor_;
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> paused_{false};
+  std::atomic<bool> pause_rejects_{false};
+  std::atomic<int64_t> policy_version_{0};
+  std::mutex rollout_mutex_;
+  std::map<std::string, int> rollout_in_flight_;
+};
+
+// Seconds on a monotonic clock, for latencies.
+double MonotonicSeconds();
+
+}  // namespace forge::proxy

@@ -1,0 +1,117 @@
+#include "proxy/upstream.h"
+
+#include <chrono>
+#include <functional>
+
+namespace forge::proxy {
+
+Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(net::io_context& io,
+                                                           const std::vector<std::string>& urls,
+                                                           std::string api_key) {
+  std::unique_ptr<UpstreamPool> pool(new UpstreamPool(io, std::move(api_key)));
+  tcp::resolver resolver(io);
+  for (const std::string& url : urls) {
+    constexpr std::string_view kScheme = "http://";
+    if (url.rfind(kScheme, 0) != 0) {
+      return Status::Config("--upstream " + url + ": only http:// URLs are supported");
+    }
+    auto u = std::make_unique<Upstream>();
+    u->url = url;
+    std::string rest = url.substr(kScheme.size());
+    size_t slash = rest.find('/');
+    std::string authority = rest.substr(0, slash);
+    u->base_path = slash == std::string::npos ? "" : rest.substr(slash);
+    while (!u->base_path.empty() && u->base_path.back() == '/') u->base_path.pop_back();
+    // A base ending in /v1 (as OpenAI base URLs do) is the prefix of our /v1/... paths.
+    if (u->base_path.size() >= 3 && u->base_path.compare(u->base_path.size() - 3, 3, "/v1") == 0) {
+      u->base_path.resize(u->base_path.size() - 3);
+    }
+    size_t colon = authority.rfind(':');
+    u->host = authority.substr(0, colon);
+    u->port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+    if (u->host.empty()) return Status::Config("--upstream " + url + ": no host");
+    beast::error_code ec;
+    u->endpoints = resolver.resolve(u->host, u->port, ec);
+    if (ec) return Status::Config("--upstream " + url + ": cannot resolve: " + ec.message());
+    pool->upstreams_.push_back(std::move(u));
+  }
+  return pool;
+}
+
+Upstream* UpstreamPool::Pick(std::string_view rollout, const std::vector<Upstream*>& tried) {
+  if (upstreams_.empty()) return nullptr;
+  auto was_tried = [&](Upstream* u) {
+    for (Upstream* t : tried) if (t == u) return true;
+    return false;
+  };
+  Upstream* affine = upstreams_[std::hash<std::string_view>{}(rollout) % upstreams_.size()].get();
+  if (affine->healthy.load() && !was_tried(affine)) return affine;
+  Upstream* best = nullptr;
+  for (auto& u : upstreams_) {
+    if (was_tried(u.get())) continue;
+    bool better = !best || (u->healthy.load() && !best->healthy.load()) ||
+                  (u->healthy.load() == best->healthy.load() && u->outstanding.load() < best->outstanding.load());
+    if (better) best = u.get();
+  }
+  return best ? best : affine;  // all tried: try the affine one again
+}
+
+Task<std::unique_ptr<UpstreamConn>> UpstreamPool::Connect(Upstream& upstream, beast::error_code& ec,
+                                                          bool& reused) {
+  ec = {};
+  {
+    std::lock_guard<std::mutex> lock(upstream.idle_mutex);
+    if (!upstream.idle.empty()) {
+      auto conn = std::move(upstream.idle.back());
+      upstream.idle.pop_back();
+      reused = true;
+      co_return conn;
+    }
+  }
+  reused = false;
+  auto conn = std::make_unique<UpstreamConn>(net::make_strand(io_));
+  conn->stream.expires_after(std::chrono::seconds(10));
+  co_await conn->stream.async_connect(upstream.endpoints, Into(ec));
+  if (!ec) conn->stream.socket().set_option(tcp::no_delay(true), ec);
+  co_return conn;
+}
+
+void UpstreamPool::Release(Upstream& upstream, std::unique_ptr<UpstreamConn> conn) {
+  constexpr size_t kMaxIdle = 256;
+  conn->stream.expires_never();
+  std::lock_guard<std::mutex> lock(upstream.idle_mutex);
+  if (upstream.idle.size() < kMaxIdle) upstream.idle.push_back(std::move(conn));
+}
+
+Task<bool> UpstreamPool::Probe(Upstream& upstream, const std::string& path) {
+  beast::error_code ec;
+  beast::tcp_stream stream(co_await net::this_coro::executor);
+  stream.expires_after(std::chrono::seconds(5));
+  co_await stream.async_connect(upstream.endpoints, Into(ec));
+  if (ec) co_return false;
+  http::request<http::empty_body> req{http::verb::get, upstream.base_path + path, 11};
+  req.set(http::field::host, upstream.host + ":" + upstream.port);
+  req.keep_alive(false);
+  co_await http::async_write(stream, req, Into(ec));
+  if (ec) co_return false;
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  co_await http::async_read(stream, buffer, res, Into(ec));
+  if (ec) co_return false;
+  co_return res.result_int() < 500;
+}
+
+Task<void> UpstreamPool::HealthLoop(std::string path, double interval_seconds, const std::atomic<bool>& stop) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  while (!stop.load()) {
+    for (auto& u : upstreams_) {
+      bool ok = co_await Probe(*u, path);
+      u->healthy.store(ok);
+    }
+    timer.expires_after(std::chrono::milliseconds(static_cast<int64_t>(interval_seconds * 1000)));
+    beast::error_code ec;
+    co_await timer.async_wait(Into(ec));
+  }
+}
+
+}  // namespace forge::proxy

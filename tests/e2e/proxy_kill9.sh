@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# kill -9 under load: every call a client saw complete (whole body, or a
+# stream through [DONE]) must be in the store afterwards, because the proxy
+# commits a call before sending its final bytes.
+source "$FORGE_SRC/tests/support/proxy_env.sh"
+
+STORE=$WORK/forge.db
+start_fake up
+start_proxy "$STORE" --upstream "http://127.0.0.1:$FAKE_PORT"
+register_rollout "$STORE" load load-secret
+
+# Each client loops over distinct requests and notes each tag it saw complete.
+client() {
+  local id=$1 i=0
+  while [ $i -lt 200 ]; do
+    local tag="c$id-$i" stream=false
+    [ $((i % 2)) = 1 ] && stream=true
+    out=$(curl -sN --max-time 10 -H 'Authorization: Bearer load-secret' \
+      -d "{\"model\":\"m\",\"stream\":$stream,\"messages\":[{\"role\":\"user\",\"content\":\"$tag script:words:8\"}]}" \
+      "$PROXY/v1/chat/completions" 2>/dev/null) || return 0
+    if [ $stream = true ]; then
+      echo "$out" | grep -q '^data: \[DONE\]' || return 0
+    else
+      echo "$out" | grep -q '"finish_reason": *"stop"' || return 0
+    fi
+    echo "$tag" >> "$WORK/seen.$id"
+    i=$((i + 1))
+  done
+}
+for id in $(seq 1 8); do client "$id" & done
+sleep 3
+kill -9 "$PROXY_PID"
+wait 2>/dev/null || true
+cat "$WORK"/seen.* | sort > "$WORK/seen"
+[ -s "$WORK/seen" ] || fail "no call completed before the kill"
+calls "$STORE" load | python3 -c '
+import json, sys
+for line in sys.stdin:
+    c = json.loads(line)
+    if c["http_status"] == 200:
+        print(c["request"]["messages"][-1]["content"].split()[0])' | sort -u > "$WORK/stored"
+missing=$(comm -23 "$WORK/seen" "$WORK/stored" | wc -l)
+echo "clients saw $(wc -l < "$WORK/seen") calls complete; store holds $(wc -l < "$WORK/stored"); missing $missing"
+[ "$missing" = 0 ] || fail "calls seen complete but not in the store: $(comm -23 "$WORK/seen" "$WORK/stored" | head)"
+pass "kill -9 under load lost no call a client saw complete"

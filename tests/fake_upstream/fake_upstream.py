@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""A scripted stand-in for a vLLM OpenAI-compatible server, for forge-proxy's tests.
+
+It speaks vLLM's token fields: with "return_token_ids" the response carries
+top-level prompt_token_ids (first chunk when streaming; on the choice for
+/v1/completions) and choices[].token_ids (deltas when streaming); with
+"logprobs" it returns per-token logprobs. Ids are deterministic so tests can
+check what the proxy recorded.
+
+The last user message (or the prompt) chooses the behaviour:
+  script:tool        a tool call whose arguments stream in fragments
+  script:500         HTTP 500 with an OpenAI error body
+  script:hang        accept and never answer
+  script:disconnect  stream three tokens, then drop the connection
+  script:slow:N      N tokens, 50 ms apart
+  script:words:N     N tokens
+  anything else      echo "hello from fake" (4 tokens)
+
+Every request is appended to --log as JSON (path, headers, body).
+Listens on 127.0.0.1 only.
+"""
+import argparse
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOG_LOCK = threading.Lock()
+ARGS = None
+
+
+def prompt_ids(body):
+    text = json.dumps(body.get("messages", body.get("prompt", "")))
+    return [100 + (ord(c) % 50) for c in text[:40]] or [100]
+
+
+def command(body):
+    if "messages" in body:
+        for m in reversed(body["messages"]):
+            if m.get("role") == "user":
+                c = m.get("content")
+                if isinstance(c, list):
+                    c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+                return c or ""
+        return ""
+    p = body.get("prompt", "")
+    return p if isinstance(p, str) else json.dumps(p)
+
+
+def words_for(cmd):
+    if cmd.startswith("script:words:") or cmd.startswith("script:slow:"):
+        n = int(cmd.rsplit(":", 1)[1])
+        return ["w%d " % i for i in range(n)]
+    return ["hello", " from", " fake", "!"]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send_json(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.endswith("/health"):
+            self.send_json(200, {"ok": True})
+        elif self.path.endswith("/v1/models"):
+            self.send_json(200, {"object": "list", "data": [{"id": "fake-policy", "object": "model"}]})
+        else:
+            self.send_json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        body = json.loads(raw)
+        if ARGS.log:
+            with LOG_LOCK, open(ARGS.log, "a") as f:
+                f.write(json.dumps({"path": self.path, "headers": dict(self.headers), "body": body}) + "\n")
+        completions = self.path.endswith("/v1/completions")
+        cmd = command(body)
+        if cmd == "script:500":
+            return self.send_json(500, {"error": {"message": "fake upstream exploded", "type": "server_error"}})
+        if cmd == "script:hang":
+            time.sleep(60)
+            return
+        if body.get("stream"):
+            return self.stream(body, cmd, completions)
+        return self.whole(body, cmd, completions)
+
+    def logprob_entry(self, i, tok):
+        return {"token": tok, "logprob": -0.125 * (i + 1), "bytes": list(tok.encode()), "top_logprobs": []}
+
+    def whole(self, body, cmd, completions):
+        words = words_for(cmd)
+        ids = [1000 + i for i in range(len(words))]
+        choice = {"index": 0, "finish_reason": "stop", "logprobs": None}
+        if completions:
+            choice["text"] = "".join(words)
+            if body.get("logprobs") is not None:
+                choice["logprobs"] = {"tokens": words, "token_logprobs": [-0.125 * (i + 1) for i in range(len(words))],
+                                      "top_logprobs": None, "text_offset": []}
+        else:
+            msg = {"role": "assistant", "content": "".join(words)}
+            if cmd == "script:tool":
+                msg = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}
+                choice["finish_reason"] = "tool_calls"
+            choice["message"] = msg
+            if body.get("logprobs"):
+                choice["logprobs"] = {"content": [self.logprob_entry(i, w) for i, w in enumerate(words)]}
+        resp = {"id": "cmpl-fake", "object": "text_completion" if completions else "chat.completion",
+                "created": int(time.time()), "model": body.get("model", "fake-policy"), "choices": [choice],
+                "usage": {"prompt_tokens": len(prompt_ids(body)), "completion_tokens": len(words),
+                          "total_tokens": len(prompt_ids(body)) + len(words)}}
+        if body.get("return_token_ids"):
+            choice["token_ids"] = ids
+            if completions:
+                choice["prompt_token_ids"] = prompt_ids(body)
+            else:
+                resp["prompt_token_ids"] = prompt_ids(body)
+        self.send_json(200, resp)
+
+    def chunk(self, obj):
+        data = ("data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def stream(self, body, cmd, completions):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        want_ids = body.get("return_token_ids")
+        want_lp = body.get("logprobs") is not None and body.get("logprobs") is not False
+        head = {"id": "chatcmpl-fake", "object": "text_completion" if completions else "chat.completion.chunk",
+                "created": int(time.time()), "model": body.get("model", "fake-policy")}
+        words = words_for(cmd)
+        if cmd == "script:tool":
+            words = ["{\"city\"", ": \"Par", "is\"}"]
+        first = dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                     "finish_reason": None}])
+        if completions:
+            first["choices"] = [{"index": 0, "text": "", "logprobs": None, "finish_reason": None}]
+        if want_ids:
+            if completions:
+                first["choices"][0]["prompt_token_ids"] = prompt_ids(body)
+            else:
+                first["prompt_token_ids"] = prompt_ids(body)
+            first["choices"][0]["token_ids"] = []
+        self.chunk(first)
+        for i, w in enumerate(words):
+            if cmd == "script:disconnect" and i == 3:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if cmd.startswith("script:slow:"):
+                time.sleep(0.05)
+            c = {"index": 0, "logprobs": None, "finish_reason": None}
+            if completions:
+                c["text"] = w
+                if want_lp:
+                    c["logprobs"] = {"tokens": [w], "token_logprobs": [-0.125 * (i + 1)], "top_logprobs": None,
+                                     "text_offset": [0]}
+            elif cmd == "script:tool":
+                frag = {"index": 0, "function": {"arguments": w}}
+                if i == 0:
+                    frag = {"index": 0, "id": "call_1", "type": "function",
+                            "function": {"name": "get_weather", "arguments": w}}
+                c["delta"] = {"tool_calls": [frag]}
+            else:
+                c["delta"] = {"content": w}
+            if want_lp and not completions:
+                c["logprobs"] = {"content": [self.logprob_entry(i, w)]}
+            if want_ids:
+                c["token_ids"] = [1000 + i]
+            self.chunk(dict(head, choices=[c]))
+        fin = {"index": 0, "finish_reason": "tool_calls" if cmd == "script:tool" else "stop", "logprobs": None}
+        fin["text" if completions else "delta"] = "" if completions else {}
+        self.chunk(dict(head, choices=[fin]))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self.chunk(dict(head, choices=[], usage={"prompt_tokens": len(prompt_ids(body)),
+                                                     "completion_tokens": len(words),
+                                                     "total_tokens": len(prompt_ids(body)) + len(words)}))
+        self.chunk("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port-file", help="write the bound port here once listening")
+    p.add_argument("--log")
+    ARGS = p.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    server.daemon_threads = True
+    if ARGS.port_file:
+        with open(ARGS.port_file + ".tmp", "w") as f:
+            f.write(str(server.server_address[1]))
+        import os
+        os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+// Unit tests of forge-proxy's pure parts: SSE parsing, token capture and
+// stripping, stream assembly, retry keys, the format registry.
+#include <doctest/doctest.h>
+
+#include "proxy/chat_assembler.h"
+#include "proxy/format_registry.h"
+#include "proxy/replay.h"
+#include "proxy/retry_keys.h"
+#include "proxy/sse.h"
+#include "proxy/token_capture.h"
+
+using namespace forge::proxy;
+using Json = nlohmann::json;
+
+TEST_CASE("sse: events split across reads, CRLF, comments, multi-line data") {
+  SseParser p;
+  std::vector<SseEvent> out;
+  p.Feed("data: {\"a\"", out);
+  CHECK(out.empty());
+  p.Feed(":1}\r\n\r\n: keepalive\n\nevent: x\ndata: l1\ndata: l2\n\ndata: [DONE]\n", out);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].data == "{\"a\":1}");
+  CHECK(out[1].event == "x");
+  CHECK(out[1].data == "l1\nl2");
+  p.Feed("\n", out);
+  REQUIRE(out.size() == 3);
+  CHECK(out[2].data == "[DONE]");
+}
+
+TEST_CASE("capture: asks for ids and logprobs, remembers what the client wanted") {
+  Json chat = {{"messages", Json::array()}};
+  CaptureWants w = AddCaptureFields(chat, false);
+  CHECK(chat["return_token_ids"] == true);
+  CHECK(chat["logprobs"] == true);
+  CHECK(chat["top_logprobs"] == 0);
+  CHECK_FALSE(w.logprobs);
+  Json asked = {{"logprobs", true}, {"top_logprobs", 3}};
+  w = AddCaptureFields(asked, false);
+  CHECK(w.logprobs);
+  CHECK(asked["top_logprobs"] == 3);
+  Json completion = {{"prompt", "x"}};
+  w = AddCaptureFields(completion, true);
+  CHECK(completion["logprobs"] == 0);
+  CHECK_FALSE(w.logprobs);
+}
+
+TEST_CASE("capture: vLLM fields harvested from a response, then stripped") {
+  Json r = Json::parse(R"({"prompt_token_ids":[1,2,3],"choices":[{"index":0,"token_ids":[7,8],
+    "message":{"content":"hi"},"logprobs":{"content":[{"token":"h","logprob":-0.5},{"token":"i","logprob":-1.5}]}}]})");
+  CapturedTokens t;
+  HarvestTokens(r, t);
+  CHECK(t.prompt_ids == std::vector<int32_t>{1, 2, 3});
+  CHECK(t.completion_ids == std::vector<int32_t>{7, 8});
+  CHECK(t.logprobs == std::vector<float>{-0.5f, -1.5f});
+  StripCaptureFields(r, CaptureWants{});
+  CHECK_FALSE(r.contains("prompt_token_ids"));
+  CHECK_FALSE(r["choices"][0].contains("token_ids"));
+  CHECK(r["choices"][0]["logprobs"].is_null());
+  CHECK(r["choices"][0]["message"]["content"] == "hi");
+}
+
+TEST_CASE("capture: token_id:N logprob tokens give ids; deltas append") {
+  CapturedTokens t;
+  HarvestTokens(Json::parse(R"({"choices":[{"index":0,"logprobs":{"content":[{"token":"token_id:42","logprob":-0.1}]}}]})"), t);
+  HarvestTokens(Json::parse(R"({"choices":[{"index":0,"logprobs":{"content":[{"token":"token_id:43","logprob":-0.2}]}}]})"), t);
+  CHECK(t.completion_ids == std::vector<int32_t>{42, 43});
+  CHECK(t.logprobs.size() == 2);
+  // Completions: prompt ids on the choice, token_logprobs list.
+  CapturedTokens c;
+  HarvestTokens(Json::parse(R"({"choices":[{"index":0,"prompt_token_ids":[5],"token_ids":[9],"logprobs":{"tokens":["a"],"token_logprobs":[-0.25]}}]})"), c);
+  CHECK(c.prompt_ids == std::vector<int32_t>{5});
+  CHECK(c.completion_ids == std::vector<int32_t>{9});
+  CHECK(c.logprobs == std::vector<float>{-0.25f});
+}
+
+TEST_CASE("capture: what the client asked for is kept") {
+  Json r = Json::parse(R"({"prompt_token_ids":[1],"choices":[{"index":0,"token_ids":[7],"logprobs":{"content":[]}}]})");
+  CaptureWants w;
+  w.logprobs = true;
+  w.token_ids = true;
+  StripCaptureFields(r, w);
+  CHECK(r.contains("prompt_token_ids"));
+  CHECK(r["choices"][0].contains("token_ids"));
+  CHECK(r["choices"][0]["logprobs"].is_object());
+}
+
+TEST_CASE("assembler: content, tool-call fragments, finish reason, usage") {
+  ChatAssembler a;
+  a.Add(Json::parse(R"({"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"He"}}]})"));
+  a.Add(Json::parse(R"({"choices":[{"index":0,"delta":{"content":"llo"}}]})"));
+  a.Add(Json::parse(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\""}}]}}]})"));
+  a.Add(Json::parse(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":": 1}"}}]}}]})"));
+  a.Add(Json::parse(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})"));
+  a.Add(Json::parse(R"({"choices":[],"usage":{"completion_tokens":5}})"));
+  Json r = a.Result();
+  CHECK(r["object"] == "chat.completion");
+  CHECK(r["id"] == "c1");
+  CHECK(r["choices"][0]["message"]["content"] == "Hello");
+  CHECK(r["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == "{\"a\": 1}");
+  CHECK(r["choices"][0]["message"]["tool_calls"][0]["id"] == "call_1");
+  CHECK(r["choices"][0]["finish_reason"] == "tool_calls");
+  CHECK(r["usage"]["completion_tokens"] == 5);
+}
+
+TEST_CASE("replay: a recorded response becomes chunks that assemble back to it") {
+  Json whole = Json::parse(R"({"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
+    "message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},
+    "finish_reason":"tool_calls","logprobs":null}],"usage":{"total_tokens":3}})");
+  ChatAssembler a;
+  for (const auto& chunk : ChatResponseToChunks(whole)) a.Add(chunk);
+  Json back = a.Result();
+  CHECK(back["choices"][0]["message"]["content"] == "hi");
+  CHECK(back["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "f");
+  CHECK(back["usage"]["total_tokens"] == 3);
+  Json streamed = {{"a", 1}, {"stream", true}};
+  Json plain = {{"a", 1}};
+  CHECK(ReplayIndex::RequestKey("openai-chat", streamed) == ReplayIndex::RequestKey("openai-chat", plain));
+  CHECK(ReplayIndex::RequestKey("openai-chat", plain) != ReplayIndex::RequestKey("anthropic", plain));
+}
+
+TEST_CASE("retry keys: a marked retry reuses the key, a fresh call does not") {
+  RetryKeys keys;
+  std::string first = keys.KeyFor("r", "h", 0);
+  CHECK(keys.KeyFor("r", "h", 1) == first);
+  CHECK(keys.KeyFor("r", "h", 2) == first);
+  std::string fresh = keys.KeyFor("r", "h", 0);
+  CHECK(fresh != first);
+  CHECK(keys.KeyFor("r", "h", -1) != fresh);  // no header: always a new call
+  CHECK(keys.KeyFor("other", "h", 1) != keys.KeyFor("r", "h", 1));
+}
+
+TEST_CASE("registry: routes and formats") {
+  const Route* chat = FindRoute("POST", "/v1/chat/completions");
+  REQUIRE(chat != nullptr);
+  CHECK(chat->format == "openai-chat");
+  CHECK(FindRoute("GET", "/v1/chat/completions") == nullptr);
+  CHECK(FindRoute("POST", "/v1/completions")->upstream_path == "/v1/completions");
+  auto format = MakeClientFormat("openai-chat");
+  REQUIRE(format);
+  CHECK(format->name() == "openai-chat");
+  CHECK_FALSE(format->ToChat(Json::parse(R"({"messages":"x"})")).ok());
+  CHECK(format->ToChat(Json::parse(R"({"messages":[{"role":"user","content":"x"}],"stream":true})"))->stream);
+  CHECK(format->ErrorBody(401, "no")["error"]["code"] == "invalid_api_key");
+  CHECK(MakeClientFormat("nope") == nullptr);
+}
