@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
 namespace forge::proxy {
@@ -537,6 +538,26 @@ std::string AnthropicFormat::StopReason(const Json& finish_reason, bool has_tool
   if (reason == "tool_calls" || reason == "function_call" || has_tool_calls) return "tool_use";
   if (reason == "content_filter") return "refusal";
   return "end_turn";
+}
+
+}  // namespace forge::proxy
+
+namespace forge::proxy {
+namespace {
+
+// /v1/messages/count_tokens served as a one-token side call to the upstream.
+class AnthropicCountTokensFormat : public AnthropicFormat {
+ public:
+  std::string name() const override { return "anthropic-count-tokens"; }
+  Result<ChatRequest> ToChat(const Json& request) override { return CountTokensToChat(request); }
+  Result<Json> FromChat(const Json& chat_response) override { return CountTokensFromChat(chat_response); }
+};
+
+}  // namespace
+
+std::unique_ptr<ClientFormat> NewAnthropicFormat() { return std::make_unique<AnthropicFormat>(); }
+std::unique_ptr<ClientFormat> NewAnthropicCountTokensFormat() {
+  return std::make_unique<AnthropicCountTokensFormat>();
 }
 
 }  // namespace forge::proxy

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
 namespace forge::proxy {
@@ -598,6 +599,37 @@ std::string GeminiFormat::FinishReason(const Json& finish) {
   if (reason == "content_filter") return "SAFETY";
   if (reason == "abort") return "OTHER";
   return "STOP";  // stop, tool_calls (Gemini ends a function-call turn with STOP)
+}
+
+}  // namespace forge::proxy
+
+namespace forge::proxy {
+namespace {
+
+GeminiRoute RouteFromBody(const Json& request) {
+  GeminiRoute route;
+  if (!request.is_object()) return route;
+  if (auto it = request.find("model"); it != request.end() && it->is_string()) route.model = *it;
+  if (route.model.rfind("models/", 0) == 0) route.model.erase(0, 7);
+  route.method = "countTokens";
+  return route;
+}
+
+// models/{m}:countTokens served as a one-token side call to the upstream.
+class GeminiCountTokensFormat : public GeminiFormat {
+ public:
+  std::string name() const override { return "gemini-count-tokens"; }
+  Result<ChatRequest> ToChat(const Json& request) override {
+    return CountTokensToChat(RouteFromBody(request), request);
+  }
+  Result<Json> FromChat(const Json& chat_response) override { return CountTokensFromChat(chat_response); }
+};
+
+}  // namespace
+
+std::unique_ptr<ClientFormat> NewGeminiFormat() { return std::make_unique<GeminiFormat>(); }
+std::unique_ptr<ClientFormat> NewGeminiCountTokensFormat() {
+  return std::make_unique<GeminiCountTokensFormat>();
 }
 
 }  // namespace forge::proxy

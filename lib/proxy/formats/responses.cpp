@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
 namespace forge::proxy {
@@ -627,6 +628,15 @@ Json ResponsesFormat::ErrorBody(int http_status, const std::string& message) con
 
 std::string ResponsesFormat::ResponseId(const Json& chat) {
   return DerivedId("resp_", chat.is_object() ? chat.value("id", "") : "");
+}
+
+}  // namespace forge::proxy
+
+namespace forge::proxy {
+
+std::unique_ptr<ClientFormat> NewResponsesFormat() {
+  static const auto state = std::make_shared<MemoryResponseStateStore>();
+  return std::make_unique<ResponsesFormat>(state);
 }
 
 }  // namespace forge::proxy
