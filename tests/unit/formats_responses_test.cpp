@@ -213,13 +213,22 @@ TEST_CASE("responses: previous_response_id continues a kept conversation; store:
   Json first = {{"model", "m"}, {"instructions", "Be brief."}, {"input", "make a.txt"}};
   auto chat1 = format.ToChat(first);
   REQUIRE(chat1.ok());
+  // Each call gets a fresh id (upstream completion ids repeat), used by the
+  // answer, the stream and the kept state alike.
+  std::string id1 = chat1->state["response_id"];
+  CHECK(id1.rfind("resp_", 0) == 0);
+  CHECK((*format.FromChat(ScriptedResponse()))["id"] == id1);
+  auto stream = format.NewStream();
+  for (const Json& chunk : ScriptedChunks()) stream->OnChunk(chunk);
+  CHECK(stream->Assembled()["id"] == id1);
   format.Finished(*chat1, ScriptedResponse());
-  REQUIRE(state->Get("resp_abc123"));
+  REQUIRE(state->Get(id1));
 
-  Json second = {{"model", "m"}, {"instructions", "Be terse."}, {"previous_response_id", "resp_abc123"},
+  Json second = {{"model", "m"}, {"instructions", "Be terse."}, {"previous_response_id", id1},
                  {"input", {{{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "ok"}}}}};
   auto chat2 = format.ToChat(second);
   REQUIRE_MESSAGE(chat2.ok(), chat2.status().message());
+  CHECK(chat2->state["response_id"] != id1);
   const Json& m = chat2->body["messages"];
   REQUIRE(m.size() == 4);
   CHECK(m[0] == Json{{"role", "system"}, {"content", "Be terse."}});  // instructions are not carried over
@@ -232,20 +241,20 @@ TEST_CASE("responses: previous_response_id continues a kept conversation; store:
   Json unstored = {{"model", "m"}, {"input", "x"}, {"store", false}};
   auto chat3 = format.ToChat(unstored);
   REQUIRE(chat3.ok());
-  Json other = ScriptedResponse();
-  other["id"] = "chatcmpl-other";
-  format.Finished(*chat3, other);
-  CHECK_FALSE(state->Get("resp_other"));
+  format.Finished(*chat3, ScriptedResponse());
+  CHECK_FALSE(state->Get(chat3->state["response_id"].get<std::string>()));
 
   // The bound holds: the oldest conversation goes first.
-  for (std::string id : {"chatcmpl-a", "chatcmpl-b"}) {
-    Json r = ScriptedResponse();
-    r["id"] = id;
-    format.Finished(*chat1, r);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    auto chat = format.ToChat(first);
+    REQUIRE(chat.ok());
+    format.Finished(*chat, ScriptedResponse());
+    ids.push_back(chat->state["response_id"]);
   }
   CHECK(state->size() == 2);
-  CHECK_FALSE(state->Get("resp_abc123"));
-  CHECK(state->Get("resp_b"));
+  CHECK_FALSE(state->Get(id1));
+  CHECK(state->Get(ids[1]));
 }
 
 TEST_CASE("responses: error bodies and side calls") {

@@ -1,6 +1,7 @@
 #include "proxy/formats/responses.h"
 
 #include <map>
+#include <random>
 
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
@@ -363,7 +364,7 @@ std::string Status(const Json& finish_reason) {
   return finish_reason == "length" ? "incomplete" : "completed";
 }
 
-Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
+Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& response_id) {
   const Json& message = ChatMessage(chat);
   std::string chat_id = chat.value("id", "");
   Json output = Json::array();
@@ -387,7 +388,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
                                         "completed"));
     }
   }
-  return ResponseObject(ResponsesFormat::ResponseId(chat), chat.value("created", int64_t{0}),
+  return ResponseObject(response_id, chat.value("created", int64_t{0}),
                         chat.value("model", ""),
                         Status(chat["choices"][0].value("finish_reason", Json())), output,
                         Usage(chat.value("usage", Json()), prompt_hint));
@@ -397,6 +398,8 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
 
 class ResponsesStream : public StreamTranslator {
  public:
+  explicit ResponsesStream(std::string response_id) : id_(std::move(response_id)) {}
+
   std::string OnChunk(const Json& chunk) override {
     if (ended_) return "";
     acc_.Add(chunk);
@@ -432,18 +435,22 @@ class ResponsesStream : public StreamTranslator {
     std::string out;
     if (!started_) out += Start();
     ended_ = true;
-    Json response = ResponseObject(id_, acc_.created(), acc_.model(), "failed", output_, nullptr);
+    Json response = ResponseObject(ResponseIdNow(), acc_.created(), acc_.model(), "failed", output_, nullptr);
     response["error"] = {{"code", "server_error"}, {"message", message}};
     out += Event("response.failed", {{"response", response}});
     return out;
   }
 
   Json Assembled() const override {
-    return ResponseFromChat(acc_.Response(), acc_.prompt_tokens());
+    return ResponseFromChat(acc_.Response(), acc_.prompt_tokens(), ResponseIdNow());
   }
 
  private:
   enum class Item { kNone, kText, kReasoning, kTool };
+
+  std::string ResponseIdNow() const {
+    return id_.empty() ? ResponsesFormat::ResponseId(Json{{"id", acc_.id()}}) : id_;
+  }
 
   std::string Event(const std::string& type, Json fields) {
     Json data = {{"type", type}, {"sequence_number", sequence_++}};
@@ -453,8 +460,7 @@ class ResponsesStream : public StreamTranslator {
 
   std::string Start() {
     started_ = true;
-    id_ = ResponsesFormat::ResponseId(Json{{"id", acc_.id()}});
-    Json response = ResponseObject(id_, acc_.created(), acc_.model(), "in_progress",
+    Json response = ResponseObject(ResponseIdNow(), acc_.created(), acc_.model(), "in_progress",
                                    Json::array(), nullptr);
     std::string out = Event("response.created", {{"response", response}});
     out += Event("response.in_progress", {{"response", response}});
@@ -592,15 +598,30 @@ ResponsesFormat::ResponsesFormat(std::shared_ptr<ResponseStateStore> state)
     : state_(state ? std::move(state) : std::make_shared<MemoryResponseStateStore>()) {}
 
 Result<ChatRequest> ResponsesFormat::ToChat(const Json& request) {
-  return Guard([&]() -> Result<ChatRequest> { return Translate(request, *state_); });
+  return Guard([&]() -> Result<ChatRequest> {
+    ChatRequest out = Translate(request, *state_);
+    static thread_local std::mt19937_64 random{std::random_device{}()};
+    char hex[33];
+    snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(random()),
+             static_cast<unsigned long long>(random()));
+    response_id_ = std::string("resp_") + hex;
+    out.state["response_id"] = response_id_;
+    return out;
+  });
+}
+
+std::string ResponsesFormat::IdFor(const Json& chat_response) const {
+  return response_id_.empty() ? ResponseId(chat_response) : response_id_;
 }
 
 Result<Json> ResponsesFormat::FromChat(const Json& chat_response) {
-  return GuardUpstream([&]() -> Result<Json> { return ResponseFromChat(chat_response, -1); });
+  return GuardUpstream([&]() -> Result<Json> {
+    return ResponseFromChat(chat_response, -1, IdFor(chat_response));
+  });
 }
 
 std::unique_ptr<StreamTranslator> ResponsesFormat::NewStream() {
-  return std::make_unique<ResponsesStream>();
+  return std::make_unique<ResponsesStream>(response_id_);
 }
 
 void ResponsesFormat::Finished(const ChatRequest& request, const Json& chat_response) {
@@ -613,7 +634,8 @@ void ResponsesFormat::Finished(const ChatRequest& request, const Json& chat_resp
   } catch (const BadField&) {
     return;  // nothing usable to continue from
   }
-  state_->Put(ResponseId(chat_response), std::move(messages));
+  std::string id = request.state.value("response_id", "");
+  state_->Put(id.empty() ? ResponseId(chat_response) : id, std::move(messages));
 }
 
 Json ResponsesFormat::ErrorBody(int http_status, const std::string& message) const {

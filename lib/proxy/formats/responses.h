@@ -25,7 +25,8 @@ class ResponsesFormat : public ClientFormat {
   // {"error":{"message":…,"type":…,"param":null,"code":null}}
   Json ErrorBody(int http_status, const std::string& message) const override;
 
-  // The response id the proxy gives the answer to a chat completion.
+  // The id of a response the proxy makes when it has not translated the
+  // request (tests, replays): derived from the upstream completion id.
   static std::string ResponseId(const Json& chat_response_or_chunk);
 
   // Reasoning text travels back to the client inside encrypted_content (opaque
@@ -33,7 +34,14 @@ class ResponsesFormat : public ClientFormat {
   static constexpr const char* kReasoningMarker = "forge-reasoning:";
 
  private:
+  std::string IdFor(const Json& chat_response) const;
+
   std::shared_ptr<ResponseStateStore> state_;
+  // Set by ToChat: a fresh id for this call's response, used by FromChat,
+  // NewStream and Finished. Upstream completion ids are not unique enough to
+  // key conversation state (servers and fakes reuse them); the proxy makes one
+  // ClientFormat per call, so this is per call.
+  std::string response_id_;
 };
 
 }  // namespace forge::proxy
