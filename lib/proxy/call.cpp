@@ -7,6 +7,7 @@
 
 #include "base/hash.h"
 #include "proxy/chat_assembler.h"
+#include "proxy/formats/gemini.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
 #include "proxy/token_capture.h"
@@ -158,7 +159,22 @@ Task<Status> Server::Commit(store::CallRecord call) {
 Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
                               std::string path_rollout) {
   double t0 = MonotonicSeconds();
-  std::unique_ptr<ClientFormat> format = MakeClientFormat(route.format);
+  // Gemini names the model and the method in the URL, not the body: the
+  // format gets them as top-level "model"/"stream" fields, and countTokens
+  // is its own (side-call) format.
+  std::string format_name(route.format);
+  Json url_fields;
+  Status bad_url;
+  if (route.format == "gemini") {
+    auto gemini = GeminiFormat::ParseRoute(std::string_view(req.target().data(), req.target().size()));
+    if (gemini.ok()) {
+      if (gemini->method == "countTokens") format_name = "gemini-count-tokens";
+      url_fields = {{"model", gemini->model}, {"stream", gemini->stream}};
+    } else {
+      bad_url = gemini.status();
+    }
+  }
+  std::unique_ptr<ClientFormat> format = MakeClientFormat(format_name);
   auto fail = [&](int status, const std::string& message, Headers headers = Headers()) -> Task<bool> {
     if (status < 500) metrics_.client_errors.fetch_add(1);
     return Send(client, req, static_cast<http::status>(status), format->ErrorBody(status, message).dump(),
@@ -206,7 +222,10 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     parse_error = std::string("request body is not valid JSON: ") + e.what();
   }
   if (!parse_error.empty()) co_return co_await fail(400, parse_error);
-  auto chat = format->ToChat(client_request);
+  if (!bad_url.ok()) co_return co_await fail(404, bad_url.message());
+  Json translated_input = client_request;
+  if (url_fields.is_object() && translated_input.is_object()) translated_input.update(url_fields);
+  auto chat = format->ToChat(translated_input);
   if (!chat.ok()) co_return co_await fail(400, chat.status().message());
 
   if (config_.max_per_rollout > 0) {
@@ -287,7 +306,9 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     // Usage for the record; stripped below when the client did not ask.
     if (!body.contains("stream_options")) body["stream_options"] = {{"include_usage", true}};
   }
-  bool client_wants_usage = !streaming || client_request.value("stream_options", Json::object()).value(
+  // Chat clients get the usage chunk only when they asked; the other formats
+  // always carry usage in their own end events.
+  bool client_wants_usage = !streaming || route.format != "openai-chat" || client_request.value("stream_options", Json::object()).value(
                                               "include_usage", false) == true;
   rec.model = body.value("model", "");
   std::string upstream_body = body.dump();
@@ -453,6 +474,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     std::string bytes = out->dump();
     Status committed = co_await Commit(std::move(rec));
     if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
+    format->Finished(*chat, response);
     co_return co_await Send(client, req, http::status::ok, std::move(bytes));
   }
 
@@ -558,6 +580,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     co_await WriteSseBytes(*cs, translator->OnError("the call could not be recorded: " + committed.message()), true);
     co_return false;
   }
+  format->Finished(*chat, upstream_response);
   co_await WriteSseBytes(*cs, held + translator->OnEnd(), true);
   co_return !cs->failed;
 }

@@ -22,6 +22,9 @@ struct ChatRequest {
   Json body;              // OpenAI chat-completions request to send upstream
   bool stream = false;    // the client asked for a stream
   bool side_call = false; // token counting, titles, helper calls: kept out of the trajectory
+  // Per-call data a format wants handed back in Finished() (e.g. the Responses
+  // format's `store` flag); null for formats that keep no state.
+  Json state;
 };
 
 // Writes the client-visible stream for one call. Each On* returns the bytes
@@ -50,6 +53,10 @@ class ClientFormat {
   virtual Result<ChatRequest> ToChat(const Json& client_request) = 0;
   virtual Result<Json> FromChat(const Json& chat_response) = 0;
   virtual std::unique_ptr<StreamTranslator> NewStream() = 0;
+  // Called by the proxy once a call has succeeded, with the chat-form response
+  // (assembled from the chunks for a stream). Formats with server-side state
+  // (Responses' previous_response_id) remember the exchange here.
+  virtual void Finished(const ChatRequest& /*request*/, const Json& /*chat_response*/) {}
   // An error body in the client's own error shape, for the given HTTP status.
   virtual Json ErrorBody(int http_status, const std::string& message) const = 0;
 };

@@ -14,8 +14,14 @@ constexpr Route kRoutes[] = {
     {"POST", "/chat/completions", "openai-chat", "/v1/chat/completions"},
     {"POST", "/v1/completions", "openai-completions", "/v1/completions"},
     {"POST", "/completions", "openai-completions", "/v1/completions"},
-    // Other formats add their paths here, e.g.
-    // {"POST", "/v1/messages", "anthropic", "/v1/chat/completions"},
+    {"POST", "/v1/messages/count_tokens", "anthropic-count-tokens", "/v1/chat/completions"},
+    {"POST", "/v1/messages", "anthropic", "/v1/chat/completions"},
+    {"POST", "/v1/responses", "responses", "/v1/chat/completions"},
+    {"POST", "/responses", "responses", "/v1/chat/completions"},
+    // models/{model}:{generateContent|streamGenerateContent|countTokens}; the
+    // server picks gemini-count-tokens by the method in the URL.
+    {"POST", "/v1beta/models/*", "gemini", "/v1/chat/completions"},
+    {"POST", "/v1/models/*", "gemini", "/v1/chat/completions"},
 };
 
 struct Factory {
@@ -26,6 +32,11 @@ struct Factory {
 constexpr Factory kFactories[] = {
     {"openai-chat", NewOpenAIChatFormat},
     {"openai-completions", NewOpenAICompletionsFormat},
+    {"anthropic", NewAnthropicFormat},
+    {"anthropic-count-tokens", NewAnthropicCountTokensFormat},
+    {"responses", NewResponsesFormat},
+    {"gemini", NewGeminiFormat},
+    {"gemini-count-tokens", NewGeminiCountTokensFormat},
 };
 
 bool Matches(std::string_view pattern, std::string_view path) {

@@ -1,0 +1,47 @@
+// Shared body of the translator fuzz targets: the input is split into a
+// client request (the first line) and upstream chunks (one per further line),
+// every entry point is driven with them, and
+// nothing may crash, hang or throw. Status values are the expected outcome
+// for bad input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/client_format.h"
+
+namespace forge::proxy::fuzz {
+
+inline void Drive(ClientFormat& format, const uint8_t* data, size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  // First line: the client request. Each further line: one upstream chunk.
+  std::vector<std::string_view> lines;
+  while (!input.empty()) {
+    size_t nl = input.find('\n');
+    lines.push_back(input.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    input.remove_prefix(nl + 1);
+  }
+  if (lines.empty()) return;
+  Json request = Json::parse(lines[0], nullptr, /*allow_exceptions=*/false);
+  if (!request.is_discarded()) {
+    auto chat = format.ToChat(request);
+    (void)format.ErrorBody(400, "x");
+    if (chat.ok()) format.Finished(*chat, Json::object());
+  }
+  auto stream = format.NewStream();
+  for (size_t i = 1; i < lines.size(); ++i) {
+    Json chunk = Json::parse(lines[i], nullptr, false);
+    if (chunk.is_discarded()) continue;
+    (void)stream->OnChunk(chunk);
+    (void)format.FromChat(chunk);  // a chunk is also a (malformed) whole response
+  }
+  (void)stream->OnEnd();
+  (void)stream->OnError("x");
+  (void)stream->Assembled().dump();
+}
+
+}  // namespace forge::proxy::fuzz

@@ -1,0 +1,46 @@
+// Gemini generateContent (what Gemini CLI speaks): models/{m}:generateContent,
+// :streamGenerateContent?alt=sse and :countTokens, translated to and from chat
+// completions. Gemini function calls carry no ids, so the proxy makes them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "proxy/client_format.h"
+
+namespace forge::proxy {
+
+// What the URL says: "/v1beta/models/gemini-x:streamGenerateContent?alt=sse".
+struct GeminiRoute {
+  std::string model;   // "gemini-x"
+  std::string method;  // generateContent | streamGenerateContent | countTokens
+  bool stream = false;
+  bool sse = false;    // alt=sse; without it the stream is one JSON array
+};
+
+class GeminiFormat : public ClientFormat {
+ public:
+  // Parses a request target (path and query). Unknown shapes are DataErr.
+  static Result<GeminiRoute> ParseRoute(std::string_view target);
+
+  std::string name() const override { return "gemini"; }
+  // The body as sent, with the route's model (and stream flag) added by the
+  // proxy as top-level "model" / "stream" fields; see ToChat(route, body).
+  Result<ChatRequest> ToChat(const Json& request) override;
+  Result<ChatRequest> ToChat(const GeminiRoute& route, const Json& request);
+  Result<Json> FromChat(const Json& chat_response) override;
+  std::unique_ptr<StreamTranslator> NewStream() override;
+  // {"error":{"code":400,"message":…,"status":"INVALID_ARGUMENT"}}
+  Json ErrorBody(int http_status, const std::string& message) const override;
+
+  // :countTokens (contents, or a generateContentRequest): a one-token side call
+  // whose usage.prompt_tokens is the count, or a local estimate.
+  Result<ChatRequest> CountTokensToChat(const GeminiRoute& route, const Json& request);
+  static Result<Json> CountTokensFromChat(const Json& chat_response);  // {"totalTokens": N}
+  Result<Json> CountTokensEstimate(const GeminiRoute& route, const Json& request);
+
+  static std::string StatusName(int http_status);  // 400 → INVALID_ARGUMENT …
+  static std::string FinishReason(const Json& chat_finish_reason);
+};
+
+}  // namespace forge::proxy

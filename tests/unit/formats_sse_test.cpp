@@ -1,0 +1,51 @@
+#include <doctest/doctest.h>
+
+#include "proxy/formats/sse.h"
+#include "proxy/formats/wire.h"
+
+using forge::proxy::Json;
+using forge::proxy::wire::SseEvent;
+using forge::proxy::wire::SseParser;
+
+TEST_CASE("sse: events split across reads at every byte come out whole") {
+  std::string stream =
+      "\xEF\xBB\xBF: keep-alive\r\nevent: a\r\ndata: {\"x\":1}\r\n\r\n"
+      "data: line1\ndata: line2\nid: 7\n\n"
+      "event: b\rdata: cr\r\r"
+      "retry: 10\ndata:nospace\n\n"
+      "event: only-event\n\n";
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    SseParser parser;
+    std::vector<SseEvent> out;
+    REQUIRE(parser.Feed(stream.substr(0, cut), out));
+    REQUIRE(parser.Feed(stream.substr(cut), out));
+    REQUIRE(out.size() == 4);
+    CHECK(out[0].event == "a");
+    CHECK(out[0].data == "{\"x\":1}");
+    CHECK(out[1].event.empty());
+    CHECK(out[1].data == "line1\nline2");
+    CHECK(out[1].id == "7");
+    CHECK(out[2].event == "b");
+    CHECK(out[2].data == "cr");
+    CHECK(out[3].data == "nospace");
+    CHECK_FALSE(parser.Finish());
+  }
+}
+
+TEST_CASE("sse: an unterminated last event is reported, not delivered") {
+  SseParser parser;
+  std::vector<SseEvent> out;
+  REQUIRE(parser.Feed("data: {\"cut\":", out));
+  CHECK(out.empty());
+  CHECK(parser.Finish());
+}
+
+TEST_CASE("sse: frames written by SseFrame read back") {
+  Json data = {{"type", "ping"}, {"text", "a\nb"}};
+  SseParser parser;
+  std::vector<SseEvent> out;
+  REQUIRE(parser.Feed(forge::proxy::wire::SseFrame("ping", data), out));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].event == "ping");
+  CHECK(Json::parse(out[0].data) == data);
+}
