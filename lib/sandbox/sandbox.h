@@ -4,6 +4,7 @@
 // handle, runs the verifier in it and releases it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -59,6 +60,9 @@ struct ExecRequest {
   std::string stdin_data;
   double timeout_seconds = 0;          // 0: none
   size_t max_output_bytes = 1 << 20;   // per stream; the rest is dropped and flagged
+  // When set and it becomes true, the command is killed as on a timeout and
+  // Exec returns Cancelled: how SIGINT reaches a harness that is running.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ExecResult {
@@ -76,7 +80,9 @@ class Sandbox {
   virtual ~Sandbox() = default;
   virtual const Handle& handle() const = 0;
   virtual Result<ExecResult> Exec(const ExecRequest& request) = 0;
-  // Copies a host file or directory tree into the sandbox under dest_dir.
+  // Copies a host file or directory tree into the sandbox under dest_dir
+  // (created if missing): a file lands as dest_dir/<its name>, a directory's
+  // contents land in dest_dir itself.
   virtual Status CopyIn(const std::string& host_path, const std::string& dest_dir) = 0;
   // Reads one file from the sandbox; NoInput if it does not exist.
   virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) = 0;

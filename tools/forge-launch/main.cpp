@@ -1,9 +1,115 @@
 // forge-launch: Run each rollout of each task in its own sandbox.
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "base/hash.h"
+#include "cli/diagnostics.h"
 #include "cli/tool.h"
+#include "launch/launcher.h"
+#include "launch/units.h"
+#include "records/jsonl.h"
+#include "store/store.h"
+
+namespace {
+
+std::string DefaultStore() {
+  const char* env = std::getenv("FORGE_STORE");
+  return env && *env ? env : "forge.db";
+}
+
+std::string NewRunId() {
+  return fmt::format("run-{:%Y%m%d-%H%M%S}-{}", fmt::gmtime(std::time(nullptr)), forge::RandomHex(3));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-launch", "Run each rollout of each task in its own sandbox.");
-  return tool.Run(argc, argv, [] {
-    return forge::Status::Internal("this stage is not built yet");
+  CLI::App& app = tool.app();
+  forge::launch::LaunchOptions options;
+  std::string backend_name = "docker", store_path = DefaultStore();
+  std::string memory = "4g", agent_timeout = "600", hold_ttl = "1h", log_bytes = "64k";
+
+  app.add_option("tasks", options.inputs, "Task record files (JSONL); '-' or none reads stdin");
+  app.add_option("-n,--attempts", options.attempts, "Rollouts per task")->capture_default_str();
+  app.add_option("-j,--jobs", options.jobs, "Rollouts running at once")->capture_default_str();
+  app.add_option("--backend", backend_name, "Sandbox backend: local or docker")->capture_default_str();
+  app.add_option("--proxy", options.proxy, "Base URL of forge-proxy the harness is pointed at");
+  app.add_option("--run-id", options.run_id,
+                 "Run id (labels, store, resume); rerun with the same id to resume. Default: new");
+  app.add_option("--store", store_path, "SQLite store ($FORGE_STORE)")->capture_default_str();
+  app.add_flag("--hold", options.hold, "Keep each sandbox after the harness for forge-verify");
+  app.add_option("--harness", options.harness, "Harness profile for tasks naming none")->capture_default_str();
+  app.add_option("--command", options.command, "Shell command for the 'command' harness");
+  app.add_option("--harness-dir", options.harness_dir, "Directory of harness profiles ($FORGE_HARNESS_DIR)");
+  app.add_option("--model", options.model, "Model name handed to the harness");
+  app.add_option("--image", options.image, "Image for tasks naming none");
+  app.add_option("--network", options.network, "none, loopback or host (default: host with --proxy, else none)")
+      ->check(CLI::IsMember({"none", "loopback", "host"}));
+  app.add_option("--agent-timeout", agent_timeout, "Harness deadline unless the task sets one (90s, 10m)")
+      ->capture_default_str();
+  app.add_option("--cpus", options.cpus, "CPUs per sandbox unless the task sets them")->capture_default_str();
+  app.add_option("--memory", memory, "Memory per sandbox, no swap (4g)")->capture_default_str();
+  app.add_option("--pids", options.pids, "Process limit per sandbox")->capture_default_str();
+  app.add_option("--infra-retries", options.infra_retries, "Retries of an infrastructure failure")
+      ->capture_default_str();
+  app.add_option("--log-bytes", log_bytes, "Harness output kept per stream")->capture_default_str();
+  app.add_option("--hold-ttl", hold_ttl, "Server-side lifetime of a held sandbox after its harness")
+      ->capture_default_str();
+  app.add_option("--workdir", options.workdir, "Working directory in the sandbox")->capture_default_str();
+  app.add_option("--user", options.user, "User the harness runs as (default: the image's)");
+
+  CLI::App* gc = app.add_subcommand("gc", "Remove sandboxes left by a run (or by all runs)");
+  std::string gc_run, gc_older;
+  bool gc_all = false;
+  gc->add_option("--run-id", gc_run, "Only this run's sandboxes");
+  gc->add_option("--older-than", gc_older, "Only sandboxes older than this (30m, 6h)");
+  gc->add_flag("--all", gc_all, "Every forge sandbox of the backend");
+
+  return tool.Run(argc, argv, [&]() -> forge::Status {
+    if (*gc) {
+      if (gc_run.empty() && gc_older.empty() && !gc_all) {
+        return forge::Status::Usage("gc needs --run-id, --older-than or --all");
+      }
+      double older = 0;
+      if (!gc_older.empty()) {
+        auto parsed = forge::launch::ParseDuration(gc_older);
+        if (!parsed.ok()) return parsed.status();
+        older = *parsed;
+      }
+      auto backend = forge::launch::MakeBackend(backend_name);
+      if (!backend.ok()) return backend.status();
+      auto removed = forge::launch::CollectGarbage(**backend, gc_run, static_cast<int64_t>(older));
+      if (!removed.ok()) return removed.status();
+      forge::cli::Note(fmt::format("removed {} sandbox(es)", *removed));
+      return forge::Status::Ok();
+    }
+    auto mem = forge::launch::ParseBytes(memory);
+    if (!mem.ok()) return mem.status();
+    options.memory_bytes = *mem;
+    auto timeout = forge::launch::ParseDuration(agent_timeout);
+    if (!timeout.ok()) return timeout.status();
+    options.agent_timeout_seconds = *timeout;
+    auto ttl = forge::launch::ParseDuration(hold_ttl);
+    if (!ttl.ok()) return ttl.status();
+    options.hold_seconds = static_cast<int64_t>(*ttl);
+    auto logs = forge::launch::ParseBytes(log_bytes);
+    if (!logs.ok()) return logs.status();
+    options.log_bytes = static_cast<size_t>(*logs);
+    if (options.inputs.empty()) options.inputs.push_back("-");
+    if (options.run_id.empty()) {
+      options.run_id = NewRunId();
+      forge::cli::Note("run id " + options.run_id + " (pass --run-id to resume it)");
+    }
+    while (!options.proxy.empty() && options.proxy.back() == '/') options.proxy.pop_back();
+    auto backend = forge::launch::MakeBackend(backend_name);
+    if (!backend.ok()) return backend.status();
+    auto store = forge::store::Store::Open(store_path);
+    if (!store.ok()) return store.status().Prefixed(store_path);
+    forge::records::JsonlWriter out;
+    return forge::launch::Launch(options, **backend, **store, out);
   });
 }

@@ -1,0 +1,62 @@
+// forge-launch's engine: reads task records, runs `attempts` rollouts of each
+// on a pool of `jobs` worker threads, one sandbox per rollout, and writes one
+// rollout record per attempt. The store holds each rollout's state and the
+// hash of its secret, so a rerun with the same run id resumes (finished
+// attempts are not redone) and a proxy can tell which rollout a call is for.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "records/jsonl.h"
+#include "sandbox/sandbox.h"
+#include "store/store.h"
+
+namespace forge::launch {
+
+struct LaunchOptions {
+  std::vector<std::string> inputs;   // task JSONL files; "-" is stdin
+  int attempts = 1;
+  int jobs = 4;
+  std::string proxy;                 // base URL the harness is pointed at
+  std::string run_id;
+  bool hold = false;                 // keep the sandbox for forge-verify
+  std::string harness = "command";   // for tasks that do not name one
+  std::string command;               // the generic harness's shell command
+  std::string harness_dir;
+  std::string model;
+  std::string image;                 // for tasks that name none
+  std::string network;               // none | loopback | host; empty: host with a proxy, else none
+  double agent_timeout_seconds = 600;
+  double cpus = 4;
+  int64_t memory_bytes = int64_t{4} << 30;
+  int64_t pids = 4096;
+  int infra_retries = 3;
+  double backoff_seconds = 1;        // first infra retry delay; doubles, capped at 30 s
+  size_t log_bytes = 64 << 10;       // per stream kept in the record
+  int64_t hold_seconds = 3600;       // a held sandbox's server-side lifetime after the agent
+  std::string workdir = "/work";
+  std::string user;
+};
+
+// Runs everything; rollout records go to out. Returns DataErr when some task
+// records were unusable (the others still ran), Unavailable when rollouts
+// ended in infra_error, Cancelled on SIGINT/SIGTERM.
+Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
+              records::JsonlWriter& out);
+
+// Removes every sandbox labelled with run_id (all runs when empty) older
+// than older_than_seconds (0: any age). Returns how many went.
+Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
+                           int64_t older_than_seconds);
+
+// "local" or "docker" (k8s joins when its backend lands).
+Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name);
+
+// The rollout id of (run, task, attempt): stable, so a rerun finds it.
+std::string RolloutId(const std::string& run_id, const std::string& task_id, int attempt);
+
+}  // namespace forge::launch

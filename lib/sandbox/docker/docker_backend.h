@@ -1,0 +1,49 @@
+// The docker backend: one container per rollout, driven through the Engine
+// HTTP API (never the docker CLI).
+//
+// Shape of a sandbox: PID 1 is `sleep <lifetime>`, so a container whose
+// launcher died exits by itself at its deadline; AutoRemove stays off and
+// `forge-launch gc` reaps what is left by label (forge.managed, forge.run,
+// forge.rollout, forge.deadline). Limits are set at create: NanoCpus, Memory
+// with MemorySwap equal to it (no swap), PidsLimit; every capability is
+// dropped and no-new-privileges set. Commands run through exec; a deadline
+// kills every process but PID 1 (`kill -KILL -1` from a second exec), so the
+// container survives for the verifier.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "sandbox/docker/engine.h"
+#include "sandbox/sandbox.h"
+
+namespace forge::sandbox::docker {
+
+class DockerBackend : public Backend {
+ public:
+  explicit DockerBackend(std::shared_ptr<Engine> engine = std::make_shared<Engine>());
+
+  std::string name() const override { return "docker"; }
+  Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
+  Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
+  Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
+
+  // Builds the Dockerfile in context_dir through POST /build unless an image
+  // built from the same bytes exists already; returns its tag
+  // (forge-task:<sha256 prefix of the context>).
+  Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id);
+
+  // Checks that the engine answers; Unavailable with the socket path if not.
+  Status Ping();
+
+ private:
+  int HostCpus();  // from GET /info, once; 0 if unknown
+
+  std::shared_ptr<Engine> engine_;
+  std::mutex info_mutex_;
+  int host_cpus_ = -1;
+  std::mutex build_mutex_;  // one build at a time; the engine serializes them anyway
+};
+
+}  // namespace forge::sandbox::docker

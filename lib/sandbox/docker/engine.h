@@ -1,0 +1,67 @@
+// The Docker Engine HTTP API, spoken over its unix socket through libcurl.
+// One small client: a request/response call for the JSON endpoints and a
+// streaming call for exec output, both mapping transport and HTTP failures to
+// a Status whose code says whether trying again may help.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace forge::sandbox::docker {
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+struct CallOptions {
+  std::string content_type = "application/json";
+  double timeout_seconds = 120;  // whole request; 0 = none
+};
+
+class Engine {
+ public:
+  // socket_path empty: $DOCKER_HOST when it is unix://..., else /var/run/docker.sock.
+  explicit Engine(std::string socket_path = "", std::string api_version = "v1.41");
+
+  const std::string& socket_path() const { return socket_path_; }
+
+  // Raw call: a transport failure is Unavailable; any HTTP status is returned.
+  Result<HttpResponse> Call(const std::string& method, const std::string& path,
+                            const std::string& body = "", const CallOptions& options = {});
+
+  // A call that must answer 2xx with JSON (or nothing): a non-2xx status
+  // becomes a Status carrying the engine's message (see StatusForHttp).
+  Result<nlohmann::json> CallJson(const std::string& method, const std::string& path,
+                                  const nlohmann::json& body = nullptr,
+                                  const CallOptions& options = {});
+
+  // Streams a response body to on_data. keep_going is polled about every
+  // 100 ms and once per chunk; returning false aborts the transfer, which then
+  // ends with Cancelled("aborted"). Returns the HTTP status.
+  Result<long> Stream(const std::string& method, const std::string& path,
+                      const std::string& body, const std::function<void(std::string_view)>& on_data,
+                      const std::function<bool()>& keep_going);
+
+  // Percent-encodes a query parameter value.
+  static std::string Escape(std::string_view value);
+
+ private:
+  std::string Url(const std::string& path) const;
+
+  std::string socket_path_;
+  std::string api_version_;
+};
+
+// Maps an engine error status to a Status: 404 NoInput, 409/429/5xx TempFail
+// (an infrastructure hiccup worth a retry), other 4xx Config. The message
+// names the request and quotes the engine's {"message": ...}.
+Status StatusForHttp(const std::string& what, const HttpResponse& response);
+
+}  // namespace forge::sandbox::docker

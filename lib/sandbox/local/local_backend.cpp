@@ -1,0 +1,278 @@
+#include "sandbox/local/local_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace forge::sandbox::local {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kMetaFile = ".forge-sandbox.json";
+
+std::string DefaultRoot() {
+  if (const char* root = std::getenv("FORGE_LOCAL_ROOT"); root && *root) return root;
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/forge-local";
+}
+
+bool SafeName(const std::string& s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  }
+  return true;
+}
+
+// Maps a sandbox path to the host: sandbox "/" is <dir>/fs. ".." cannot
+// climb out (lexical normalisation first).
+std::string HostPath(const std::string& dir, const std::string& sandbox_path) {
+  fs::path p = fs::path("/" + sandbox_path).lexically_normal();
+  return (fs::path(dir) / "fs" / p.relative_path()).string();
+}
+
+class LocalSandbox : public Sandbox {
+ public:
+  LocalSandbox(std::string dir, Json meta) : meta_(std::move(meta)) {
+    handle_.backend = "local";
+    handle_.id = std::move(dir);
+  }
+  const Handle& handle() const override { return handle_; }
+  Result<ExecResult> Exec(const ExecRequest& request) override;
+  Status CopyIn(const std::string& host_path, const std::string& dest_dir) override;
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override;
+  Status Release() override;
+
+ private:
+  Handle handle_;
+  Json meta_;
+};
+
+void Drain(int fd, std::string& sink, size_t max_bytes, bool& truncated, bool& open) {
+  char buffer[65536];
+  ssize_t n = read(fd, buffer, sizeof buffer);
+  if (n > 0) {
+    size_t room = max_bytes > sink.size() ? max_bytes - sink.size() : 0;
+    if (static_cast<size_t>(n) > room) truncated = true;
+    sink.append(buffer, std::min(room, static_cast<size_t>(n)));
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    open = false;
+  }
+}
+
+Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
+  if (request.argv.empty()) return Status::Usage("exec: empty command");
+  const std::string workdir =
+      HostPath(handle_.id, request.workdir.empty() ? meta_.value("workdir", "/work") : request.workdir);
+  std::error_code ec;
+  fs::create_directories(workdir, ec);
+
+  // Everything the child needs is prepared before fork: after fork only
+  // async-signal-safe calls are allowed in a threaded program.
+  std::vector<std::string> env_strings;
+  std::map<std::string, std::string> env;
+  for (const char* name : {"PATH", "LANG", "TERM", "TMPDIR"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  env["HOME"] = workdir;
+  env["FORGE_SANDBOX_ROOT"] = handle_.id + "/fs";
+  for (const auto& [k, v] : meta_.value("env", Json::object()).items()) env[k] = v.get<std::string>();
+  for (const auto& [k, v] : request.env) env[k] = v;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = request.argv;
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const int64_t memory = meta_.value("memory_bytes", int64_t{0});
+  const int64_t pids = meta_.value("pids", int64_t{0});
+  const double cpus = meta_.value("cpus", 0.0);
+  const rlim_t cpu_seconds =
+      request.timeout_seconds > 0 && cpus > 0
+          ? static_cast<rlim_t>(std::ceil(cpus * request.timeout_seconds)) + 1 : RLIM_INFINITY;
+
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]); close(out_pipe[1]);
+    return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  }
+  if (pipe2(in_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]); close(out_pipe[1]); close(err_pipe[0]); close(err_pipe[1]);
+    return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  }
+  const auto started = Clock::now();
+  pid_t pid = fork();
+  if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    if (chdir(workdir.c_str()) != 0) _exit(126);
+    struct rlimit lim;
+    if (memory > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory); setrlimit(RLIMIT_AS, &lim); }
+    if (pids > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(pids); setrlimit(RLIMIT_NPROC, &lim); }
+    if (cpu_seconds != RLIM_INFINITY) { lim.rlim_cur = lim.rlim_max = cpu_seconds; setrlimit(RLIMIT_CPU, &lim); }
+    signal(SIGPIPE, SIG_DFL);
+    execvpe(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also in the parent: no race with the kill below
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  close(in_pipe[0]);
+  // stdin: small inputs fit the pipe buffer; write what fits, then close.
+  if (!request.stdin_data.empty()) {
+    fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
+    ssize_t ignored = write(in_pipe[1], request.stdin_data.data(), request.stdin_data.size());
+    (void)ignored;
+  }
+  close(in_pipe[1]);
+
+  ExecResult result;
+  bool out_open = true, err_open = true, cancelled = false;
+  const bool has_deadline = request.timeout_seconds > 0;
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(request.timeout_seconds));
+  while (out_open || err_open) {
+    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+    int n = poll(fds, 2, 100);
+    if (n > 0) {
+      if (fds[0].revents) Drain(out_pipe[0], result.stdout_data, request.max_output_bytes, result.truncated, out_open);
+      if (fds[1].revents) Drain(err_pipe[0], result.stderr_data, request.max_output_bytes, result.truncated, err_open);
+    }
+    if (request.cancel && request.cancel->load()) cancelled = true;
+    if (has_deadline && Clock::now() >= deadline) result.timed_out = true;
+    if (cancelled || result.timed_out) {
+      kill(-pid, SIGKILL);
+      break;
+    }
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  // The direct child may already be gone with grandchildren holding the
+  // pipes; either way the whole group goes when the leader is reaped.
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  kill(-pid, SIGKILL);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) result.timed_out = true;
+  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (cancelled) return Status::Cancelled("exec cancelled");
+  return result;
+}
+
+Status LocalSandbox::CopyIn(const std::string& host_path, const std::string& dest_dir) {
+  std::error_code ec;
+  const std::string dest = HostPath(handle_.id, dest_dir);
+  fs::create_directories(dest, ec);
+  if (ec) return Status::CantCreate(dest + ": " + ec.message());
+  if (!fs::exists(host_path, ec)) return Status::NoInput(host_path + ": no such file or directory");
+  const auto options = fs::copy_options::recursive | fs::copy_options::overwrite_existing |
+                       fs::copy_options::copy_symlinks;
+  if (fs::is_directory(host_path, ec)) {
+    fs::copy(host_path, dest, options, ec);
+  } else {
+    fs::copy(host_path, fs::path(dest) / fs::path(host_path).filename(), options, ec);
+  }
+  if (ec) return Status::Io("copy " + host_path + " to " + dest + ": " + ec.message());
+  return Status::Ok();
+}
+
+Result<std::string> LocalSandbox::ReadFile(const std::string& path, size_t max_bytes) {
+  const std::string host = HostPath(handle_.id, path);
+  std::ifstream in(host, std::ios::binary);
+  if (!in) return Status::NoInput(path + ": no such file in the sandbox");
+  std::string content(max_bytes, '\0');
+  in.read(content.data(), static_cast<std::streamsize>(max_bytes));
+  content.resize(static_cast<size_t>(in.gcount()));
+  return content;
+}
+
+Status LocalSandbox::Release() {
+  std::error_code ec;
+  fs::remove_all(handle_.id, ec);
+  if (ec) return Status::Io("remove " + handle_.id + ": " + ec.message());
+  return Status::Ok();
+}
+
+Result<Json> ReadMeta(const std::string& dir) {
+  std::ifstream in(dir + "/" + kMetaFile);
+  if (!in) return Status::NoInput(dir + ": not a forge local sandbox");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto meta = Json::parse(text.str(), nullptr, false);
+  if (!meta.is_object()) return Status::DataErr(dir + "/" + kMetaFile + ": not JSON");
+  return meta;
+}
+
+}  // namespace
+
+LocalBackend::LocalBackend(std::string root) : root_(root.empty() ? DefaultRoot() : std::move(root)) {}
+
+Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
+  if (!SafeName(spec.run_id) || !SafeName(spec.rollout_id)) {
+    return Status::Config("local sandbox: run and rollout ids must be [A-Za-z0-9._-]+");
+  }
+  const std::string dir = root_ + "/" + spec.run_id + "/" + spec.rollout_id;
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // a leftover of a crashed launcher
+  fs::create_directories(HostPath(dir, spec.workdir), ec);
+  if (ec) return Status::CantCreate(dir + ": " + ec.message());
+  Json meta = {{"run_id", spec.run_id}, {"rollout_id", spec.rollout_id},
+               {"created", static_cast<int64_t>(std::time(nullptr))},
+               {"workdir", spec.workdir}, {"env", spec.env},
+               {"memory_bytes", spec.limits.memory_bytes}, {"pids", spec.limits.pids},
+               {"cpus", spec.limits.cpus}, {"labels", spec.labels}};
+  std::ofstream out(dir + "/" + kMetaFile);
+  out << meta.dump() << "\n";
+  if (!out) return Status::CantCreate(dir + "/" + kMetaFile + ": write failed");
+  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(dir, std::move(meta)));
+}
+
+Result<std::unique_ptr<Sandbox>> LocalBackend::Attach(const Handle& handle) {
+  if (handle.backend != "local") {
+    return Status::Config("sandbox handle is for backend '" + handle.backend + "', not local");
+  }
+  auto meta = ReadMeta(handle.id);
+  if (!meta.ok()) return meta.status();
+  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(handle.id, std::move(*meta)));
+}
+
+Result<int> LocalBackend::Collect(const std::string& run_id, int64_t older_than_seconds) {
+  std::error_code ec;
+  int removed = 0;
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  if (!fs::is_directory(root_, ec)) return 0;
+  for (const auto& run_dir : fs::directory_iterator(root_, ec)) {
+    if (!run_id.empty() && run_dir.path().filename() != run_id) continue;
+    std::error_code inner;
+    for (const auto& box : fs::directory_iterator(run_dir.path(), inner)) {
+      auto meta = ReadMeta(box.path().string());
+      if (!meta.ok()) continue;
+      if (older_than_seconds > 0 && now - meta->value("created", now) < older_than_seconds) continue;
+      fs::remove_all(box.path(), inner);
+      if (!inner) ++removed;
+    }
+    fs::remove(run_dir.path(), inner);  // only if now empty
+  }
+  return removed;
+}
+
+}  // namespace forge::sandbox::local
