@@ -162,7 +162,7 @@ std::string OutcomeSummary(const TaskStats& stats) {
 }  // namespace
 
 std::string ReportToTable(const Report& report) {
-  size_t width = 7;  // "overall"
+  size_t width = 20;  // "overall (N tasks)"
   for (const auto& row : report.tasks) width = std::max(width, row.stats.task_id.size());
   width = std::min<size_t>(width, 48);
   std::string out = fmt::format("{:<{}}  {:>5} {:>5} {:>4}", "task", width, "n", "pass", "excl");

@@ -202,9 +202,9 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
 
   if (!decided) {
     if (spec->kind == "harbor") {
-      v = RunHarbor(*out.sandbox, *spec, options_.threshold);
+      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &cancel_);
     } else if (spec->kind == "command") {
-      v = RunCommand(*out.sandbox, *spec, options_.threshold);
+      v = RunCommand(*out.sandbox, *spec, options_.threshold, &cancel_);
     } else if (spec->kind == "files") {
       v = RunFiles(*out.sandbox, *spec, options_.threshold);
     } else {
@@ -298,6 +298,14 @@ Status Runner::Run(RunSummary* summary) {
   };
   std::vector<std::thread> workers;
   for (size_t i = 0; i < jobs; ++i) workers.emplace_back(worker);
+  // Signals reach running verifiers through the sandbox's cancel flag.
+  std::atomic<bool> watching{true};
+  std::thread watcher([&] {
+    while (watching.load()) {
+      if (cli::StopRequested()) cancel_.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
 
   records::ReaderOptions reader;
   reader.strict = options_.strict;
@@ -315,6 +323,8 @@ Status Runner::Run(RunSummary* summary) {
   }
   cv.notify_all();
   for (auto& t : workers) t.join();
+  watching.store(false);
+  watcher.join();
   progress.Finish();
 
   if (cli::StopRequested()) return Status::Cancelled("stopped by a signal");

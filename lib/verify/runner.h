@@ -79,6 +79,7 @@ class Runner {
   Backends backends_;
   Judge judge_;
   std::map<std::string, records::Json> tasks_;
+  std::atomic<bool> cancel_{false};
 };
 
 // The final assistant text of a rollout from its recorded calls: the last

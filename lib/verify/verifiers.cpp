@@ -4,7 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include <toml++/toml.hpp>
+#include <toml++/toml.h>
 
 #include "verify/reward.h"
 
@@ -187,7 +187,8 @@ std::string LogTail(const std::string& out, const std::string& err, size_t max_b
   return joined;
 }
 
-Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold) {
+Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                  const std::atomic<bool>* cancel) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
   std::error_code ec;
@@ -227,6 +228,7 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
   test.env = spec.env;
   test.user = spec.user;
   test.timeout_seconds = spec.timeout_sec;
+  test.cancel = cancel;
   auto ran = sandbox.Exec(test);
   if (!ran.ok()) {
     v.seconds = clock.Seconds();
@@ -272,7 +274,8 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
   return v;
 }
 
-Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold) {
+Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                   const std::atomic<bool>* cancel) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
   sandbox::ExecRequest req;
@@ -280,6 +283,7 @@ Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double t
   req.env = spec.env;
   req.user = spec.user;
   req.timeout_seconds = spec.timeout_sec;
+  req.cancel = cancel;
   auto ran = sandbox.Exec(req);
   v.seconds = clock.Seconds();
   if (!ran.ok()) {

@@ -9,6 +9,7 @@
 //   judge    (judge.h) a model grades an artefact against a rubric
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,8 +50,12 @@ inline constexpr const char* kTestsDir = "/tests";
 inline constexpr const char* kVerifierLogs = "/logs/verifier";
 inline constexpr size_t kMaxRewardBytes = 64 * 1024;
 
-Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
-Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
+// cancel, when set and it becomes true, kills a running test.sh or command
+// (the verdict is then `cancelled`).
+Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                  const std::atomic<bool>* cancel = nullptr);
+Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                   const std::atomic<bool>* cancel = nullptr);
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
 
 // The last max_bytes of stdout and stderr, for the verdict's log_tail.

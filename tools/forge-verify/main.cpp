@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
       "report", "Per task and overall: valid trials, pass@k, pass^k, mean reward, outcomes by type");
   report_cmd->add_option("inputs", report.inputs, "Verified rollout records (JSONL; - for stdin)")->capture_default_str();
   report_cmd->add_option("-k", report.ks, "k values, comma separated (each at most every task's valid trials)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
   AddFormat(report_cmd, &report_json, &report_table);
 
   // solvable
