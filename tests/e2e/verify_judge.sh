@@ -22,13 +22,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$FORGE_SRC/tests/e2e/verify/image.sh"
 ensure_busybox_image "$image"
 
-start_judge() {  # mode score name -> prints port
-  python3 "$FORGE_SRC/tests/e2e/verify/fake_judge.py" "$1" "$2" "$work/$3.log" "$work/$3.port" &
+start_judge() {  # mode score name; sets $port (not in a subshell: the pid must be kept)
+  python3 "$FORGE_SRC/tests/e2e/verify/fake_judge.py" "$1" "$2" "$work/$3.log" "$work/$3.port" \
+    </dev/null >/dev/null 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do [[ -s "$work/$3.port" ]] && break; sleep 0.1; done
   [[ -s "$work/$3.port" ]] || fail "fake judge $3 did not start"
   touch "$work/$3.log"
-  cat "$work/$3.port"
+  port=$(cat "$work/$3.port")
 }
 hold() {
   docker run -d --network none --label forge.managed=1 --label "$run_label" "$image" sleep 600
@@ -39,7 +40,7 @@ printf '%s\n' '{"id":"t-judge","instruction":"answer","verifier":{"kind":"judge"
   >"$work/tasks.jsonl"
 rec() { printf '{"rollout_id":"%s","task_id":"%s","harness":"model","sandbox":{"backend":"docker","id":"%s"}}\n' "$1" "$2" "$3"; }
 
-good=$(start_judge score 0.9 good)
+start_judge score 0.9 good; good=$port
 store="$work/forge.db"
 export FORGE_JUDGE_API_KEY=secret-judge-key
 c1=$(hold); docker exec "$c1" sh -c 'echo 42 > /work/answer.txt'
@@ -81,7 +82,7 @@ printf '{"rollout_id":"r-final","task_id":"t-final","harness":"model","final_out
 [[ $(tail -1 "$work/good.log" | jq -r .body.model) == default-grader ]] || fail "--judge-model not used"
 
 # Failing judges are verifier errors, never failed rollouts.
-bad=$(start_judge error 0 bad)
+start_judge error 0 bad; bad=$port
 c4=$(hold); docker exec "$c4" sh -c 'echo 42 > /work/answer.txt'
 rec r4 t-judge "$c4" >"$work/r4.jsonl"
 set +e
@@ -93,7 +94,7 @@ set -e
 jq -r .verdict.message "$work/r4.out" | grep -q 'HTTP 500' || fail "judge failure message"
 [[ $(wc -l <"$work/bad.log") -eq 3 ]] || fail "expected 3 attempts on HTTP 500, saw $(wc -l <"$work/bad.log")"
 
-junk=$(start_judge junk 0 junk)
+start_judge junk 0 junk; junk=$port
 printf '{"rollout_id":"r-junk","task_id":"t-final","final_output":"42"}\n' >"$work/junk.jsonl"
 "$verify" "$work/junk.jsonl" --tasks "$work/tasks.jsonl" --judge-url "http://127.0.0.1:$junk/v1" \
   --judge-model m >"$work/junk.out" || true
