@@ -129,3 +129,35 @@ TEST_CASE("tool use: calls counted from responses, failed results once per id") 
   CHECK(h.recovered == 1);
   CHECK(h.ToJson()["error_recovery_rate"].get<double>() == 0.5);
 }
+
+#include "support/temp_dir.h"
+
+TEST_CASE("tool use and the final answer read back through a real store") {
+  forge::testing::TempDir dir;
+  auto store = forge::store::Store::Open(dir.File("forge.db"));
+  REQUIRE(store.ok());
+  forge::store::RolloutRow row;
+  row.id = "r1";
+  row.run_id = "run";
+  row.task_id = "t";
+  row.status = "finished";
+  REQUIRE((*store)->RegisterRollout(row).ok());
+  Json call1 = {{"id", "c1"}, {"type", "function"}, {"function", {{"name", "bash"}, {"arguments", "{}"}}}};
+  Json history = Json::array({{{"role", "user"}, {"content", "go"}},
+                              {{"role", "assistant"}, {"tool_calls", Json::array({call1})}},
+                              {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "Error: no such file"}}});
+  std::vector<forge::store::CallRecord> calls;
+  calls.push_back(Call(-1, {{"messages", Json::array({{{"role", "user"}, {"content", "go"}}})}},
+                       {{"choices", Json::array({{{"message", {{"role", "assistant"}, {"tool_calls", Json::array({call1})}}}}})}}));
+  calls.push_back(Call(-1, {{"messages", history}},
+                       {{"choices", Json::array({{{"message", {{"role", "assistant"}, {"content", "recovered"}}}}})}}));
+  for (auto& c : calls) c.rollout_id = "r1";
+  REQUIRE((*store)->AppendCalls(calls).ok());
+  auto back = (*store)->CallsOfRollout("r1");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  auto use = forge::verify::ToolUseOfCalls(*back);
+  CHECK(use.calls_by_tool.at("bash") == 1);
+  CHECK(use.failed_results == 1);
+  CHECK(forge::verify::FinalAnswerFromCalls(*back) == "recovered");
+}
