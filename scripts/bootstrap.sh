@@ -11,6 +11,7 @@ packages=(
   libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
   # runtime and tests
   sqlite3 curl python3 docker.io busybox-static
+  openssl  # test certificates for the k8s backend's TLS tests
 )
 
 missing=()

@@ -5,75 +5,104 @@
 namespace forge::store {
 namespace {
 
-constexpr const char* kRef = "$forge_blob";
+using Json = nlohmann::json;
+
 // Parts smaller than this stay inline: a reference would cost more than it saves.
-constexpr size_t kMinPartBytes = 64;
+constexpr size_t kMinPartBytes = 48;
 
-bool LooksLikeRef(const nlohmann::json& v) {
-  return v.is_object() && v.size() == 1 && v.contains(kRef) && v[kRef].is_string();
+std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+bool WorthABlob(const Json& v, const std::string& text) {
+  return (v.is_object() || v.is_array() || v.is_string()) && text.size() >= kMinPartBytes;
 }
 
-// A value at a split position becomes a reference when it is big enough or
-// when it would be mistaken for one on the way back.
-nlohmann::json SplitPart(const nlohmann::json& part, SplitContent& out) {
-  if (!part.is_object() && !part.is_string() && !part.is_array()) return part;
-  std::string text = part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() < kMinPartBytes && !(part.is_object() && part.contains(kRef))) return part;
-  std::string hash = Sha256Hex(text);
-  out.blobs.emplace_back(hash, std::move(text));
-  return nlohmann::json{{kRef, hash}};
+Result<Json> SplitValue(const Json& v, const InternFn& intern) {
+  if (v.is_array()) {
+    Json items = Json::array();
+    for (const Json& element : v) {
+      std::string text = Dump(element);
+      if (WorthABlob(element, text)) {
+        auto id = intern(Sha256Hex(text), text);
+        if (!id.ok()) return id.status();
+        items.push_back(*id);
+      } else {
+        items.push_back(Json::array({element}));
+      }
+    }
+    return Json::array({"l", std::move(items)});
+  }
+  std::string text = Dump(v);
+  if (WorthABlob(v, text)) {
+    auto id = intern(Sha256Hex(text), text);
+    if (!id.ok()) return id.status();
+    return Json::array({"b", *id});
+  }
+  return Json::array({"v", v});
 }
 
-Result<nlohmann::json> JoinPart(const nlohmann::json& part,
-                                const std::function<Result<std::string>(const std::string&)>& fetch) {
-  if (!LooksLikeRef(part)) return part;
-  const std::string hash = part[kRef].get<std::string>();
-  auto data = fetch(hash);
+Result<Json> FetchPart(int64_t id, const FetchFn& fetch) {
+  auto data = fetch(id);
   if (!data.ok()) return data.status();
-  nlohmann::json value = nlohmann::json::parse(*data, nullptr, false);
-  if (value.is_discarded()) return Status::DataErr("blob " + hash + " is not valid JSON");
+  Json value = Json::parse(*data, nullptr, false);
+  if (value.is_discarded()) return Status::DataErr("blob " + std::to_string(id) + " is not valid JSON");
   return value;
+}
+
+Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
+  if (!part.is_array() || part.size() != 2 || !part[0].is_string()) {
+    return Status::DataErr("corrupt content skeleton");
+  }
+  const std::string& tag = part[0].get_ref<const std::string&>();
+  if (tag == "v") return part[1];
+  if (tag == "b" && part[1].is_number_integer()) return FetchPart(part[1].get<int64_t>(), fetch);
+  if (tag == "l" && part[1].is_array()) {
+    Json items = Json::array();
+    for (const Json& item : part[1]) {
+      if (item.is_number_integer()) {
+        auto value = FetchPart(item.get<int64_t>(), fetch);
+        if (!value.ok()) return value.status();
+        items.push_back(std::move(*value));
+      } else if (item.is_array() && item.size() == 1) {
+        items.push_back(item[0]);
+      } else {
+        return Status::DataErr("corrupt content skeleton");
+      }
+    }
+    return items;
+  }
+  return Status::DataErr("corrupt content skeleton");
 }
 
 }  // namespace
 
-SplitContent Split(const nlohmann::json& value) {
-  SplitContent out;
+Result<Json> Split(const Json& value, const InternFn& intern) {
+  Json skeleton = Json::object();
   if (!value.is_object()) {
-    out.skeleton = SplitPart(value, out);
-    return out;
+    auto part = SplitValue(value, intern);
+    if (!part.ok()) return part.status();
+    skeleton[""] = std::move(*part);
+    skeleton["$whole"] = true;
+    return skeleton;
   }
-  out.skeleton = nlohmann::json::object();
   for (const auto& [key, item] : value.items()) {
-    if (item.is_array()) {
-      nlohmann::json parts = nlohmann::json::array();
-      for (const auto& element : item) parts.push_back(SplitPart(element, out));
-      out.skeleton[key] = std::move(parts);
-    } else {
-      out.skeleton[key] = SplitPart(item, out);
-    }
+    auto part = SplitValue(item, intern);
+    if (!part.ok()) return part.status();
+    skeleton[key] = std::move(*part);
   }
-  return out;
+  return skeleton;
 }
 
-Result<nlohmann::json> Join(const nlohmann::json& skeleton,
-                            const std::function<Result<std::string>(const std::string&)>& fetch) {
-  if (!skeleton.is_object() || LooksLikeRef(skeleton)) return JoinPart(skeleton, fetch);
-  nlohmann::json value = nlohmann::json::object();
-  for (const auto& [key, item] : skeleton.items()) {
-    if (item.is_array()) {
-      nlohmann::json elements = nlohmann::json::array();
-      for (const auto& part : item) {
-        auto joined = JoinPart(part, fetch);
-        if (!joined.ok()) return joined.status();
-        elements.push_back(std::move(*joined));
-      }
-      value[key] = std::move(elements);
-    } else {
-      auto joined = JoinPart(item, fetch);
-      if (!joined.ok()) return joined.status();
-      value[key] = std::move(*joined);
-    }
+Result<Json> Join(const Json& skeleton, const FetchFn& fetch) {
+  if (!skeleton.is_object()) return Status::DataErr("corrupt content skeleton");
+  if (auto whole = skeleton.find("$whole"); whole != skeleton.end() && *whole == true) {
+    if (!skeleton.contains("")) return Status::DataErr("corrupt content skeleton");
+    return JoinValue(skeleton[""], fetch);
+  }
+  Json value = Json::object();
+  for (const auto& [key, part] : skeleton.items()) {
+    auto joined = JoinValue(part, fetch);
+    if (!joined.ok()) return joined.status();
+    value[key] = std::move(*joined);
   }
   return value;
 }

@@ -1,14 +1,18 @@
 // Splits a JSON request or response into content-addressed parts: each
 // element of a top-level array (a message, a tool, an input item) and each
 // large top-level value becomes a blob stored once under its SHA-256; what is
-// left is a small skeleton that names them. Harnesses resend the whole
-// conversation on every call, so successive calls share almost all parts.
+// left is a small skeleton that names the blobs by their integer ids.
+// Harnesses resend the whole conversation on every call, so successive calls
+// share almost all parts and each call adds only a few bytes per message.
+//
+// Skeleton: an object mapping each top-level key to ["v", value] (inline),
+// ["b", id] (one blob) or ["l", [item...]] (an array whose items are a blob
+// id or [value] inline). A non-object value is stored under the key "".
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,15 +20,11 @@
 
 namespace forge::store {
 
-struct SplitContent {
-  nlohmann::json skeleton;
-  std::vector<std::pair<std::string, std::string>> blobs;  // hash, serialized JSON
-};
+// Stores one part (its SHA-256 and serialized JSON) and returns its blob id.
+using InternFn = std::function<Result<int64_t>(const std::string& hash, const std::string& data)>;
+using FetchFn = std::function<Result<std::string>(int64_t id)>;
 
-SplitContent Split(const nlohmann::json& value);
-
-// Rebuilds the value from a skeleton, fetching each part by hash.
-Result<nlohmann::json> Join(const nlohmann::json& skeleton,
-                            const std::function<Result<std::string>(const std::string&)>& fetch);
+Result<nlohmann::json> Split(const nlohmann::json& value, const InternFn& intern);
+Result<nlohmann::json> Join(const nlohmann::json& skeleton, const FetchFn& fetch);
 
 }  // namespace forge::store

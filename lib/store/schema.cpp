@@ -27,7 +27,8 @@ CREATE TABLE rollouts (
 -- Content-addressed storage: harnesses resend the whole conversation on
 -- every call, so each message is stored once, keyed by its SHA-256.
 CREATE TABLE blobs (
-  hash TEXT PRIMARY KEY,
+  id INTEGER PRIMARY KEY,          -- what call skeletons refer to: short, unlike the hash
+  hash TEXT NOT NULL UNIQUE,
   data BLOB NOT NULL
 );
 CREATE TABLE calls (

@@ -245,34 +245,46 @@ Result<std::optional<RolloutRow>> Store::RolloutBySecretHash(const std::string& 
   return std::optional<RolloutRow>(ReadRolloutRow(*stmt));
 }
 
-Status Store::PutBlob(const std::string& hash, std::string_view data) {
-  auto stmt = db_.Prepare("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
-  if (!stmt.ok()) return stmt.status();
-  return stmt->Bind(1, hash).BindBlob(2, data).Run();
+Result<int64_t> Store::PutBlob(const std::string& hash, std::string_view data) {
+  auto insert = db_.Prepare("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
+  if (!insert.ok()) return insert.status();
+  FORGE_RETURN_IF_ERROR(insert->Bind(1, hash).BindBlob(2, data).Run());
+  if (db_.Changes() == 1) return db_.LastInsertRowId();
+  auto select = db_.Prepare("SELECT id FROM blobs WHERE hash = ?1");
+  if (!select.ok()) return select.status();
+  select->Bind(1, hash);
+  auto row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Internal(path() + ": blob " + hash + " vanished");
+  return select->Int(0);
 }
 
-Result<std::string> Store::GetBlob(const std::string& hash) {
-  auto stmt = db_.Prepare("SELECT data FROM blobs WHERE hash = ?1");
+Result<std::string> Store::GetBlob(int64_t id) {
+  auto stmt = db_.Prepare("SELECT data FROM blobs WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, hash);
+  stmt->Bind(1, id);
   auto row = stmt->Step();
   if (!row.ok()) return row.status();
-  if (!*row) return Status::DataErr(path() + ": missing blob " + hash);
+  if (!*row) return Status::DataErr(path() + ": missing blob " + std::to_string(id));
   return stmt->Blob(0);
 }
 
 Result<std::string> Store::PutContent(const Json& value) {
   if (value.is_null()) return std::string();
-  SplitContent split = Split(value);
-  for (const auto& [hash, data] : split.blobs) FORGE_RETURN_IF_ERROR(PutBlob(hash, data));
-  return DumpJson(split.skeleton);
+  auto skeleton = Split(value, [this](const std::string& hash, const std::string& data) {
+    return PutBlob(hash, data);
+  });
+  if (!skeleton.ok()) return skeleton.status();
+  return DumpJson(*skeleton);
 }
 
 Result<Json> Store::GetContent(const std::string& skeleton_text) {
   if (skeleton_text.empty()) return Json(nullptr);
   Json skeleton = Json::parse(skeleton_text, nullptr, false);
   if (skeleton.is_discarded()) return Status::DataErr(path() + ": corrupt call content");
-  return Join(skeleton, [this](const std::string& hash) { return GetBlob(hash); });
+  auto value = Join(skeleton, [this](int64_t id) { return GetBlob(id); });
+  if (!value.ok()) return value.status().Prefixed(path());
+  return value;
 }
 
 Status Store::AppendCalls(std::vector<CallRecord>& calls) {

@@ -130,8 +130,8 @@ class Store {
   Status WriteTransactionLocked(const std::function<Status()>& fn);
   Result<std::string> PutContent(const Json& value);
   Result<Json> GetContent(const std::string& skeleton);
-  Status PutBlob(const std::string& hash, std::string_view data);
-  Result<std::string> GetBlob(const std::string& hash);
+  Result<int64_t> PutBlob(const std::string& hash, std::string_view data);
+  Result<std::string> GetBlob(int64_t id);
   Status AppendCallLocked(CallRecord& call);
 
   std::recursive_mutex mutex_;

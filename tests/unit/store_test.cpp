@@ -173,16 +173,29 @@ TEST_CASE("rollouts are found by the hash of their secret, never by the secret")
   CHECK_FALSE(store->UpdateRollout("nope", "finished", "ok", nullptr).ok());
 }
 
-TEST_CASE("content that looks like a blob reference survives a round trip") {
-  Json tricky = {{"messages", Json::array({{{"$forge_blob", "not-a-hash"}}, "short"})},
-                 {"$forge_blob", "top-level key"}};
-  auto split = forge::store::Split(tricky);
-  std::map<std::string, std::string> blobs(split.blobs.begin(), split.blobs.end());
-  auto joined = forge::store::Join(split.skeleton, [&](const std::string& h) -> forge::Result<std::string> {
-    return blobs.at(h);
+TEST_CASE("content shaped like a skeleton survives a round trip") {
+  Json tricky = {{"messages", Json::array({Json::array({"b", 1}), "short", std::string(100, 'x')})},
+                 {"$whole", true},
+                 {"", Json::array({"v", 1})}};
+  std::vector<std::string> blobs;
+  auto skeleton = forge::store::Split(tricky, [&](const std::string&, const std::string& data) {
+    blobs.push_back(data);
+    return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
   });
+  REQUIRE(skeleton.ok());
+  auto joined = forge::store::Join(*skeleton, [&](int64_t id) { return forge::Result<std::string>(blobs.at(id)); });
   REQUIRE(joined.ok());
   CHECK(*joined == tricky);
+  for (Json whole : {Json("just a string that is long enough to be stored as a blob"), Json(nullptr), Json(3)}) {
+    auto s = forge::store::Split(whole, [&](const std::string&, const std::string& data) {
+      blobs.push_back(data);
+      return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
+    });
+    REQUIRE(s.ok());
+    auto j = forge::store::Join(*s, [&](int64_t id) { return forge::Result<std::string>(blobs.at(id)); });
+    REQUIRE(j.ok());
+    CHECK(*j == whole);
+  }
 }
 
 TEST_CASE("two processes writing at once lose nothing") {

@@ -1,0 +1,144 @@
+#include "sandbox/k8s/exec_channel.h"
+
+#include "sandbox/k8s/api_client.h"
+#include "sandbox/k8s/websocket.h"
+
+namespace forge::sandbox::k8s {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kStdinChunk = 32 * 1024;
+
+void Keep(std::string& into, std::string_view data, size_t cap, bool& truncated) {
+  size_t room = into.size() < cap ? cap - into.size() : 0;
+  if (data.size() > room) truncated = true;
+  into.append(data.substr(0, room));
+}
+
+}  // namespace
+
+std::string ExecPath(const ExecCall& call) {
+  std::string path = "/api/v1/namespaces/" + ApiClient::Escape(call.namespace_) + "/pods/" +
+                     ApiClient::Escape(call.pod) + "/exec?container=" +
+                     ApiClient::Escape(call.container);
+  for (const std::string& arg : call.command) path += "&command=" + ApiClient::Escape(arg);
+  path += call.send_stdin ? "&stdin=true" : "&stdin=false";
+  path += "&stdout=true&stderr=true&tty=false";
+  return path;
+}
+
+Result<int> ExitCodeFromStatus(const nlohmann::json& status) {
+  if (!status.is_object()) return Status::Protocol("exec status is not a JSON object");
+  std::string outcome = status.value("status", "");
+  if (outcome == "Success") return 0;
+  std::string reason = status.value("reason", "");
+  if (reason == "NonZeroExitCode" && status.contains("details") &&
+      status["details"].is_object() && status["details"].contains("causes") &&
+      status["details"]["causes"].is_array()) {
+    for (const auto& cause : status["details"]["causes"]) {
+      if (cause.is_object() && cause.value("reason", "") == "ExitCode") {
+        std::string text = cause.value("message", "");
+        try {
+          size_t used = 0;
+          int code = std::stoi(text, &used);
+          if (used == text.size()) return code;
+        } catch (...) {
+        }
+        return Status::Protocol("exec status: exit code '" + text + "' is not a number");
+      }
+    }
+    return Status::Protocol("exec status: NonZeroExitCode without an ExitCode cause");
+  }
+  std::string message = status.value("message", "");
+  return Status::Unavailable("exec failed: " + (reason.empty() ? outcome : reason) +
+                             (message.empty() ? "" : ": " + message));
+}
+
+Result<ExecOutcome> RunExec(ApiClient& client, const ExecCall& call) {
+  Clock::time_point start = Clock::now();
+  Clock::time_point deadline =
+      call.timeout_seconds > 0
+          ? start + std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(call.timeout_seconds))
+          : Clock::time_point::max();
+  Clock::time_point connect_deadline = std::min(deadline, start + std::chrono::seconds(60));
+
+  Result<std::unique_ptr<WebSocket>> connected =
+      WebSocket::Connect(client, ExecPath(call), {kProtocolV5, kProtocolV4}, connect_deadline);
+  if (!connected.ok()) return connected.status();
+  WebSocket& ws = **connected;
+  ExecOutcome outcome;
+  outcome.protocol = ws.protocol();
+  ExecResult& result = outcome.result;
+
+  if (call.send_stdin) {
+    for (size_t at = 0; at < call.stdin_data.size(); at += kStdinChunk) {
+      std::string frame(1, static_cast<char>(kStdin));
+      frame.append(call.stdin_data, at, kStdinChunk);
+      ws.QueueBinary(frame);
+    }
+    // v4 cannot say EOF; callers there bound stdin themselves (head -c).
+    if (outcome.protocol == kProtocolV5) {
+      ws.QueueBinary(std::string{static_cast<char>(kClose), static_cast<char>(kStdin)});
+    }
+  }
+
+  std::optional<nlohmann::json> status;
+  while (true) {
+    if (call.stop_requested && call.stop_requested()) {
+      return Status::Cancelled("exec in pod " + call.pod + " interrupted");
+    }
+    Clock::time_point slice = call.stop_requested
+                                  ? std::min(deadline, Clock::now() + std::chrono::milliseconds(250))
+                                  : deadline;
+    Result<std::optional<WsMessage>> message = ws.Next(slice);
+    if (!message.ok()) return message.status();
+    if (!message->has_value()) {
+      if (Clock::now() < deadline) continue;  // only a slice ended
+      result.timed_out = true;
+      break;
+    }
+    const WsMessage& m = **message;
+    if (m.kind == WsMessage::kClose) break;
+    if (m.data.empty()) continue;
+    uint8_t channel = static_cast<uint8_t>(m.data[0]);
+    std::string_view data(m.data.data() + 1, m.data.size() - 1);
+    if (data.empty()) continue;  // the server opens each channel with a bare byte
+    switch (channel) {
+      case kStdout:
+        Keep(result.stdout_data, data, call.max_output_bytes, result.truncated);
+        break;
+      case kStderr:
+        Keep(result.stderr_data, data, call.max_output_bytes, result.truncated);
+        break;
+      case kStatus:
+        try {
+          status = nlohmann::json::parse(data);
+        } catch (const nlohmann::json::exception&) {
+          return Status::Protocol("exec: channel 3 is not a JSON status: " +
+                                  std::string(data.substr(0, 120)));
+        }
+        break;
+      default:
+        break;  // resize and close are client-to-server
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (result.timed_out) {
+    result.exit_code = -1;
+    return outcome;
+  }
+  if (!status) {
+    return Status::Unavailable("exec in pod " + call.pod +
+                               ": connection ended without an exit status");
+  }
+  Result<int> code = ExitCodeFromStatus(*status);
+  if (!code.ok()) return code.status().Prefixed("pod " + call.pod);
+  result.exit_code = *code;
+  // Say goodbye properly; the server may already have closed.
+  ws.QueueClose(1000);
+  (void)ws.Flush(Clock::now() + std::chrono::milliseconds(200));
+  return outcome;
+}
+
+}  // namespace forge::sandbox::k8s

@@ -1,0 +1,336 @@
+#include "sandbox/k8s/k8s_backend.h"
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+#include "sandbox/k8s/exec_channel.h"
+#include "sandbox/k8s/pod_spec.h"
+
+extern char** environ;
+
+namespace forge::sandbox::k8s {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+Result<Json> ParseBody(const HttpResponse& response, std::string_view what) {
+  try {
+    return Json::parse(response.body);
+  } catch (const Json::exception& e) {
+    return Status::Protocol(std::string(what) + ": malformed JSON from the API server: " +
+                            e.what());
+  }
+}
+
+// Packs host_path (a file or a directory tree) with the host's tar.
+Result<std::string> TarOf(const std::string& host_path) {
+  struct stat st;
+  if (::stat(host_path.c_str(), &st) != 0) {
+    return Status::NoInput(host_path + ": " + std::strerror(errno));
+  }
+  std::string path = host_path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  int fds[2];
+  if (pipe(fds) != 0) return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  std::vector<std::string> args = {"tar", "-c", "-f", "-", "-C", parent, "--", base};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "tar", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return Status::Unavailable(std::string("cannot run tar: ") + std::strerror(rc));
+  }
+  std::string out;
+  char buffer[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out.append(buffer, n);
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::Io("tar of " + host_path + " failed");
+  }
+  return out;
+}
+
+class K8sSandbox : public Sandbox {
+ public:
+  K8sSandbox(K8sBackend& backend, std::string namespace_, std::string pod)
+      : backend_(backend), handle_{"k8s", namespace_ + "/" + pod}, namespace_(namespace_),
+        pod_(std::move(pod)) {}
+
+  const Handle& handle() const override { return handle_; }
+
+  Result<ExecResult> Exec(const ExecRequest& request) override {
+    if (request.argv.empty()) return Status::Usage("exec: empty command");
+    if (!request.user.empty()) {
+      return Status::Usage("exec: the k8s backend runs commands as the pod's user; set the "
+                           "user when the sandbox is created");
+    }
+    std::vector<std::string> command;
+    if (!request.workdir.empty()) {
+      command = {"sh", "-c", "cd -- \"$1\" || exit 126; shift; exec \"$@\"", "sh",
+                 request.workdir};
+    }
+    if (!request.env.empty()) {
+      command.push_back("env");
+      for (const auto& [k, v] : request.env) command.push_back(k + "=" + v);
+    }
+    command.insert(command.end(), request.argv.begin(), request.argv.end());
+    return Run(command, !request.stdin_data.empty(), request.stdin_data,
+               request.timeout_seconds, request.max_output_bytes);
+  }
+
+  Status CopyIn(const std::string& host_path, const std::string& dest_dir) override {
+    Result<std::string> tar = TarOf(host_path);
+    if (!tar.ok()) return tar.status();
+    Result<ExecResult> result =
+        Run({"sh", "-c", "mkdir -p -- \"$1\" && exec tar -x -o -f - -C \"$1\"", "sh", dest_dir},
+            true, *tar, 600, 64 * 1024);
+    if (!result.ok()) return result.status().Prefixed("copy " + host_path + " into " + pod_);
+    if (result->exit_code != 0) {
+      return Status::Io("copy " + host_path + " into " + pod_ + ":" + dest_dir + ": tar exited " +
+                        std::to_string(result->exit_code) + ": " + result->stderr_data);
+    }
+    return Status::Ok();
+  }
+
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
+    Result<ExecResult> result = Run(
+        {"sh", "-c",
+         "if [ ! -f \"$1\" ]; then echo \"$1: no such file\" >&2; exit 66; fi; exec cat -- \"$1\"",
+         "sh", path},
+        false, "", 300, max_bytes);
+    if (!result.ok()) return result.status().Prefixed("read " + pod_ + ":" + path);
+    if (result->exit_code == 66) return Status::NoInput(pod_ + ":" + path + ": no such file");
+    if (result->exit_code != 0) {
+      return Status::Io("read " + pod_ + ":" + path + ": cat exited " +
+                        std::to_string(result->exit_code) + ": " + result->stderr_data);
+    }
+    if (result->truncated) {
+      return Status::DataErr(pod_ + ":" + path + ": larger than " + std::to_string(max_bytes) +
+                             " bytes");
+    }
+    return std::move(result->stdout_data);
+  }
+
+  Status Release() override { return backend_.DeletePod(pod_); }
+
+ private:
+  Result<ExecResult> Run(std::vector<std::string> command, bool send_stdin,
+                         const std::string& stdin_data, double timeout, size_t max_output) {
+    // v4 has no way to close stdin, so unless the server is known to speak
+    // v5 the command reads exactly the bytes sent and sees EOF after them.
+    if (send_stdin && backend_.exec_protocol() != kProtocolV5) {
+      std::vector<std::string> wrapped = {
+          "sh", "-c", "head -c " + std::to_string(stdin_data.size()) + " | \"$@\"", "sh"};
+      wrapped.insert(wrapped.end(), command.begin(), command.end());
+      command = std::move(wrapped);
+    }
+    ExecCall call;
+    call.namespace_ = namespace_;
+    call.pod = pod_;
+    call.container = backend_.options().container;
+    call.command = std::move(command);
+    call.send_stdin = send_stdin;
+    call.stdin_data = stdin_data;
+    call.timeout_seconds = timeout;
+    call.max_output_bytes = max_output;
+    call.stop_requested = backend_.options().stop_requested;
+    Result<ExecOutcome> outcome = RunExec(backend_.client(), call);
+    if (!outcome.ok()) return outcome.status();
+    backend_.NoteExecProtocol(outcome->protocol);
+    return std::move(outcome->result);
+  }
+
+  K8sBackend& backend_;
+  Handle handle_;
+  std::string namespace_;
+  std::string pod_;
+};
+
+}  // namespace
+
+K8sBackend::K8sBackend(Cluster cluster, K8sOptions options)
+    : options_(std::move(options)), client_(std::move(cluster), options_) {}
+
+K8sBackend::~K8sBackend() = default;
+
+std::string K8sBackend::PodsPath() const {
+  return "/api/v1/namespaces/" + ApiClient::Escape(cluster().namespace_) + "/pods";
+}
+
+std::string K8sBackend::exec_protocol() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exec_protocol_;
+}
+
+void K8sBackend::NoteExecProtocol(const std::string& protocol) {
+  std::lock_guard<std::mutex> lock(mu_);
+  exec_protocol_ = protocol;
+}
+
+K8sBackend::WatchTotals K8sBackend::watch_stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WatchTotals total;
+  for (const auto& [run, watcher] : watchers_) {
+    total.lists += watcher->stats().lists.load();
+    total.watches += watcher->stats().watches.load();
+    total.events += watcher->stats().events.load();
+    total.gone += watcher->stats().gone.load();
+  }
+  return total;
+}
+
+RunWatcher& K8sBackend::WatcherFor(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<RunWatcher>& watcher = watchers_[LabelValue(run_id)];
+  if (!watcher) {
+    watcher = std::make_unique<RunWatcher>(client_, cluster().namespace_, RunSelector(run_id),
+                                           options_.container, options_.watch_timeout_seconds);
+  }
+  return *watcher;
+}
+
+Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
+  Result<Json> pod = BuildPod(spec, options_, cluster().namespace_);
+  if (!pod.ok()) return pod.status();
+  RunWatcher& watcher = WatcherFor(spec.run_id);  // watching before the pod exists
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options_.start_timeout_seconds));
+
+  Result<HttpResponse> response = client_.Call("POST", PodsPath(), pod->dump(), "create pod");
+  if (!response.ok()) return response.status();
+  if (response->status != 201 && response->status != 200) {
+    return ApiError(*response, "create pod for rollout " + spec.rollout_id);
+  }
+  Result<Json> created = ParseBody(*response, "create pod");
+  if (!created.ok()) return created.status();
+  std::string name = created->value("/metadata/name"_json_pointer, "");
+  if (name.empty()) return Status::Protocol("create pod: the answer names no pod");
+
+  Result<PodView> running = watcher.WaitRunning(name, deadline, options_.stop_requested);
+  if (!running.ok()) {
+    // Never leave a pod behind that holds resources and will not run.
+    Status deleted = DeletePod(name);
+    Status status = running.status();
+    if (!deleted.ok()) status = status.Prefixed("(and delete failed: " + deleted.message() + ")");
+    return status;
+  }
+  return std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, name));
+}
+
+Result<std::unique_ptr<Sandbox>> K8sBackend::Attach(const Handle& handle) {
+  if (handle.backend != "k8s") {
+    return Status::Usage("handle of backend '" + handle.backend + "' given to the k8s backend");
+  }
+  std::string ns = cluster().namespace_;
+  std::string name = handle.id;
+  if (size_t slash = handle.id.find('/'); slash != std::string::npos) {
+    ns = handle.id.substr(0, slash);
+    name = handle.id.substr(slash + 1);
+  }
+  Result<HttpResponse> response =
+      client_.Call("GET", "/api/v1/namespaces/" + ApiClient::Escape(ns) + "/pods/" +
+                              ApiClient::Escape(name),
+                   "", "get pod");
+  if (!response.ok()) return response.status();
+  if (response->status != 200) return ApiError(*response, "attach to pod " + handle.id);
+  Result<Json> pod = ParseBody(*response, "get pod");
+  if (!pod.ok()) return pod.status();
+  PodView view = ClassifyPod(*pod, options_.container);
+  if (view.state != PodView::kRunning) {
+    return Status::Unavailable("attach to pod " + handle.id + ": not running (" +
+                               (view.reason.empty() ? view.phase : view.reason) + ")");
+  }
+  return std::unique_ptr<Sandbox>(new K8sSandbox(*this, ns, name));
+}
+
+Status K8sBackend::DeletePod(const std::string& pod) {
+  Result<HttpResponse> response =
+      client_.Call("DELETE", PodsPath() + "/" + ApiClient::Escape(pod),
+                   R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0,)"
+                   R"("propagationPolicy":"Background"})",
+                   "delete pod");
+  if (!response.ok()) return response.status();
+  if (response->status == 200 || response->status == 202 || response->status == 404) {
+    return Status::Ok();
+  }
+  return ApiError(*response, "delete pod " + pod);
+}
+
+Result<std::string> K8sBackend::Logs(const std::string& pod, int64_t tail_lines,
+                                     int64_t limit_bytes) {
+  std::string path = PodsPath() + "/" + ApiClient::Escape(pod) +
+                     "/log?container=" + ApiClient::Escape(options_.container);
+  if (tail_lines > 0) path += "&tailLines=" + std::to_string(tail_lines);
+  if (limit_bytes > 0) path += "&limitBytes=" + std::to_string(limit_bytes);
+  Result<HttpResponse> response = client_.Call("GET", path, "", "pod logs");
+  if (!response.ok()) return response.status();
+  if (response->status != 200) return ApiError(*response, "logs of pod " + pod);
+  return std::move(response->body);
+}
+
+Result<int> K8sBackend::Collect(const std::string& run_id, int64_t older_than_seconds) {
+  std::string selector = ApiClient::Escape(RunSelector(run_id));
+  if (older_than_seconds <= 0) {
+    // One DELETE for the whole collection; the answer lists what it removed.
+    Result<HttpResponse> response = client_.Call(
+        "DELETE", PodsPath() + "?labelSelector=" + selector + "&gracePeriodSeconds=0", "",
+        "delete pods by label");
+    if (!response.ok()) return response.status();
+    if (response->status != 200) return ApiError(*response, "delete pods of run " + run_id);
+    Result<Json> list = ParseBody(*response, "delete pods by label");
+    if (!list.ok()) return list.status();
+    const Json& items = (*list)["items"];
+    return items.is_array() ? static_cast<int>(items.size()) : 0;
+  }
+  Result<HttpResponse> response =
+      client_.Call("GET", PodsPath() + "?labelSelector=" + selector, "", "list pods");
+  if (!response.ok()) return response.status();
+  if (response->status != 200) return ApiError(*response, "list pods of run " + run_id);
+  Result<Json> list = ParseBody(*response, "list pods");
+  if (!list.ok()) return list.status();
+  std::time_t now = std::time(nullptr);
+  int removed = 0;
+  for (const Json& pod : (*list)["items"]) {
+    std::string created = pod.value("/metadata/creationTimestamp"_json_pointer, "");
+    std::tm tm{};
+    if (!strptime(created.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) continue;
+    if (now - timegm(&tm) < older_than_seconds) continue;
+    std::string name = pod.value("/metadata/name"_json_pointer, "");
+    FORGE_RETURN_IF_ERROR(DeletePod(name));
+    ++removed;
+  }
+  return removed;
+}
+
+Result<std::unique_ptr<K8sBackend>> MakeK8sBackend(const K8sOptions& options) {
+  Result<Cluster> cluster = ResolveCluster(options);
+  if (!cluster.ok()) return cluster.status();
+  return std::make_unique<K8sBackend>(std::move(*cluster), options);
+}
+
+}  // namespace forge::sandbox::k8s

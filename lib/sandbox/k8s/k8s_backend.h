@@ -1,0 +1,65 @@
+// The Kubernetes backend: one bare Pod per rollout, created through the REST
+// API, watched by one watch per run, entered by exec over WebSocket.
+//
+//   auto backend = forge::sandbox::k8s::MakeK8sBackend(options);
+//   auto sandbox = (*backend)->Create(spec);   // waits until the pod runs
+//
+// Handles are "namespace/pod-name", so forge-verify can attach to a pod
+// forge-launch held.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "sandbox/k8s/api_client.h"
+#include "sandbox/k8s/options.h"
+#include "sandbox/k8s/pod_watcher.h"
+#include "sandbox/sandbox.h"
+
+namespace forge::sandbox::k8s {
+
+class K8sBackend : public Backend {
+ public:
+  K8sBackend(Cluster cluster, K8sOptions options);
+  ~K8sBackend() override;
+
+  std::string name() const override { return "k8s"; }
+  Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
+  Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
+  Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
+
+  // Kubernetes-only extras.
+  Result<std::string> Logs(const std::string& pod, int64_t tail_lines, int64_t limit_bytes);
+  Status DeletePod(const std::string& pod);
+
+  ApiClient& client() { return client_; }
+  const Cluster& cluster() const { return client_.cluster(); }
+  const K8sOptions& options() const { return options_; }
+  // Watch totals over every run this backend watched.
+  struct WatchTotals {
+    int64_t lists = 0, watches = 0, events = 0, gone = 0;
+  };
+  WatchTotals watch_stats();
+  // The exec subprotocol the server chose last ("" before the first exec).
+  std::string exec_protocol();
+  void NoteExecProtocol(const std::string& protocol);
+
+ private:
+  RunWatcher& WatcherFor(const std::string& run_id);
+  std::string PodsPath() const;
+
+  K8sOptions options_;
+  ApiClient client_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<RunWatcher>> watchers_;  // by run label value
+  std::string exec_protocol_;
+};
+
+// The factory forge-launch and forge-verify call for `--backend k8s`.
+Result<std::unique_ptr<K8sBackend>> MakeK8sBackend(const K8sOptions& options);
+
+}  // namespace forge::sandbox::k8s

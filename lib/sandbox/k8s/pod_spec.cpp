@@ -1,0 +1,151 @@
+#include "sandbox/k8s/pod_spec.h"
+
+#include <cctype>
+#include <cmath>
+
+namespace forge::sandbox::k8s {
+namespace {
+
+using Json = nlohmann::json;
+
+// A DNS-1123 label fragment for generateName.
+std::string NameFragment(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += std::isalnum(static_cast<unsigned char>(l)) ? l : '-';
+    if (out.size() >= 40) break;
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  while (!out.empty() && out.front() == '-') out.erase(0, 1);
+  return out;
+}
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string LabelValue(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    out += ok ? c : '_';
+    if (out.size() >= 63) break;
+  }
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  while (!out.empty() && !alnum(out.back())) out.pop_back();
+  while (!out.empty() && !alnum(out.front())) out.erase(0, 1);
+  return out;
+}
+
+std::string CpuQuantity(double cpus) {
+  long milli = std::lround(cpus * 1000);
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  return std::to_string(milli) + "m";
+}
+
+std::string MemoryQuantity(int64_t bytes) {
+  if (bytes > 0 && bytes % (int64_t{1} << 30) == 0) return std::to_string(bytes >> 30) + "Gi";
+  if (bytes > 0 && bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "Mi";
+  return std::to_string(bytes);
+}
+
+std::string RunSelector(const std::string& run_id) {
+  std::string selector = std::string(kManagedByLabel) + "=forge";
+  if (!run_id.empty()) selector += std::string(",") + kRunLabel + "=" + LabelValue(run_id);
+  return selector;
+}
+
+Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::string& namespace_) {
+  if (!spec.build_context.empty()) {
+    return Status::Usage("the k8s backend cannot build images (" + spec.build_context +
+                         "); build and push the image, then name it in the task");
+  }
+  if (spec.image.empty()) return Status::Usage("sandbox spec has no image");
+  if (spec.run_id.empty() || LabelValue(spec.run_id).empty()) {
+    return Status::Usage("sandbox spec needs a run id with letters or digits");
+  }
+  if (spec.limits.cpus <= 0 || spec.limits.memory_bytes <= 0) {
+    return Status::Usage("sandbox limits must be positive");
+  }
+
+  Json labels = Json::object();
+  for (const auto& [key, value] : spec.labels) labels[key] = LabelValue(value);
+  labels[kManagedByLabel] = "forge";
+  labels[kRunLabel] = LabelValue(spec.run_id);
+  if (!spec.rollout_id.empty()) labels[kRolloutLabel] = LabelValue(spec.rollout_id);
+  labels[kNetworkLabel] = spec.network == NetworkPolicy::kNone       ? "none"
+                          : spec.network == NetworkPolicy::kLoopback ? "loopback"
+                                                                     : "host";
+
+  std::string fragment = NameFragment(spec.rollout_id.empty() ? spec.run_id : spec.rollout_id);
+  Json metadata = {
+      {"generateName", "forge-" + (fragment.empty() ? "" : fragment + "-")},
+      {"namespace", namespace_},
+      {"labels", labels},
+      {"annotations", {{"forge/run-id", spec.run_id}, {"forge/rollout-id", spec.rollout_id}}},
+  };
+
+  Json resources = {{"cpu", CpuQuantity(spec.limits.cpus)},
+                    {"memory", MemoryQuantity(spec.limits.memory_bytes)}};
+  Json security = {{"allowPrivilegeEscalation", false},
+                   {"privileged", false},
+                   {"capabilities", {{"drop", {"ALL"}}}}};
+  bool non_root = options.run_as_non_root;
+  if (!spec.user.empty()) {
+    std::string uid = spec.user.substr(0, spec.user.find(':'));
+    std::string gid = spec.user.find(':') == std::string::npos
+                          ? ""
+                          : spec.user.substr(spec.user.find(':') + 1);
+    if (!AllDigits(uid) || (!gid.empty() && !AllDigits(gid))) {
+      return Status::Usage("the k8s backend needs a numeric user (uid or uid:gid), not '" +
+                           spec.user + "'");
+    }
+    security["runAsUser"] = std::stoll(uid);
+    if (!gid.empty()) security["runAsGroup"] = std::stoll(gid);
+    if (uid != "0") non_root = true;
+  }
+  if (non_root) security["runAsNonRoot"] = true;
+
+  Json env = Json::array();
+  for (const auto& [name, value] : spec.env) env.push_back({{"name", name}, {"value", value}});
+
+  int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
+  // PID 1 only waits out the lifetime; it exits at once on SIGTERM.
+  std::string keep_alive = "trap 'exit 0' TERM; sleep " + std::to_string(lifetime) + " & wait";
+  Json container = {
+      {"name", options.container},
+      {"image", spec.image},
+      {"imagePullPolicy", options.image_pull_policy},
+      {"command", {"sh", "-c", keep_alive}},
+      {"env", env},
+      {"resources", {{"requests", resources}, {"limits", resources}}},
+      {"securityContext", security},
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
+  };
+  if (!spec.workdir.empty()) container["workingDir"] = spec.workdir;
+
+  Json pod_spec = {
+      {"restartPolicy", "Never"},
+      {"activeDeadlineSeconds", lifetime},
+      {"terminationGracePeriodSeconds", 5},
+      {"automountServiceAccountToken", false},
+      {"enableServiceLinks", false},
+      {"containers", Json::array({container})},
+  };
+  if (spec.network == NetworkPolicy::kHost) pod_spec["hostNetwork"] = true;
+  if (!options.service_account_name.empty()) {
+    pod_spec["serviceAccountName"] = options.service_account_name;
+  }
+  if (!options.runtime_class.empty()) pod_spec["runtimeClassName"] = options.runtime_class;
+
+  return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
+}
+
+}  // namespace forge::sandbox::k8s

@@ -1,0 +1,292 @@
+#include "sandbox/k8s/pod_watcher.h"
+
+#include <set>
+
+#include "sandbox/k8s/api_client.h"
+
+namespace forge::sandbox::k8s {
+namespace {
+
+using Json = nlohmann::json;
+
+const Json& Field(const Json& obj, const char* key) {
+  static const Json kNull;
+  if (!obj.is_object() || !obj.contains(key)) return kNull;
+  return obj[key];
+}
+
+std::string Text(const Json& obj, const char* key) {
+  const Json& v = Field(obj, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+// Waiting reasons that will not fix themselves while a rollout waits.
+const std::set<std::string>& InfraWaitingReasons() {
+  static const std::set<std::string> reasons = {
+      "ErrImagePull",     "ImagePullBackOff",  "InvalidImageName",
+      "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError",
+      "CrashLoopBackOff", "RunContainerError"};
+  return reasons;
+}
+
+}  // namespace
+
+PodView ClassifyPod(const Json& pod, const std::string& container) {
+  PodView view;
+  const Json& status = Field(pod, "status");
+  view.phase = Text(status, "phase");
+  const Json& metadata = Field(pod, "metadata");
+  if (Field(metadata, "deletionTimestamp").is_string()) {
+    view.state = PodView::kDeleted;
+    view.reason = "the pod is being deleted";
+    return view;
+  }
+  if (view.phase == "Failed" || view.phase == "Succeeded") {
+    view.state = PodView::kEnded;
+    std::string reason = Text(status, "reason");  // DeadlineExceeded, Evicted, ...
+    std::string message = Text(status, "message");
+    view.reason = "pod " + view.phase + (reason.empty() ? "" : " (" + reason + ")") +
+                  (message.empty() ? "" : ": " + message);
+    return view;
+  }
+  const Json& statuses = Field(status, "containerStatuses");
+  if (statuses.is_array()) {
+    for (const Json& cs : statuses) {
+      if (Text(cs, "name") != container && statuses.size() > 1) continue;
+      const Json& state = Field(cs, "state");
+      const Json& waiting = Field(state, "waiting");
+      std::string reason = Text(waiting, "reason");
+      if (InfraWaitingReasons().count(reason)) {
+        view.state = PodView::kInfraError;
+        std::string message = Text(waiting, "message");
+        view.reason = reason + (message.empty() ? "" : ": " + message);
+        return view;
+      }
+      const Json& terminated = Field(state, "terminated");
+      if (terminated.is_object()) {
+        view.state = PodView::kEnded;
+        view.reason = "container " + Text(cs, "name") + " terminated (" +
+                      Text(terminated, "reason") + ")";
+        return view;
+      }
+      if (view.phase == "Running" && Field(state, "running").is_object()) {
+        view.state = PodView::kRunning;
+        return view;
+      }
+    }
+  }
+  if (view.phase == "Pending") {
+    const Json& conditions = Field(status, "conditions");
+    if (conditions.is_array()) {
+      for (const Json& c : conditions) {
+        if (Text(c, "type") == "PodScheduled" && Text(c, "status") == "False" &&
+            Text(c, "reason") == "Unschedulable") {
+          view.state = PodView::kInfraError;
+          std::string message = Text(c, "message");
+          view.reason = "Unschedulable" + (message.empty() ? "" : ": " + message);
+          return view;
+        }
+      }
+    }
+  }
+  // Running without container statuses yet, ContainerCreating, Unknown: wait.
+  return view;
+}
+
+RunWatcher::RunWatcher(ApiClient& client, std::string namespace_, std::string label_selector,
+                       std::string container, int watch_timeout_seconds)
+    : client_(client),
+      namespace_(std::move(namespace_)),
+      selector_(std::move(label_selector)),
+      container_(std::move(container)),
+      watch_timeout_(watch_timeout_seconds) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+RunWatcher::~RunWatcher() {
+  stop_ = true;
+  changed_.notify_all();
+  thread_.join();
+}
+
+void RunWatcher::Failed(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++failures_;
+    last_error_ = why;
+  }
+  changed_.notify_all();
+}
+
+void RunWatcher::Apply(const std::string& type, const Json& pod) {
+  std::string name = Text(Field(pod, "metadata"), "name");
+  if (name.empty()) return;
+  PodView view;
+  if (type == "DELETED") {
+    view.state = PodView::kDeleted;
+    view.reason = "the pod was deleted";
+  } else {
+    view = ClassifyPod(pod, container_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pods_[name] = view;
+    failures_ = 0;
+  }
+  changed_.notify_all();
+}
+
+bool RunWatcher::List() {
+  std::string path = "/api/v1/namespaces/" + ApiClient::Escape(namespace_) +
+                     "/pods?labelSelector=" + ApiClient::Escape(selector_);
+  Result<HttpResponse> response = client_.Call("GET", path, "", "list pods");
+  stats_.lists++;
+  if (!response.ok()) {
+    Failed(response.status().message());
+    return false;
+  }
+  if (response->status != 200) {
+    Failed(ApiError(*response, "list pods").message());
+    return false;
+  }
+  Json list;
+  try {
+    list = Json::parse(response->body);
+  } catch (const Json::exception& e) {
+    Failed(std::string("list pods: malformed JSON: ") + e.what());
+    return false;
+  }
+  const Json& items = Field(list, "items");
+  if (items.is_array()) {
+    for (const Json& pod : items) Apply("ADDED", pod);
+  }
+  resource_version_ = Text(Field(list, "metadata"), "resourceVersion");
+  std::lock_guard<std::mutex> lock(mu_);
+  failures_ = 0;
+  return true;
+}
+
+bool RunWatcher::Watch() {
+  std::string path = "/api/v1/namespaces/" + ApiClient::Escape(namespace_) +
+                     "/pods?labelSelector=" + ApiClient::Escape(selector_) +
+                     "&watch=true&allowWatchBookmarks=true&resourceVersion=" +
+                     ApiClient::Escape(resource_version_) +
+                     "&timeoutSeconds=" + std::to_string(watch_timeout_);
+  stats_.watches++;
+  bool gone = false;
+  std::string error_event;
+  std::string body;  // of a non-200 answer
+  Result<long> status = client_.Stream(
+      path,
+      [&](std::string_view line) {
+        Json event;
+        try {
+          event = Json::parse(line);
+        } catch (const Json::exception&) {
+          body.append(line);  // an error body, or garbage: reported below
+          return body.size() < 4096;
+        }
+        std::string type = Text(event, "type");
+        const Json& object = Field(event, "object");
+        if (type.empty() && Text(event, "kind") == "Status") {  // a plain error answer
+          body = std::string(line);
+          return false;
+        }
+        stats_.events++;
+        if (type == "ERROR") {
+          if (Field(object, "code").is_number() && object["code"].get<int>() == 410) {
+            gone = true;
+          } else {
+            error_event = Text(object, "message");
+          }
+          return false;
+        }
+        std::string rv = Text(Field(object, "metadata"), "resourceVersion");
+        if (!rv.empty()) resource_version_ = rv;
+        if (type != "BOOKMARK") Apply(type, object);
+        return true;
+      },
+      stop_);
+  if (stop_) return true;
+  if (!status.ok()) {
+    Failed(status.status().message());
+    return false;
+  }
+  if (*status == 410) gone = true;
+  if (gone) {
+    stats_.gone++;
+    resource_version_.clear();  // the history is gone: list again
+    return true;
+  }
+  if (*status != 200) {
+    Failed(ApiError(HttpResponse{*status, body}, "watch pods").message());
+    resource_version_.clear();
+    return false;
+  }
+  if (!error_event.empty()) {
+    Failed("watch pods: " + error_event);
+    resource_version_.clear();
+    return false;
+  }
+  return true;  // a clean end (timeoutSeconds): reopen from resource_version_
+}
+
+void RunWatcher::Loop() {
+  int backoff_ms = 100;
+  while (!stop_) {
+    bool ok = true;
+    if (resource_version_.empty()) ok = List();
+    if (ok) ok = Watch();
+    if (ok) {
+      backoff_ms = 100;
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return stop_.load(); });
+    backoff_ms = std::min(backoff_ms * 2, 5000);
+  }
+}
+
+std::optional<PodView> RunWatcher::Latest(const std::string& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(pod);
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline,
+                                        const std::function<bool()>& stop_requested) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    auto it = pods_.find(pod);
+    if (it != pods_.end()) {
+      const PodView& view = it->second;
+      switch (view.state) {
+        case PodView::kRunning:
+          return view;
+        case PodView::kInfraError:
+          return Status::Unavailable("pod " + pod + ": " + view.reason);
+        case PodView::kEnded:
+        case PodView::kDeleted:
+          return Status::Unavailable("pod " + pod + " will not run: " + view.reason);
+        case PodView::kWaiting:
+          break;
+      }
+    }
+    if (failures_ >= 5) {
+      return Status::Unavailable("pod " + pod + ": cannot watch pods: " + last_error_);
+    }
+    if (stop_requested && stop_requested()) {
+      return Status::Cancelled("interrupted while pod " + pod + " was starting");
+    }
+    Clock::time_point slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(250));
+    if (changed_.wait_until(lock, slice) == std::cv_status::timeout && Clock::now() >= deadline) {
+      it = pods_.find(pod);
+      std::string phase = it != pods_.end() ? it->second.phase : "not seen yet";
+      return Status::Unavailable("pod " + pod + " did not start in time (phase " +
+                                 (phase.empty() ? "unknown" : phase) + ")");
+    }
+  }
+}
+
+}  // namespace forge::sandbox::k8s

@@ -1,0 +1,357 @@
+#include "tasks/harbor.h"
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include <toml++/toml.h>
+
+namespace forge::tasks {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+Json TomlToJson(const toml::node& node) {
+  if (const toml::table* t = node.as_table()) {
+    Json j = Json::object();
+    for (auto&& [key, value] : *t) j[std::string(key.str())] = TomlToJson(value);
+    return j;
+  }
+  if (const toml::array* a = node.as_array()) {
+    Json j = Json::array();
+    for (const toml::node& value : *a) j.push_back(TomlToJson(value));
+    return j;
+  }
+  if (auto s = node.as_string()) return s->get();
+  if (auto i = node.as_integer()) return i->get();
+  if (auto f = node.as_floating_point()) return f->get();
+  if (auto b = node.as_boolean()) return b->get();
+  // Dates and times have no JSON type; keep their TOML spelling.
+  std::ostringstream out;
+  if (auto d = node.as_date()) out << *d;
+  if (auto t = node.as_time()) out << *t;
+  if (auto dt = node.as_date_time()) out << *dt;
+  return out.str();
+}
+
+const char* TomlTypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    default: return "date/time";
+  }
+}
+
+// Where a field of the record came from in task.toml, so an error found
+// while validating the record names the key and line the user wrote.
+struct Origin {
+  std::string key;  // dotted TOML key, e.g. "environment.docker_image"
+  int64_t line = 0;
+};
+
+class HarborReader {
+ public:
+  HarborReader(fs::path dir, std::vector<std::string>* warnings)
+      : dir_(std::move(dir)), toml_path_((dir_ / "task.toml").string()), warnings_(warnings) {}
+
+  Result<Task> Read() {
+    toml::table table;
+    try {
+      table = toml::parse_file(toml_path_);
+    } catch (const toml::parse_error& e) {
+      return Status::DataErr(toml_path_ + ":" + std::to_string(e.source().begin.line) + ":" +
+                             std::to_string(e.source().begin.column) + ": " +
+                             std::string(e.description()));
+    }
+    record_ = {{"schema", kTaskSchema}};
+    for (auto&& [key, node] : table) {
+      FORGE_RETURN_IF_ERROR(ReadTopLevel(std::string(key.str()), node));
+    }
+    FORGE_RETURN_IF_ERROR(ReadFiles());
+    if (!record_.contains("id")) record_["id"] = dir_.filename().string();
+    if (!harbor_.empty()) record_["harbor"] = harbor_;
+
+    auto task = TaskFromJson(record_, dir_.string(), dir_.string());
+    if (!task.ok()) return Locate(task.status());
+    return task;
+  }
+
+ private:
+  void Warn(int64_t line, const std::string& message) {
+    if (warnings_ != nullptr) {
+      warnings_->push_back(toml_path_ + ":" + std::to_string(line) + ": " + message);
+    }
+  }
+
+  Status Error(int64_t line, const std::string& message) const {
+    return Status::DataErr(toml_path_ + ":" + std::to_string(line) + ": " + message);
+  }
+
+  static int64_t Line(const toml::node& node) { return node.source().begin.line; }
+
+  // Sets record_[section][field] from a TOML value and remembers its origin.
+  void Map(const std::string& section, const std::string& field, const std::string& toml_key,
+           const toml::node& node) {
+    record_[section][field] = TomlToJson(node);
+    origins_[section + "." + field] = {toml_key, Line(node)};
+  }
+
+  // Keeps a key forge does not act on under "harbor", at the same path.
+  void Carry(const std::string& section, const std::string& key, const toml::node& node) {
+    if (section.empty()) {
+      harbor_[key] = TomlToJson(node);
+    } else {
+      harbor_[section][key] = TomlToJson(node);
+    }
+  }
+
+  void Unknown(const std::string& section, const std::string& key, const toml::node& node) {
+    const std::string dotted = section.empty() ? key : section + "." + key;
+    Warn(Line(node), "unknown key " + dotted + " (not used; kept as harbor." + dotted + ")");
+    Carry(section, key, node);
+  }
+
+  Status ReadTopLevel(const std::string& key, const toml::node& node) {
+    // The version of task.toml's own format: consumed here, not a property of the task.
+    if (key == "version" || key == "schema_version") return Status::Ok();
+    if (key == "source") {  // the dataset the task came from
+      Carry("", key, node);
+      return Status::Ok();
+    }
+    if (key == "steps") {
+      return Error(Line(node), "steps: multi-step Harbor tasks are not supported");
+    }
+    static const std::set<std::string> kSections = {"task",  "metadata", "verifier",
+                                                    "agent", "solution", "environment"};
+    if (kSections.count(key) == 0) {
+      Unknown("", key, node);
+      return Status::Ok();
+    }
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+      return Error(Line(node), key + ": expected a table, got " + TomlTypeName(node));
+    }
+    if (key == "metadata") {
+      record_["metadata"] = TomlToJson(node);
+      return Status::Ok();
+    }
+    for (auto&& [k, value] : *table) {
+      FORGE_RETURN_IF_ERROR(ReadSectionKey(key, std::string(k.str()), value));
+    }
+    return Status::Ok();
+  }
+
+  Status ReadSectionKey(const std::string& section, const std::string& key,
+                        const toml::node& node) {
+    const std::string dotted = section + "." + key;
+    if (section == "task") {
+      // Newer Harbor ([task] name = "org/name"): the name is the task's id.
+      if (key == "name") {
+        record_["id"] = TomlToJson(node);
+        origins_["id"] = {dotted, Line(node)};
+      } else if (key == "description" || key == "authors" || key == "keywords") {
+        Carry(section, key, node);
+      } else {
+        Unknown(section, key, node);
+      }
+      return Status::Ok();
+    }
+    if (section == "verifier" || section == "agent") {
+      if (key == "timeout_sec" || key == "user" || (section == "verifier" && key == "env")) {
+        Map(section, key, dotted, node);
+      } else if (section == "agent" && key == "setup_timeout_sec") {
+        Carry(section, key, node);
+      } else {
+        Unknown(section, key, node);
+      }
+      return Status::Ok();
+    }
+    if (section == "solution") {
+      if (key == "env") {
+        solution_env_ = &node;
+      } else {
+        Unknown(section, key, node);
+      }
+      return Status::Ok();
+    }
+    // [environment]
+    if (key == "docker_image") {
+      Map(section, "image", dotted, node);
+    } else if (key == "build_timeout_sec" || key == "cpus" || key == "memory_mb" ||
+               key == "storage_mb" || key == "gpus" || key == "allow_internet") {
+      FORGE_RETURN_IF_ERROR(CheckSizeConflict(key, node));
+      Map(section, key, dotted, node);
+    } else if (key == "memory" || key == "storage") {
+      FORGE_RETURN_IF_ERROR(ReadDeprecatedSize(key, node));
+    } else if (key == "gpu_types" || key == "os" || key == "mcp_servers" || key == "skills_dir") {
+      Carry(section, key, node);
+    } else {
+      Unknown(section, key, node);
+    }
+    return Status::Ok();
+  }
+
+  // Harbor's deprecated memory = "4G" / storage = "10G" become memory_mb /
+  // storage_mb; giving both spellings with different values is an error.
+  Status ReadDeprecatedSize(const std::string& key, const toml::node& node) {
+    const std::string dotted = "environment." + key;
+    auto text = node.value<std::string>();
+    if (!text) {
+      return Error(Line(node), dotted + ": expected a size string like \"4G\", got " +
+                                   TomlTypeName(node));
+    }
+    auto mb = ParseSizeMb(*text);
+    if (!mb.ok()) return Error(Line(node), dotted + ": " + mb.status().message());
+    const std::string field = key + "_mb";
+    FORGE_RETURN_IF_ERROR(CheckSizeConflict(field, *mb, Line(node)));
+    record_["environment"][field] = *mb;
+    origins_["environment." + field] = {dotted, Line(node)};
+    return Status::Ok();
+  }
+
+  Status CheckSizeConflict(const std::string& key, const toml::node& node) {
+    if (key != "memory_mb" && key != "storage_mb") return Status::Ok();
+    auto value = node.value<int64_t>();
+    return value ? CheckSizeConflict(key, *value, Line(node)) : Status::Ok();
+  }
+
+  Status CheckSizeConflict(const std::string& field, int64_t mb, int64_t line) {
+    const Json& env = record_.contains("environment") ? record_["environment"] : Json();
+    if (env.is_object() && env.contains(field) && env[field].is_number_integer() &&
+        env[field].get<int64_t>() != mb) {
+      const std::string old_key = field.substr(0, field.size() - 3);
+      return Error(line, "environment." + field + " and the deprecated environment." + old_key +
+                             " disagree (" + std::to_string(env[field].get<int64_t>()) +
+                             " vs " + std::to_string(mb) + " MB)");
+    }
+    return Status::Ok();
+  }
+
+  Status ReadFiles() {
+    const fs::path instruction = dir_ / "instruction.md";
+    std::ifstream in(instruction, std::ios::binary);
+    if (!IsFile(instruction) || !in) {
+      return Status::DataErr(instruction.string() + ": missing (a Harbor task needs its prompt)");
+    }
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) return Status::DataErr(instruction.string() + ": read error");
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      return Status::DataErr(instruction.string() + ": empty");
+    }
+    record_["instruction"] = text;
+
+    const fs::path env_dir = dir_ / "environment";
+    if (IsFile(env_dir / "Dockerfile")) {
+      record_["environment"]["build_context"] = env_dir.string();
+    } else if (!record_.contains("environment") || !record_["environment"].contains("image")) {
+      for (const char* compose : {"docker-compose.yaml", "docker-compose.yml"}) {
+        if (IsFile(env_dir / compose)) {
+          return Status::DataErr((env_dir / compose).string() +
+                                 ": docker compose environments are not supported; add "
+                                 "environment/Dockerfile or set [environment] docker_image");
+        }
+      }
+      return Status::DataErr((env_dir / "Dockerfile").string() +
+                             ": missing, and task.toml sets no [environment] docker_image");
+    }
+
+    const fs::path tests = dir_ / "tests";
+    if (!IsFile(tests / "test.sh")) {
+      return Status::DataErr((tests / "test.sh").string() + ": missing (the task's verifier)");
+    }
+    record_["verifier"]["kind"] = "harbor";
+    record_["verifier"]["tests_dir"] = tests.string();
+
+    const fs::path solution = dir_ / "solution";
+    if (IsFile(solution / "solve.sh")) {
+      record_["solution"]["dir"] = solution.string();
+      if (solution_env_ != nullptr) {
+        record_["solution"]["env"] = TomlToJson(*solution_env_);
+        origins_["solution.env"] = {"solution.env", Line(*solution_env_)};
+      }
+    } else if (solution_env_ != nullptr) {
+      Warn(Line(*solution_env_), "[solution] ignored: " + (solution / "solve.sh").string() +
+                                     " does not exist");
+    }
+    return Status::Ok();
+  }
+
+  // Puts the TOML file, line and key in front of a record validation error
+  // ("environment.image: ..." becomes "t/task.toml:9: environment.docker_image: ...").
+  Status Locate(const Status& status) const {
+    const std::string& message = status.message();
+    const size_t colon = message.find(": ");
+    if (colon == std::string::npos) return status.Prefixed(dir_.string());
+    const std::string field = message.substr(0, colon);
+    // The longest known prefix: "verifier.env.X" comes from "verifier.env".
+    for (std::string prefix = field;;) {
+      auto it = origins_.find(prefix);
+      if (it != origins_.end()) {
+        return Error(it->second.line,
+                     it->second.key + field.substr(prefix.size()) + message.substr(colon));
+      }
+      const size_t dot = prefix.rfind('.');
+      if (dot == std::string::npos) break;
+      prefix.resize(dot);
+    }
+    return status.Prefixed(dir_.string());
+  }
+
+  fs::path dir_;
+  std::string toml_path_;
+  std::vector<std::string>* warnings_;
+  Json record_;
+  Json harbor_ = Json::object();
+  const toml::node* solution_env_ = nullptr;
+  std::map<std::string, Origin> origins_;
+};
+
+}  // namespace
+
+bool IsHarborTaskDir(const std::string& dir) { return IsFile(fs::path(dir) / "task.toml"); }
+
+Result<int64_t> ParseSizeMb(const std::string& text) {
+  const std::string bad = "invalid size \"" + text + "\" (expected e.g. \"4G\", \"512M\")";
+  size_t end = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &end);
+  } catch (const std::exception&) {
+    return Status::DataErr(bad);
+  }
+  std::string unit = text.substr(end);
+  while (!unit.empty() && unit.back() == ' ') unit.pop_back();
+  if (unit.size() != 1 || !std::isfinite(number) || number <= 0) return Status::DataErr(bad);
+  switch (std::toupper(static_cast<unsigned char>(unit[0]))) {
+    case 'G': return static_cast<int64_t>(number * 1024);
+    case 'M': return static_cast<int64_t>(number);
+    case 'K': return static_cast<int64_t>(number / 1024);
+    default: return Status::DataErr(bad);
+  }
+}
+
+Result<Task> ReadHarborTask(const std::string& dir, std::vector<std::string>* warnings) {
+  std::error_code ec;
+  fs::path path = fs::absolute(dir, ec).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  if (!IsFile(path / "task.toml")) {
+    return Status::DataErr((path / "task.toml").string() + ": missing");
+  }
+  return HarborReader(path, warnings).Read();
+}
+
+}  // namespace forge::tasks

@@ -1,0 +1,68 @@
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include "cli/signals.h"
+#include "cli/tool.h"
+
+using forge::Status;
+
+namespace {
+
+int RunTool(std::vector<std::string> args, const std::function<Status()>& body) {
+  forge::cli::Tool tool("forge-test", "A tool for tests.");
+  std::string input;
+  tool.app().add_option("--input", input, "an input");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return tool.Run(static_cast<int>(argv.size()), argv.data(), body);
+}
+
+}  // namespace
+
+TEST_CASE("each kind of failure maps to its documented exit code") {
+  forge::cli::ResetStopForTesting();
+  CHECK(forge::cli::ExitCodeFor(Status::Ok()) == 0);
+  CHECK(forge::cli::ExitCodeFor(Status::Negative("task failed")) == 1);
+  CHECK(forge::cli::ExitCodeFor(Status::Usage("u")) == 64);
+  CHECK(forge::cli::ExitCodeFor(Status::DataErr("d")) == 65);
+  CHECK(forge::cli::ExitCodeFor(Status::NoInput("n")) == 66);
+  CHECK(forge::cli::ExitCodeFor(Status::Unavailable("u")) == 69);
+  CHECK(forge::cli::ExitCodeFor(Status::Internal("i")) == 70);
+  CHECK(forge::cli::ExitCodeFor(Status::CantCreate("c")) == 73);
+  CHECK(forge::cli::ExitCodeFor(Status::Io("i")) == 74);
+  CHECK(forge::cli::ExitCodeFor(Status::TempFail("t")) == 75);
+  CHECK(forge::cli::ExitCodeFor(Status::Protocol("p")) == 76);
+  CHECK(forge::cli::ExitCodeFor(Status::Config("c")) == 78);
+  CHECK(forge::cli::ExitCodeFor(Status::OutputClosed()) == 0);
+}
+
+TEST_CASE("a stop signal decides the exit code: 130 for SIGINT, 143 for SIGTERM") {
+  forge::cli::RequestStop(SIGINT);
+  CHECK(forge::cli::ExitCodeFor(Status::Cancelled("stopped")) == 130);
+  forge::cli::RequestStop(SIGTERM);
+  CHECK(forge::cli::ExitCodeFor(Status::Ok()) == 143);
+  forge::cli::ResetStopForTesting();
+}
+
+TEST_CASE("command-line errors are usage errors (64); --help and --version are not") {
+  forge::cli::ResetStopForTesting();
+  bool ran = false;
+  auto body = [&] {
+    ran = true;
+    return Status::Ok();
+  };
+  CHECK(RunTool({"forge-test", "--no-such-flag"}, body) == 64);
+  CHECK(RunTool({"forge-test", "--input"}, body) == 64);
+  CHECK_FALSE(ran);
+  CHECK(RunTool({"forge-test", "--help"}, body) == 0);
+  CHECK(RunTool({"forge-test", "--version"}, body) == 0);
+  CHECK_FALSE(ran);
+  CHECK(RunTool({"forge-test", "--input", "x"}, body) == 0);
+  CHECK(ran);
+}
+
+TEST_CASE("an exception escaping a tool's body is an internal error (70)") {
+  forge::cli::ResetStopForTesting();
+  CHECK(RunTool({"forge-test"}, []() -> Status { throw std::runtime_error("bug"); }) == 70);
+  forge::cli::ResetStopForTesting();
+}
