@@ -21,6 +21,7 @@
 #include "cli/signals.h"
 #include "launch/harness.h"
 #include "launch/task_input.h"
+#include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/local/local_backend.h"
 
@@ -184,7 +185,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
                                          : sandbox::NetworkPolicy::kNone;
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(job.attempt)}};
   spec.workdir = options_.workdir;
-  spec.user = options_.user;
+  spec.user = task.user.empty() ? options_.user : task.user;
   const double agent_timeout =
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
   spec.lifetime_seconds = static_cast<int64_t>(agent_timeout) + 600 +
@@ -222,7 +223,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"rollout_id", rollout_id},
       {"run_id", options_.run_id},
       {"task_id", task.id},
-      {"command", task.record.value("command", options_.command)},
+      {"command", task.command.empty() ? options_.command : task.command},
   };
   Scratch scratch;
   if (!task.files_dir.empty()) {
@@ -344,23 +345,17 @@ Json Launcher::RunRollout(const Job& job) {
 }
 
 Status Launcher::Run() {
-  // Tasks first, so the total is known and bad records are reported up front.
+  // Tasks first, so the total is known and broken ones are reported up front.
   std::vector<TaskSpec> tasks;
   size_t bad_tasks = 0;
-  std::set<std::string> seen;
-  Status read = records::ForEachRecord(options_.inputs, {}, [&](records::Record& r) -> Status {
-    auto task = TaskFromRecord(r);
-    if (!task.ok()) {
-      cli::Error(task.status().message());
+  Status read = tasks::LoadTasks(options_.inputs, {}, [&](tasks::Task& task) -> Status {
+    auto spec = SpecFromTask(task);
+    if (!spec.ok()) {
+      cli::Error(spec.status().message() + " (task skipped)");
       ++bad_tasks;
       return Status::Ok();
     }
-    if (!seen.insert(task->id).second) {
-      cli::Error(r.where() + ": duplicate task id '" + task->id + "' skipped");
-      ++bad_tasks;
-      return Status::Ok();
-    }
-    tasks.push_back(std::move(*task));
+    tasks.push_back(std::move(*spec));
     return Status::Ok();
   });
   if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
@@ -443,8 +438,7 @@ Status Launcher::Run() {
   }
   if (cancel_.load()) return Status::Cancelled("stopped; every sandbox released");
   if (bad_tasks || bad_lines) {
-    return Status::DataErr(fmt::format("{} task record(s) skipped{}", bad_tasks,
-                                       bad_lines ? " and some lines unreadable" : ""));
+    return bad_tasks ? Status::DataErr(fmt::format("{} task(s) skipped", bad_tasks)) : read;
   }
   if (int n = infra_errors.load()) {
     return Status::Unavailable(fmt::format("{} rollout(s) ended in infra_error", n));

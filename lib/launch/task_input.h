@@ -1,18 +1,11 @@
-// What forge-launch needs from a task record. Until lib/tasks lands this
-// reads the fields itself, accepting both forge's flat names and the nested
-// Harbor-like ones:
-//   id | task_id                      required
-//   instruction                       the prompt text (or instruction_file)
-//   image | environment.image | environment.docker_image
-//   environment.build_context | environment.dockerfile_dir   a dir with a Dockerfile
-//   files | workdir_files             host dir whose contents go to the workdir
-//   harness                           profile name (the --harness flag wins)
-//   agent.timeout_sec | timeout_sec   harness deadline
-//   resources.{cpus,memory_mb,pids} | environment.{cpus,memory_mb}
-//   environment.allow_internet        false forces network "none"
-//   path                              a Harbor task directory (task.toml,
-//                                     instruction.md, environment/Dockerfile)
-// Relative paths are taken from the current directory.
+// What forge-launch takes from a task (lib/tasks reads every input format:
+// forge task JSONL, Harbor task directories, datasets of them). Limits a task
+// does not state explicitly are left unset, so the launcher's --cpus,
+// --memory and --agent-timeout apply to them.
+//
+// Launcher-only fields read from the task object: "files" (a host directory
+// whose contents go to the work directory; relative to the task's source)
+// and "command" (the generic harness's shell command).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +14,7 @@
 
 #include "base/status.h"
 #include "records/jsonl.h"
+#include "tasks/task.h"
 
 namespace forge::launch {
 
@@ -31,15 +25,18 @@ struct TaskSpec {
   std::string build_context;
   std::string files_dir;
   std::string harness;
+  std::string command;
+  std::string user;
   double agent_timeout_seconds = 0;  // 0: the launcher's default
   std::optional<double> cpus;
   std::optional<int64_t> memory_bytes;
   std::optional<int64_t> pids;
   std::optional<bool> allow_internet;
-  records::Json record;  // the input record, passed through into the rollout record
+  records::Json record;  // the canonical task record, passed through into the rollout record
 };
 
-// A DataErr naming the record's file:line and the field when it is unusable.
-Result<TaskSpec> TaskFromRecord(const records::Record& record);
+// DataErr naming the task's source and the field when a launcher-only field
+// is unusable.
+Result<TaskSpec> SpecFromTask(const tasks::Task& task);
 
 }  // namespace forge::launch

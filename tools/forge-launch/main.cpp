@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   app.add_option("--pids", options.pids, "Process limit per sandbox")->capture_default_str();
   app.add_option("--infra-retries", options.infra_retries, "Retries of an infrastructure failure")
       ->capture_default_str();
+  app.add_option("--retry-backoff", options.backoff_seconds,
+                 "First infra retry delay in seconds; doubles, capped at 30")->capture_default_str();
   app.add_option("--log-bytes", log_bytes, "Harness output kept per stream")->capture_default_str();
   app.add_option("--hold-ttl", hold_ttl, "Server-side lifetime of a held sandbox after its harness")
       ->capture_default_str();

@@ -29,6 +29,19 @@ std::string ArchivePath(const std::string& dir) {
   return path.empty() ? "/" : path;
 }
 
+// PID 1: sleeps in 10 s steps until the lifetime is over, so a container
+// whose launcher died exits by itself. A shell rather than a bare `sleep`
+// because PID 1 inherits every orphan: the shell's wait reaps them, where a
+// bare sleep would collect the zombies of every killed harness. A deadline
+// kill (`kill -KILL -1`) may cut one step short; the loop just goes on.
+Json KeepAlive(int64_t lifetime) {
+  const int64_t steps = (lifetime + 9) / 10;
+  return {"/bin/sh", "-c",
+          "trap 'exit 0' TERM; i=0; while [ $i -lt " + std::to_string(steps) +
+              " ]; do sleep 10 & wait $!; i=$((i+1)); done",
+          "forge-keepalive"};
+}
+
 class DockerSandbox : public Sandbox {
  public:
   DockerSandbox(std::shared_ptr<Engine> engine, std::string id, std::string workdir,
@@ -50,7 +63,8 @@ class DockerSandbox : public Sandbox {
                                  const std::map<std::string, std::string>& env,
                                  const std::string& workdir, const std::string& user);
   Status PutArchive(const std::string& dir, const std::string& tar);
-  // Kills every process in the container except PID 1 (the keep-alive).
+  // Kills every process in the container except PID 1 (the keep-alive) and
+  // the killer itself.
   Status KillAllButInit(const std::string& user);
   Result<Json> InspectExec(const std::string& exec_id);
   bool OomSince(double since);
@@ -304,7 +318,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
       {"Init", false},  // PID 1 must be the keep-alive: `kill -1` spares only it
   };
   Json body = {{"Image", image},
-               {"Entrypoint", {"sleep", std::to_string(lifetime)}},
+               {"Entrypoint", KeepAlive(lifetime)},
                {"Cmd", Json::array()},
                {"Env", env},
                {"WorkingDir", spec.workdir},

@@ -1,7 +1,8 @@
 // The docker backend: one container per rollout, driven through the Engine
 // HTTP API (never the docker CLI).
 //
-// Shape of a sandbox: PID 1 is `sleep <lifetime>`, so a container whose
+// Shape of a sandbox: PID 1 is a /bin/sh loop of `sleep 10` steps until the
+// sandbox's lifetime is over (it also reaps orphans), so a container whose
 // launcher died exits by itself at its deadline; AutoRemove stays off and
 // `forge-launch gc` reaps what is left by label (forge.managed, forge.run,
 // forge.rollout, forge.deadline). Limits are set at create: NanoCpus, Memory

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -89,7 +90,8 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
   }
   env["HOME"] = workdir;
   env["FORGE_SANDBOX_ROOT"] = handle_.id + "/fs";
-  for (const auto& [k, v] : meta_.value("env", Json::object()).items()) env[k] = v.get<std::string>();
+  const Json spec_env = meta_.value("env", Json::object());
+  for (const auto& [k, v] : spec_env.items()) env[k] = v.get<std::string>();
   for (const auto& [k, v] : request.env) env[k] = v;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;

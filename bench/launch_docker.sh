@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# 200 rollouts of a trivial harness (`true`) in the busybox image at -j 16:
+#   forge-launch (store, secret, labels, limits, instruction copy, exec, logs)
+#   vs (a) xargs -P16 docker run --rm <image> true
+#   vs (b) the engine's own minimum: create/start/wait/remove with curl, -P16.
+# Usage: bench/launch_docker.sh [N] [J]   (env FORGE_BIN = build dir)
+set -euo pipefail
+N="${1:-200}"; J="${2:-16}"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="${FORGE_BIN:-$here/build}"
+IMAGE=forge-busybox:latest
+SOCK=/var/run/docker.sock
+bash "$here/scripts/make-busybox-image.sh"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"; "$BIN/forge-launch" --backend docker gc --run-id "$run" >/dev/null 2>&1 || true' EXIT
+run="bench-$$"
+now() { date +%s.%N; }
+
+for i in $(seq "$N"); do echo "{\"id\":\"t$i\"}"; done >"$work/tasks.jsonl"
+
+t0=$(now)
+"$BIN/forge-launch" --backend docker --store "$work/forge.db" --run-id "$run" --image "$IMAGE" \
+  --cpus 1 --memory 256m -j "$J" --command true "$work/tasks.jsonl" >"$work/rollouts.jsonl"
+t1=$(now)
+ok=$(grep -c '"outcome":"ok"' "$work/rollouts.jsonl" || true)
+
+seq "$N" | xargs -P "$J" -I{} docker run --rm --network none "$IMAGE" true
+t2=$(now)
+
+bare() {
+  local id
+  id=$(curl -sf --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
+    -d "{\"Image\":\"$IMAGE\",\"Cmd\":[\"true\"],\"HostConfig\":{\"NetworkMode\":\"none\"}}" \
+    http://d/v1.41/containers/create | sed 's/.*"Id":"\([^"]*\)".*/\1/')
+  curl -sf --unix-socket "$SOCK" -X POST "http://d/v1.41/containers/$id/start" >/dev/null
+  curl -sf --unix-socket "$SOCK" -X POST "http://d/v1.41/containers/$id/wait" >/dev/null
+  curl -sf --unix-socket "$SOCK" -X DELETE "http://d/v1.41/containers/$id?force=1" >/dev/null
+}
+export -f bare; export SOCK IMAGE
+seq "$N" | xargs -P "$J" -I{} bash -c bare
+t3=$(now)
+
+awk -v n="$N" -v j="$J" -v ok="$ok" -v f="$(echo "$t1 - $t0" | bc)" -v a="$(echo "$t2 - $t1" | bc)" \
+    -v b="$(echo "$t3 - $t2" | bc)" 'BEGIN {
+  printf "%d rollouts of `true` in busybox, -j %d, %d cores\n", n, j, '"$(nproc)"'
+  printf "  forge-launch                       %7.1f s  (%d ok)  %.2fx of (b)\n", f, ok, f / b
+  printf "  (a) xargs -P%d docker run --rm      %7.1f s\n", j, a
+  printf "  (b) curl create/start/wait/remove  %7.1f s\n", b
+}'

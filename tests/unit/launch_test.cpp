@@ -1,0 +1,250 @@
+// Unit tests for forge-launch's pieces that need no engine: the exec stream
+// demultiplexer, tar, harness profiles, task records, units, and the local
+// backend (real processes, real rlimits).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "launch/harness.h"
+#include "launch/launcher.h"
+#include "launch/task_input.h"
+#include "launch/units.h"
+#include "sandbox/docker/stream_demux.h"
+#include "sandbox/local/local_backend.h"
+#include "sandbox/tar.h"
+#include "tasks/task.h"
+#include "support/temp_dir.h"
+
+using forge::ExitCode;
+using forge::records::Json;
+using forge::sandbox::docker::StreamDemux;
+
+namespace {
+
+std::string Frame(uint8_t stream, const std::string& payload) {
+  std::string f = {static_cast<char>(stream), 0, 0, 0};
+  uint32_t n = static_cast<uint32_t>(payload.size());
+  f += static_cast<char>(n >> 24);
+  f += static_cast<char>(n >> 16);
+  f += static_cast<char>(n >> 8);
+  f += static_cast<char>(n);
+  return f + payload;
+}
+
+
+}  // namespace
+
+TEST_CASE("demux splits stdout and stderr even when frames are cut at every byte") {
+  std::string stream = Frame(1, "hello ") + Frame(2, "oops\n") + Frame(1, "world\n") + Frame(1, "");
+  StreamDemux whole(1 << 20);
+  whole.Feed(stream);
+  CHECK(whole.out() == "hello world\n");
+  CHECK(whole.err() == "oops\n");
+  CHECK_FALSE(whole.malformed());
+  StreamDemux bytewise(1 << 20);
+  for (char c : stream) bytewise.Feed(std::string_view(&c, 1));
+  CHECK(bytewise.out() == "hello world\n");
+  CHECK(bytewise.err() == "oops\n");
+}
+
+TEST_CASE("demux keeps at most the cap per stream and flags the rest") {
+  StreamDemux demux(4);
+  demux.Feed(Frame(1, "abcdefgh") + Frame(2, "xy"));
+  CHECK(demux.out() == "abcd");
+  CHECK(demux.err() == "xy");
+  CHECK(demux.truncated());
+}
+
+TEST_CASE("demux reports a stream cut inside a frame and unknown stream ids") {
+  StreamDemux cut(100);
+  cut.Feed(Frame(1, "abcdef").substr(0, 10));
+  CHECK(cut.malformed());
+  StreamDemux odd(100);
+  odd.Feed(Frame(9, "zz"));
+  CHECK(odd.malformed());
+}
+
+TEST_CASE("tar round trip: files, long names, a host tree") {
+  forge::sandbox::TarWriter tar;
+  std::string long_name(180, 'n');
+  tar.AddParents("a/b/" + long_name);
+  tar.AddFile("a/b/" + long_name, "long content");
+  std::string archive = tar.Finish();
+  CHECK(archive.size() % 512 == 0);
+  auto entry = forge::sandbox::FirstFileInTar(archive, 100);
+  REQUIRE(entry.ok());
+  CHECK(entry->name == "a/b/" + long_name);
+  CHECK(entry->content == "long content");
+  auto capped = forge::sandbox::FirstFileInTar(archive, 4);
+  CHECK(capped->content == "long");
+  CHECK(capped->size == 12);
+
+  forge::testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "tree/sub");
+  std::ofstream(dir.File("tree/sub/x.txt")) << "x";
+  forge::sandbox::TarWriter from_host;
+  REQUIRE(from_host.AddHostPath(dir.File("tree"), "tree").ok());
+  auto first = forge::sandbox::FirstFileInTar(from_host.Finish(), 10);
+  REQUIRE(first.ok());
+  CHECK(first->name == "tree/sub/x.txt");
+  CHECK(from_host.AddHostPath(dir.File("missing"), "m").code() == ExitCode::kNoInput);
+}
+
+TEST_CASE("a corrupt tar is a DataErr, an empty one NoInput") {
+  forge::sandbox::TarWriter tar;
+  tar.AddFile("f", "data");
+  std::string archive = tar.Finish();
+  archive[10] ^= 0x55;
+  CHECK(forge::sandbox::FirstFileInTar(archive, 10).status().code() == ExitCode::kDataErr);
+  CHECK(forge::sandbox::FirstFileInTar(std::string(1024, '\0'), 10).status().code() == ExitCode::kNoInput);
+}
+
+TEST_CASE("placeholders fill known keys and leave other braces alone") {
+  std::map<std::string, std::string> vars = {{"proxy", "http://127.0.0.1:9"}, {"secret", "s3"}};
+  CHECK(forge::launch::FillPlaceholders("{proxy}/v1 key={secret}", vars) == "http://127.0.0.1:9/v1 key=s3");
+  CHECK(forge::launch::FillPlaceholders("{\"a\": {\"b\": \"{proxy}\"}} ${HOME} {x", vars) ==
+        "{\"a\": {\"b\": \"http://127.0.0.1:9\"}} ${HOME} {x");
+}
+
+TEST_CASE("every shipped harness profile parses") {
+  for (const char* name : {"command", "react", "claude-code", "codex", "gemini-cli", "qwen-code",
+                           "opencode", "openclaw"}) {
+    auto profile = forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", name);
+    CHECK_MESSAGE(profile.ok(), name << ": " << profile.status().message());
+  }
+  CHECK(forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", "nope").status().code() ==
+        ExitCode::kNoInput);
+  CHECK(forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", "../etc").status().code() ==
+        ExitCode::kUsage);
+  auto bad = forge::launch::ParseHarness(Json{{"command", "sh"}}, "x.json");
+  CHECK(bad.status().code() == ExitCode::kConfig);
+  CHECK(bad.status().message().find("'command'") != std::string::npos);
+}
+
+TEST_CASE("task specs: stated limits win, unstated ones are left to the launcher") {
+  auto parse = [](const std::string& text) {
+    auto task = forge::tasks::TaskFromJson(Json::parse(text), "/", "tasks.jsonl:7");
+    REQUIRE_MESSAGE(task.ok(), task.status().message());
+    return forge::launch::SpecFromTask(*task);
+  };
+  auto stated = parse(
+      R"({"id":"t","instruction":"do","environment":{"image":"img","memory_mb":512,"cpus":1,"allow_internet":false},"agent":{"timeout_sec":30},"resources":{"pids":64},"command":"echo hi"})");
+  REQUIRE(stated.ok());
+  CHECK(stated->id == "t");
+  CHECK(stated->image == "img");
+  CHECK(*stated->memory_bytes == 512LL << 20);
+  CHECK(*stated->cpus == 1);
+  CHECK(*stated->pids == 64);
+  CHECK(stated->agent_timeout_seconds == 30);
+  CHECK(*stated->allow_internet == false);
+  CHECK(stated->command == "echo hi");
+  CHECK(stated->record["id"] == "t");
+  auto bare = parse(R"({"id":"b","instruction":"do"})");
+  REQUIRE(bare.ok());
+  CHECK_FALSE(bare->cpus.has_value());
+  CHECK_FALSE(bare->memory_bytes.has_value());
+  CHECK(bare->agent_timeout_seconds == 0);
+  auto bad_pids = parse(R"({"id":"p","instruction":"do","resources":{"pids":"many"}})");
+  CHECK(bad_pids.status().code() == ExitCode::kDataErr);
+  CHECK(bad_pids.status().message().find("tasks.jsonl:7: resources.pids") != std::string::npos);
+  auto bad_dir = parse(R"({"id":"f","instruction":"do","files":"/nonexistent/dir"})");
+  CHECK(bad_dir.status().code() == ExitCode::kDataErr);
+  CHECK(bad_dir.status().message().find("files") != std::string::npos);
+}
+
+TEST_CASE("units") {
+  CHECK(*forge::launch::ParseBytes("4g") == 4LL << 30);
+  CHECK(*forge::launch::ParseBytes("512MiB") == 512LL << 20);
+  CHECK(*forge::launch::ParseBytes("100") == 100);
+  CHECK_FALSE(forge::launch::ParseBytes("4q").ok());
+  CHECK(*forge::launch::ParseDuration("90") == 90);
+  CHECK(*forge::launch::ParseDuration("2h") == 7200);
+  CHECK_FALSE(forge::launch::ParseDuration("-1s").ok());
+}
+
+TEST_CASE("rollout ids are stable per (run, task, attempt) and distinct otherwise") {
+  CHECK(forge::launch::RolloutId("r", "t", 0) == forge::launch::RolloutId("r", "t", 0));
+  CHECK(forge::launch::RolloutId("r", "t", 0) != forge::launch::RolloutId("r", "t", 1));
+  CHECK(forge::launch::RolloutId("r", "t", 0) != forge::launch::RolloutId("r2", "t", 0));
+}
+
+TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills the group, gc") {
+  forge::testing::TempDir dir;
+  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::Spec spec;
+  spec.run_id = "run1";
+  spec.rollout_id = "r1";
+  spec.env = {{"GREETING", "hi"}};
+  spec.limits.memory_bytes = 256LL << 20;
+  auto box = backend.Create(spec);
+  REQUIRE(box.ok());
+  std::ofstream(dir.File("input.txt")) << "payload";
+  REQUIRE((*box)->CopyIn(dir.File("input.txt"), "/work/in").ok());
+
+  forge::sandbox::ExecRequest echo;
+  echo.argv = {"/bin/sh", "-c", "cat in/input.txt; echo \" $GREETING $EXTRA\"; echo e >&2; echo made > out.txt"};
+  echo.env = {{"EXTRA", "there"}};
+  auto ran = (*box)->Exec(echo);
+  REQUIRE(ran.ok());
+  CHECK(ran->exit_code == 0);
+  CHECK(ran->stdout_data == "payload hi there\n");
+  CHECK(ran->stderr_data == "e\n");
+  CHECK(*(*box)->ReadFile("/work/out.txt", 100) == "made\n");
+  CHECK((*box)->ReadFile("/work/none", 100).status().code() == ExitCode::kNoInput);
+
+  // A runaway whose child ignores the parent's death: the whole group goes.
+  forge::sandbox::ExecRequest runaway;
+  runaway.argv = {"/bin/sh", "-c", "sleep 30 & sleep 30; echo never"};
+  runaway.timeout_seconds = 0.5;
+  auto start = std::chrono::steady_clock::now();
+  auto killed = (*box)->Exec(runaway);
+  REQUIRE(killed.ok());
+  CHECK(killed->timed_out);
+  CHECK(killed->exit_code == 128 + 9);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+
+  // RLIMIT_AS: an allocation past the limit fails inside the process.
+  forge::sandbox::ExecRequest hog;
+  hog.argv = {"/bin/sh", "-c", "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}"};
+  auto hogged = (*box)->Exec(hog);
+  REQUIRE(hogged.ok());
+  CHECK(hogged->stdout_data != "400000000\n");
+
+  // Output beyond the cap is dropped and flagged.
+  forge::sandbox::ExecRequest loud;
+  loud.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero"};
+  loud.max_output_bytes = 1000;
+  auto louder = (*box)->Exec(loud);
+  CHECK(louder->stdout_data.size() == 1000);
+  CHECK(louder->truncated);
+
+  // Cancel: as a timeout, but reported as Cancelled.
+  std::atomic<bool> cancel{false};
+  forge::sandbox::ExecRequest waiting;
+  waiting.argv = {"sleep", "30"};
+  waiting.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  auto cancelled = (*box)->Exec(waiting);
+  stopper.join();
+  CHECK(cancelled.status().code() == ExitCode::kInterrupted);
+
+  auto attached = backend.Attach((*box)->handle());
+  REQUIRE(attached.ok());
+  CHECK(*(*attached)->ReadFile("/work/out.txt", 100) == "made\n");
+  CHECK(backend.Attach({"docker", "x"}).status().code() == ExitCode::kConfig);
+
+  auto other = backend.Create([&] { auto s = spec; s.rollout_id = "r2"; s.run_id = "run2"; return s; }());
+  REQUIRE(other.ok());
+  auto removed = backend.Collect("run1", 0);
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  CHECK_FALSE(std::filesystem::exists((*box)->handle().id));
+  CHECK(std::filesystem::exists((*other)->handle().id));
+  CHECK(*backend.Collect("run2", 3600) == 0);  // too young
+  CHECK(*backend.Collect("", 0) == 1);
+}
