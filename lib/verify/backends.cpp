@@ -6,6 +6,11 @@
 #include "sandbox/docker/docker_backend.h"
 #define FORGE_VERIFY_HAVE_DOCKER 1
 #endif
+#if __has_include("sandbox/k8s/k8s_backend.h")
+#include "cli/signals.h"
+#include "sandbox/k8s/k8s_backend.h"
+#define FORGE_VERIFY_HAVE_K8S 1
+#endif
 #if __has_include("sandbox/local/local_backend.h")
 #include "sandbox/local/local_backend.h"
 #define FORGE_VERIFY_HAVE_LOCAL 1
@@ -22,6 +27,17 @@ Result<sandbox::Backend*> Backends::Get(const std::string& name) {
 #endif
 #ifdef FORGE_VERIFY_HAVE_LOCAL
   if (name == "local") backend = std::make_unique<sandbox::local::LocalBackend>();
+#endif
+#ifdef FORGE_VERIFY_HAVE_K8S
+  if (name == "k8s") {
+    // The cluster comes from $KUBECONFIG, ~/.kube/config or the in-cluster
+    // service account, as for forge-launch's defaults.
+    sandbox::k8s::K8sOptions options;
+    options.stop_requested = [] { return cli::StopRequested(); };
+    auto made = sandbox::k8s::MakeK8sBackend(options);
+    if (!made.ok()) return made.status().Prefixed("k8s backend");
+    backend = std::move(*made);
+  }
 #endif
   if (!backend) return Status::Config("sandbox backend \"" + name + "\" is not built into this forge-verify");
   auto* raw = backend.get();
