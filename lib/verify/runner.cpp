@@ -251,10 +251,6 @@ Status Runner::Run(RunSummary* summary) {
   std::deque<records::Record> queue;
   bool input_done = false;
   Status failure;  // the worst failure of forge itself; first one wins
-  auto fail = [&](Status s) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (failure.ok() && !failure.output_closed()) failure = std::move(s);
-  };
   cli::Progress progress("verify");
   const size_t jobs = static_cast<size_t>(std::max(1, options_.jobs));
 
