@@ -1,0 +1,30 @@
+// The sandbox backends forge-verify can attach to, by the name a rollout
+// record's "sandbox" handle carries. One backend object per name, shared by
+// all workers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "sandbox/sandbox.h"
+
+namespace forge::verify {
+
+class Backends {
+ public:
+  // The backend for name, created on first use. Config error for a name this
+  // build does not know.
+  Result<sandbox::Backend*> Get(const std::string& name);
+
+  // For tests: serve name with the given backend.
+  void Set(const std::string& name, std::unique_ptr<sandbox::Backend> backend);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<sandbox::Backend>> backends_;
+};
+
+}  // namespace forge::verify

@@ -1,0 +1,118 @@
+#include "verify/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "cli/diagnostics.h"
+#include "store/store.h"
+#include "verify/metrics.h"
+#include "verify/rollout_fields.h"
+#include "verify/tool_use.h"
+
+namespace forge::verify {
+
+using records::Json;
+
+namespace {
+
+// Reads the trials of every verified record; a record without a usable
+// verdict is reported as file:line and skipped, and afterwards DataErr.
+Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
+                  std::vector<Json>* records = nullptr) {
+  size_t bad = 0;
+  Status read = records::ForEachRecord(inputs, {}, [&](records::Record& r) -> Status {
+    auto trial = TrialFromRecord(r.json);
+    if (!trial.ok()) {
+      cli::Error(r.where() + ": " + trial.status().message());
+      ++bad;
+      return Status::Ok();
+    }
+    trials->push_back(std::move(*trial));
+    if (records != nullptr) records->push_back(std::move(r.json));
+    return Status::Ok();
+  });
+  FORGE_RETURN_IF_ERROR(read);
+  if (bad > 0) return Status::DataErr(fmt::format("{} record(s) without a usable verdict", bad));
+  return Status::Ok();
+}
+
+bool UseTable(Format format) {
+  if (format == Format::kAuto) return isatty(STDOUT_FILENO) == 1;
+  return format == Format::kTable;
+}
+
+Status Print(const std::string& text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    if (errno == EPIPE) return Status::OutputClosed();
+    return Status::Io("stdout: write failed");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReportCommand(const ReportOptions& options) {
+  std::vector<Trial> trials;
+  Status read = ReadTrials(options.inputs, &trials);
+  // Bad lines were reported; a report of the good ones still helps, but the
+  // exit status says data was skipped.
+  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  auto report = BuildReport(trials, options.ks);
+  if (!report.ok()) return report.status();
+  FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(ReportToTable(*report))
+                                                 : Print(ReportToJson(*report).dump(2) + "\n"));
+  return read;
+}
+
+Status SolvableCommand(const SolvableCommandOptions& options) {
+  std::vector<Trial> trials;
+  Status read = ReadTrials(options.inputs, &trials);
+  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  auto rows = CheckSolvable(trials, options.check);
+  if (!rows.ok()) return rows.status();
+  size_t defects = 0;
+  if (UseTable(options.format)) {
+    FORGE_RETURN_IF_ERROR(Print(SolvableToTable(*rows, options.check.k)));
+  }
+  for (const auto& row : *rows) {
+    if (!UseTable(options.format)) FORGE_RETURN_IF_ERROR(Print(SolvableToJson(row, options.check.k).dump() + "\n"));
+    if (HasDefect(row)) ++defects;
+  }
+  if (!read.ok()) return read;
+  if (defects > 0) {
+    return Status::Negative(fmt::format("{} of {} task(s) are broken or trivial", defects, rows->size()));
+  }
+  return Status::Ok();
+}
+
+Status ToolUseCommand(const ToolUseOptions& options) {
+  if (options.store_path.empty()) return Status::Usage("tool-use reads the recorded calls: give --store");
+  store::OpenOptions open;
+  open.read_only = true;
+  auto store = store::Store::Open(options.store_path, open);
+  if (!store.ok()) return store.status().Prefixed(options.store_path);
+  std::vector<Trial> trials;
+  std::vector<Json> records;
+  Status read = ReadTrials(options.inputs, &trials, &records);
+  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  std::map<std::string, HarnessToolUse> by_harness;
+  HarnessToolUse overall;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::string rollout_id = RolloutIdOf(records[i]);
+    auto calls = (*store)->CallsOfRollout(rollout_id);
+    if (!calls.ok()) return calls.status().Prefixed("store: calls of " + rollout_id);
+    RolloutToolUse use = ToolUseOfCalls(*calls);
+    const bool valid = CountsAsTrial(trials[i].outcome);
+    const bool passed = trials[i].outcome == Outcome::kPassed;
+    by_harness[trials[i].harness.empty() ? "(unnamed)" : trials[i].harness].Add(use, valid, passed);
+    overall.Add(use, valid, passed);
+  }
+  Json harnesses = Json::object();
+  for (const auto& [name, use] : by_harness) harnesses[name] = use.ToJson();
+  FORGE_RETURN_IF_ERROR(Print(Json{{"harnesses", harnesses}, {"overall", overall.ToJson()}}.dump(2) + "\n"));
+  return read;
+}
+
+}  // namespace forge::verify

@@ -1,0 +1,340 @@
+#include "verify/runner.h"
+
+#include <condition_variable>
+#include <deque>
+#include <fmt/format.h>
+#include <thread>
+
+#include "cli/diagnostics.h"
+#include "cli/progress.h"
+#include "cli/signals.h"
+#include "verify/rollout_fields.h"
+#include "verify/verifiers.h"
+
+namespace forge::verify {
+
+using records::Json;
+
+namespace {
+
+// Outcomes forge-launch decides before any verifier could run; the verdict
+// keeps them and the verifier is skipped.
+std::optional<Outcome> LaunchOutcome(const Json& record) {
+  auto it = record.find("outcome");
+  if (it == record.end() || !it->is_string()) return std::nullopt;
+  auto outcome = ParseOutcome(it->get<std::string>());
+  if (!outcome) return std::nullopt;
+  switch (*outcome) {
+    case Outcome::kAgentTimeout:
+    case Outcome::kAgentError:
+    case Outcome::kInfraError:
+    case Outcome::kCancelled:
+      return outcome;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<sandbox::Handle> HandleOf(const Json& record) {
+  auto it = record.find("sandbox");
+  if (it == record.end() || !it->is_object()) return std::nullopt;
+  sandbox::Handle h;
+  h.backend = it->value("backend", std::string());
+  h.id = it->value("id", std::string());
+  if (h.backend.empty() || h.id.empty()) return std::nullopt;
+  return h;
+}
+
+std::string ContentText(const Json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string text;
+  if (content.is_array()) {
+    for (const auto& part : content) {
+      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+          part["text"].is_string()) {
+        text += part["text"].get<std::string>();
+      } else if (part.is_object() && part.value("type", "") == "output_text" && part.contains("text")) {
+        text += part["text"].get<std::string>();
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string FinalAnswerFromCalls(const std::vector<store::CallRecord>& calls) {
+  for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+    if (it->side_call) continue;
+    const Json& r = it->response;
+    if (!r.is_object()) continue;
+    std::string text;
+    if (r.contains("choices") && r["choices"].is_array() && !r["choices"].empty()) {
+      const Json& choice = r["choices"][0];
+      if (choice.contains("message") && choice["message"].contains("content")) {
+        text = ContentText(choice["message"]["content"]);
+      }
+    } else if (r.contains("content")) {  // Anthropic Messages
+      text = ContentText(r["content"]);
+    } else if (r.contains("output") && r["output"].is_array()) {  // Responses
+      for (const auto& item : r["output"]) {
+        if (item.is_object() && item.contains("content")) text += ContentText(item["content"]);
+      }
+    }
+    if (!text.empty()) return text;
+  }
+  return "";
+}
+
+Runner::Runner(RunOptions options, store::Store* store, records::JsonlWriter* out)
+    : options_(std::move(options)), store_(store), out_(out), judge_(options_.judge, store) {}
+
+Status Runner::LoadTasks() {
+  if (options_.task_files.empty()) return Status::Ok();
+  return records::ForEachRecord(options_.task_files, {}, [&](records::Record& r) -> Status {
+    std::string id = r.json.value("id", std::string());
+    if (id.empty()) {
+      cli::Warn(r.where() + ": task record without an id; skipped");
+      return Status::Ok();
+    }
+    if (!r.json.contains("source")) r.json["source"] = r.where();
+    tasks_[id] = std::move(r.json);
+    return Status::Ok();
+  });
+}
+
+Result<Json> Runner::FindTask(const Json& record, const std::string& task_id) {
+  auto embedded = record.find("task");
+  if (embedded != record.end() && embedded->is_object() && (embedded->contains("verifier") || embedded->contains("path"))) {
+    return *embedded;
+  }
+  if (auto it = tasks_.find(task_id); it != tasks_.end()) return it->second;
+  if (store_ != nullptr) {
+    auto stored = store_->GetTask(task_id);
+    if (!stored.ok()) return stored.status().Prefixed("store: get task " + task_id);
+    if (stored->has_value()) return **stored;
+  }
+  return Status::DataErr("task \"" + task_id + "\" not found (embedded, --tasks" +
+                         std::string(store_ ? ", or the store)" : "; no --store given)"));
+}
+
+Result<std::string> Runner::Artefact(const Json& record, const VerifierSpec& spec,
+                                     sandbox::Sandbox* sandbox) {
+  std::string artefact;
+  if (!spec.files.empty()) {
+    for (const auto& path : spec.files) {
+      auto content = sandbox->ReadFile(path, 256 * 1024);
+      artefact += "=== " + path + " ===\n";
+      if (content.ok()) {
+        artefact += *content;
+      } else if (content.status().code() == ExitCode::kNoInput) {
+        artefact += "(missing)";
+      } else {
+        return content.status().Prefixed("read " + path);
+      }
+      artefact += "\n";
+    }
+    return artefact;
+  }
+  if (record.contains("final_output") && record["final_output"].is_string()) {
+    return record["final_output"].get<std::string>();
+  }
+  if (store_ != nullptr) {
+    auto calls = store_->CallsOfRollout(RolloutIdOf(record));
+    if (!calls.ok()) return calls.status().Prefixed("store: calls of rollout");
+    artefact = FinalAnswerFromCalls(*calls);
+  }
+  return artefact;
+}
+
+Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
+  if (auto schema = record.find("schema"); schema != record.end()) {
+    // A verdict record may be verified again (e.g. with another threshold).
+    if (!schema->is_string() || (*schema != kRolloutSchema && *schema != kVerdictSchema)) {
+      return Status::DataErr("schema: " + schema->dump() + " is not " + std::string(kRolloutSchema) +
+                             " (this forge-verify reads that)");
+    }
+  }
+  const std::string rollout_id = RolloutIdOf(record);
+  if (rollout_id.empty()) return Status::DataErr("rollout_id: missing");
+  const std::string task_id = TaskIdOf(record);
+  if (task_id.empty()) return Status::DataErr("task_id: missing");
+  const auto handle = HandleOf(record);
+  const auto before = LaunchOutcome(record);
+
+  Verified out{record, nullptr};
+  Verdict v;
+  v.threshold = options_.threshold;
+  bool decided = false;
+  std::optional<VerifierSpec> spec;
+  if (before) {
+    v.outcome = *before;
+    v.message = "forge-launch reported " + std::string(OutcomeName(*before)) + "; the verifier did not run";
+    decided = true;
+  } else {
+    auto task = FindTask(record, task_id);
+    if (!task.ok()) return task.status();
+    auto parsed = VerifierSpecFromTask(*task);
+    if (!parsed.ok()) return parsed.status().Prefixed("task " + task_id);
+    spec = std::move(*parsed);
+    if (options_.timeout_override > 0) spec->timeout_sec = options_.timeout_override;
+  }
+
+  const bool needs_sandbox = spec && (spec->kind != "judge" || !spec->files.empty());
+  if (handle) {
+    auto backend = backends_.Get(handle->backend);
+    if (!backend.ok()) return backend.status();
+    auto attached = (*backend)->Attach(*handle);
+    if (attached.ok()) {
+      out.sandbox = std::move(*attached);
+    } else if (!decided) {
+      v.outcome = Outcome::kInfraError;
+      v.message = "attach to " + handle->backend + " sandbox " + handle->id + ": " +
+                  attached.status().message();
+      decided = true;
+    }
+  } else if (needs_sandbox && !decided) {
+    v.outcome = Outcome::kInfraError;
+    v.message = "the record holds no sandbox handle (\"sandbox\": {backend, id}); "
+                "was the rollout launched with its sandbox held?";
+    decided = true;
+  }
+
+  if (!decided) {
+    if (spec->kind == "harbor") {
+      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &cancel_);
+    } else if (spec->kind == "command") {
+      v = RunCommand(*out.sandbox, *spec, options_.threshold, &cancel_);
+    } else if (spec->kind == "files") {
+      v = RunFiles(*out.sandbox, *spec, options_.threshold);
+    } else {
+      auto artefact = Artefact(record, *spec, out.sandbox.get());
+      if (!artefact.ok()) {
+        v.verifier = "judge";
+        v.outcome = Outcome::kInfraError;
+        v.message = artefact.status().message();
+      } else if (artefact->empty()) {
+        v.verifier = "judge";
+        v.outcome = Outcome::kVerifierError;
+        v.message = "nothing to judge: no verifier.files, no final_output in the record, "
+                    "and no answer in the recorded calls";
+      } else {
+        v = judge_.Grade(task_id, *spec, *artefact, options_.threshold);
+      }
+    }
+  }
+
+  out.record["schema"] = kVerdictSchema;
+  out.record["verdict"] = v.ToJson();
+  if (store_ != nullptr) {
+    Status put = store_->PutVerdict(rollout_id, std::string(OutcomeName(v.outcome)), v.reward, out.record);
+    if (!put.ok()) return put.Prefixed("store: put verdict of " + rollout_id);
+  }
+  return out;
+}
+
+void Runner::Finish(Verified& verified) {
+  if (!verified.sandbox || options_.keep) return;
+  Status released = verified.sandbox->Release();
+  if (!released.ok()) {
+    cli::Warn("release " + verified.sandbox->handle().backend + " sandbox " +
+              verified.sandbox->handle().id + ": " + released.message());
+  }
+  verified.sandbox.reset();
+}
+
+Status Runner::Run(RunSummary* summary) {
+  FORGE_RETURN_IF_ERROR(LoadTasks().Prefixed("--tasks"));
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<records::Record> queue;
+  bool input_done = false;
+  Status failure;  // the worst failure of forge itself; first one wins
+  cli::Progress progress("verify");
+  const size_t jobs = static_cast<size_t>(std::max(1, options_.jobs));
+
+  auto worker = [&] {
+    for (;;) {
+      records::Record r;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        cv.wait(lock, [&] { return !queue.empty() || input_done; });
+        if (queue.empty()) return;
+        r = std::move(queue.front());
+        queue.pop_front();
+        cv.notify_all();
+      }
+      if (cli::StopRequested()) continue;  // drain: left for a later run, sandbox held
+      auto verified = VerifyOne(r.json);
+      if (!verified.ok()) {
+        cli::Error(r.where() + ": " + verified.status().message());
+        std::lock_guard<std::mutex> lock(mutex);
+        ++summary->skipped;
+        if (failure.ok() && !failure.output_closed() &&
+            verified.status().code() != ExitCode::kDataErr) {
+          failure = verified.status();
+        }
+        continue;
+      }
+      const Json& verdict = verified->record["verdict"];
+      const std::string outcome = verdict.value("outcome", "");
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        Status written = out_->Write(verified->record);
+        if (!written.ok() && failure.ok() && !failure.output_closed()) failure = written;
+        ++summary->verified;
+        ++summary->outcomes[outcome];
+        if (outcome == "passed") ++summary->passed; else ++summary->negative;
+        progress.Advance();
+        progress.SetDetail(fmt::format("{} passed, {} not", summary->passed, summary->negative));
+      }
+      Finish(*verified);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < jobs; ++i) workers.emplace_back(worker);
+  // Signals reach running verifiers through the sandbox's cancel flag.
+  std::atomic<bool> watching{true};
+  std::thread watcher([&] {
+    while (watching.load()) {
+      if (cli::StopRequested()) cancel_.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+
+  records::ReaderOptions reader;
+  reader.strict = options_.strict;
+  Status read = records::ForEachRecord(options_.inputs, reader, [&](records::Record& r) -> Status {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return queue.size() < 2 * jobs; });
+    if (failure.output_closed()) return Status::OutputClosed();
+    queue.push_back(std::move(r));
+    cv.notify_all();
+    return Status::Ok();
+  });
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    input_done = true;
+  }
+  cv.notify_all();
+  for (auto& t : workers) t.join();
+  watching.store(false);
+  watcher.join();
+  progress.Finish();
+
+  if (cli::StopRequested()) return Status::Cancelled("stopped by a signal");
+  if (!failure.ok() || failure.output_closed()) return failure;
+  if (!read.ok()) return read;
+  if (summary->skipped > 0) {
+    return Status::DataErr(fmt::format("{} record(s) could not be verified (see above); their sandboxes are kept",
+                                       summary->skipped));
+  }
+  if (summary->negative > 0) {
+    return Status::Negative(fmt::format("{} of {} rollout(s) did not pass", summary->negative,
+                                        summary->verified));
+  }
+  return Status::Ok();
+}
+
+}  // namespace forge::verify

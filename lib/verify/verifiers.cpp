@@ -1,0 +1,343 @@
+#include "verify/verifiers.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <toml++/toml.h>
+
+#include "verify/reward.h"
+
+namespace forge::verify {
+namespace {
+
+using records::Json;
+namespace fs = std::filesystem;
+
+Status FieldError(const std::string& field, const std::string& reason) {
+  return Status::DataErr("verifier." + field + ": " + reason);
+}
+
+Status GetString(const Json& v, const char* key, bool required, std::string* out) {
+  auto it = v.find(key);
+  if (it == v.end() || it->is_null()) return required ? FieldError(key, "missing") : Status::Ok();
+  if (!it->is_string()) return FieldError(key, std::string("expected a string, got ") + it->type_name());
+  *out = it->get<std::string>();
+  if (required && out->empty()) return FieldError(key, "empty");
+  return Status::Ok();
+}
+
+class Stopwatch {
+ public:
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+Verdict Start(const VerifierSpec& spec, double threshold) {
+  Verdict v;
+  v.verifier = spec.kind;
+  v.threshold = threshold;
+  v.timeout_sec = spec.timeout_sec;
+  return v;
+}
+
+Verdict& Fail(Verdict& v, Outcome outcome, std::string message) {
+  v.outcome = outcome;
+  v.message = std::move(message);
+  return v;
+}
+
+// A sandbox operation that failed for reasons of the sandbox itself (engine
+// gone, container removed) is an infra error; the message says which step.
+Verdict& Infra(Verdict& v, const std::string& step, const Status& status) {
+  return Fail(v, Outcome::kInfraError, step + ": " + status.message());
+}
+
+}  // namespace
+
+namespace {
+
+// A task given as a Harbor directory ("path") that names no verifier of its
+// own: tests/test.sh is the verifier, task.toml's [verifier] sets its
+// timeout and env.
+Result<VerifierSpec> HarborDirSpec(const std::string& dir) {
+  VerifierSpec spec;
+  spec.kind = "harbor";
+  spec.tests_dir = (fs::path(dir) / "tests").lexically_normal().string();
+  const fs::path toml_path = fs::path(dir) / "task.toml";
+  std::error_code ec;
+  if (fs::is_regular_file(toml_path, ec)) {
+    try {
+      toml::table t = toml::parse_file(toml_path.string());
+      if (auto timeout = t["verifier"]["timeout_sec"].value<double>()) spec.timeout_sec = *timeout;
+      if (auto env = t["verifier"]["env"].as_table()) {
+        for (const auto& [name, value] : *env) {
+          if (auto text = value.value<std::string>()) spec.env[std::string(name.str())] = *text;
+        }
+      }
+    } catch (const toml::parse_error& e) {
+      return Status::DataErr(toml_path.string() + ": " + std::string(e.description()));
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
+  if (!task.is_object()) return Status::DataErr("task: expected an object");
+  auto vit = task.find("verifier");
+  if (vit == task.end() || !vit->is_object()) {
+    std::string dir = task.value("path", std::string());
+    std::error_code ec;
+    if (!dir.empty() && fs::is_regular_file(fs::path(dir) / "tests" / "test.sh", ec)) {
+      return HarborDirSpec(dir);
+    }
+    return Status::DataErr("verifier: missing (and no Harbor task directory with tests/test.sh in \"path\")");
+  }
+  const Json& v = *vit;
+  VerifierSpec spec;
+  FORGE_RETURN_IF_ERROR(GetString(v, "kind", true, &spec.kind));
+  if (auto t = v.find("timeout_sec"); t != v.end() && !t->is_null()) {
+    if (!t->is_number() || !(t->get<double>() > 0) || !std::isfinite(t->get<double>())) {
+      return FieldError("timeout_sec", "expected a positive number");
+    }
+    spec.timeout_sec = t->get<double>();
+  }
+  if (auto e = v.find("env"); e != v.end() && !e->is_null()) {
+    if (!e->is_object()) return FieldError("env", "expected an object");
+    for (const auto& [name, value] : e->items()) {
+      if (!value.is_string()) return FieldError("env." + name, "expected a string");
+      spec.env[name] = value.get<std::string>();
+    }
+  }
+  FORGE_RETURN_IF_ERROR(GetString(v, "user", false, &spec.user));
+  if (spec.kind == "harbor") {
+    FORGE_RETURN_IF_ERROR(GetString(v, "tests_dir", true, &spec.tests_dir));
+    fs::path dir(spec.tests_dir);
+    if (dir.is_relative()) {
+      // Relative to the task's directory when it has one, else the current one.
+      for (const char* key : {"path", "source"}) {
+        std::string base = task.value(key, std::string());
+        std::error_code ec;
+        if (!base.empty() && fs::is_directory(base, ec)) {
+          dir = fs::path(base) / dir;
+          break;
+        }
+      }
+    }
+    spec.tests_dir = dir.lexically_normal().string();
+  } else if (spec.kind == "command") {
+    FORGE_RETURN_IF_ERROR(GetString(v, "command", true, &spec.command));
+  } else if (spec.kind == "files") {
+    auto list = v.find("expect");
+    if (list == v.end() || !list->is_array() || list->empty()) {
+      return FieldError("expect", "expected a non-empty array of {path, equals|contains}");
+    }
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Json& item = (*list)[i];
+      std::string field = "expect[" + std::to_string(i) + "]";
+      if (!item.is_object()) return FieldError(field, "expected an object");
+      FileCheck check;
+      FORGE_RETURN_IF_ERROR(GetString(item, "path", true, &check.path).Prefixed(field));
+      if (check.path.front() != '/') return FieldError(field + ".path", "must be absolute");
+      std::string text;
+      if (item.contains("equals")) {
+        FORGE_RETURN_IF_ERROR(GetString(item, "equals", false, &text).Prefixed(field));
+        check.equals = text;
+      }
+      if (item.contains("contains")) {
+        FORGE_RETURN_IF_ERROR(GetString(item, "contains", false, &text).Prefixed(field));
+        check.contains = text;
+      }
+      spec.expect.push_back(std::move(check));
+    }
+  } else if (spec.kind == "judge") {
+    FORGE_RETURN_IF_ERROR(GetString(v, "rubric", true, &spec.rubric));
+    FORGE_RETURN_IF_ERROR(GetString(v, "model", false, &spec.model));
+    if (auto f = v.find("files"); f != v.end() && !f->is_null()) {
+      if (!f->is_array()) return FieldError("files", "expected an array of sandbox paths");
+      for (const auto& path : *f) {
+        if (!path.is_string() || path.get<std::string>().empty() || path.get<std::string>()[0] != '/') {
+          return FieldError("files", "expected absolute sandbox paths");
+        }
+        spec.files.push_back(path.get<std::string>());
+      }
+    }
+  } else {
+    return FieldError("kind", "unknown \"" + spec.kind + "\" (expected harbor, command, files or judge)");
+  }
+  return spec;
+}
+
+std::string LogTail(const std::string& out, const std::string& err, size_t max_bytes) {
+  auto tail = [max_bytes](const std::string& s) {
+    return s.size() <= max_bytes ? s : "..." + s.substr(s.size() - max_bytes);
+  };
+  std::string joined;
+  if (!out.empty()) joined += tail(out);
+  if (!err.empty()) {
+    if (!joined.empty() && joined.back() != '\n') joined += '\n';
+    joined += tail(err);
+  }
+  return joined;
+}
+
+Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                  const std::atomic<bool>* cancel) {
+  Stopwatch clock;
+  Verdict v = Start(spec, threshold);
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(spec.tests_dir) / "test.sh", ec)) {
+    v.seconds = clock.Seconds();
+    return Fail(v, Outcome::kVerifierError, spec.tests_dir + "/test.sh: missing on the host");
+  }
+
+  // Whatever the agent left in /tests or /logs/verifier (a planted reward.txt,
+  // a doctored test) goes before the real tests arrive. The verifier's own
+  // user must be able to write its reward.
+  sandbox::ExecRequest wipe;
+  wipe.argv = {"/bin/sh", "-c",
+               std::string("rm -rf ") + kVerifierLogs + " " + kTestsDir + " && mkdir -p " +
+                   kVerifierLogs + " " + kTestsDir + " && chmod 0777 " + kVerifierLogs};
+  wipe.user = "0";
+  wipe.workdir = "/";
+  wipe.timeout_seconds = 60;
+  auto wiped = sandbox.Exec(wipe);
+  if (!wiped.ok()) return v.seconds = clock.Seconds(), Infra(v, "wipe /tests and /logs/verifier", wiped.status());
+  if (wiped->exit_code != 0) {
+    v.seconds = clock.Seconds();
+    v.log_tail = LogTail(wiped->stdout_data, wiped->stderr_data);
+    return Fail(v, Outcome::kInfraError,
+                "wipe /tests and /logs/verifier: exit status " + std::to_string(wiped->exit_code));
+  }
+  if (Status copied = sandbox.CopyIn(spec.tests_dir, kTestsDir); !copied.ok()) {
+    v.seconds = clock.Seconds();
+    return Infra(v, std::string("upload tests to ") + kTestsDir, copied);
+  }
+
+  // Harbor runs `bash /tests/test.sh`; a minimal image without bash gets sh.
+  sandbox::ExecRequest test;
+  test.argv = {"/bin/sh", "-c",
+               "if command -v bash >/dev/null 2>&1; then exec bash /tests/test.sh; "
+               "else exec sh /tests/test.sh; fi"};
+  test.env = spec.env;
+  test.user = spec.user;
+  test.timeout_seconds = spec.timeout_sec;
+  test.cancel = cancel;
+  auto ran = sandbox.Exec(test);
+  if (!ran.ok()) {
+    v.seconds = clock.Seconds();
+    if (ran.status().code() == ExitCode::kInterrupted) return Fail(v, Outcome::kCancelled, "stopped by a signal");
+    return Infra(v, "run /tests/test.sh", ran.status());
+  }
+  v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
+  if (ran->timed_out) {
+    v.seconds = clock.Seconds();
+    return Fail(v, Outcome::kVerifierTimeout,
+                "/tests/test.sh ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+  }
+  v.exit_code = ran->exit_code;
+
+  const std::string txt_path = std::string(kVerifierLogs) + "/reward.txt";
+  const std::string json_path = std::string(kVerifierLogs) + "/reward.json";
+  Result<Reward> reward = Status::NoInput("");
+  auto txt = sandbox.ReadFile(txt_path, kMaxRewardBytes);
+  if (txt.ok()) {
+    reward = ParseRewardTxt(*txt);
+  } else if (txt.status().code() == ExitCode::kNoInput) {
+    auto json = sandbox.ReadFile(json_path, kMaxRewardBytes);
+    if (json.ok()) {
+      reward = ParseRewardJson(*json);
+    } else if (json.status().code() == ExitCode::kNoInput) {
+      v.seconds = clock.Seconds();
+      return Fail(v, Outcome::kVerifierError,
+                  "no reward file: /tests/test.sh (exit status " + std::to_string(ran->exit_code) +
+                      ") wrote neither " + txt_path + " nor " + json_path);
+    } else {
+      v.seconds = clock.Seconds();
+      return Infra(v, "read " + json_path, json.status());
+    }
+  } else {
+    v.seconds = clock.Seconds();
+    return Infra(v, "read " + txt_path, txt.status());
+  }
+  v.seconds = clock.Seconds();
+  if (!reward.ok()) return Fail(v, Outcome::kVerifierError, reward.status().message());
+  v.reward = reward->value;
+  v.rewards = reward->named;
+  v.outcome = OutcomeForReward(reward->value, threshold);
+  return v;
+}
+
+Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                   const std::atomic<bool>* cancel) {
+  Stopwatch clock;
+  Verdict v = Start(spec, threshold);
+  sandbox::ExecRequest req;
+  req.argv = {"/bin/sh", "-c", spec.command};
+  req.env = spec.env;
+  req.user = spec.user;
+  req.timeout_seconds = spec.timeout_sec;
+  req.cancel = cancel;
+  auto ran = sandbox.Exec(req);
+  v.seconds = clock.Seconds();
+  if (!ran.ok()) {
+    if (ran.status().code() == ExitCode::kInterrupted) return Fail(v, Outcome::kCancelled, "stopped by a signal");
+    return Infra(v, "run the verifier command", ran.status());
+  }
+  v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
+  if (ran->timed_out) {
+    return Fail(v, Outcome::kVerifierTimeout,
+                "the verifier command ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+  }
+  v.exit_code = ran->exit_code;
+  // The shell's own "cannot run" statuses say the check itself is broken.
+  if (ran->exit_code == 126 || ran->exit_code == 127) {
+    return Fail(v, Outcome::kVerifierError,
+                "the verifier command could not run (exit status " + std::to_string(ran->exit_code) + ")");
+  }
+  v.reward = ran->exit_code == 0 ? 1.0 : 0.0;
+  v.outcome = OutcomeForReward(*v.reward, threshold);
+  return v;
+}
+
+Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold) {
+  Stopwatch clock;
+  Verdict v = Start(spec, threshold);
+  Json checks = Json::array();
+  int held = 0;
+  for (const auto& check : spec.expect) {
+    Json c = {{"path", check.path}};
+    auto content = sandbox.ReadFile(check.path, 16 << 20);
+    if (!content.ok()) {
+      if (content.status().code() != ExitCode::kNoInput) {
+        v.seconds = clock.Seconds();
+        return Infra(v, "read " + check.path, content.status());
+      }
+      c["ok"] = false;
+      c["why"] = "missing";
+    } else if (check.equals && *content != *check.equals) {
+      c["ok"] = false;
+      c["why"] = "content differs";
+    } else if (check.contains && content->find(*check.contains) == std::string::npos) {
+      c["ok"] = false;
+      c["why"] = "text not found";
+    } else {
+      c["ok"] = true;
+      ++held;
+    }
+    checks.push_back(std::move(c));
+  }
+  v.seconds = clock.Seconds();
+  v.details["checks"] = std::move(checks);
+  v.reward = static_cast<double>(held) / spec.expect.size();
+  v.outcome = OutcomeForReward(*v.reward, threshold);
+  return v;
+}
+
+}  // namespace forge::verify

@@ -1,0 +1,64 @@
+// The verifier kinds a task can name, each run inside the rollout's own
+// sandbox after the agent stopped:
+//   harbor   wipe /logs/verifier and /tests, upload the task's tests/ to
+//            /tests, run /tests/test.sh under the deadline, read
+//            /logs/verifier/reward.txt or reward.json
+//   command  run a shell command; exit status 0 is reward 1, else 0
+//   files    every expected file exists (and equals / contains the text);
+//            the reward is the share of checks that hold
+//   judge    (judge.h) a model grades an artefact against a rubric
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "records/jsonl.h"
+#include "sandbox/sandbox.h"
+#include "verify/verdict.h"
+
+namespace forge::verify {
+
+struct FileCheck {
+  std::string path;  // absolute, inside the sandbox
+  std::optional<std::string> equals;
+  std::optional<std::string> contains;
+};
+
+struct VerifierSpec {
+  std::string kind;  // harbor, command, files, judge
+  double timeout_sec = 600;
+  std::map<std::string, std::string> env;
+  std::string user;  // empty: the sandbox's user
+  std::string tests_dir;           // harbor: host directory holding test.sh
+  std::string command;             // command
+  std::vector<FileCheck> expect;   // files
+  std::string rubric;              // judge
+  std::string model;               // judge; empty: the --judge-model default
+  std::vector<std::string> files;  // judge: sandbox files shown to the judge
+};
+
+// Reads a task record's "verifier" object. Errors are DataErr naming the
+// field. A relative tests_dir resolves against the task's source directory.
+Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task);
+
+// Where Harbor's contract puts things inside the sandbox.
+inline constexpr const char* kTestsDir = "/tests";
+inline constexpr const char* kVerifierLogs = "/logs/verifier";
+inline constexpr size_t kMaxRewardBytes = 64 * 1024;
+
+// cancel, when set and it becomes true, kills a running test.sh or command
+// (the verdict is then `cancelled`).
+Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                  const std::atomic<bool>* cancel = nullptr);
+Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                   const std::atomic<bool>* cancel = nullptr);
+Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
+
+// The last max_bytes of stdout and stderr, for the verdict's log_tail.
+std::string LogTail(const std::string& out, const std::string& err, size_t max_bytes = 2048);
+
+}  // namespace forge::verify
