@@ -13,4 +13,40 @@ for tool in forge-proxy forge-launch forge-verify forge-dedup forge-pack; do
   grep -q "^$tool: error: " "$ERR" || fail "$tool's usage error is not prefixed with its name: $(cat "$ERR")"
   [ -f "$FORGE_SRC/man/$tool.1" ] || fail "$tool has no man page"
 done
+
+# A closed stdout ends a tool quietly with exit 0: 5,000 distinct records are
+# more than a pipe holds, so forge-dedup's writes hit EPIPE after head exits.
+python3 -c '
+for i in range(5000):
+    print("{\"id\": %d, \"text\": \"record number %d of a long enough text %d\"}" % (i, i, i * 7919))
+' >"$WORK/many.jsonl"
+"$FORGE_BIN/forge-dedup" --field text --quiet "$WORK/many.jsonl" 2>"$ERR" | head -1 >"$OUT"
+codes=("${PIPESTATUS[@]}")
+[ "${codes[0]}" -eq 0 ] && pass || fail "forge-dedup into a closed pipe exited ${codes[0]}, want 0"
+[ -s "$ERR" ] && fail "forge-dedup into a closed pipe wrote to stderr: $(head -c 300 "$ERR")" || pass
+[ "$(wc -l <"$OUT")" -eq 1 ] && pass || fail "head did not get the first record"
+
+# SIGINT and SIGTERM stop a tool that is waiting on its input: 130 and 143.
+for sig in INT TERM; do
+  want=$([ $sig = INT ] && echo 130 || echo 143)
+  mkfifo "$WORK/fifo-$sig"
+  "$FORGE_BIN/forge-dedup" --field text "$WORK/fifo-$sig" >/dev/null 2>"$ERR" &
+  pid=$!
+  exec 7>"$WORK/fifo-$sig"   # a writer that never writes: the tool blocks in read
+  sleep 0.5
+  kill -$sig $pid
+  wait $pid
+  got=$?
+  exec 7>&-
+  [ "$got" -eq "$want" ] && pass || fail "forge-dedup on SIG$sig exited $got, want $want"
+done
+
+# A missing input file is 66; a malformed line is reported with file:line and
+# the rest flows on, then 65.
+expect_exit 66 "forge-dedup on a missing file" "$FORGE_BIN/forge-dedup" --field text /nonexistent.jsonl
+printf '{"id":1,"text":"first record text"}\n{broken\n{"id":2,"text":"second, different one"}\n' >"$WORK/bad.jsonl"
+expect_exit 65 "forge-dedup with a malformed line" "$FORGE_BIN/forge-dedup" --field text --quiet "$WORK/bad.jsonl"
+grep -q "bad.jsonl:2: " "$ERR" || fail "the malformed line was not reported as file:line: $(cat "$ERR")"
+[ "$(wc -l <"$OUT")" -eq 2 ] && pass || fail "the good records did not flow on: $(cat "$OUT")"
+
 finish
