@@ -12,7 +12,7 @@ packages=(
   # benchmarks only: bench-dedup_search compares with FAISS when this is present
   libfaiss-dev
   # runtime and tests
-  sqlite3 curl python3 python3-numpy docker.io busybox-static
+  sqlite3 curl jq python3 python3-numpy docker.io busybox-static
   openssl  # test certificates for the k8s backend's TLS tests
   # benchmarks only: the forge-proxy baseline (bench/proxy_bench.sh)
   nginx

@@ -35,7 +35,7 @@ bash scripts/start-dockerd.sh
 build=${FORGE_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target forge-proxy forge-launch forge-verify forge-dedup forge-pack >&2
-bin=$src/$build
+bin=$(cd "$build" && pwd)
 bash scripts/make-busybox-image.sh >&2
 
 out=${FORGE_DEMO_OUT:-$src/demo-out}

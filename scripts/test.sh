@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 build=${FORGE_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# Benchmarks are built on demand (cmake --build build --target bench-NAME), not for the tests.
+cmake --build "$build" -j"$(nproc)" --target forge-tests forge-proxy forge-launch forge-verify forge-dedup forge-pack
 cd "$build"
 ctest --output-on-failure --timeout 1200 "$@"

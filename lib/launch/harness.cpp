@@ -37,6 +37,7 @@ Result<HarnessProfile> ParseHarness(const Json& json, const std::string& where) 
   FORGE_RETURN_IF_ERROR(text("name", profile.name));
   FORGE_RETURN_IF_ERROR(text("description", profile.description));
   FORGE_RETURN_IF_ERROR(text("skills_dir", profile.skills_dir));
+  FORGE_RETURN_IF_ERROR(text("solution_dir", profile.solution_dir));
   FORGE_RETURN_IF_ERROR(text("default_model", profile.default_model));
   FORGE_RETURN_IF_ERROR(text("requires", profile.requires_));
   if (!json.contains("command") || !json["command"].is_array() || json["command"].empty()) {

@@ -33,6 +33,9 @@ struct HarnessProfile {
   // files shipped with forge (e.g. the reference ReACT script).
   std::map<std::string, std::string> files;
   std::string skills_dir;                    // where SKILL.md folders go
+  // Where the task's reference solution is copied (the oracle harness);
+  // empty: the solution never enters the sandbox.
+  std::string solution_dir;
   std::string default_model;
   std::string requires_;                     // what the image must provide
   std::string source_dir;                    // the directory the profile came from

@@ -234,6 +234,21 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   auto instruction = scratch.Write("instruction.md", task.instruction);
   if (!instruction.ok()) return fail(instruction.status());
   if (Status s = box->CopyIn(*instruction, "/forge"); !s.ok()) return fail(s.Prefixed("copy instruction"));
+  if (!profile.solution_dir.empty()) {
+    // Only the oracle sees the solution: it checks that the task is solvable.
+    std::string dest = root + profile.solution_dir;
+    Status s = Status::Ok();
+    if (!task.solution_dir.empty()) {
+      s = box->CopyIn(task.solution_dir, profile.solution_dir);
+    } else if (!task.solution_script.empty()) {
+      auto script = scratch.Write("solve.sh", task.solution_script);
+      s = script.ok() ? box->CopyIn(*script, profile.solution_dir) : script.status();
+    } else {
+      s = Status::DataErr("task " + task.id + " has no solution for the " + profile.name + " harness");
+    }
+    if (!s.ok()) return fail(s.Prefixed("copy solution"));
+    vars["solution_dir"] = dest;
+  }
   for (const auto& [dest_dir, source] : profile.files) {
     fs::path host = fs::path(profile.source_dir) / source;
     if (Status s = box->CopyIn(host.string(), dest_dir); !s.ok()) return fail(s.Prefixed("copy harness file"));

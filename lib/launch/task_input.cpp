@@ -40,6 +40,10 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     spec.pids = pids.get<int64_t>();
   }
   spec.allow_internet = task.environment.allow_internet;
+  if (task.solution) {
+    spec.solution_dir = task.solution->dir;
+    spec.solution_script = task.solution->script;
+  }
   if (extra.contains("command")) {
     if (!extra["command"].is_string()) return Status::DataErr(task.source + ": command: expected a string");
     spec.command = extra["command"].get<std::string>();

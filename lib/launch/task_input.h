@@ -24,6 +24,8 @@ struct TaskSpec {
   std::string image;
   std::string build_context;
   std::string files_dir;
+  std::string solution_dir;     // host directory holding solve.sh, if the task has one
+  std::string solution_script;  // or an inline script
   std::string harness;
   std::string command;
   std::string user;

@@ -316,7 +316,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   // the client's request plus a few fields, so only that difference is stored
   // (storing both would double the per-call list of message hashes).
   if (route.format == "openai-chat" || route.format == "openai-completions") {
-    rec.upstream_request = UpstreamRequestPatch(client_request, body);
+    rec.upstream_request = body;
   } else {
     rec.upstream_request = std::move(body);
   }

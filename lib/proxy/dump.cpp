@@ -22,7 +22,7 @@ Json CallToJson(const store::CallRecord& c) {
   j["policy_version_end"] = c.policy_version_end;
   j["request"] = c.request;
   j["response"] = c.response;
-  j["upstream_request"] = ExpandUpstreamRequest(c.request, c.upstream_request);
+  j["upstream_request"] = c.upstream_request;
   j["upstream_response"] = c.upstream_response;
   j["prompt_ids"] = c.prompt_ids;
   j["completion_ids"] = c.completion_ids;

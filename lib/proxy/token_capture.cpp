@@ -110,25 +110,4 @@ void StripCaptureFields(Json& response, const CaptureWants& wants) {
   }
 }
 
-Json UpstreamRequestPatch(const Json& request, const Json& upstream) {
-  Json patch = Json::object();
-  for (auto it = upstream.begin(); it != upstream.end(); ++it) {
-    auto same = request.find(it.key());
-    if (same == request.end() || *same != it.value()) patch[it.key()] = it.value();
-  }
-  for (auto it = request.begin(); it != request.end(); ++it) {
-    if (!upstream.contains(it.key())) patch[it.key()] = nullptr;
-  }
-  Json wrapped = Json::object();
-  wrapped[std::string(kRequestPatchKey)] = std::move(patch);
-  return wrapped;
-}
-
-Json ExpandUpstreamRequest(const Json& request, const Json& recorded) {
-  if (!recorded.is_object() || !recorded.contains(kRequestPatchKey)) return recorded;
-  Json full = request;
-  full.merge_patch(recorded[std::string(kRequestPatchKey)]);
-  return full;
-}
-
 }  // namespace forge::proxy

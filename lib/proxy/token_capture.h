@@ -37,11 +37,5 @@ void HarvestTokens(const nlohmann::json& response, CapturedTokens& into);
 // Removes what the proxy added and the client did not ask for.
 void StripCaptureFields(nlohmann::json& response, const CaptureWants& wants);
 
-// A recorded upstream request of a pass-through format is stored as
-// {"$merge_patch_of_request": <RFC 7386 merge patch>} against the client's
-// request; ExpandUpstreamRequest gives back the full body sent upstream.
-inline constexpr const char* kRequestPatchKey = "$merge_patch_of_request";
-nlohmann::json UpstreamRequestPatch(const nlohmann::json& request, const nlohmann::json& upstream);
-nlohmann::json ExpandUpstreamRequest(const nlohmann::json& request, const nlohmann::json& recorded);
 
 }  // namespace forge::proxy

@@ -92,6 +92,26 @@ Result<Json> Split(const Json& value, const InternFn& intern) {
   return skeleton;
 }
 
+Json TopLevelDiff(const Json& base, const Json& target) {
+  Json set = Json::object();
+  Json unset = Json::array();
+  for (const auto& [key, value] : target.items()) {
+    auto same = base.find(key);
+    if (same == base.end() || *same != value) set[key] = value;
+  }
+  for (const auto& [key, value] : base.items()) {
+    if (!target.contains(key)) unset.push_back(key);
+  }
+  return {{"set", std::move(set)}, {"unset", std::move(unset)}};
+}
+
+Json ApplyTopLevelDiff(const Json& base, const Json& diff) {
+  Json result = base;
+  for (const auto& key : diff["unset"]) result.erase(key.get<std::string>());
+  for (const auto& [key, value] : diff["set"].items()) result[key] = value;
+  return result;
+}
+
 Result<Json> Join(const Json& skeleton, const FetchFn& fetch) {
   if (!skeleton.is_object()) return Status::DataErr("corrupt content skeleton");
   if (auto whole = skeleton.find("$whole"); whole != skeleton.end() && *whole == true) {

@@ -25,6 +25,12 @@ using InternFn = std::function<Result<int64_t>(const std::string& hash, const st
 using FetchFn = std::function<Result<std::string>(int64_t id)>;
 
 Result<nlohmann::json> Split(const nlohmann::json& value, const InternFn& intern);
+
+// The chat request a proxy sends upstream is the client's request plus a few
+// fields; it is stored as the exact top-level difference from the client's
+// request: {"set": {key: value...}, "unset": [key...]}. Both must be objects.
+nlohmann::json TopLevelDiff(const nlohmann::json& base, const nlohmann::json& target);
+nlohmann::json ApplyTopLevelDiff(const nlohmann::json& base, const nlohmann::json& diff);
 Result<nlohmann::json> Join(const nlohmann::json& skeleton, const FetchFn& fetch);
 
 }  // namespace forge::store

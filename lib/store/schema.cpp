@@ -39,7 +39,8 @@ CREATE TABLE calls (
   client_format TEXT, upstream TEXT, model TEXT,
   policy_version_start INTEGER, policy_version_end INTEGER,
   request TEXT, response TEXT,                  -- skeletons whose parts are blob references
-  upstream_request TEXT, upstream_response TEXT,
+  upstream_request TEXT,                        -- a skeleton, or 'D' + the skeleton of its difference from request
+  upstream_response TEXT,
   prompt_base_call INTEGER,                     -- prompt ids = base call's prompt ids[0:prefix_len] + suffix
   prompt_prefix_len INTEGER NOT NULL DEFAULT 0,
   prompt_suffix BLOB,                           -- little-endian int32

@@ -333,7 +333,11 @@ Status Store::AppendCallLocked(CallRecord& call) {
 
   auto request = PutContent(call.request);
   auto response = PutContent(call.response);
-  auto upstream_request = PutContent(call.upstream_request);
+  // The upstream request repeats the client's request; keep only the difference.
+  bool diff_upstream = call.request.is_object() && call.upstream_request.is_object();
+  auto upstream_request = PutContent(diff_upstream ? TopLevelDiff(call.request, call.upstream_request)
+                                                   : call.upstream_request);
+  if (diff_upstream && upstream_request.ok()) *upstream_request = "D" + *upstream_request;
   auto upstream_response = PutContent(call.upstream_response);
   for (auto* r : {&request, &response, &upstream_request, &upstream_response}) {
     if (!r->ok()) return r->status();
@@ -397,12 +401,16 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
     c.model = stmt->Text(7);
     c.policy_version_start = stmt->Int(8);
     c.policy_version_end = stmt->Int(9);
-    for (auto [column, field] : {std::pair{10, &c.request}, {11, &c.response}, {12, &c.upstream_request},
-                                 {13, &c.upstream_response}}) {
+    for (auto [column, field] : {std::pair{10, &c.request}, {11, &c.response}, {13, &c.upstream_response}}) {
       auto content = GetContent(stmt->Text(column));
       if (!content.ok()) return content.status();
       *field = std::move(*content);
     }
+    std::string upstream_request = stmt->Text(12);
+    bool is_diff = !upstream_request.empty() && upstream_request[0] == 'D';
+    auto upstream = GetContent(is_diff ? upstream_request.substr(1) : upstream_request);
+    if (!upstream.ok()) return upstream.status();
+    c.upstream_request = is_diff ? ApplyTopLevelDiff(c.request, *upstream) : std::move(*upstream);
     size_t prefix = static_cast<size_t>(stmt->Int(15));
     if (!stmt->IsNull(14)) {
       auto base = index_of_id.find(stmt->Int(14));

@@ -144,16 +144,3 @@ TEST_CASE("registry: routes and formats") {
   CHECK(MakeClientFormat("nope") == nullptr);
 }
 
-TEST_CASE("upstream request patch: only the difference is stored, and expands back") {
-  Json request = Json::parse(R"({"model":"m","messages":[{"role":"user","content":"long"}],"user":"u"})");
-  Json upstream = request;
-  AddCaptureFields(upstream, false);
-  upstream["stream_options"] = {{"include_usage", true}};
-  upstream.erase("user");
-  Json patch = UpstreamRequestPatch(request, upstream);
-  CHECK_FALSE(patch[kRequestPatchKey].contains("messages"));
-  CHECK(patch[kRequestPatchKey]["return_token_ids"] == true);
-  CHECK(ExpandUpstreamRequest(request, patch) == upstream);
-  Json translated = {{"messages", Json::array()}};
-  CHECK(ExpandUpstreamRequest(request, translated) == translated);
-}

@@ -114,6 +114,28 @@ TEST_CASE("calls round-trip with content, token ids and logprobs") {
   CHECK((*back)[1].finish_reason == "stop");
 }
 
+TEST_CASE("the upstream request is stored as its exact difference from the client's request") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  CallRecord call = MakeCall("r", Json::array({Message("user", std::string(300, 'q'))}), {1, 2});
+  call.request["user"] = "u";
+  call.request["stream_options"] = {{"a", 1}};
+  call.upstream_request = call.request;
+  call.upstream_request.erase("user");
+  call.upstream_request["return_token_ids"] = true;
+  call.upstream_request["stream_options"] = {{"include_usage", true}};  // replaced whole, not merged
+  CallRecord translated = MakeCall("r", Json::array(), {3});
+  translated.upstream_request = Json::array({"not", "an", "object"});
+  std::vector<CallRecord> calls = {call, translated};
+  REQUIRE(store->AppendCalls(calls).ok());
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[0].upstream_request == call.upstream_request);
+  CHECK((*back)[0].request == call.request);
+  CHECK((*back)[1].upstream_request == translated.upstream_request);
+}
+
 TEST_CASE("resent conversation content is stored once") {
   forge::testing::TempDir dir;
   auto store = OpenOrDie(dir.File("forge.db"));
