@@ -39,7 +39,22 @@ int ExitCodeFor(const Status& status) {
   return static_cast<int>(status.code());
 }
 
+namespace {
+
+// One value per occurrence for every option: otherwise CLI11 lets a
+// repeatable option swallow the positional arguments after it, and
+// "--field text in.jsonl" would read stdin with two fields.
+void OneValuePerOccurrence(CLI::App& app) {
+  for (CLI::Option* option : app.get_options([](CLI::Option* o) { return o->nonpositional(); })) {
+    option->allow_extra_args(false);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) OneValuePerOccurrence(*sub);
+}
+
+}  // namespace
+
 int Tool::Run(int argc, char** argv, const std::function<Status()>& body) {
+  OneValuePerOccurrence(app_);
   try {
     app_.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -30,11 +30,17 @@ codes=("${PIPESTATUS[@]}")
 for sig in INT TERM; do
   want=$([ $sig = INT ] && echo 130 || echo 143)
   mkfifo "$WORK/fifo-$sig"
+  exec 7<>"$WORK/fifo-$sig"   # held open and never written: the tool blocks in read
   "$FORGE_BIN/forge-dedup" --field text "$WORK/fifo-$sig" >/dev/null 2>"$ERR" &
   pid=$!
-  exec 7>"$WORK/fifo-$sig"   # a writer that never writes: the tool blocks in read
   sleep 0.5
-  kill -$sig $pid
+  kill -0 $pid 2>/dev/null && pass || fail "forge-dedup did not wait on its input: $(cat "$ERR")"
+  kill -$sig $pid 2>/dev/null
+  for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then
+    kill -9 $pid
+    fail "forge-dedup ignored SIG$sig"
+  fi
   wait $pid
   got=$?
   exec 7>&-

@@ -61,6 +61,20 @@ TEST_CASE("command-line errors are usage errors (64); --help and --version are n
   CHECK(ran);
 }
 
+TEST_CASE("a repeatable option takes one value per occurrence and leaves the inputs alone") {
+  forge::cli::ResetStopForTesting();
+  forge::cli::Tool tool("forge-test", "A tool for tests.");
+  std::vector<std::string> fields, inputs;
+  tool.app().add_option("--field", fields, "fields");
+  tool.app().add_option("inputs", inputs, "inputs");
+  std::vector<std::string> args = {"forge-test", "--field", "text", "in.jsonl", "--field", "id", "more.jsonl"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  CHECK(tool.Run(static_cast<int>(argv.size()), argv.data(), [] { return Status::Ok(); }) == 0);
+  CHECK(fields == std::vector<std::string>{"text", "id"});
+  CHECK(inputs == std::vector<std::string>{"in.jsonl", "more.jsonl"});
+}
+
 TEST_CASE("an exception escaping a tool's body is an internal error (70)") {
   forge::cli::ResetStopForTesting();
   CHECK(RunTool({"forge-test"}, []() -> Status { throw std::runtime_error("bug"); }) == 70);
