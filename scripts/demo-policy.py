@@ -12,7 +12,7 @@ prompt extends the previous prompt plus completion, as with a real model.
 Usage: demo-policy.py --answers FILE --port-file FILE   (listens on 127.0.0.1)
 """
 import argparse
-import hashlib
+import threading
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -35,18 +35,31 @@ def render(messages):
 
 
 class Policy:
+    """Plays one recorded variant per rollout: the first turn takes the next
+    variant of the task in turn (as sampling would vary), later turns follow
+    the variant whose first answer the conversation already holds."""
+
     def __init__(self, path):
         with open(path) as f:
             self.tasks = json.load(f)["tasks"]
+        self.next_variant = {}
+        self.lock = threading.Lock()
 
-    def answer(self, messages, key):
+    def answer(self, messages):
         task_text = " ".join(str(m.get("content")) for m in messages if m.get("role") == "user")
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        said = [m.get("content") for m in messages if m.get("role") == "assistant"]
         for task in self.tasks:
-            if task["match"] in task_text:
-                pick = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(task["variants"])
-                steps = task["variants"][pick]
-                return steps[min(turn, len(steps) - 1)]
+            if task["match"] not in task_text:
+                continue
+            variants = task["variants"]
+            if not said:
+                with self.lock:
+                    pick = self.next_variant.get(task["match"], 0)
+                    self.next_variant[task["match"]] = pick + 1
+                steps = variants[pick % len(variants)]
+            else:
+                steps = next((v for v in variants if v[0] == said[0]), ["DONE"])
+            return steps[min(len(said), len(steps) - 1)]
         return "DONE"
 
 
@@ -82,8 +95,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(404, {"error": {"message": "only /v1/chat/completions"}})
             return
         messages = body.get("messages", [])
-        key = self.headers.get("Authorization", "") + json.dumps(messages[:2])
-        text = self.server.policy.answer(messages, key)
+        text = self.server.policy.answer(messages)
         prompt = render(messages)
         completion = encode(text) + [END]
         logprobs = [-0.01 * (1 + i % 7) for i in range(len(completion))]
