@@ -350,15 +350,10 @@ class AnthropicStream : public StreamTranslator {
     std::string out;
     acc_.Add(chunk);
     if (!started_) out += Start();
-    const Json* choices = Find(chunk, "choices");
-    if (!choices || !choices->is_array()) return out;
-    for (const Json& choice : *choices) {
-      if (!choice.is_object() || choice.value("index", 0) != 0) continue;
-      if (const Json* delta = Find(choice, "delta"); delta && delta->is_object()) {
-        out += Delta(*delta);
-      }
-      if (Find(choice, "finish_reason")) out += CloseBlock();
-    }
+    const Json* choice = FirstChoice(chunk);
+    if (!choice) return out;
+    if (const Json* delta = Find(*choice, "delta"); delta && delta->is_object()) out += Delta(*delta);
+    if (Find(*choice, "finish_reason")) out += CloseBlock();
     return out;
   }
 

@@ -417,14 +417,10 @@ class GeminiStream : public StreamTranslator {
     if (ended_) return "";
     acc_.Add(chunk);
     std::string out;
-    const Json* choices = Find(chunk, "choices");
-    if (!choices || !choices->is_array()) return out;
-    for (const Json& choice : *choices) {
-      if (!choice.is_object() || choice.value("index", 0) != 0) continue;
-      const Json* delta = Find(choice, "delta");
-      if (delta && delta->is_object()) out += Delta(*delta);
-      if (Find(choice, "finish_reason")) out += FlushCalls(pending_.size());
-    }
+    const Json* choice = FirstChoice(chunk);
+    if (!choice) return out;
+    if (const Json* delta = Find(*choice, "delta"); delta && delta->is_object()) out += Delta(*delta);
+    if (Find(*choice, "finish_reason")) out += FlushCalls(pending_.size());
     return out;
   }
 

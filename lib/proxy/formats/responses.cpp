@@ -405,15 +405,10 @@ class ResponsesStream : public StreamTranslator {
     acc_.Add(chunk);
     std::string out;
     if (!started_) out += Start();
-    const Json* choices = Find(chunk, "choices");
-    if (!choices || !choices->is_array()) return out;
-    for (const Json& choice : *choices) {
-      if (!choice.is_object() || choice.value("index", 0) != 0) continue;
-      if (const Json* delta = Find(choice, "delta"); delta && delta->is_object()) {
-        out += Delta(*delta);
-      }
-      if (Find(choice, "finish_reason")) out += CloseItem();
-    }
+    const Json* choice = FirstChoice(chunk);
+    if (!choice) return out;
+    if (const Json* delta = Find(*choice, "delta"); delta && delta->is_object()) out += Delta(*delta);
+    if (Find(*choice, "finish_reason")) out += CloseItem();
     return out;
   }
 

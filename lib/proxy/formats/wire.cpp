@@ -25,6 +25,15 @@ const Json* Find(const Json& object, const char* key) {
   return &*it;
 }
 
+const Json* FirstChoice(const Json& chat) {
+  const Json* choices = Find(chat, "choices");
+  if (!choices || !choices->is_array()) return nullptr;
+  for (const Json& choice : *choices) {
+    if (choice.is_object() && choice.value("index", 0) == 0) return &choice;
+  }
+  return nullptr;
+}
+
 const Json& Require(const Json& object, const char* key, const std::string& path) {
   const Json* value = Find(object, key);
   if (!value) Fail(Path(path, key), "required");
@@ -208,10 +217,8 @@ void ChatAccumulator::Add(const Json& chunk) {
       prompt_tokens_ = (*usage)["prompt_tokens"].get<int64_t>();
     }
   }
-  const Json* choices = Find(chunk, "choices");
-  if (!choices || !choices->is_array()) return;
-  for (const Json& choice : *choices) {
-    if (!choice.is_object() || choice.value("index", 0) != 0) continue;
+  if (const Json* first = FirstChoice(chunk)) {
+    const Json& choice = *first;
     if (const Json* ids = Find(choice, "prompt_token_ids"); ids && ids->is_array()) {
       prompt_tokens_ = static_cast<int64_t>(ids->size());
     }

@@ -21,6 +21,9 @@ struct BadField {
 
 // Typed access that names the field ("messages[2].content[0].text") on error.
 const Json* Find(const Json& object, const char* key);  // null when absent or null
+// The choice with index 0 of a chat response or chunk: the only one the
+// translators carry to the client. Null when there is none.
+const Json* FirstChoice(const Json& chat);
 const Json& Require(const Json& object, const char* key, const std::string& path);
 std::string RequireString(const Json& object, const char* key, const std::string& path);
 const Json& RequireArray(const Json& object, const char* key, const std::string& path);
