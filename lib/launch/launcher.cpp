@@ -221,6 +221,8 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"instruction_file", root + "/forge/instruction.md"},
       {"workdir", root + options_.workdir},
       {"root", root},
+      {"harnesses", options_.harness_install_dir.empty() ? DefaultHarnessInstallDir()
+                                                         : options_.harness_install_dir},
       {"rollout_id", rollout_id},
       {"run_id", options_.run_id},
       {"task_id", task.id},

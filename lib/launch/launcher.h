@@ -27,6 +27,8 @@ struct LaunchOptions {
   std::string harness = "command";   // for tasks that do not name one
   std::string command;               // the generic harness's shell command
   std::string harness_dir;
+  // Where scripts/install-harnesses.sh put the npm harnesses ({harnesses} in profiles).
+  std::string harness_install_dir;
   std::string model;
   std::string image;                 // for tasks that name none
   std::string network;               // none | loopback | host; empty: host with a proxy, else none
