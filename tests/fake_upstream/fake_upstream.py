@@ -16,6 +16,13 @@ The last user message (or the prompt) chooses the behaviour:
   script:words:N     N tokens
   anything else      echo "hello from fake" (4 tokens)
 
+With --scenario FILE (for real harnesses, whose last user message is not ours
+to choose), a request that offers tools is answered by step N of the file,
+where N is the number of tool results already in the conversation (the last
+step repeats). The file is JSON: {"steps": [step, ...]}, a step being
+  {"tool_call": {"name": "Write", "arguments": {...}}}  or  {"text": "..."}.
+A request without tools (a harness's side call, e.g. a title) gets "Forge task".
+
 Every request is appended to --log as JSON (path, headers, body).
 Listens on 127.0.0.1 only.
 """
@@ -47,6 +54,33 @@ def command(body):
         return ""
     p = body.get("prompt", "")
     return p if isinstance(p, str) else json.dumps(p)
+
+
+def load_scenario(path):
+    with open(path) as f:
+        return json.load(f)["steps"]
+
+
+def tool_results(body):
+    n = 0
+    for m in body.get("messages", []):
+        if m.get("role") == "tool":
+            n += 1
+    return n
+
+
+def scenario_step(body):
+    """The scripted reply for a harness request, or None without --scenario."""
+    if not ARGS.scenario or "messages" not in body:
+        return None
+    if not body.get("tools"):
+        return {"text": "Forge task"}
+    steps = load_scenario(ARGS.scenario)
+    return steps[min(tool_results(body), len(steps) - 1)]
+
+
+def fragments(text, size=7):
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
 def words_for(cmd):
@@ -100,7 +134,11 @@ class Handler(BaseHTTPRequestHandler):
         return {"token": tok, "logprob": -0.125 * (i + 1), "bytes": list(tok.encode()), "top_logprobs": []}
 
     def whole(self, body, cmd, completions):
+        step = scenario_step(body)
         words = words_for(cmd)
+        if step is not None:
+            words = fragments(step["text"]) if "text" in step else \
+                fragments(json.dumps(step["tool_call"]["arguments"]))
         ids = [1000 + i for i in range(len(words))]
         choice = {"index": 0, "finish_reason": "stop", "logprobs": None}
         if completions:
@@ -110,7 +148,12 @@ class Handler(BaseHTTPRequestHandler):
                                       "top_logprobs": None, "text_offset": []}
         else:
             msg = {"role": "assistant", "content": "".join(words)}
-            if cmd == "script:tool":
+            if step is not None and "tool_call" in step:
+                msg = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_%d" % tool_results(body), "type": "function",
+                     "function": {"name": step["tool_call"]["name"], "arguments": "".join(words)}}]}
+                choice["finish_reason"] = "tool_calls"
+            elif cmd == "script:tool":
                 msg = {"role": "assistant", "content": None, "tool_calls": [
                     {"id": "call_1", "type": "function",
                      "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}
@@ -145,8 +188,18 @@ class Handler(BaseHTTPRequestHandler):
         head = {"id": "chatcmpl-fake", "object": "text_completion" if completions else "chat.completion.chunk",
                 "created": int(time.time()), "model": body.get("model", "fake-policy")}
         words = words_for(cmd)
+        tool = None  # (call id, function name) when the reply is a tool call
         if cmd == "script:tool":
             words = ["{\"city\"", ": \"Par", "is\"}"]
+            tool = ("call_1", "get_weather")
+        step = scenario_step(body)
+        if step is not None:
+            if "text" in step:
+                words = fragments(step["text"])
+                tool = None
+            else:
+                words = fragments(json.dumps(step["tool_call"]["arguments"]))
+                tool = ("call_%d" % tool_results(body), step["tool_call"]["name"])
         first = dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                      "finish_reason": None}])
         if completions:
@@ -172,11 +225,11 @@ class Handler(BaseHTTPRequestHandler):
                 if want_lp:
                     c["logprobs"] = {"tokens": [w], "token_logprobs": [-0.125 * (i + 1)], "top_logprobs": None,
                                      "text_offset": [0]}
-            elif cmd == "script:tool":
+            elif tool is not None:
                 frag = {"index": 0, "function": {"arguments": w}}
                 if i == 0:
-                    frag = {"index": 0, "id": "call_1", "type": "function",
-                            "function": {"name": "get_weather", "arguments": w}}
+                    frag = {"index": 0, "id": tool[0], "type": "function",
+                            "function": {"name": tool[1], "arguments": w}}
                 c["delta"] = {"tool_calls": [frag]}
             else:
                 c["delta"] = {"content": w}
@@ -185,7 +238,7 @@ class Handler(BaseHTTPRequestHandler):
             if want_ids:
                 c["token_ids"] = [1000 + i]
             self.chunk(dict(head, choices=[c]))
-        fin = {"index": 0, "finish_reason": "tool_calls" if cmd == "script:tool" else "stop", "logprobs": None}
+        fin = {"index": 0, "finish_reason": "tool_calls" if tool is not None else "stop", "logprobs": None}
         fin["text" if completions else "delta"] = "" if completions else {}
         self.chunk(dict(head, choices=[fin]))
         if (body.get("stream_options") or {}).get("include_usage"):
@@ -208,6 +261,7 @@ def main():
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file", help="write the bound port here once listening")
     p.add_argument("--log")
+    p.add_argument("--scenario", help="JSON steps that answer a real harness's tool-offering requests")
     ARGS = p.parse_args()
     server = QuietServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
