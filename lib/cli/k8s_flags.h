@@ -11,7 +11,9 @@ class App;
 namespace forge::cli {
 
 // --kubeconfig, --k8s-context, --k8s-namespace, --k8s-qps, --k8s-burst,
-// --k8s-in-cluster, filling options (its defaults are shown in --help).
+// --k8s-in-cluster and the rest of docs/k8s-backend.md's options (server,
+// token, CA, start timeout, pod security), filling options; the defaults
+// shown in --help are K8sOptions' own.
 void AddK8sFlags(CLI::App& app, sandbox::k8s::K8sOptions& options);
 
 }  // namespace forge::cli

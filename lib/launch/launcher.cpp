@@ -188,6 +188,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   std::string phase;
   auto phase_start = Clock::now();
   auto enter = [&](const std::string& next) {
+    if (next == phase) return;
     if (!phase.empty()) timings[phase] = Seconds(phase_start);
     phase = next;
     phase_start = Clock::now();

@@ -66,7 +66,8 @@ rc=0; wait "$launcher" || rc=$?
 echo "== progress: one line per running rollout with its phase on a terminal, nothing on a pipe"
 for i in 1 2 3 4; do echo "{\"id\":\"p$i\",\"instruction\":\"x\"}"; done >"$work/progress.jsonl"
 cmd="$LAUNCH --backend docker --store $work/forge.db --image $IMAGE --run-id $run_prefix-tty -j 2 --command 'sleep 2' $work/progress.jsonl > $work/tty.out"
-script -qec "$cmd" "$work/tty.log" >/dev/null </dev/null
+# A pseudo-terminal for stderr (stdout goes to a file inside $cmd).
+python3 -c 'import pty, sys; pty.spawn(sys.argv[1:])' sh -c "$cmd" >"$work/tty.log" </dev/null
 grep -q "rollouts" "$work/tty.log" || fail "no overall line on the terminal"
 grep -q "passed" "$work/tty.log" || fail "no passed count"
 grep -aq "p[1-4] #0 *agent" "$work/tty.log" || fail "no per-rollout line with its phase: $(tr -d '\033' <"$work/tty.log" | head -c 600)"
