@@ -562,7 +562,8 @@ Result<std::vector<std::string>> SkillFolders(const std::string& dir) {
   if (fs::is_regular_file(fs::path(dir) / "SKILL.md", ec)) return std::vector<std::string>{dir};
   std::vector<std::string> folders;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_directory(ec) && fs::is_regular_file(entry.path() / "SKILL.md", ec)) {
+    std::error_code missing;  // a folder without SKILL.md is not an error
+    if (entry.is_directory(missing) && fs::is_regular_file(entry.path() / "SKILL.md", missing)) {
       folders.push_back(entry.path().string());
     }
   }

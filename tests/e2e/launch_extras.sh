@@ -91,13 +91,17 @@ kind: Config
 current-context: a
 contexts:
 - name: a
-  context: {cluster: a, user: a}
+  context:
+    cluster: a
+    user: a
 clusters:
 - name: a
-  cluster: {server: "http://127.0.0.1:9"}
+  cluster:
+    server: "http://127.0.0.1:9"
 users:
 - name: a
-  user: {token: t}
+  user:
+    token: t
 YAML
 rc=0; "$LAUNCH" --backend k8s --kubeconfig "$work/kubeconfig" --k8s-context nope gc --all 2>"$work/k8s2.err" || rc=$?
 (( rc != 0 )) && grep -q "nope" "$work/k8s2.err" || fail "unknown context not named (exit $rc): $(cat "$work/k8s2.err")"
