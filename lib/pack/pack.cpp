@@ -1,6 +1,7 @@
 #include "pack/pack.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +18,21 @@
 
 namespace forge::pack {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Wall time per stage, for --stats (where a run's time goes).
+struct StageSeconds {
+  double read = 0;      // input records, calls from the stores, prompt delta decoding
+  double assemble = 0;  // merge or per-call, boundary classes, validation
+  double plan = 0;      // rl: advantages and best-fit-decreasing packing
+  double write = 0;     // rl: safetensors files and the index
+  double total = 0;
+};
 
 struct RolloutInput {
   std::string rollout_id;
@@ -157,9 +173,9 @@ class Stores {
     return s;
   }
   // The rollout's calls from the first store holding any.
-  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id) {
+  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id, store::Store::CallFields fields) {
     for (auto& store : stores_) {
-      auto calls = store->CallsOfRollout(rollout_id);
+      auto calls = store->CallsOfRollout(rollout_id, fields);
       if (!calls.ok()) return calls.status().Prefixed(store->path());
       if (!calls->empty()) return std::move(*calls);
     }
@@ -236,6 +252,9 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   if (!stores.ok()) return stores.status();
 
   // Read every record first: RL groups need all rollouts of a task.
+  const bool token_format = o.format == Format::kRl || o.format == Format::kSftTokens;
+  StageSeconds seconds;
+  auto run_start = Clock::now();
   Stats stats;
   std::vector<RolloutInput> inputs;
   std::set<std::string> seen;
@@ -259,6 +278,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     return Status::Ok();
   });
   if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  seconds.read += Seconds(run_start, Clock::now());
 
   std::vector<RlRollout> rl_rollouts;
   std::set<std::string> prompted_tasks;
@@ -273,12 +293,23 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       ++stats.filtered_below_min_reward;
       continue;
     }
+    auto read_start = Clock::now();
     std::vector<store::CallRecord> calls;
     if (!o.stores.empty()) {
-      auto got = stores->Calls(in.rollout_id);
+      // Token formats need no request/response content, unless a call has no
+      // ids and its sample must be built (and counted) from messages.
+      auto got = stores->Calls(in.rollout_id, token_format ? store::Store::CallFields::kTokens
+                                                            : store::Store::CallFields::kAll);
+      if (got.ok() && token_format && std::any_of(got->begin(), got->end(), [](const store::CallRecord& c) {
+            return !c.side_call && (c.prompt_ids.empty() || c.completion_ids.empty());
+          })) {
+        got = stores->Calls(in.rollout_id, store::Store::CallFields::kAll);
+      }
       if (!got.ok()) return got.status();
       calls = std::move(*got);
     }
+    auto assemble_start = Clock::now();
+    seconds.read += Seconds(read_start, assemble_start);
     if (o.format == Format::kVerlPrompts) {
       if (!prompted_tasks.insert(in.task_id).second) continue;
       Json row = VerlPromptRecord(in, calls, prompted_tasks.size() - 1, o);
@@ -301,8 +332,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
 
     std::vector<Sample> good;
     for (Sample& s : samples) {
-      std::string reason = InvalidReason(s, o.validation);
-      if (reason.empty() && s.from_messages && o.format != Format::kSftMessages) reason = "no_token_ids";
+      std::string reason = s.from_messages && token_format ? "no_token_ids" : InvalidReason(s, o.validation);
       if (reason.empty() && o.format == Format::kSftMessages &&
           (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
         reason = "no_assistant_message";  // ids were recorded but no readable conversation
@@ -313,6 +343,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       }
       good.push_back(std::move(s));
     }
+    seconds.assemble += Seconds(assemble_start, Clock::now());
     if (o.format == Format::kRl) {
       if (!in.reward) {
         ++stats.rollouts_without_reward;
@@ -350,27 +381,32 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     rl.estimator = o.estimator;
     rl.drop_zero_variance = o.drop_zero_variance;
     rl.token_budget = o.token_budget;
+    rl.write_threads = o.write_threads;
     rl.out_dir = o.out_dir;
     rl.metadata = {{"forge_version", FORGE_VERSION},
                    {"assembly", o.mode == AssemblyMode::kMerge ? "merge" : "per-call"},
                    {"policy_version", std::to_string(current)}};
     RlFigures figures;
+    auto plan_start = Clock::now();
     auto batches = PlanRlBatches(rl_rollouts, rl, &figures);
+    auto write_start = Clock::now();
+    seconds.plan = Seconds(plan_start, write_start);
     if (figures.dropped_over_budget) stats.dropped["longer_than_token_budget"] += figures.dropped_over_budget;
     if (figures.dropped_zero_variance_rollouts) {
       stats.dropped["zero_variance_group_rollouts"] += figures.dropped_zero_variance_rollouts;
     }
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (cli::StopRequested()) return Status::Cancelled("stopped");
-      auto entry = WriteRlBatch(batches[i], i, rl);
-      if (!entry.ok()) return entry.status();
-      FORGE_RETURN_IF_ERROR(out.Write(*entry));
-    }
+    auto entries = WriteRlBatches(batches, rl, [] { return cli::StopRequested(); });
+    if (!entries.ok()) return entries.status();
+    for (const Json& entry : *entries) FORGE_RETURN_IF_ERROR(out.Write(entry));
+    seconds.write = Seconds(write_start, Clock::now());
     stats.written = figures.rows;
     stats.rl = figures;
   }
 
   Json summary = stats.ToJson();
+  seconds.total = Seconds(run_start, Clock::now());
+  summary["seconds"] = {{"read", seconds.read}, {"assemble", seconds.assemble}, {"plan", seconds.plan},
+                        {"write", seconds.write}, {"total", seconds.total}};
   if (!o.quiet) PrintSummary(summary);
   if (!o.stats_path.empty()) {
     std::ofstream f(o.stats_path);
