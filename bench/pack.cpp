@@ -23,6 +23,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -207,10 +208,12 @@ int main(int argc, char** argv) {
   std::printf("%-40s %11.3fs %11.3fs %7.1fx\n", "process CPU time (user+sys, all threads)", forge_cpu, py_cpu,
               py_cpu / forge_cpu);
   std::printf("%-40s %11.3fs %11.3fs %7.1fx\n", "wall time", forge_wall, py_wall, py_wall / forge_wall);
-  if (stats.contains("seconds")) {
-    std::printf("stages, wall seconds:\n");
+  for (auto [forge_key, python_key, title] : {std::tuple{"cpu_seconds", "stages_cpu", "stages, process CPU seconds:"},
+                                               std::tuple{"seconds", "stages", "stages, wall seconds:"}}) {
+    if (!stats.contains(forge_key)) continue;  // a forge-pack older than its per-stage timings
+    std::printf("%s\n", title);
     for (const char* stage : {"read", "assemble", "plan", "write"}) {
-      double f = stats["seconds"].value(stage, 0.0), p = py["stages"].value(stage, 0.0);
+      double f = stats[forge_key].value(stage, 0.0), p = py[python_key].value(stage, 0.0);
       std::printf("  %-38s %11.3fs %11.3fs %7.1fx\n", stage, f, p, f > 0 ? p / f : 0.0);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,17 +22,44 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Wall time per stage, for --stats (where a run's time goes).
-struct StageSeconds {
-  double read = 0;      // input records, calls from the stores, prompt delta decoding
-  double assemble = 0;  // merge or per-call, boundary classes, validation
-  double plan = 0;      // rl: advantages and best-fit-decreasing packing
-  double write = 0;     // rl: safetensors files and the index
-  double total = 0;
+// Where a run's time goes, per stage, for --stats: wall seconds, and process
+// CPU seconds (all threads; what a loaded machine does not inflate).
+struct StageTime {
+  double wall = 0, cpu = 0;
+};
+struct StageTimes {
+  StageTime read;      // input records, calls from the stores, prompt delta decoding
+  StageTime assemble;  // merge or per-call, boundary classes, validation
+  StageTime plan;      // rl: advantages and best-fit-decreasing packing
+  StageTime write;     // rl: safetensors files and the index
+  StageTime total;
+  Json ToJson(double StageTime::*field) const {
+    return {{"read", read.*field}, {"assemble", assemble.*field}, {"plan", plan.*field},
+            {"write", write.*field}, {"total", total.*field}};
+  }
+};
+class Stopwatch {
+ public:
+  Stopwatch() : wall_(Clock::now()), cpu_(CpuNow()) {}
+  // Adds the time since the start (or the last AddTo) to `stage`, and restarts.
+  void AddTo(StageTime& stage) {
+    auto wall = Clock::now();
+    double cpu = CpuNow();
+    stage.wall += std::chrono::duration<double>(wall - wall_).count();
+    stage.cpu += cpu - cpu_;
+    wall_ = wall;
+    cpu_ = cpu;
+  }
+
+ private:
+  Clock::time_point wall_;
+  double cpu_;
 };
 
 struct RolloutInput {
@@ -50,7 +78,7 @@ const Json* Find(const Json& j, const char* key) {
 }
 
 // Reads the fields forge-pack needs; a record without a rollout id is bad input.
-Result<RolloutInput> ParseRollout(const records::Record& r) {
+Result<RolloutInput> ParseRollout(records::Record& r) {
   RolloutInput in;
   in.where = r.where();
   const Json* id = Find(r.json, "rollout_id");
@@ -62,7 +90,7 @@ Result<RolloutInput> ParseRollout(const records::Record& r) {
   const Json* task = Find(r.json, "task_id");
   in.task_id = task && task->is_string() ? task->get<std::string>() : in.rollout_id;
   const Json* verdict = Find(r.json, "verdict");
-  for (const Json* source : {verdict, &r.json}) {
+  for (const Json* source : {verdict, static_cast<const Json*>(&r.json)}) {
     if (!source) continue;
     if (const Json* reward = Find(*source, "reward"); reward && !in.reward) {
       if (!reward->is_number()) return Status::DataErr(in.where + ": reward is not a number");
@@ -73,7 +101,7 @@ Result<RolloutInput> ParseRollout(const records::Record& r) {
       in.passed = passed->get<bool>();
     }
   }
-  in.record = r.json;
+  in.record = std::move(r.json);
   return in;
 }
 
@@ -168,6 +196,9 @@ class Stores {
       o.read_only = true;
       auto opened = store::Store::Open(path, o);
       if (!opened.ok()) return opened.status().Prefixed(path);
+      // One snapshot for the whole run (a proxy may still be recording),
+      // and no lock taken and dropped per rollout's query.
+      if (Status begun = (*opened)->BeginRead(); !begun.ok()) return begun.Prefixed(path);
       s.stores_.push_back(std::move(*opened));
     }
     return s;
@@ -184,6 +215,13 @@ class Stores {
 
  private:
   std::vector<std::unique_ptr<store::Store>> stores_;
+
+ public:
+  Stores() = default;
+  Stores(Stores&&) = default;
+  ~Stores() {
+    for (auto& store : stores_) (void)store->EndRead();  // read-only: nothing to lose
+  }
 };
 
 Json SftMessagesRecord(const Sample& s, const RolloutInput& in) {
@@ -253,8 +291,8 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
 
   // Read every record first: RL groups need all rollouts of a task.
   const bool token_format = o.format == Format::kRl || o.format == Format::kSftTokens;
-  StageSeconds seconds;
-  auto run_start = Clock::now();
+  StageTimes times;
+  Stopwatch run_watch, watch;
   Stats stats;
   std::vector<RolloutInput> inputs;
   std::set<std::string> seen;
@@ -278,7 +316,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     return Status::Ok();
   });
   if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
-  seconds.read += Seconds(run_start, Clock::now());
+  watch.AddTo(times.read);
 
   std::vector<RlRollout> rl_rollouts;
   std::set<std::string> prompted_tasks;
@@ -293,7 +331,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       ++stats.filtered_below_min_reward;
       continue;
     }
-    auto read_start = Clock::now();
+    watch = Stopwatch();
     std::vector<store::CallRecord> calls;
     if (!o.stores.empty()) {
       // Token formats need no request/response content, unless a call has no
@@ -308,8 +346,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       if (!got.ok()) return got.status();
       calls = std::move(*got);
     }
-    auto assemble_start = Clock::now();
-    seconds.read += Seconds(read_start, assemble_start);
+    watch.AddTo(times.read);
     if (o.format == Format::kVerlPrompts) {
       if (!prompted_tasks.insert(in.task_id).second) continue;
       Json row = VerlPromptRecord(in, calls, prompted_tasks.size() - 1, o);
@@ -343,7 +380,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       }
       good.push_back(std::move(s));
     }
-    seconds.assemble += Seconds(assemble_start, Clock::now());
+    watch.AddTo(times.assemble);
     if (o.format == Format::kRl) {
       if (!in.reward) {
         ++stats.rollouts_without_reward;
@@ -387,10 +424,9 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
                    {"assembly", o.mode == AssemblyMode::kMerge ? "merge" : "per-call"},
                    {"policy_version", std::to_string(current)}};
     RlFigures figures;
-    auto plan_start = Clock::now();
+    watch = Stopwatch();
     auto batches = PlanRlBatches(rl_rollouts, rl, &figures);
-    auto write_start = Clock::now();
-    seconds.plan = Seconds(plan_start, write_start);
+    watch.AddTo(times.plan);
     if (figures.dropped_over_budget) stats.dropped["longer_than_token_budget"] += figures.dropped_over_budget;
     if (figures.dropped_zero_variance_rollouts) {
       stats.dropped["zero_variance_group_rollouts"] += figures.dropped_zero_variance_rollouts;
@@ -398,15 +434,15 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     auto entries = WriteRlBatches(batches, rl, [] { return cli::StopRequested(); });
     if (!entries.ok()) return entries.status();
     for (const Json& entry : *entries) FORGE_RETURN_IF_ERROR(out.Write(entry));
-    seconds.write = Seconds(write_start, Clock::now());
+    watch.AddTo(times.write);
     stats.written = figures.rows;
     stats.rl = figures;
   }
 
   Json summary = stats.ToJson();
-  seconds.total = Seconds(run_start, Clock::now());
-  summary["seconds"] = {{"read", seconds.read}, {"assemble", seconds.assemble}, {"plan", seconds.plan},
-                        {"write", seconds.write}, {"total", seconds.total}};
+  run_watch.AddTo(times.total);
+  summary["seconds"] = times.ToJson(&StageTime::wall);
+  summary["cpu_seconds"] = times.ToJson(&StageTime::cpu);
   if (!o.quiet) PrintSummary(summary);
   if (!o.stats_path.empty()) {
     std::ofstream f(o.stats_path);

@@ -130,6 +130,16 @@ Status Store::Migrate(int target_version) {
   }
 }
 
+Status Store::BeginRead() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return db_.Execute("BEGIN");
+}
+
+Status Store::EndRead() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return db_.Execute("COMMIT");
+}
+
 Status Store::WriteTransaction(const std::function<Status()>& fn) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   return WriteTransactionLocked(fn);
@@ -409,11 +419,12 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
   } reset_on_exit{stmt};
   stmt.Bind(1, rollout_id);
   std::vector<CallRecord> calls;
+  calls.reserve(8);
   for (;;) {
     auto row = stmt.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    CallRecord c;
+    CallRecord& c = calls.emplace_back();  // filled in place: a CallRecord is costly to move
     c.id = stmt.Int(0);
     c.rollout_id = rollout_id;
     c.seq = stmt.Int(1);
@@ -443,7 +454,7 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
     size_t suffix_len = suffix.size() / sizeof(int32_t);
     if (!stmt.IsNull(14)) {
       int64_t base_id = stmt.Int(14);
-      auto base = std::find_if(calls.rbegin(), calls.rend(), [&](const CallRecord& b) { return b.id == base_id; });
+      auto base = std::find_if(calls.rbegin() + 1, calls.rend(), [&](const CallRecord& b) { return b.id == base_id; });
       if (base == calls.rend() || base->prompt_ids.size() < prefix) {
         return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
       }
@@ -462,10 +473,10 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
     c.error = stmt.Text(22);
     c.side_call = stmt.Int(23) != 0;
     c.retry_key = stmt.Text(24);
-    calls.push_back(std::move(c));
   }
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; });
+  // Usually already in seq order; moving CallRecords about is not free.
+  auto by_seq = [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; };
+  if (!std::is_sorted(calls.begin(), calls.end(), by_seq)) std::stable_sort(calls.begin(), calls.end(), by_seq);
   return calls;
 }
 

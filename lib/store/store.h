@@ -128,6 +128,12 @@ class Store {
 
   Result<StoreStats> Stats();
 
+  // A read transaction held across many reads (BEGIN ... COMMIT): every read
+  // sees one snapshot, and the lock is taken once rather than per query.
+  // For batch readers such as forge-pack; writers are not blocked (WAL).
+  Status BeginRead();
+  Status EndRead();
+
   // Runs fn inside BEGIN IMMEDIATE ... COMMIT, retrying the whole thing while
   // another process holds the write lock. fn may run more than once.
   Status WriteTransaction(const std::function<Status()>& fn);
