@@ -68,6 +68,13 @@ int main(int argc, char** argv) {
   app.add_flag("--strict", o.strict, "A malformed input line is an error (exit 65) instead of skipped");
   app.add_flag("--quiet,-q", o.quiet, "No summary on stderr");
 
+  app.footer(
+      "Measured (bench-pack: 100,000 recorded calls from a SQLite store to rl safetensors,\n"
+      "against a plain Python implementation of the same steps writing byte-identical files):\n"
+      "utilisation 99.88% = 100% of the ideal batch count (target >= 99%: met); speed 8.3x the\n"
+      "Python baseline in process CPU time (target >= 10x: not met). See docs/forge-pack.md.\n\n" +
+      app.get_footer());
+
   return tool.Run(argc, argv, [&] {
     if (o.inputs.empty()) o.inputs.push_back("-");
     o.validation.stop_ids.insert(stop_ids.begin(), stop_ids.end());
