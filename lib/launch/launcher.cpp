@@ -293,6 +293,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   exec.env["FORGE_ROLLOUT_ID"] = rollout_id;
   exec.env["FORGE_RUN_ID"] = options_.run_id;
   exec.env["FORGE_TASK_ID"] = task.id;
+  exec.env["FORGE_ATTEMPT"] = std::to_string(job.attempt);
   exec.env["FORGE_INSTRUCTION_FILE"] = vars["instruction_file"];
   if (!options_.proxy.empty()) {
     exec.env["FORGE_PROXY_URL"] = options_.proxy;
