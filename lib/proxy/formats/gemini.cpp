@@ -540,7 +540,8 @@ class GeminiStream : public StreamTranslator {
 
   // Signs a part with the reasoning so far, as ResponseFromChat does.
   void Sign(Json& part) {
-    const Json* r = ReasoningField(acc_.Response()["choices"][0]["message"]);
+    Json chat = acc_.Response();
+    const Json* r = ReasoningField(chat["choices"][0]["message"]);
     if (r && !r->get<std::string>().empty()) part["thoughtSignature"] = SignReasoning(*r);
   }
 
