@@ -5,7 +5,7 @@
 # on forge-proxy → chat completions to the scripted fake upstream, which first
 # calls the CLI's own write_file tool (with reasoning), then answers in text →
 # forge-verify checks the file. Checks what the CLI really sends survives
-# translation: systemInstruction, functionCall ids (the proxy makes them and
+# translation: systemInstruction, functionCall ids (the proxy supplies them and
 # the CLI must answer with them), and the reasoning, which the CLI drops from
 # its history but gets back through the proxy's thoughtSignature.
 source "$FORGE_SRC/tests/support/real_harness.sh"
@@ -51,8 +51,9 @@ assert up0["messages"][0]["content"] == "\n".join(p["text"] for p in first["syst
 assert "write_file" in {t["function"]["name"] for t in up0["tools"]}
 assert up0["model"] == "gemini-2.5-pro"
 
-# The answer as the CLI saw it: the thought, then the call with an id the
-# proxy made and the reasoning in its thoughtSignature.
+# The answer as the CLI saw it: the thought, then the call with the id the
+# proxy gave it (the upstream's call id; Gemini itself sends none) and the
+# reasoning in its thoughtSignature.
 parts = calls[0]["response"]["candidates"][0]["content"]["parts"]
 assert parts[0] == {"text": reasoning, "thought": True}, parts[0]
 call = [p for p in parts if "functionCall" in p][0]
@@ -83,5 +84,5 @@ assert "Successfully created" in tool[0]["content"], tool[0]["content"]
 assert calls[0]["completion_ids"][0] == 900, calls[0]["completion_ids"][:3]  # reasoning tokens first
 print("gemini: translation checks hold")
 PY
-pass "Gemini translation: systemInstruction, proxy-made call ids answered, reasoning back through thoughtSignature"
+pass "Gemini translation: systemInstruction, proxy-supplied call ids answered, reasoning back through thoughtSignature"
 echo PASS
