@@ -17,7 +17,7 @@ start_upstream '{"steps": [
    "tool_call": {"name": "exec_command", "arguments": {"cmd": "printf '"'"'forge\\n'"'"' > hello.txt"}}},
   {"text": "Created hello.txt."}]}'
 
-run_task codex gpt-5
+launch_task codex gpt-5
 
 # The harness was isolated the way the profile says: its own CODEX_HOME,
 # plugins (github.com, chatgpt.com) and analytics off.
@@ -34,6 +34,7 @@ assert p["wire_api"] == "responses" and p["base_url"].startswith("http://127.0.0
 PY
 pass "Codex ran with an isolated CODEX_HOME: plugins and analytics off, base_url on loopback"
 
+verify_task
 check_calls responses
 
 python3 - "$WORK/calls.jsonl" "$FAKE_LOG" "$REASONING" <<'PY' || fail "the Responses translation lost something Codex sent"

@@ -19,7 +19,7 @@ start_upstream '{"steps": [
    "tool_call": {"name": "write_file", "arguments": {"file_path": "hello.txt", "content": "forge\n"}}},
   {"text": "Created hello.txt."}]}'
 
-run_task gemini-cli gemini-2.5-pro
+launch_task gemini-cli gemini-2.5-pro
 
 settings="$SANDBOX_FS/forge/gemini-home/.gemini/settings.json"
 [[ -f "$settings" ]] || fail "no isolated Gemini settings at $settings"
@@ -30,6 +30,7 @@ jq -e '.privacy.usageStatisticsEnabled == false and .telemetry.enabled == false 
   fail "Gemini CLI's JSON output does not carry the final answer"
 pass "Gemini CLI ran with isolated settings (usage statistics and telemetry off) and answered"
 
+verify_task
 check_calls gemini
 
 python3 - "$WORK/calls.jsonl" "$FAKE_LOG" "$REASONING" <<'PY' || fail "the Gemini translation lost something the CLI sent"

@@ -77,10 +77,11 @@ start_upstream() {
   fail "forge-proxy does not answer at $PROXY"
 }
 
-# run_task HARNESS MODEL: one task, "create hello.txt holding forge", whose
-# files verifier checks /work/hello.txt; launched held, then verified.
-# Sets ROLLOUT (the rollout id) and SANDBOX_FS (the sandbox's root on the host).
-run_task() {
+# launch_task HARNESS MODEL: one task, "create hello.txt holding forge", whose
+# files verifier checks /work/hello.txt; launched and held for verify_task.
+# Sets ROLLOUT (the rollout id) and SANDBOX_FS (the sandbox's root on the host,
+# there until verify_task releases it).
+launch_task() {
   local harness=$1 model=$2
   cat > "$WORK/tasks.jsonl" <<EOF
 {"schema": "forge.task/1", "id": "hello-$harness", "instruction": "Create the file hello.txt in the current directory containing the single line: forge", "agent": {"timeout_sec": 240}, "verifier": {"kind": "files", "expect": [{"path": "/work/hello.txt", "equals": "forge\\n"}]}}
@@ -99,14 +100,19 @@ EOF
   [[ "$(cat "$SANDBOX_FS/work/hello.txt")" == forge ]] ||
     fail "$harness wrote hello.txt as: $(head -c 200 "$SANDBOX_FS/work/hello.txt")"
   pass "$harness created hello.txt with the right content (rollout $ROLLOUT)"
+}
 
+# verify_task: forge-verify runs the task's verifier on the held sandbox (and
+# releases it); the verdict must be passed, and stored.
+verify_task() {
   FORGE_LOCAL_ROOT="$WORK/local" "$FORGE_BIN/forge-verify" "$WORK/rollouts.jsonl" --store "$STORE" \
     >"$WORK/verdicts.jsonl" 2>"$WORK/verify.err" || fail "forge-verify exited $?: $(tail -5 "$WORK/verify.err")"
   [[ $(jq -r .verdict.outcome "$WORK/verdicts.jsonl") == passed ]] ||
     fail "verdict: $(jq -c .verdict "$WORK/verdicts.jsonl")"
   [[ $(sqlite3 "$STORE" "SELECT count(*) FROM verdicts WHERE rollout_id = '$ROLLOUT' AND outcome = 'passed'") -eq 1 ]] ||
     fail "the passed verdict is not in the store"
-  pass "forge-verify: passed, stored"
+  [[ ! -e "$SANDBOX_FS" ]] || fail "forge-verify did not release the sandbox"
+  pass "forge-verify: passed, stored, sandbox released"
 }
 
 # check_calls FORMAT: every request the upstream saw is a call recorded under
