@@ -20,7 +20,8 @@ With --scenario FILE (for real harnesses, whose last user message is not ours
 to choose), a request that offers tools is answered by step N of the file,
 where N is the number of tool results already in the conversation (the last
 step repeats). The file is JSON: {"steps": [step, ...]}, a step being
-  {"tool_call": {"name": "Write", "arguments": {...}}}  or  {"text": "..."}.
+  {"tool_call": {"name": "Write", "arguments": {...}}}  or  {"text": "..."},
+either with an optional "reasoning": "..." sent first as reasoning_content.
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
 
 Every request is appended to --log as JSON (path, headers, body).
@@ -158,6 +159,8 @@ class Handler(BaseHTTPRequestHandler):
                     {"id": "call_1", "type": "function",
                      "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}
                 choice["finish_reason"] = "tool_calls"
+            if step is not None and step.get("reasoning"):
+                msg["reasoning_content"] = step["reasoning"]
             choice["message"] = msg
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": [self.logprob_entry(i, w) for i, w in enumerate(words)]}
@@ -211,6 +214,12 @@ class Handler(BaseHTTPRequestHandler):
                 first["prompt_token_ids"] = prompt_ids(body)
             first["choices"][0]["token_ids"] = []
         self.chunk(first)
+        thinking = fragments(step["reasoning"]) if step is not None and step.get("reasoning") else []
+        for i, w in enumerate(thinking):
+            c = {"index": 0, "logprobs": None, "finish_reason": None, "delta": {"reasoning_content": w}}
+            if want_ids:
+                c["token_ids"] = [900 + i]
+            self.chunk(dict(head, choices=[c]))
         for i, w in enumerate(words):
             if cmd == "script:disconnect" and i == 3:
                 self.wfile.flush()

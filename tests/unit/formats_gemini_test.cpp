@@ -153,9 +153,12 @@ TEST_CASE("gemini: a chat response becomes a GenerateContentResponse") {
   REQUIRE_MESSAGE(resp.ok(), resp.status().message());
   const Json& cand = (*resp)["candidates"][0];
   CHECK(cand["content"]["role"] == "model");
+  // The reasoning also rides, signed, on the first answer part and first call.
+  const std::string sig = "Zm9yZ2UtcmVhc29uaW5nOk5lZWQgYSBmaWxlLg==";  // "forge-reasoning:Need a file."
   CHECK(cand["content"]["parts"] ==
-        Json::parse(R"([{"text":"Need a file.","thought":true},{"text":"Hello world"},
-                        {"functionCall":{"id":"call_1","name":"write_file","args":{"path":"a.txt","text":"hi"}}}])"));
+        Json::parse(R"([{"text":"Need a file.","thought":true},{"text":"Hello world","thoughtSignature":")" + sig + R"("},
+                        {"functionCall":{"id":"call_1","name":"write_file","args":{"path":"a.txt","text":"hi"}},
+                         "thoughtSignature":")" + sig + R"("}])"));
   CHECK(cand["finishReason"] == "STOP");
   CHECK((*resp)["usageMetadata"] ==
         Json{{"promptTokenCount", 12}, {"candidatesTokenCount", 9}, {"totalTokenCount", 21}});
@@ -205,7 +208,11 @@ TEST_CASE("gemini: the stream sends text at once and each call whole as soon as 
   all.insert(all.end(), tail.begin(), tail.end());
   CHECK(per_chunk == std::vector<size_t>{0, 1, 1, 1, 0, 0, 0, 0, 1, 0});
   CHECK(all[0].data["candidates"][0]["content"]["parts"][0] == Json{{"text", "Need a file."}, {"thought", true}});
-  CHECK(all[1].data["candidates"][0]["content"]["parts"][0] == Json{{"text", "Hello"}});
+  CHECK(all[1].data["candidates"][0]["content"]["parts"][0]["text"] == "Hello");
+  CHECK(all[1].data["candidates"][0]["content"]["parts"][0].contains("thoughtSignature"));
+  CHECK_FALSE(all[2].data["candidates"][0]["content"]["parts"][0].contains("thoughtSignature"));
+  CHECK(all[3].data["candidates"][0]["content"]["parts"][0]["thoughtSignature"] ==
+        all[1].data["candidates"][0]["content"]["parts"][0]["thoughtSignature"]);
   CHECK(all[3].data["candidates"][0]["content"]["parts"][0]["functionCall"] ==
         Json{{"id", "call_1"}, {"name", "write_file"}, {"args", {{"path", "a.txt"}, {"text", "hi"}}}});
   REQUIRE(tail.size() == 1);
@@ -262,4 +269,55 @@ TEST_CASE("gemini: errors, count tokens and the router side call") {
   REQUIRE(routed.ok());
   CHECK(routed->side_call);
   CHECK(routed->body["response_format"]["type"] == "json_schema");
+}
+
+// Gemini CLI drops thought parts from the history it resends but keeps each
+// part's thoughtSignature; the proxy's signature brings the reasoning back.
+TEST_CASE("gemini: reasoning survives Gemini CLI's replay through the thought signature") {
+  GeminiFormat format;
+  auto resp = format.FromChat(ScriptedResponse());
+  REQUIRE(resp.ok());
+  Json model_turn = (*resp)["candidates"][0]["content"];
+  // What the CLI resends: the thought part gone, the signed parts kept.
+  Json kept = Json::array();
+  for (const Json& p : model_turn["parts"]) {
+    if (!p.value("thought", false)) kept.push_back(p);
+  }
+  model_turn["parts"] = kept;
+  Json request = {{"contents", Json::array({Json::parse(R"({"role":"user","parts":[{"text":"make a.txt"}]})"),
+                                            model_turn,
+                                            Json::parse(R"({"role":"user","parts":[{"functionResponse":
+                                              {"id":"call_1","name":"write_file","response":{"output":"ok"}}}]})")})}};
+  auto chat = format.ToChat(StreamRoute(), request);
+  REQUIRE_MESSAGE(chat.ok(), chat.status().message());
+  const Json& assistant = chat->body["messages"][1];
+  CHECK(assistant["reasoning_content"] == "Need a file.");
+  CHECK(assistant["content"] == "Hello world");
+  CHECK(assistant["tool_calls"][0]["id"] == "call_1");
+  CHECK(chat->body["messages"][2]["tool_call_id"] == "call_1");
+}
+
+TEST_CASE("gemini: other signatures carry no reasoning, and kept thought parts win over a signature") {
+  GeminiFormat format;
+  auto turn = [&](Json parts) {
+    Json request = {{"contents", Json::array({Json::parse(R"({"role":"user","parts":[{"text":"go"}]})"),
+                                              Json{{"role", "model"}, {"parts", std::move(parts)}}})}};
+    auto chat = format.ToChat(StreamRoute(), request);
+    REQUIRE_MESSAGE(chat.ok(), chat.status().message());
+    return chat->body["messages"][1];
+  };
+  // The CLI's own placeholder, Gemini's opaque bytes, and broken base64.
+  for (const char* foreign : {"skip_thought_signature_validator", "CiQBVKhc7mJb", "not base64!", ""}) {
+    CAPTURE(foreign);
+    Json m = turn(Json::array({{{"functionCall", {{"name", "ls"}, {"args", Json::object()}}},
+                                {"thoughtSignature", foreign}}}));
+    CHECK_FALSE(m.contains("reasoning_content"));
+  }
+  // The signature of "forge-reasoning:signed" beside a kept thought part "kept".
+  Json m = turn(Json::array({{{"text", "kept"}, {"thought", true}},
+                             {{"text", "ok"}, {"thoughtSignature", "Zm9yZ2UtcmVhc29uaW5nOnNpZ25lZA=="}}}));
+  CHECK(m["reasoning_content"] == "kept");
+  m = turn(Json::array({{{"text", "ok"}, {"thoughtSignature", "Zm9yZ2UtcmVhc29uaW5nOnNpZ25lZA=="}}}));
+  CHECK(m["reasoning_content"] == "signed");
+  CHECK(m["content"] == "ok");
 }

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <openssl/evp.h>
+
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
@@ -13,6 +15,39 @@ namespace forge::proxy {
 using namespace wire;
 
 namespace {
+
+// ---- thought signatures ---------------------------------------------------------
+
+// Gemini CLI drops `thought: true` parts from the history it resends but keeps
+// each part's thoughtSignature (opaque base64 bytes to a client). The proxy
+// signs its answer with the reasoning text, so the next request carries the
+// reasoning back and the upstream's prompt still extends its last completion.
+std::string SignReasoning(const std::string& reasoning) {
+  std::string plain = GeminiFormat::kReasoningMarker + reasoning;
+  std::string out(4 * ((plain.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(plain.data()),
+                          static_cast<int>(plain.size()));
+  out.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  return out;
+}
+
+// The reasoning in a signature the proxy made; empty for anyone else's
+// (Gemini's own, or the CLI's "skip_thought_signature_validator").
+std::string SignedReasoning(const std::string& signature) {
+  if (signature.empty() || signature.size() % 4 != 0) return "";
+  std::string plain(3 * (signature.size() / 4), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(plain.data()),
+                          reinterpret_cast<const unsigned char*>(signature.data()),
+                          static_cast<int>(signature.size()));
+  if (n < 0) return "";
+  size_t padding = 0;
+  for (size_t i = signature.size(); i > 0 && signature[i - 1] == '='; --i) ++padding;
+  plain.resize(static_cast<size_t>(n) - std::min<size_t>(padding, static_cast<size_t>(n)));
+  std::string_view marker = GeminiFormat::kReasoningMarker;
+  if (plain.compare(0, marker.size(), marker) != 0) return "";
+  return plain.substr(marker.size());
+}
 
 // ---- request: generateContent → chat -----------------------------------------
 
@@ -111,13 +146,16 @@ class ContentsBuilder {
   };
 
   void Model(const Json& parts, const std::string& path) {
-    std::string text, reasoning;
+    std::string text, reasoning, signed_reasoning;
     bool has_reasoning = false;
     Json calls = Json::array();
     for (size_t i = 0; i < parts.size(); ++i) {
       const Json& part = parts[i];
       std::string at = Path(path, i);
       if (!part.is_object()) Fail(at, "must be an object");
+      if (signed_reasoning.empty()) {
+        signed_reasoning = SignedReasoning(OptString(part, "thoughtSignature", at));
+      }
       if (const Json* t = Find(part, "text")) {
         if (!t->is_string()) Fail(Path(at, "text"), "must be a string");
         if (OptBool(part, "thought", at, false)) {
@@ -148,7 +186,12 @@ class ContentsBuilder {
       }
     }
     Json message = {{"role", "assistant"}, {"content", calls.empty() || !text.empty() ? Json(text) : Json()}};
-    if (has_reasoning) message["reasoning_content"] = reasoning;
+    // Thought parts the client kept win; else what the proxy's signature carried.
+    if (has_reasoning) {
+      message["reasoning_content"] = reasoning;
+    } else if (!signed_reasoning.empty()) {
+      message["reasoning_content"] = signed_reasoning;
+    }
     if (!calls.empty()) message["tool_calls"] = calls;
     messages_.push_back(std::move(message));
   }
@@ -399,6 +442,16 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
       parts.push_back(FunctionCallPart((*calls)[i], chat_id, i));
     }
   }
+  if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
+    // The first answer text and the first call each carry it (as the stream does).
+    bool text_signed = false, call_signed = false;
+    for (Json& part : parts) {
+      bool call = part.contains("functionCall");
+      if (part.value("thought", false) || (call ? call_signed : text_signed)) continue;
+      part["thoughtSignature"] = SignReasoning(*r);
+      (call ? call_signed : text_signed) = true;
+    }
+  }
   Json response = Envelope(chat_id, chat.value("model", ""), parts);
   response["candidates"][0]["finishReason"] =
       GeminiFormat::FinishReason(chat["choices"][0].value("finish_reason", Json()));
@@ -453,7 +506,10 @@ class GeminiStream : public StreamTranslator {
       out += Emit(Json::array({{{"text", *r}, {"thought", true}}}));
     }
     if (const Json* c = Find(delta, "content"); c && c->is_string() && !c->get<std::string>().empty()) {
-      out += Emit(Json::array({{{"text", *c}}}));
+      Json part = {{"text", *c}};
+      if (!text_sent_) Sign(part);
+      text_sent_ = true;
+      out += Emit(Json::array({std::move(part)}));
     }
     if (const Json* calls = Find(delta, "tool_calls"); calls && calls->is_array()) {
       for (const Json& call : *calls) {
@@ -476,13 +532,22 @@ class GeminiStream : public StreamTranslator {
     for (; flushed_ < end; ++flushed_) {
       if (calls && flushed_ < calls->size()) {
         parts.push_back(FunctionCallPart((*calls)[flushed_], acc_.id(), flushed_));
+        if (flushed_ == 0) Sign(parts.back());
       }
     }
     return parts.empty() ? "" : Emit(std::move(parts));
   }
 
+  // Signs a part with the reasoning so far, as ResponseFromChat does.
+  void Sign(Json& part) {
+    Json chat = acc_.Response();
+    const Json* r = ReasoningField(chat["choices"][0]["message"]);
+    if (r && !r->get<std::string>().empty()) part["thoughtSignature"] = SignReasoning(*r);
+  }
+
   ChatAccumulator acc_;
   bool ended_ = false;
+  bool text_sent_ = false;
   std::vector<char> pending_;  // one slot per chat tool call index seen
   size_t flushed_ = 0;         // calls [0, flushed_) have gone out
 };

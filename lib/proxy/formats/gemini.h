@@ -41,6 +41,12 @@ class GeminiFormat : public ClientFormat {
 
   static std::string StatusName(int http_status);  // 400 → INVALID_ARGUMENT …
   static std::string FinishReason(const Json& chat_finish_reason);
+
+  // A reply with reasoning carries it, base64 after this marker, as the
+  // thoughtSignature of its first answer text part and first call: Gemini CLI
+  // drops thought parts from the history it resends but keeps signatures, so
+  // ToChat gets the reasoning back from it.
+  static constexpr const char* kReasoningMarker = "forge-reasoning:";
 };
 
 }  // namespace forge::proxy
