@@ -165,12 +165,15 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   // is its own (side-call) format.
   std::string format_name(route.format);
   Json url_fields;
+  // Every stream is SSE except Gemini's streamGenerateContent without alt=sse (one JSON array).
+  std::string stream_content_type = "text/event-stream";
   Status bad_url;
   if (route.format == "gemini") {
     auto gemini = GeminiFormat::ParseRoute(std::string_view(req.target().data(), req.target().size()));
     if (gemini.ok()) {
       if (gemini->method == "countTokens") format_name = "gemini-count-tokens";
       url_fields = {{"model", gemini->model}, {"stream", gemini->stream}, {"alt", gemini->sse ? "sse" : "json"}};
+      if (gemini->stream && !gemini->sse) stream_content_type = "application/json";
     } else {
       bad_url = gemini.status();
     }
@@ -317,7 +320,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     ClientStream cs;
     cs.stream = &client;
     cs.version = req.version();
-    cs.content_type = format->StreamContentType();
+    cs.content_type = stream_content_type;
     co_await WriteSseBytes(cs, std::move(bytes), true);
     co_return !cs.failed;
   }
@@ -359,7 +362,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   auto cs = std::make_shared<ClientStream>();
   cs->stream = &client;
   cs->version = req.version();
-  cs->content_type = format->StreamContentType();
+  cs->content_type = stream_content_type;
   if (streaming && config_.keepalive_interval > 0 && cs->content_type == "text/event-stream") {
     cs->keepalive_timer = std::make_unique<net::steady_timer>(co_await net::this_coro::executor);
     net::co_spawn(co_await net::this_coro::executor, KeepAlive(cs, config_.keepalive_interval), net::detached);

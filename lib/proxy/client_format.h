@@ -57,10 +57,6 @@ class ClientFormat {
   // (assembled from the chunks for a stream). Formats with server-side state
   // (Responses' previous_response_id) remember the exchange here.
   virtual void Finished(const ChatRequest& /*request*/, const Json& /*chat_response*/) {}
-  // The content type of a streamed answer: SSE, except Gemini's JSON-array
-  // stream (streamGenerateContent without alt=sse). Keepalive comments are
-  // only sent on SSE.
-  virtual std::string StreamContentType() const { return "text/event-stream"; }
   // An error body in the client's own error shape, for the given HTTP status.
   virtual Json ErrorBody(int http_status, const std::string& message) const = 0;
 };

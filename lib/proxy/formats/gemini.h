@@ -33,7 +33,8 @@ class GeminiFormat : public ClientFormat {
   // The stream the last ToChat asked for: SSE (alt=sse), or one JSON array
   // written element by element as the chunks arrive.
   std::unique_ptr<StreamTranslator> NewStream() override;
-  std::string StreamContentType() const override { return sse_ ? "text/event-stream" : "application/json"; }
+  // SSE, or application/json for the JSON-array stream (no keepalive comments there).
+  std::string StreamContentType() const { return sse_ ? "text/event-stream" : "application/json"; }
   // {"error":{"code":400,"message":…,"status":"INVALID_ARGUMENT"}}
   Json ErrorBody(int http_status, const std::string& message) const override;
 
