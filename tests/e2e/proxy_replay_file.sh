@@ -33,7 +33,7 @@ cp "$WORK/calls.jsonl" "$FILE"
 jq -c 'select(.request.messages[0].content == "hello replay") | .upstream_response.choices[0].message.content = "second sample"
        | .completion_ids = [7, 8, 9]' "$WORK/calls.jsonl" >> "$FILE"
 echo '{"client_format": "openai-chat", "request": {"model": "m"' >> "$FILE"                       # line 6: not JSON
-echo '{"client_format": "openai-chat", "request": {"model": "x"}}' >> "$FILE"                     # line 7: no answer
+echo '{"client_format": "openai-chat", "request": {"model": "x", "messages": []}}' >> "$FILE"     # line 7: no answer
 echo '{"client_format": "telepathy", "request": {}, "upstream_response": {"choices": [{}]}}' >> "$FILE"  # line 8
 echo '{"schema": "forge.call/9", "client_format": "openai-chat"}' >> "$FILE"                      # line 9
 echo '{"client_format": "openai-chat", "request": {"x": 1}, "upstream_response": {"choices": [{}]}, "completion_ids": ["a"]}' >> "$FILE"  # line 10
@@ -63,7 +63,7 @@ curl -sN -d "${anthropic%\}},\"stream\":true}" "$PROXY/r/two/v1/messages" > "$WO
 grep -q '^event: message_stop' "$WORK/msg.sse" || fail "streamed Anthropic replay: $(cat "$WORK/msg.sse")"
 code=$(curl -s -o "$WORK/out" -w '%{http_code}' -d '{"model":"m","messages":[{"role":"user","content":"never seen"}]}' "$PROXY/v1/chat/completions")
 [ "$code" = 404 ] || fail "unmatched request gave $code"
-code=$(curl -s -o /dev/null -w '%{http_code}' -d '{"model":"x"}' "$PROXY/v1/chat/completions")
+code=$(curl -s -o /dev/null -w '%{http_code}' -d '{"model":"x","messages":[]}' "$PROXY/v1/chat/completions")
 [ "$code" = 404 ] || fail "a bad line's request was served ($code)"
 pass "replay from the file: whole, streamed, Anthropic; two samples in turn; 404 when nothing matches"
 
