@@ -83,8 +83,8 @@ void FillFromMessage(store::CallRecord& rec, const Json& message) {
 }  // namespace
 
 Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& req, const ClientFormat& format,
-                                           bool streaming, Json client_request, store::CallRecord rec,
-                                           std::string retry_key, double t0) {
+                                           bool streaming, Json& client_request, store::CallRecord& rec,
+                                           const std::string& retry_key, double t0) {
   auto finish = [&](store::CallRecord& r) {
     r.ended_at = NowSeconds();
     r.policy_version_end = policy_version_.load();
@@ -226,8 +226,9 @@ Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& r
     finish(rec);
     Status committed = co_await Commit(std::move(rec));
     if (!committed.ok()) co_return co_await reply_error(500, "the call could not be recorded: " + committed.message());
-    co_return co_await Send(client, req, static_cast<http::status>(status), std::move(body),
-                            content_type.empty() ? "application/json" : content_type);
+    // Named, not a temporary in the co_await: g++12 destroys such temporaries twice.
+    if (content_type.empty()) content_type = "application/json";
+    co_return co_await Send(client, req, static_cast<http::status>(status), std::move(body), content_type);
   }
 
   // A stream: each event goes to the client as it arrives; message_stop is

@@ -331,8 +331,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
       co_return co_await fail(400, "this proxy's upstream speaks Anthropic Messages (--upstream-api anthropic); "
                                    "only /v1/messages and /v1/messages/count_tokens are served");
     }
-    co_return co_await HandleAnthropicUpstream(client, req, *format, streaming, std::move(client_request),
-                                               std::move(rec), retry_key, t0);
+    co_return co_await HandleAnthropicUpstream(client, req, *format, streaming, client_request, rec, retry_key, t0);
   }
 
   // The upstream request: the client's, plus the capture fields.
