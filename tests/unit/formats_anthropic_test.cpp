@@ -240,8 +240,8 @@ TEST_CASE("anthropic: the stream is written event by event as chunks arrive") {
 
   // The fragments go out as they came, not re-cut or buffered.
   CHECK(all[11].data["delta"] == Json{{"type", "input_json_delta"}, {"partial_json", "{\"path\": "}});
-  CHECK(all[3].data["delta"]["type"] == "signature_delta");
-  CHECK(all[3].data["delta"]["signature"] == format.FromChat(ScriptedResponse()).value()["content"][0]["signature"]);
+  CHECK(all[4].data["delta"]["type"] == "signature_delta");
+  CHECK(all[4].data["delta"]["signature"] == format.FromChat(ScriptedResponse()).value()["content"][0]["signature"]);
   CHECK(all[10].data["content_block"] ==
         Json{{"type", "tool_use"}, {"id", "call_1"}, {"name", "write_file"}, {"input", Json::object()}});
   CHECK(all[0].data["message"]["id"] == "msg_abc123");
