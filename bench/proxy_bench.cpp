@@ -5,6 +5,11 @@
 //   load URL CLIENTS EVENTS CLIENTS concurrent streaming calls of EVENTS SSE events each; prints
 //                           events/s and p50/p99 per-stream completion time
 //   storesize STORE ROLLOUT  store bytes for a rollout against its largest request
+//   formats BASE FORMAT STREAMS CONCURRENCY  STREAMS streamed calls in client format FORMAT (chat,
+//                           anthropic, responses) against BASE (http://127.0.0.1:PORT), CONCURRENCY
+//                           at a time on kept-alive connections; prints the streams completed,
+//                           the failures and the wall time (proxy_formats_bench.sh takes the
+//                           proxy's CPU time around it)
 // Talks to 127.0.0.1 only; every loop is bounded by its count.
 #include <utility>
 
@@ -258,6 +263,94 @@ int RunLoad(const std::string& url, int clients, int events) {
   return stats.failures.load() == 0 ? 0 : 1;
 }
 
+// ---- one streamed load per client wire format ----
+struct FormatLoad {
+  std::string path, body;
+};
+
+FormatLoad LoadFor(const std::string& format) {
+  if (format == "anthropic") {
+    return {"/v1/messages",
+            R"({"model":"m","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"stream please"}]})"};
+  }
+  if (format == "responses") {
+    return {"/v1/responses", R"({"model":"m","stream":true,"store":false,"input":"stream please"})"};
+  }
+  return {"/v1/chat/completions", R"({"model":"m","stream":true,"messages":[{"role":"user","content":"stream please"}]})"};
+}
+
+struct FormatStats {
+  std::atomic<int> next{0}, done{0}, failures{0};
+};
+
+// Streams calls one after another on one kept-alive connection until the
+// shared count is used up.
+net::awaitable<void> FormatWorker(Target t, tcp::resolver::results_type endpoints, FormatLoad load, int streams,
+                                  FormatStats& stats) {
+  beast::tcp_stream stream(co_await net::this_coro::executor);
+  beast::flat_buffer buffer;
+  bool connected = false;
+  std::vector<char> buf(16384);
+  while (stats.next.fetch_add(1) < streams) {
+    beast::error_code ec;
+    if (!connected) {
+      stream.expires_after(std::chrono::seconds(120));
+      co_await stream.async_connect(endpoints, Into(ec));
+      if (ec) {
+        stats.failures++;
+        continue;
+      }
+      connected = true;
+    }
+    stream.expires_after(std::chrono::seconds(120));
+    http::request<http::string_body> req{http::verb::post, load.path, 11};
+    req.set(http::field::host, t.host);
+    req.set(http::field::content_type, "application/json");
+    if (!t.key.empty()) req.set(http::field::authorization, "Bearer " + t.key);
+    req.keep_alive(true);
+    req.body() = load.body;
+    req.prepare_payload();
+    co_await http::async_write(stream, req, Into(ec));
+    http::response_parser<http::buffer_body> parser;
+    if (!ec) co_await http::async_read_header(stream, buffer, parser, Into(ec));
+    while (!ec && !parser.is_done()) {
+      parser.get().body().data = buf.data();
+      parser.get().body().size = buf.size();
+      co_await http::async_read(stream, buffer, parser, Into(ec));
+      if (ec == http::error::need_buffer) ec = {};
+    }
+    if (ec || parser.get().result_int() != 200) {
+      stats.failures++;
+      beast::error_code ignored;
+      stream.socket().close(ignored);
+      connected = false;
+      continue;
+    }
+    stats.done++;
+    if (!parser.get().keep_alive()) {
+      beast::error_code ignored;
+      stream.socket().close(ignored);
+      connected = false;
+    }
+  }
+}
+
+int RunFormats(const std::string& base, const std::string& format, int streams, int concurrency) {
+  Target t = ParseUrl(base);
+  FormatLoad load = LoadFor(format);
+  net::io_context io;
+  tcp::resolver resolver(io);
+  auto endpoints = resolver.resolve(t.host, t.port);
+  FormatStats stats;
+  for (int i = 0; i < concurrency; ++i) {
+    net::co_spawn(io, FormatWorker(t, endpoints, load, streams, stats), net::detached);
+  }
+  double t0 = Now();
+  io.run();
+  std::printf("%d %d %.3f\n", stats.done.load(), stats.failures.load(), Now() - t0);
+  return stats.failures.load() == 0 ? 0 : 1;
+}
+
 int RunStoreSize(const std::string& path, const std::string& rollout) {
   auto st = forge::store::Store::Open(path);
   if (!st.ok()) {
@@ -282,8 +375,9 @@ int main(int argc, char** argv) {
   if (mode == "seq" && argc == 5) return RunSeq(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "load" && argc == 5) return RunLoad(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "storesize" && argc == 4) return RunStoreSize(argv[2], argv[3]);
+  if (mode == "formats" && argc == 6) return RunFormats(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]));
   std::fprintf(stderr,
                "usage: bench-proxy_bench upstream PORT | seq URL N BYTES | load URL CLIENTS EVENTS | "
-               "storesize STORE ROLLOUT\n");
+               "storesize STORE ROLLOUT | formats BASE FORMAT STREAMS CONCURRENCY\n");
   return 64;
 }

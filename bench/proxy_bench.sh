@@ -5,6 +5,8 @@
 #  (b) 1,000 concurrent streaming clients x 200 SSE events: throughput,
 #      p50/p99 per-stream time, proxy RSS per open stream (recording on)
 #  (c) store bytes of a 50-call rollout against its largest request
+#  (d) translation CPU per token: streaming Anthropic and Responses clients
+#      against the chat pass-through (bench/proxy_formats_bench.sh)
 # Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx; scripts/bootstrap.sh installs it)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -132,3 +134,7 @@ n, largest, fb, bb, tb = $ncalls, $largest, $file_bytes, $blob_bytes, $token_byt
 print(f"{n} calls; largest request {largest/1024:.1f} KiB; store file {fb/1024:.1f} KiB ({fb/largest:.2f}x); "
       f"content blobs + token data {(bb+tb)/1024:.1f} KiB ({(bb+tb)/largest:.2f}x)   (target <= 3x)")
 PY
+
+echo
+echo "(d) translation CPU per token (bench/proxy_formats_bench.sh)"
+bash "$SRC/bench/proxy_formats_bench.sh" "$BIN"

@@ -5,16 +5,17 @@
 #   Harbor verifiers, in the rollouts' sandboxes), forge-dedup, forge-pack
 #   (SFT messages and packed RL batches from the recorded token ids).
 #
-# The embedded default policy plays back recorded answers
-# (scripts/demo-policy.py, examples/demo-policy.json), so no GPU is needed.
-# Name a real OpenAI-compatible policy server (vLLM, SGLang) to use it instead:
+# The embedded default policy is a recorded example played back by
+# forge-proxy itself (--replay examples/demo-recorded.jsonl), so no GPU is
+# needed. Name a real OpenAI-compatible policy server (vLLM, SGLang) to use
+# it instead (or set FORGE_DEMO_UPSTREAM):
 #   bash scripts/demo.sh --upstream http://127.0.0.1:8000 --model NAME
 #
 # Output goes to demo-out/ (FORGE_DEMO_OUT); the summary says what is where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
-upstream=""
+upstream=${FORGE_DEMO_UPSTREAM:-}
 model="policy"
 attempts=4
 while [ $# -gt 0 ]; do
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
     --upstream) upstream=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     -n) attempts=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument $1 (try --help)" >&2; exit 64 ;;
   esac
 done
@@ -49,17 +50,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -z "$upstream" ]; then
-  say "starting the embedded default policy (recorded answers, no GPU)"
-  python3 scripts/demo-policy.py --answers examples/demo-policy.json --port-file "$out/policy.port" &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s "$out/policy.port" ] && break; sleep 0.1; done
-  upstream="http://127.0.0.1:$(cat "$out/policy.port")"
+if [ -n "$upstream" ]; then
+  say "starting forge-proxy in front of $upstream"
+  policy=(--upstream "$upstream")
+else
+  say "starting forge-proxy playing back the embedded default policy (a recorded example, no GPU)"
+  policy=(--replay examples/demo-recorded.jsonl)
 fi
-
-say "starting forge-proxy in front of $upstream"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin/forge-proxy" --store "$store" --upstream "$upstream" --listen 127.0.0.1 --port "$port" 2>"$out/proxy.log" &
+"$bin/forge-proxy" --store "$store" "${policy[@]}" --listen 127.0.0.1 --port "$port" 2>"$out/proxy.log" &
 pids+=($!)
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "http://127.0.0.1:$port/healthz" >/dev/null || { echo "demo: forge-proxy did not start; see $out/proxy.log" >&2; exit 69; }

@@ -51,6 +51,7 @@ struct ClientStream {
   bool keepalive_running = false;
   bool failed = false;  // the client went away
   unsigned version = 11;
+  std::string content_type = "text/event-stream";
   std::unique_ptr<net::steady_timer> keepalive_timer;
 };
 
@@ -70,7 +71,7 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
   if (!cs.headers_sent) {
     http::response<http::empty_body> res{http::status::ok, cs.version};
     res.set(http::field::server, "forge-proxy");
-    res.set(http::field::content_type, "text/event-stream");
+    res.set(http::field::content_type, cs.content_type);
     res.set(http::field::cache_control, "no-cache");
     res.chunked(true);
     res.keep_alive(true);
@@ -164,12 +165,15 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   // is its own (side-call) format.
   std::string format_name(route.format);
   Json url_fields;
+  // Every stream is SSE except Gemini's streamGenerateContent without alt=sse (one JSON array).
+  std::string stream_content_type = "text/event-stream";
   Status bad_url;
   if (route.format == "gemini") {
     auto gemini = GeminiFormat::ParseRoute(std::string_view(req.target().data(), req.target().size()));
     if (gemini.ok()) {
       if (gemini->method == "countTokens") format_name = "gemini-count-tokens";
-      url_fields = {{"model", gemini->model}, {"stream", gemini->stream}};
+      url_fields = {{"model", gemini->model}, {"stream", gemini->stream}, {"alt", gemini->sse ? "sse" : "json"}};
+      if (gemini->stream && !gemini->sse) stream_content_type = "application/json";
     } else {
       bad_url = gemini.status();
     }
@@ -278,24 +282,56 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     metrics_.ObserveLatency(MonotonicSeconds() - t0);
   };
 
-  // Replay: answer from the recorded store; nothing goes upstream.
+  // Replay: answer from the recordings, nothing goes upstream; the call is
+  // recorded again with the recorded token data.
   if (replay_) {
-    const Json* recorded = replay_->Find(ReplayIndex::RequestKey(format->name(), client_request));
+    const RecordedExchange* recorded = replay_->Next(ReplayIndex::RequestKey(format->name(), client_request));
     if (!recorded) co_return co_await fail(404, "replay: no recorded response matches this request");
-    if (!streaming) {
-      auto out = format->FromChat(*recorded);
-      if (!out.ok()) co_return co_await fail(500, out.status().message());
-      co_return co_await Send(client, req, http::status::ok, out->dump());
+    rec.upstream = "replay:" + config_.replay_path;
+    rec.model = recorded->model.empty() ? chat->body.value("model", "") : recorded->model;
+    rec.first_token_at = NowSeconds();
+    rec.upstream_request = chat->body;
+    rec.request = std::move(client_request);
+    rec.upstream_response = recorded->response;
+    rec.prompt_ids = recorded->prompt_ids;
+    rec.completion_ids = recorded->completion_ids;
+    rec.logprobs = recorded->logprobs;
+    rec.finish_reason = FinishReasonOf(recorded->response);
+    rec.usage = recorded->response.value("usage", Json());
+    rec.http_status = 200;
+    rec.retry_key = retry_key;
+    std::string bytes;
+    if (streaming) {
+      auto translator = format->NewStream();
+      for (const Json& chunk : ChatResponseToChunks(recorded->response)) bytes += translator->OnChunk(chunk);
+      bytes += translator->OnEnd();
+      rec.response = translator->Assembled();
+    } else {
+      auto out = format->FromChat(recorded->response);
+      if (!out.ok()) co_return co_await fail(500, "replay: " + out.status().message());
+      bytes = out->dump();
+      rec.response = std::move(*out);
     }
+    finish(rec);
+    Status committed = co_await Commit(std::move(rec));
+    if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
+    format->Finished(*chat, recorded->response);
+    if (!streaming) co_return co_await Send(client, req, http::status::ok, std::move(bytes));
     ClientStream cs;
     cs.stream = &client;
     cs.version = req.version();
-    auto translator = format->NewStream();
-    std::string bytes;
-    for (const Json& chunk : ChatResponseToChunks(*recorded)) bytes += translator->OnChunk(chunk);
-    bytes += translator->OnEnd();
+    cs.content_type = stream_content_type;
     co_await WriteSseBytes(cs, std::move(bytes), true);
     co_return !cs.failed;
+  }
+
+  // An Anthropic-format upstream (a teacher API): Messages pass through untranslated.
+  if (config_.upstream_api == "anthropic") {
+    if (format->name() != "anthropic" && format->name() != "anthropic-count-tokens") {
+      co_return co_await fail(400, "this proxy's upstream speaks Anthropic Messages (--upstream-api anthropic); "
+                                   "only /v1/messages and /v1/messages/count_tokens are served");
+    }
+    co_return co_await HandleAnthropicUpstream(client, req, *format, streaming, client_request, rec, retry_key, t0);
   }
 
   // The upstream request: the client's, plus the capture fields.
@@ -325,7 +361,8 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   auto cs = std::make_shared<ClientStream>();
   cs->stream = &client;
   cs->version = req.version();
-  if (streaming && config_.keepalive_interval > 0) {
+  cs->content_type = stream_content_type;
+  if (streaming && config_.keepalive_interval > 0 && cs->content_type == "text/event-stream") {
     cs->keepalive_timer = std::make_unique<net::steady_timer>(co_await net::this_coro::executor);
     net::co_spawn(co_await net::this_coro::executor, KeepAlive(cs, config_.keepalive_interval), net::detached);
   }

@@ -1,7 +1,9 @@
 #include "proxy/dump.h"
 
+#include "proxy/replay.h"
 #include "proxy/token_capture.h"
 #include "records/jsonl.h"
+#include "store/sqlite.h"
 
 namespace forge::proxy {
 
@@ -9,6 +11,7 @@ using Json = nlohmann::json;
 
 Json CallToJson(const store::CallRecord& c) {
   Json j;
+  j["schema"] = kCallSchema;
   j["id"] = c.id;
   j["rollout_id"] = c.rollout_id;
   j["seq"] = c.seq;
@@ -45,6 +48,37 @@ Status DumpRolloutCalls(const std::string& store_path, const std::string& rollou
   if (!calls.ok()) return calls.status();
   records::JsonlWriter out;
   for (const auto& call : *calls) FORGE_RETURN_IF_ERROR(out.Write(CallToJson(call)));
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> RolloutsWithCalls(const std::string& store_path) {
+  auto db = store::Database::Open(store_path, true);
+  if (!db.ok()) return db.status();
+  auto stmt = db->Prepare("SELECT rollout_id FROM calls GROUP BY rollout_id ORDER BY MIN(id)");
+  if (!stmt.ok()) return stmt.status();
+  std::vector<std::string> rollouts;
+  for (;;) {
+    auto row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    rollouts.push_back(stmt->Text(0));
+  }
+  return rollouts;
+}
+
+Status ExportCalls(const std::string& store_path) {
+  store::OpenOptions options;
+  options.read_only = true;
+  auto st = store::Store::Open(store_path, options);
+  if (!st.ok()) return st.status().Prefixed("--store " + store_path);
+  auto rollouts = RolloutsWithCalls(store_path);
+  if (!rollouts.ok()) return rollouts.status().Prefixed("--store " + store_path);
+  records::JsonlWriter out;
+  for (const auto& rollout : *rollouts) {
+    auto calls = (*st)->CallsOfRollout(rollout);
+    if (!calls.ok()) return calls.status();
+    for (const auto& call : *calls) FORGE_RETURN_IF_ERROR(out.Write(CallToJson(call)));
+  }
   return Status::Ok();
 }
 

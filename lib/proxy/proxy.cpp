@@ -11,7 +11,10 @@ namespace forge::proxy {
 Status RunProxy(const ProxyConfig& config) {
   if (config.store_path.empty()) return Status::Usage("--store is required");
   if (config.upstreams.empty() && config.replay_path.empty()) {
-    return Status::Usage("give at least one --upstream URL, or --replay STORE");
+    return Status::Usage("give at least one --upstream URL, or --replay FILE");
+  }
+  if (config.upstream_api != "openai" && config.upstream_api != "anthropic") {
+    return Status::Usage("--upstream-api " + config.upstream_api + ": openai or anthropic");
   }
   std::string api_key;
   if (!config.upstream_key_env.empty()) {
@@ -31,7 +34,8 @@ Status RunProxy(const ProxyConfig& config) {
     auto loaded = ReplayIndex::Load(config.replay_path);
     if (!loaded.ok()) return loaded.status();
     replay = std::move(*loaded);
-    cli::Note("replaying " + std::to_string(replay->size()) + " recorded responses from " + config.replay_path);
+    cli::Note("replaying " + std::to_string(replay->size()) + " recorded responses from " + config.replay_path +
+              (replay->bad_lines() ? " (" + std::to_string(replay->bad_lines()) + " bad lines skipped)" : ""));
   }
 
   int threads = std::max(1, config.threads);
@@ -41,7 +45,7 @@ Status RunProxy(const ProxyConfig& config) {
   // about to exit anyway.
   auto* io_owner = new net::io_context(threads);
   net::io_context& io = *io_owner;
-  auto pool = UpstreamPool::Create(io, config.upstreams, api_key);
+  auto pool = UpstreamPool::Create(io, config.upstreams, api_key, config.upstream_ca_file);
   if (!pool.ok()) return pool.status();
   UpstreamPool* upstreams = pool->release();
 

@@ -15,10 +15,12 @@ struct ProxyConfig {
   uint16_t port = 8000;
   std::string store_path;                 // where calls are recorded
   std::vector<std::string> upstreams;     // http://host:port[/base], OpenAI-compatible
+  std::string upstream_ca_file;           // PEM CAs trusted for https upstreams, besides the system's
+  std::string upstream_api = "openai";    // "anthropic": Messages pass through to an Anthropic-format API
   std::string upstream_key_env;           // env var holding a key only the proxy sends upstream
   bool open = false;                      // no secret needed; calls go to rollout "anonymous"
   std::string admin_token;                // empty: admin API from loopback only
-  std::string replay_path;                // serve recorded responses from this store
+  std::string replay_path;                // serve recorded responses from this store or recorded-exchange file
   int threads = 2;
   uint64_t body_limit = 64ull << 20;      // client request body, bytes
   double upstream_idle_timeout = 900;     // seconds without a byte from the upstream

@@ -52,6 +52,12 @@ class Server {
   Task<bool> HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
                         std::string path_rollout);
   Task<Status> Commit(store::CallRecord call);
+  // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
+  // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
+  // non-trivial by-value coroutine parameters passed this way.
+  Task<bool> HandleAnthropicUpstream(beast::tcp_stream& client, Request& req, const ClientFormat& format,
+                                     bool streaming, Json& client_request, store::CallRecord& rec,
+                                     const std::string& retry_key, double t0);
 
   Task<bool> Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",

@@ -7,17 +7,26 @@ namespace forge::proxy {
 
 Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(net::io_context& io,
                                                            const std::vector<std::string>& urls,
-                                                           std::string api_key) {
+                                                           std::string api_key, const std::string& ca_file) {
   std::unique_ptr<UpstreamPool> pool(new UpstreamPool(io, std::move(api_key)));
   tcp::resolver resolver(io);
   for (const std::string& url : urls) {
-    constexpr std::string_view kScheme = "http://";
-    if (url.rfind(kScheme, 0) != 0) {
-      return Status::Config("--upstream " + url + ": only http:// URLs are supported");
-    }
     auto u = std::make_unique<Upstream>();
     u->url = url;
-    std::string rest = url.substr(kScheme.size());
+    std::string rest;
+    if (url.rfind("http://", 0) == 0) {
+      rest = url.substr(7);
+    } else if (url.rfind("https://", 0) == 0) {
+      rest = url.substr(8);
+      u->tls = true;
+      if (!pool->tls_context_) {
+        auto context = MakeTlsContext(ca_file);
+        if (!context.ok()) return context.status();
+        pool->tls_context_ = std::move(*context);
+      }
+    } else {
+      return Status::Config("--upstream " + url + ": only http:// and https:// URLs are supported");
+    }
     size_t slash = rest.find('/');
     std::string authority = rest.substr(0, slash);
     u->base_path = slash == std::string::npos ? "" : rest.substr(slash);
@@ -28,7 +37,7 @@ Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(net::io_context& io,
     }
     size_t colon = authority.rfind(':');
     u->host = authority.substr(0, colon);
-    u->port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+    u->port = colon == std::string::npos ? (u->tls ? "443" : "80") : authority.substr(colon + 1);
     if (u->host.empty()) return Status::Config("--upstream " + url + ": no host");
     beast::error_code ec;
     u->endpoints = resolver.resolve(u->host, u->port, ec);
@@ -70,10 +79,15 @@ Task<std::unique_ptr<UpstreamConn>> UpstreamPool::Connect(Upstream& upstream, be
   }
   reused = false;
   auto conn = std::make_unique<UpstreamConn>(net::make_strand(io_));
-  conn->stream.expires_after(std::chrono::seconds(10));
-  co_await conn->stream.async_connect(upstream.endpoints, Into(ec));
-  if (!ec) conn->stream.socket().set_option(tcp::no_delay(true), ec);
+  co_await Open(upstream, *conn, ec);
   co_return conn;
+}
+
+Task<void> UpstreamPool::Open(Upstream& upstream, UpstreamConn& conn, beast::error_code& ec) {
+  conn.stream.expires_after(std::chrono::seconds(10));
+  co_await conn.stream.tcp().async_connect(upstream.endpoints, Into(ec));
+  if (!ec) conn.stream.tcp().socket().set_option(tcp::no_delay(true), ec);
+  if (!ec && upstream.tls) co_await conn.stream.Handshake(*tls_context_, upstream.host, ec);
 }
 
 void UpstreamPool::Release(Upstream& upstream, std::unique_ptr<UpstreamConn> conn) {
@@ -85,18 +99,17 @@ void UpstreamPool::Release(Upstream& upstream, std::unique_ptr<UpstreamConn> con
 
 Task<bool> UpstreamPool::Probe(Upstream& upstream, const std::string& path) {
   beast::error_code ec;
-  beast::tcp_stream stream(co_await net::this_coro::executor);
-  stream.expires_after(std::chrono::seconds(5));
-  co_await stream.async_connect(upstream.endpoints, Into(ec));
+  UpstreamConn conn(co_await net::this_coro::executor);
+  co_await Open(upstream, conn, ec);
   if (ec) co_return false;
+  conn.stream.expires_after(std::chrono::seconds(5));
   http::request<http::empty_body> req{http::verb::get, upstream.base_path + path, 11};
   req.set(http::field::host, upstream.host + ":" + upstream.port);
   req.keep_alive(false);
-  co_await http::async_write(stream, req, Into(ec));
+  co_await http::async_write(conn.stream, req, Into(ec));
   if (ec) co_return false;
-  beast::flat_buffer buffer;
   http::response<http::string_body> res;
-  co_await http::async_read(stream, buffer, res, Into(ec));
+  co_await http::async_read(conn.stream, conn.buffer, res, Into(ec));
   if (ec) co_return false;
   co_return res.result_int() < 500;
 }

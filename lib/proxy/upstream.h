@@ -13,18 +13,20 @@
 
 #include "base/status.h"
 #include "proxy/net.h"
+#include "proxy/upstream_stream.h"
 
 namespace forge::proxy {
 
 struct UpstreamConn {
   explicit UpstreamConn(net::any_io_executor ex) : stream(ex) {}
-  beast::tcp_stream stream;
+  UpstreamStream stream;
   beast::flat_buffer buffer;
 };
 
 struct Upstream {
   std::string url;        // as given, for records and messages
   std::string host, port;
+  bool tls = false;       // https://
   std::string base_path;  // prefix before /v1/..., without a trailing slash
   tcp::resolver::results_type endpoints;
   std::atomic<int> outstanding{0};
@@ -35,9 +37,10 @@ struct Upstream {
 
 class UpstreamPool {
  public:
-  // Parses and resolves http://host:port[/base] URLs (https is not supported).
+  // Parses and resolves http[s]://host[:port][/base] URLs. https checks the
+  // upstream's certificate against the system's CAs and ca_file (PEM), if given.
   static Result<std::unique_ptr<UpstreamPool>> Create(net::io_context& io, const std::vector<std::string>& urls,
-                                                      std::string api_key);
+                                                      std::string api_key, const std::string& ca_file = "");
 
   size_t size() const { return upstreams_.size(); }
   bool empty() const { return upstreams_.empty(); }
@@ -58,9 +61,12 @@ class UpstreamPool {
  private:
   UpstreamPool(net::io_context& io, std::string api_key) : io_(io), api_key_(std::move(api_key)) {}
   Task<bool> Probe(Upstream& upstream, const std::string& path);
+  // TCP connect, then the TLS handshake for an https upstream.
+  Task<void> Open(Upstream& upstream, UpstreamConn& conn, beast::error_code& ec);
 
   net::io_context& io_;
   std::string api_key_;
+  std::shared_ptr<ssl::context> tls_context_;  // made when some upstream is https
   std::vector<std::unique_ptr<Upstream>> upstreams_;
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command, end to end: scripts/demo.sh on the example tasks
-# with the embedded default policy, checked file by file.
+# with the embedded default policy (the recorded example played back by
+# forge-proxy --replay), checked file by file.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 
@@ -9,6 +10,11 @@ FORGE_BUILD_DIR=$FORGE_BIN FORGE_DEMO_OUT=$out bash "$FORGE_SRC/scripts/demo.sh"
 status=$?
 [ "$status" -eq 0 ] && pass || fail "demo exited $status: $(tail -20 "$ERR")"
 
+grep -q "replaying .* recorded responses from examples/demo-recorded.jsonl" "$out/proxy.log" && pass \
+  || fail "the embedded policy was not forge-proxy --replay of the recorded example: $(head -5 "$out/proxy.log")"
+[ "$(sqlite3 "$out/forge.db" "select count(distinct upstream) from calls")" = 1 ] &&
+  sqlite3 "$out/forge.db" "select upstream from calls limit 1" | grep -q '^replay:' && pass \
+  || fail "calls were not served by the replay"
 [ "$(wc -l <"$out/rollouts.jsonl")" -eq 8 ] && pass || fail "want 8 rollouts (2 tasks x 4 attempts)"
 [ "$(jq -r .outcome "$out/rollouts.jsonl" | sort -u)" = ok ] && pass || fail "some rollouts did not finish ok"
 [ "$(wc -l <"$out/verdicts.jsonl")" -eq 8 ] && pass || fail "want 8 verdicts"

@@ -271,9 +271,16 @@ def main():
     p.add_argument("--port-file", help="write the bound port here once listening")
     p.add_argument("--log")
     p.add_argument("--scenario", help="JSON steps that answer a real harness's tool-offering requests")
+    p.add_argument("--tls-cert", help="serve https with this PEM certificate (and --tls-key)")
+    p.add_argument("--tls-key")
     ARGS = p.parse_args()
     server = QuietServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
+    if ARGS.tls_cert:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     if ARGS.port_file:
         with open(ARGS.port_file + ".tmp", "w") as f:
             f.write(str(server.server_address[1]))

@@ -138,7 +138,9 @@ TEST_CASE("anthropic: a chat response becomes a Messages response") {
   CHECK((*msg)["model"] == "policy");
   const Json& c = (*msg)["content"];
   REQUIRE(c.size() == 3);
-  CHECK(c[0] == Json{{"type", "thinking"}, {"thinking", "Need a file."}, {"signature", ""}});
+  CHECK(c[0]["type"] == "thinking");
+  CHECK(c[0]["thinking"] == "Need a file.");
+  CHECK(c[0]["signature"].get<std::string>().rfind("forge:", 0) == 0);
   CHECK(c[1] == Json{{"type", "text"}, {"text", "Hello world"}});
   CHECK(c[2] == Json{{"type", "tool_use"}, {"id", "call_1"}, {"name", "write_file"},
                      {"input", {{"path", "a.txt"}, {"text", "hi"}}}});
@@ -193,6 +195,7 @@ Json Replay(const std::vector<Event>& events) {
       const Json& d = e.data["delta"];
       if (d["type"] == "text_delta") block["text"] = block["text"].get<std::string>() + d["text"].get<std::string>();
       if (d["type"] == "thinking_delta") block["thinking"] = block["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+      if (d["type"] == "signature_delta") block["signature"] = d["signature"];
       if (d["type"] == "input_json_delta") partial[e.data["index"]] += d["partial_json"].get<std::string>();
     } else if (type == "content_block_stop") {
       int i = e.data["index"];
@@ -224,7 +227,8 @@ TEST_CASE("anthropic: the stream is written event by event as chunks arrive") {
   using V = std::vector<std::string>;
   CHECK(per_chunk[0] == V{"message_start", "ping"});
   CHECK(per_chunk[1] == V{"content_block_start", "content_block_delta"});
-  CHECK(per_chunk[2] == V{"content_block_stop", "content_block_start", "content_block_delta"});
+  // The thinking block gets its signature_delta just before it stops.
+  CHECK(per_chunk[2] == V{"content_block_delta", "content_block_stop", "content_block_start", "content_block_delta"});
   CHECK(per_chunk[3] == V{"content_block_delta"});
   CHECK(per_chunk[4] == V{"content_block_stop", "content_block_start"});
   CHECK(per_chunk[5] == V{"content_block_delta"});
@@ -235,8 +239,10 @@ TEST_CASE("anthropic: the stream is written event by event as chunks arrive") {
   CHECK(Types(tail) == V{"message_delta", "message_stop"});
 
   // The fragments go out as they came, not re-cut or buffered.
-  CHECK(all[10].data["delta"] == Json{{"type", "input_json_delta"}, {"partial_json", "{\"path\": "}});
-  CHECK(all[9].data["content_block"] ==
+  CHECK(all[11].data["delta"] == Json{{"type", "input_json_delta"}, {"partial_json", "{\"path\": "}});
+  CHECK(all[4].data["delta"]["type"] == "signature_delta");
+  CHECK(all[4].data["delta"]["signature"] == format.FromChat(ScriptedResponse()).value()["content"][0]["signature"]);
+  CHECK(all[10].data["content_block"] ==
         Json{{"type", "tool_use"}, {"id", "call_1"}, {"name", "write_file"}, {"input", Json::object()}});
   CHECK(all[0].data["message"]["id"] == "msg_abc123");
   CHECK(tail[0].data["delta"]["stop_reason"] == "tool_use");

@@ -321,3 +321,64 @@ TEST_CASE("gemini: other signatures carry no reasoning, and kept thought parts w
   CHECK(m["reasoning_content"] == "signed");
   CHECK(m["content"] == "ok");
 }
+
+TEST_CASE("gemini: without alt=sse the stream is one JSON array, written element by element") {
+  auto route = GeminiFormat::ParseRoute("/v1beta/models/gemini-3-pro:streamGenerateContent");
+  REQUIRE(route.ok());
+  CHECK(route->stream);
+  CHECK_FALSE(route->sse);
+  GeminiFormat format;
+  REQUIRE(format.ToChat(*route, CliRequest()).ok());
+  CHECK(format.StreamContentType() == "application/json");
+  auto stream = format.NewStream();
+  std::string text;
+  std::vector<size_t> grew;
+  for (const Json& chunk : ScriptedChunks()) {
+    std::string bytes = stream->OnChunk(chunk);
+    grew.push_back(bytes.size());
+    text += bytes;
+  }
+  text += stream->OnEnd();
+  CHECK(text.front() == '[');
+  CHECK(text.back() == ']');
+  CHECK(grew[1] > 0);  // the first text went out with its chunk, not at the end
+  Json array = Json::parse(text);
+  REQUIRE(array.is_array());
+  // The same responses as the SSE form, one element per event.
+  GeminiFormat sse_format;
+  auto sse = sse_format.NewStream();
+  std::vector<Event> events;
+  for (const Json& chunk : ScriptedChunks()) {
+    auto e = ParseEvents(sse->OnChunk(chunk));
+    events.insert(events.end(), e.begin(), e.end());
+  }
+  auto tail = ParseEvents(sse->OnEnd());
+  events.insert(events.end(), tail.begin(), tail.end());
+  REQUIRE(array.size() == events.size());
+  for (size_t i = 0; i < events.size(); ++i) CHECK(array[i] == events[i].data);
+  CHECK(stream->Assembled() == sse->Assembled());
+}
+
+TEST_CASE("gemini: a JSON-array stream stays a well-formed array on an upstream failure or when empty") {
+  GeminiFormat format;
+  Json request = CliRequest();
+  request["model"] = "gemini-3-pro";
+  request["stream"] = true;
+  request["alt"] = "json";
+  REQUIRE(format.ToChat(request).ok());
+  auto stream = format.NewStream();
+  std::string text = stream->OnChunk(ScriptedChunks()[1]);
+  text += stream->OnError("upstream went away");
+  CHECK(stream->OnEnd().empty());
+  Json array = Json::parse(text);
+  REQUIRE(array.is_array());
+  CHECK(array.back()["error"]["message"] == "upstream went away");
+  auto empty = format.NewStream();
+  Json only = Json::parse(empty->OnEnd());
+  REQUIRE(only.size() == 1);
+  CHECK(only[0]["candidates"][0].contains("finishReason"));
+  request["alt"] = "sse";
+  GeminiFormat sse_format;
+  REQUIRE(sse_format.ToChat(request).ok());
+  CHECK(sse_format.StreamContentType() == "text/event-stream");
+}

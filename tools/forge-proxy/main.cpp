@@ -8,14 +8,26 @@ int main(int argc, char** argv) {
   forge::proxy::ProxyConfig c;
   CLI::App& app = tool.app();
   app.add_option("--store", c.store_path, "SQLite store the calls are recorded in")->required();
-  app.add_option("--upstream", c.upstreams, "OpenAI-compatible upstream URL (repeatable), e.g. http://127.0.0.1:8001");
+  app.add_option("--upstream", c.upstreams,
+                 "OpenAI-compatible upstream URL (repeatable), http://host:port[/base] or https://... (TLS, "
+                 "certificate checked)");
+  app.add_option("--upstream-ca", c.upstream_ca_file,
+                 "PEM file of CA certificates trusted for https upstreams, besides the system's");
+  app.add_option("--upstream-api", c.upstream_api,
+                 "what the upstreams speak: openai (chat completions; every client format is translated to it) or "
+                 "anthropic (a Messages API such as a teacher model: /v1/messages passes through untranslated with "
+                 "anthropic-version/anthropic-beta, the key goes as x-api-key, no token ids)")
+      ->capture_default_str();
   app.add_option("--upstream-key-env", c.upstream_key_env,
-                 "environment variable with an API key sent only upstream (never recorded)");
+                 "environment variable with an API key sent only upstream (never recorded): as a bearer token, or "
+                 "x-api-key for --upstream-api anthropic");
   app.add_option("--listen", c.listen_host, "address to listen on")->capture_default_str();
   app.add_option("--port", c.port, "port to listen on")->capture_default_str();
   app.add_flag("--open", c.open, "serve calls without a rollout secret (rollout \"anonymous\")");
   app.add_option("--admin-token", c.admin_token, "bearer token for /admin/* (default: loopback only)");
-  app.add_option("--replay", c.replay_path, "serve recorded responses from this store instead of an upstream");
+  app.add_option("--replay", c.replay_path,
+                 "serve recorded responses instead of an upstream, from a store or a recorded-exchange file "
+                 "(JSONL, as --export writes)");
   app.add_option("--threads", c.threads, "io threads")->capture_default_str();
   app.add_option("--body-limit", c.body_limit, "largest client request body, bytes")->capture_default_str();
   app.add_option("--upstream-idle-timeout", c.upstream_idle_timeout,
@@ -33,8 +45,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string dump_rollout;
   app.add_option("--dump-rollout", dump_rollout, "print the calls recorded for this rollout as JSONL and exit");
+  bool export_calls = false;
+  app.add_flag("--export", export_calls,
+               "print every call recorded in the store as JSONL (a recorded-exchange file for --replay) and exit");
   return tool.Run(argc, argv, [&] {
     if (!dump_rollout.empty()) return forge::proxy::DumpRolloutCalls(c.store_path, dump_rollout);
+    if (export_calls) return forge::proxy::ExportCalls(c.store_path);
     return forge::proxy::RunProxy(c);
   });
 }

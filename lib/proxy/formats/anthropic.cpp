@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "base/hash.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
@@ -301,13 +302,20 @@ Json StopSequence(const Json& choice) {
   return nullptr;
 }
 
+// The policy's thinking carries no provider signature. Clients expect one
+// (Claude Code sends thinking blocks back with it), so the proxy signs the
+// text itself: the same text always gets the same signature, streamed or not.
+std::string ThinkingSignature(const std::string& thinking) {
+  return "forge:" + Sha256Hex(thinking).substr(0, 32);
+}
+
 Json MessageFromChat(const Json& chat) {
   const Json& message = ChatMessage(chat);
   const Json& choice = chat["choices"][0];
   std::string id = DerivedId("msg_", chat.value("id", ""));
   Json content = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
-    content.push_back({{"type", "thinking"}, {"thinking", *r}, {"signature", ""}});
+    content.push_back({{"type", "thinking"}, {"thinking", *r}, {"signature", ThinkingSignature(*r)}});
   }
   if (const Json* c = Find(message, "content")) {
     std::string text = ContentText(*c);
@@ -418,8 +426,13 @@ class AnthropicStream : public StreamTranslator {
 
   std::string CloseBlock() {
     if (open_ == Block::kNone) return "";
+    std::string out;
+    if (open_ == Block::kThinking) {  // as Anthropic does: the signature last, just before the stop
+      out = BlockDelta(open_index_, {{"type", "signature_delta"}, {"signature", ThinkingSignature(thinking_)}});
+      thinking_.clear();
+    }
     open_ = Block::kNone;
-    return SseFrame("content_block_stop", {{"type", "content_block_stop"}, {"index", open_index_}});
+    return out + SseFrame("content_block_stop", {{"type", "content_block_stop"}, {"index", open_index_}});
   }
 
   std::string BlockDelta(int index, Json delta) {
@@ -434,6 +447,7 @@ class AnthropicStream : public StreamTranslator {
         out += Open(Block::kThinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
       }
       out += BlockDelta(open_index_, {{"type", "thinking_delta"}, {"thinking", *r}});
+      thinking_ += r->get<std::string>();
     }
     if (const Json* c = Find(delta, "content"); c && c->is_string() && !c->get<std::string>().empty()) {
       if (open_ != Block::kText) out += Open(Block::kText, {{"type", "text"}, {"text", ""}});
@@ -469,6 +483,7 @@ class AnthropicStream : public StreamTranslator {
   std::string message_id_;
   Block open_ = Block::kNone;
   int open_index_ = -1, next_index_ = 0;
+  std::string thinking_;  // the open thinking block's text so far, for its signature
   std::map<size_t, int> tool_blocks_;  // chat tool_calls index → content block index
 };
 

@@ -466,6 +466,8 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
 // complete: when the next call starts or the choice finishes.
 class GeminiStream : public StreamTranslator {
  public:
+  explicit GeminiStream(bool sse) : sse_(sse) {}
+
   std::string OnChunk(const Json& chunk) override {
     if (ended_) return "";
     acc_.Add(chunk);
@@ -486,19 +488,27 @@ class GeminiStream : public StreamTranslator {
     last["candidates"][0]["finishReason"] =
         GeminiFormat::FinishReason(chat["choices"][0]["finish_reason"]);
     last["usageMetadata"] = UsageMetadata(chat.value("usage", Json()), acc_.prompt_tokens());
-    return out + SseFrame("", last);
+    return out + Frame(last) + (sse_ ? "" : "]");
   }
 
   std::string OnError(const std::string& message) override {
     if (ended_) return "";
     ended_ = true;
-    return SseFrame("", {{"error", {{"code", 500}, {"message", message}, {"status", "INTERNAL"}}}});
+    return Frame({{"error", {{"code", 500}, {"message", message}, {"status", "INTERNAL"}}}}) + (sse_ ? "" : "]");
   }
 
   Json Assembled() const override { return ResponseFromChat(acc_.Response(), acc_.prompt_tokens()); }
 
  private:
-  std::string Emit(Json parts) { return SseFrame("", Envelope(acc_.id(), acc_.model(), std::move(parts))); }
+  std::string Emit(Json parts) { return Frame(Envelope(acc_.id(), acc_.model(), std::move(parts))); }
+
+  // One response: an SSE event, or the next element of the JSON array.
+  std::string Frame(const Json& response) {
+    if (sse_) return SseFrame("", response);
+    std::string out = array_started_ ? ",\r\n" : "[";
+    array_started_ = true;
+    return out + response.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
 
   std::string Delta(const Json& delta) {
     std::string out;
@@ -546,6 +556,8 @@ class GeminiStream : public StreamTranslator {
   }
 
   ChatAccumulator acc_;
+  bool sse_;
+  bool array_started_ = false;
   bool ended_ = false;
   bool text_sent_ = false;
   std::vector<char> pending_;  // one slot per chat tool call index seen
@@ -596,13 +608,15 @@ Result<ChatRequest> GeminiFormat::ToChat(const Json& request) {
       route.model = OptString(request, "model", "");
       if (route.model.rfind("models/", 0) == 0) route.model.erase(0, 7);
       route.stream = OptBool(request, "stream", "", false);
-      route.sse = route.stream;
+      route.sse = route.stream && OptString(request, "alt", "", "sse") != "json";
     }
+    sse_ = route.sse || !route.stream;
     return Translate(route, request, false);
   });
 }
 
 Result<ChatRequest> GeminiFormat::ToChat(const GeminiRoute& route, const Json& request) {
+  sse_ = route.sse || !route.stream;
   return Guard([&]() -> Result<ChatRequest> { return Translate(route, request, false); });
 }
 
@@ -610,7 +624,7 @@ Result<Json> GeminiFormat::FromChat(const Json& chat_response) {
   return GuardUpstream([&]() -> Result<Json> { return ResponseFromChat(chat_response, -1); });
 }
 
-std::unique_ptr<StreamTranslator> GeminiFormat::NewStream() { return std::make_unique<GeminiStream>(); }
+std::unique_ptr<StreamTranslator> GeminiFormat::NewStream() { return std::make_unique<GeminiStream>(sse_); }
 
 Json GeminiFormat::ErrorBody(int http_status, const std::string& message) const {
   return {{"error", {{"code", http_status}, {"message", message}, {"status", StatusName(http_status)}}}};

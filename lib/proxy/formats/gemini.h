@@ -24,12 +24,17 @@ class GeminiFormat : public ClientFormat {
   static Result<GeminiRoute> ParseRoute(std::string_view target);
 
   std::string name() const override { return "gemini"; }
-  // The body as sent, with the route's model (and stream flag) added by the
-  // proxy as top-level "model" / "stream" fields; see ToChat(route, body).
+  // The body as sent, with the route's model, stream flag and alt ("sse" or
+  // "json"; absent means sse) added by the proxy as top-level "model" /
+  // "stream" / "alt" fields; see ToChat(route, body).
   Result<ChatRequest> ToChat(const Json& request) override;
   Result<ChatRequest> ToChat(const GeminiRoute& route, const Json& request);
   Result<Json> FromChat(const Json& chat_response) override;
+  // The stream the last ToChat asked for: SSE (alt=sse), or one JSON array
+  // written element by element as the chunks arrive.
   std::unique_ptr<StreamTranslator> NewStream() override;
+  // SSE, or application/json for the JSON-array stream (no keepalive comments there).
+  std::string StreamContentType() const { return sse_ ? "text/event-stream" : "application/json"; }
   // {"error":{"code":400,"message":…,"status":"INVALID_ARGUMENT"}}
   Json ErrorBody(int http_status, const std::string& message) const override;
 
@@ -47,6 +52,9 @@ class GeminiFormat : public ClientFormat {
   // drops thought parts from the history it resends but keeps signatures, so
   // ToChat gets the reasoning back from it.
   static constexpr const char* kReasoningMarker = "forge-reasoning:";
+
+ private:
+  bool sse_ = true;
 };
 
 }  // namespace forge::proxy

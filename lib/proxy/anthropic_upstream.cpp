@@ -1,0 +1,333 @@
+// The pass-through call path for an Anthropic-format upstream; see
+// anthropic_upstream.h. Attribution, limits and pausing happened in
+// HandleCall (call.cpp) before this is called.
+#include "proxy/anthropic_upstream.h"
+
+#include <chrono>
+#include <limits>
+
+#include "proxy/server.h"
+#include "proxy/sse.h"
+
+namespace forge::proxy {
+
+using Json = nlohmann::json;
+
+void AnthropicMessageAssembler::Add(std::string_view event, const Json& data) {
+  if (!data.is_object()) return;
+  std::string type = data.value("type", std::string(event));
+  if (type == "message_start" && data.contains("message") && data["message"].is_object()) {
+    message_ = data["message"];
+    if (!message_.contains("content") || !message_["content"].is_array()) message_["content"] = Json::array();
+  } else if (type == "content_block_start") {
+    size_t index = data.value("index", 0);
+    Json& content = message_["content"];
+    if (!content.is_array()) content = Json::array();
+    while (content.size() <= index) content.push_back(Json::object());
+    content[index] = data.value("content_block", Json::object());
+  } else if (type == "content_block_delta") {
+    size_t index = data.value("index", 0);
+    Json& content = message_["content"];
+    if (!content.is_array() || index >= content.size() || !data.contains("delta")) return;
+    Json& block = content[index];
+    const Json& delta = data["delta"];
+    auto append = [&](const char* field, const char* from) {
+      if (!delta.contains(from) || !delta[from].is_string()) return;
+      std::string text = block.value(field, "");
+      block[field] = text + delta[from].get<std::string>();
+    };
+    std::string kind = delta.value("type", "");
+    if (kind == "text_delta") append("text", "text");
+    if (kind == "thinking_delta") append("thinking", "thinking");
+    if (kind == "signature_delta" && delta.contains("signature")) block["signature"] = delta["signature"];
+    if (kind == "input_json_delta" && delta.contains("partial_json") && delta["partial_json"].is_string()) {
+      partial_json_[index] += delta["partial_json"].get<std::string>();
+    }
+  } else if (type == "content_block_stop") {
+    size_t index = data.value("index", 0);
+    auto it = partial_json_.find(index);
+    if (it != partial_json_.end() && message_["content"].is_array() && index < message_["content"].size()) {
+      Json input = Json::parse(it->second, nullptr, false);
+      message_["content"][index]["input"] = input.is_discarded() ? Json(it->second) : input;
+      partial_json_.erase(it);
+    }
+  } else if (type == "message_delta") {
+    if (data.contains("delta") && data["delta"].is_object()) {
+      for (const auto& [key, value] : data["delta"].items()) message_[key] = value;
+    }
+    if (data.contains("usage") && data["usage"].is_object()) {
+      if (!message_["usage"].is_object()) message_["usage"] = Json::object();
+      for (const auto& [key, value] : data["usage"].items()) message_["usage"][key] = value;
+    }
+  } else if (type == "message_stop") {
+    stopped_ = true;
+  } else if (type == "error") {
+    const Json& e = data.value("error", Json());
+    error_ = e.is_object() ? e.value("message", e.dump()) : data.dump();
+  }
+}
+
+Json AnthropicMessageAssembler::Result() const { return message_; }
+
+namespace {
+
+// What the record keeps of an Anthropic answer.
+void FillFromMessage(store::CallRecord& rec, const Json& message) {
+  if (!message.is_object()) return;
+  if (auto reason = message.find("stop_reason"); reason != message.end() && reason->is_string()) {
+    rec.finish_reason = *reason;
+  }
+  if (auto usage = message.find("usage"); usage != message.end()) rec.usage = *usage;
+}
+
+}  // namespace
+
+Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& req, const ClientFormat& format,
+                                           bool streaming, Json& client_request, store::CallRecord& rec,
+                                           const std::string& retry_key, double t0) {
+  auto finish = [&](store::CallRecord& r) {
+    r.ended_at = NowSeconds();
+    r.policy_version_end = policy_version_.load();
+    metrics_.ObserveLatency(MonotonicSeconds() - t0);
+  };
+  auto reply_error = [&](int status, const std::string& message) -> Task<bool> {
+    co_return co_await Send(client, req, static_cast<http::status>(status), format.ErrorBody(status, message).dump());
+  };
+  // Ends the call as failed and recorded; the client gets an error unless
+  // the stream already began (then an error event).
+  bool stream_started = false;
+  auto fail_call = [&](int status, std::string message) -> Task<bool> {
+    metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
+    rec.http_status = status;
+    rec.error = message;
+    rec.retry_key.clear();
+    finish(rec);
+    co_await Commit(rec);
+    if (!stream_started) co_return co_await reply_error(status, message);
+    Json event = {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}};
+    std::string bytes = "event: error\ndata: " + event.dump() + "\n\n";
+    beast::error_code ec;
+    co_await net::async_write(client, http::make_chunk(net::buffer(bytes)), Into(ec));
+    if (!ec) co_await net::async_write(client, http::make_chunk_last(), Into(ec));
+    co_return false;
+  };
+
+  std::string_view target(req.target().data(), req.target().size());
+  size_t q = target.find('?');
+  std::string path = format.name() == "anthropic-count-tokens" ? "/v1/messages/count_tokens" : "/v1/messages";
+  if (q != std::string_view::npos) path += std::string(target.substr(q));  // ?beta=true
+  std::string version(req["anthropic-version"]);
+  if (version.empty()) version = kDefaultAnthropicVersion;
+  std::string beta(req["anthropic-beta"]);
+
+  rec.model = client_request.value("model", "");
+  rec.request = client_request;
+  rec.upstream_request = std::move(client_request);
+
+  // Connect and send; connection failures go to the next upstream.
+  std::unique_ptr<UpstreamConn> conn;
+  Upstream* upstream = nullptr;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  std::vector<Upstream*> tried;
+  std::string last_error = "no upstream configured";
+  auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
+  bool timed_out = false;
+  int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
+  for (int attempt = 0; attempt < attempts && !conn; ++attempt) {
+    upstream = upstreams_.Pick(rec.rollout_id, tried);
+    if (!upstream) break;
+    bool reused = false;
+    beast::error_code ec;
+    auto c = co_await upstreams_.Connect(*upstream, ec, reused);
+    if (!ec) {
+      http::request<http::string_body> up{http::verb::post, upstream->base_path + path, 11};
+      up.set(http::field::host, upstream->host);
+      up.set(http::field::content_type, "application/json");
+      up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
+      up.set("anthropic-version", version);
+      if (!beta.empty()) up.set("anthropic-beta", beta);
+      if (!upstreams_.api_key().empty()) up.set("x-api-key", upstreams_.api_key());
+      up.keep_alive(true);
+      up.body() = req.body();  // untranslated: the client's bytes
+      up.prepare_payload();
+      c->stream.expires_after(idle);
+      co_await http::async_write(c->stream, up, Into(ec));
+      if (!ec) {
+        parser.emplace();
+        parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+        co_await http::async_read_header(c->stream, c->buffer, *parser, Into(ec));
+      }
+    }
+    if (!ec) {
+      conn = std::move(c);
+      break;
+    }
+    if (ec == beast::error::timeout) {
+      timed_out = true;
+      last_error = "upstream " + upstream->url + " sent nothing for " +
+                   std::to_string(static_cast<int>(config_.upstream_idle_timeout)) + " s";
+      break;
+    }
+    if (reused) {
+      ++attempts;
+      if (attempts > 64) break;
+      continue;
+    }
+    upstream->healthy.store(false);
+    tried.push_back(upstream);
+    last_error = "upstream " + upstream->url + ": " + ec.message();
+    metrics_.upstream_errors.fetch_add(1);
+  }
+  if (!conn) co_return co_await fail_call(timed_out ? 504 : 502, last_error);
+  rec.upstream = upstream->url;
+  upstream->outstanding.fetch_add(1);
+  struct Outstanding {
+    Upstream* u;
+    ~Outstanding() { u->outstanding.fetch_sub(1); }
+  } outstanding{upstream};
+
+  int status = parser->get().result_int();
+  std::string content_type(parser->get()[http::field::content_type]);
+  std::vector<char> buf(16384);
+  // Reads some of the body; the bytes read are appended to out.
+  auto read_some = [&](std::string& out) -> Task<beast::error_code> {
+    beast::error_code ec;
+    parser->get().body().data = buf.data();
+    parser->get().body().size = buf.size();
+    conn->stream.expires_after(idle);
+    co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
+    if (ec == http::error::need_buffer) ec = {};
+    out.append(buf.data(), buf.size() - parser->get().body().size);
+    co_return ec;
+  };
+
+  if (content_type.find("text/event-stream") == std::string::npos) {
+    // A whole answer (or an error): relayed as the upstream sent it.
+    std::string body;
+    beast::error_code ec;
+    while (!parser->is_done() && !ec) ec = co_await read_some(body);
+    if (ec) co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
+                                         "upstream " + upstream->url + " failed mid-response: " + ec.message());
+    if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
+    rec.first_token_at = NowSeconds();
+    Json message = Json::parse(body, nullptr, false);
+    rec.response = message.is_discarded() ? Json(body) : message;
+    rec.upstream_response = rec.response;
+    rec.http_status = status;
+    if (status >= 400) {
+      metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
+      const Json& e = message.is_object() ? message.value("error", Json()) : Json();
+      rec.error = "upstream answered " + std::to_string(status) + ": " +
+                  (e.is_object() ? e.value("message", e.dump()) : body.substr(0, 512));
+    } else {
+      FillFromMessage(rec, message);
+      rec.retry_key = retry_key;
+    }
+    finish(rec);
+    Status committed = co_await Commit(std::move(rec));
+    if (!committed.ok()) co_return co_await reply_error(500, "the call could not be recorded: " + committed.message());
+    // Named, not a temporary in the co_await: g++12 destroys such temporaries twice.
+    if (content_type.empty()) content_type = "application/json";
+    co_return co_await Send(client, req, static_cast<http::status>(status), std::move(body), content_type);
+  }
+
+  // A stream: each event goes to the client as it arrives; message_stop is
+  // held until the call is committed.
+  {
+    http::response<http::empty_body> res{http::status::ok, req.version()};
+    res.set(http::field::server, "forge-proxy");
+    res.set(http::field::content_type, "text/event-stream");
+    res.set(http::field::cache_control, "no-cache");
+    res.chunked(true);
+    res.keep_alive(true);
+    http::response_serializer<http::empty_body> sr(res);
+    beast::error_code ec;
+    co_await http::async_write_header(client, sr, Into(ec));
+    if (ec) co_return co_await fail_call(499, "the client closed the connection");
+    stream_started = true;
+  }
+  AnthropicMessageAssembler assembled;
+  SseParser sse;
+  std::vector<SseEvent> events;
+  std::string held;
+  std::string stream_error;
+  while (!parser->is_done() && !assembled.stopped()) {
+    std::string bytes;
+    beast::error_code ec = co_await read_some(bytes);
+    events.clear();
+    sse.Feed(bytes, events);
+    std::string out;
+    for (const SseEvent& event : events) {
+      Json data = Json::parse(event.data, nullptr, false);
+      if (data.is_discarded()) {
+        stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
+        break;
+      }
+      if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
+      assembled.Add(event.event, data);
+      std::string frame = (event.event.empty() ? "" : "event: " + event.event + "\n") + "data: " + event.data + "\n\n";
+      if (!assembled.error().empty()) {
+        stream_error = "upstream " + upstream->url + " error: " + assembled.error();
+        out += frame;  // the upstream's own error event, as the client expects it
+        break;
+      }
+      (assembled.stopped() ? held : out) += frame;
+    }
+    if (!out.empty()) {
+      beast::error_code wec;
+      co_await net::async_write(client, http::make_chunk(net::buffer(out)), Into(wec));
+      if (wec) {
+        stream_error = "the client closed the connection mid-stream";
+        break;
+      }
+    }
+    if (!stream_error.empty()) break;
+    if (ec) {
+      stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
+      break;
+    }
+  }
+  if (stream_error.empty() && !assembled.stopped()) {
+    stream_error = "upstream " + upstream->url + " ended the stream without message_stop";
+  }
+  rec.response = assembled.Result();
+  rec.upstream_response = rec.response;
+  FillFromMessage(rec, rec.response);
+  if (!stream_error.empty()) {
+    bool upstream_sent_error = !assembled.error().empty();
+    rec.http_status = stream_error.find("client closed") != std::string::npos ? 499 : 502;
+    rec.error = stream_error;
+    rec.retry_key.clear();
+    metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);
+    finish(rec);
+    co_await Commit(std::move(rec));
+    if (upstream_sent_error) {  // already relayed; end the stream
+      beast::error_code ec;
+      co_await net::async_write(client, http::make_chunk_last(), Into(ec));
+      co_return false;
+    }
+    stream_started = true;
+    Json event = {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", stream_error}}}};
+    std::string bytes = "event: error\ndata: " + event.dump() + "\n\n";
+    beast::error_code ec;
+    co_await net::async_write(client, http::make_chunk(net::buffer(bytes)), Into(ec));
+    if (!ec) co_await net::async_write(client, http::make_chunk_last(), Into(ec));
+    co_return false;
+  }
+  if (parser->is_done() && parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
+  rec.http_status = 200;
+  rec.retry_key = retry_key;
+  finish(rec);
+  Status committed = co_await Commit(std::move(rec));
+  if (!committed.ok()) {
+    Json event = {{"type", "error"},
+                  {"error", {{"type", "api_error"}, {"message", "the call could not be recorded: " + committed.message()}}}};
+    held = "event: error\ndata: " + event.dump() + "\n\n";
+  }
+  beast::error_code ec;
+  if (!held.empty()) co_await net::async_write(client, http::make_chunk(net::buffer(held)), Into(ec));
+  if (!ec) co_await net::async_write(client, http::make_chunk_last(), Into(ec));
+  co_return !ec && committed.ok();
+}
+
+}  // namespace forge::proxy

@@ -1,0 +1,34 @@
+#include "proxy/upstream_stream.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+namespace forge::proxy {
+
+Task<void> UpstreamStream::Handshake(ssl::context& context, const std::string& host, beast::error_code& ec) {
+  tls_.emplace(tcp_, context);
+  // SNI takes names only; an IP address is checked against the certificate's IP entries.
+  beast::error_code not_an_address;
+  net::ip::make_address(host, not_an_address);
+  if (not_an_address && !SSL_set_tlsext_host_name(tls_->native_handle(), host.c_str())) {
+    ec = beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
+    co_return;
+  }
+  tls_->set_verify_mode(ssl::verify_peer);
+  tls_->set_verify_callback(ssl::host_name_verification(host));
+  co_await tls_->async_handshake(ssl::stream_base::client, Into(ec));
+}
+
+Result<std::shared_ptr<ssl::context>> MakeTlsContext(const std::string& ca_file) {
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
+  beast::error_code ec;
+  context->set_default_verify_paths(ec);
+  if (ec) return Status::Config("cannot load the system's CA certificates: " + ec.message());
+  if (!ca_file.empty()) {
+    context->load_verify_file(ca_file, ec);
+    if (ec) return Status::Config("--upstream-ca " + ca_file + ": " + ec.message());
+  }
+  return context;
+}
+
+}  // namespace forge::proxy

@@ -1,0 +1,57 @@
+// The byte stream to one upstream: plain TCP, or TLS over TCP for an https://
+// upstream (a hosted API). Beast's HTTP reads and writes work on either; the
+// timeouts live on the TCP layer, so they hold under TLS as well.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "proxy/net.h"
+
+#include <boost/asio/ssl.hpp>
+
+namespace forge::proxy {
+
+namespace ssl = net::ssl;
+
+class UpstreamStream {
+ public:
+  using executor_type = beast::tcp_stream::executor_type;
+
+  explicit UpstreamStream(net::any_io_executor ex) : tcp_(ex) {}
+
+  executor_type get_executor() noexcept { return tcp_.get_executor(); }
+  beast::tcp_stream& tcp() { return tcp_; }
+  bool tls() const { return tls_.has_value(); }
+
+  template <typename Duration>
+  void expires_after(Duration d) { tcp_.expires_after(d); }
+  void expires_never() { tcp_.expires_never(); }
+
+  // Starts TLS on the connected TCP stream: SNI and certificate checks
+  // against host (a name, or an IP address the certificate must list).
+  Task<void> Handshake(ssl::context& context, const std::string& host, beast::error_code& ec);
+
+  template <typename MutableBuffers, typename Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Token>(token));
+    return tcp_.async_read_some(buffers, std::forward<Token>(token));
+  }
+  template <typename ConstBuffers, typename Token>
+  auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+    if (tls_) return tls_->async_write_some(buffers, std::forward<Token>(token));
+    return tcp_.async_write_some(buffers, std::forward<Token>(token));
+  }
+
+ private:
+  beast::tcp_stream tcp_;
+  std::optional<ssl::stream<beast::tcp_stream&>> tls_;
+};
+
+// A client TLS context that checks certificates against the system's CAs,
+// plus ca_file (PEM) when given.
+Result<std::shared_ptr<ssl::context>> MakeTlsContext(const std::string& ca_file);
+
+}  // namespace forge::proxy

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""A scripted Anthropic Messages server for forge-proxy's pass-through tests
+(--upstream-api anthropic): POST /v1/messages (whole or streamed, the stream
+as Anthropic sends it: thinking with a signature, text, a tool_use whose input
+arrives in fragments, message_delta, message_stop) and
+/v1/messages/count_tokens. Every request is appended to --log as JSON (path,
+headers, the body's exact text). The last user text picks a script:
+  script:401  an authentication error in Anthropic's shape
+  script:cut  message_start, then the connection is dropped mid-stream
+"""
+import argparse
+import json
+import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MESSAGE = {
+    "id": "msg_fake01", "type": "message", "role": "assistant", "model": "teacher-1",
+    "content": [
+        {"type": "thinking", "thinking": "The user wants a file.", "signature": "sig-teacher"},
+        {"type": "text", "text": "Writing it now."},
+        {"type": "tool_use", "id": "toolu_01", "name": "Write", "input": {"path": "a.txt", "text": "hi"}},
+    ],
+    "stop_reason": "tool_use", "stop_sequence": None,
+    "usage": {"input_tokens": 21, "output_tokens": 17},
+}
+
+
+def last_text(body):
+    for m in reversed(body.get("messages", [])):
+        c = m.get("content")
+        if isinstance(c, str):
+            return c
+        if isinstance(c, list):
+            for b in c:
+                if isinstance(b, dict) and b.get("type") == "text":
+                    return b.get("text", "")
+    return ""
+
+
+def stream_events():
+    start = dict(MESSAGE, content=[], stop_reason=None, usage={"input_tokens": 21, "output_tokens": 1})
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                  "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
+    for piece in ["The user ", "wants a file."]:
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                      "delta": {"type": "thinking_delta", "thinking": piece}}
+    yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                  "delta": {"type": "signature_delta", "signature": "sig-teacher"}}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield "content_block_start", {"type": "content_block_start", "index": 1,
+                                  "content_block": {"type": "text", "text": ""}}
+    for piece in ["Writing ", "it now."]:
+        yield "content_block_delta", {"type": "content_block_delta", "index": 1,
+                                      "delta": {"type": "text_delta", "text": piece}}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 1}
+    yield "content_block_start", {"type": "content_block_start", "index": 2,
+                                  "content_block": {"type": "tool_use", "id": "toolu_01", "name": "Write", "input": {}}}
+    for piece in ['{"path": "a.txt", ', '"text": "hi"}']:
+        yield "content_block_delta", {"type": "content_block_delta", "index": 2,
+                                      "delta": {"type": "input_json_delta", "partial_json": piece}}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 2}
+    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                            "usage": {"output_tokens": 17}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send_json(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not found"}})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if ARGS.log:
+            with open(ARGS.log, "a") as f:
+                f.write(json.dumps({"path": self.path, "headers": dict(self.headers), "body": raw.decode()}) + "\n")
+        body = json.loads(raw)
+        path = self.path.split("?")[0]
+        if path.endswith("/v1/messages/count_tokens"):
+            return self.send_json(200, {"input_tokens": 42})
+        if not path.endswith("/v1/messages"):
+            return self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+        script = last_text(body)
+        if script == "script:401":
+            return self.send_json(401, {"type": "error",
+                                        "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+        if not body.get("stream"):
+            return self.send_json(200, MESSAGE)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for name, data in stream_events():
+            frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            self.wfile.flush()
+            if script == "script:cut" and name == "message_start":
+                self.close_connection = True
+                return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--log")
+    ARGS = p.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    with open(ARGS.port_file + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
