@@ -37,7 +37,7 @@ wait_http "http://127.0.0.1:$UP/health"
 SECRET=bench-secret
 start_proxy() {  # binary port store -> pid
   "$1" --store "$3" --upstream "http://127.0.0.1:$UP" --port "$2" --threads 2 \
-    --health-interval 0 --keepalive 0 2>>"$W/proxy.err" & local pid=$!
+    --health-interval 0 --keepalive 0 >/dev/null 2>>"$W/proxy.err" & local pid=$!
   wait_http "http://127.0.0.1:$2/healthz"
   sqlite3 "$3" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
     VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
@@ -149,7 +149,7 @@ echo "    call, a growing conversation of assistant tool calls and tool results 
 size_run() {  # binary -> "calls largest file_bytes blob_bytes token_bytes empty_bytes"
   local port db pid
   port=$(port); db="$W/size.$RANDOM.db"
-  "$1" --store "$db" --upstream "http://127.0.0.1:$UP" --port "$port" --open --health-interval 0 2>>"$W/proxy.err" & pid=$!
+  "$1" --store "$db" --upstream "http://127.0.0.1:$UP" --port "$port" --open --health-interval 0 >/dev/null 2>>"$W/proxy.err" & pid=$!
   wait_http "http://127.0.0.1:$port/healthz"
   local empty
   empty=$("$BIN/bench-proxy_bench" storesize "$db" none | cut -d' ' -f3)

@@ -90,7 +90,8 @@ class Validator {
       for (;;) {
         SkipSpace();
         if (stack.empty()) {
-          if (i_ != s_.size()) return Fail("unexpected text after the value");
+          // A NUL byte ends the input, as it does for nlohmann::json.
+          if (i_ != s_.size() && s_[i_] != '\0') return Fail("unexpected text after the value");
           return std::nullopt;
         }
         if (i_ >= s_.size()) return Fail("unexpected end of input");

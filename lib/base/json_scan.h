@@ -5,7 +5,8 @@
 // edits those spans in place instead of parsing and re-serialising the body.
 //
 // Validation accepts exactly what nlohmann::json::parse accepts (RFC 8259,
-// UTF-8 checked, a leading byte-order mark skipped), so a body is rejected
+// UTF-8 checked, a leading byte-order mark skipped, a NUL byte after the
+// value taken as the end of the input), so a body is rejected
 // here if and only if the parser would reject it. The span helpers assume
 // text that has been validated.
 #pragma once

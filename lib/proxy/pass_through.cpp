@@ -214,7 +214,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   if (choices && IsJsonArray(choices->value)) {
     std::vector<std::string_view> elements = ArrayElements(choices->value);
     out.usage_only = elements.empty();
-    out.final = false;
+    out.final = elements.empty();
     bool changed = false;
     std::string rebuilt = "[";
     for (size_t i = 0; i < elements.size(); ++i) {
