@@ -254,15 +254,21 @@ class Validator {
   size_t i_ = 0;
 };
 
-// Index just past the string starting at s[i] == '"' (valid text).
+// Index just past the string starting at s[i] == '"' (valid text). Strings
+// are most of a request's bytes, so this jumps from quote to quote (memchr)
+// and counts the backslashes before each.
 size_t SkipString(std::string_view s, size_t i) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const char* p = s.data();
+  size_t n = s.size();
   ++i;
   for (;;) {
-    while (i < s.size() && p[i] != '"' && p[i] != '\\') ++i;
-    if (i >= s.size()) return s.size();
-    if (p[i] == '"') return i + 1;
-    i += 2;
+    const void* q = i < n ? std::memchr(p + i, '"', n - i) : nullptr;
+    if (!q) return n;
+    size_t at = static_cast<size_t>(static_cast<const char*>(q) - p);
+    size_t run = at;
+    while (run > i && p[run - 1] == '\\') --run;
+    if ((at - run) % 2 == 0) return at + 1;  // an even run of backslashes: the quote ends the string
+    i = at + 1;
   }
 }
 
