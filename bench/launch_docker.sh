@@ -16,8 +16,9 @@ trap 'rm -rf "$work"; "$BIN/forge-launch" --backend docker gc --run-id "$run" >/
 run="bench-$$"
 now() { date +%s.%N; }
 
-for i in $(seq "$N"); do echo "{\"id\":\"t$i\"}"; done >"$work/tasks.jsonl"
+for i in $(seq "$N"); do echo "{\"id\":\"t$i\",\"instruction\":\"run true\"}"; done >"$work/tasks.jsonl"
 
+echo "load before: $(uptime)"
 t0=$(now)
 "$BIN/forge-launch" --backend docker --store "$work/forge.db" --run-id "$run" --image "$IMAGE" \
   --cpus 1 --memory 256m -j "$J" --command true "$work/tasks.jsonl" >"$work/rollouts.jsonl"
@@ -47,3 +48,8 @@ awk -v n="$N" -v j="$J" -v ok="$ok" -v f="$(echo "$t1 - $t0" | bc)" -v a="$(echo
   printf "  (a) xargs -P%d docker run --rm      %7.1f s\n", j, a
   printf "  (b) curl create/start/wait/remove  %7.1f s\n", b
 }'
+jq -s -r 'def mean(f): (map(f // 0) | add / length * 1000 | round / 1000);
+  "  forge-launch mean phases: create \(mean(.timings.create)) s, setup \(mean(.timings.setup)) s, agent \(mean(.timings.agent)) s, release \(mean(.timings.release)) s"' \
+  "$work/rollouts.jsonl"
+echo "  engine calls per rollout (one-shot forge-launch): 4 (create, wait, attach, start; +1 archive PUT with host files), (b) 4"
+echo "load after: $(uptime)"

@@ -1,5 +1,8 @@
 #include "cli/progress.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -34,13 +37,35 @@ void Progress::SetDetail(std::string detail) {
   DrawLocked(false);
 }
 
+void Progress::SetLines(std::vector<std::string> lines) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  lines_ = std::move(lines);
+  DrawLocked(false);
+}
+
 void Progress::Finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_ || finished_) return;
   finished_ = true;
-  std::fputs("\r\033[K", stderr);
+  std::fputs("\r\033[J", stderr);  // the overall line and everything below it
   std::fflush(stderr);
 }
+
+namespace {
+
+size_t TerminalWidth() {
+  winsize size{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 80;
+}
+
+// Cut to the terminal's width, so no line wraps and the cursor arithmetic holds.
+std::string Fit(std::string line, size_t width) {
+  if (width > 1 && line.size() >= width) line.resize(width - 1);
+  return line;
+}
+
+}  // namespace
 
 void Progress::DrawLocked(bool force) {
   if (!enabled_ || finished_) return;
@@ -49,7 +74,7 @@ void Progress::DrawLocked(bool force) {
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
   double elapsed = std::chrono::duration<double>(now - start_).count();
-  std::string line = fmt::format("\r\033[K{}: {}", ToolName(), label_);
+  std::string line = fmt::format("{}: {}", ToolName(), label_);
   if (total_ > 0) {
     line += fmt::format(" {}/{} ({:.0f}%)", done_, total_, 100.0 * done_ / total_);
     if (done_ > 0 && done_ < total_) {
@@ -60,7 +85,18 @@ void Progress::DrawLocked(bool force) {
   }
   line += fmt::format(" {:.1f}s", elapsed);
   if (!detail_.empty()) line += "  " + detail_;
-  std::fputs(line.c_str(), stderr);
+  const size_t width = TerminalWidth();
+  // Back to the overall line, clear to the end of the screen, redraw all.
+  std::string frame = "\r\033[J" + Fit(line, width);
+  size_t shown = std::min(lines_.size(), kMaxLines);
+  for (size_t i = 0; i < shown; ++i) frame += "\n" + Fit(lines_[i], width);
+  if (lines_.size() > shown) {
+    frame += "\n" + fmt::format("  ... {} more", lines_.size() - shown);
+    ++shown;
+  }
+  drawn_lines_ = shown;
+  if (shown > 0) frame += fmt::format("\033[{}A\r", shown);
+  std::fputs(frame.c_str(), stderr);
   std::fflush(stderr);
 }
 

@@ -1,11 +1,14 @@
-// A one-line progress display on stderr, drawn only when stderr is a
-// terminal; on a pipe or a file it prints nothing, so logs stay clean.
+// A progress display on stderr, drawn only when stderr is a terminal; on a
+// pipe or a file it prints nothing, so logs stay clean. One overall line
+// (count, percent, ETA, detail) and optionally lines beneath it, e.g. one per
+// running job with its phase.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace forge::cli {
 
@@ -19,6 +22,9 @@ class Progress {
   void SetTotal(size_t total);
   // Free text shown after the counts, e.g. "3 running, 1 failed".
   void SetDetail(std::string detail);
+  // Lines drawn under the overall line (at most kMaxLines, then "... N more").
+  void SetLines(std::vector<std::string> lines);
+  static constexpr size_t kMaxLines = 20;
   // Clears the line; further calls draw nothing.
   void Finish();
 
@@ -31,6 +37,8 @@ class Progress {
   size_t total_;
   size_t done_ = 0;
   std::string detail_;
+  std::vector<std::string> lines_;
+  size_t drawn_lines_ = 0;  // extra lines on screen below the overall line
   bool enabled_;
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -114,6 +114,9 @@ class Launcher {
   Result<const HarnessProfile*> Profile(const std::string& name);
   Status Emit(const Json& record);
   void UpdateProgress();
+  // The phase a running rollout is in, for the progress lines ("" when done).
+  void SetPhase(const std::string& rollout_id, const std::string& task_id, int attempt,
+                const std::string& phase);
 
   const LaunchOptions& options_;
   sandbox::Backend& backend_;
@@ -125,6 +128,12 @@ class Launcher {
   Status output_status_;
   std::unique_ptr<cli::Progress> progress_;
   int running_ = 0, ok_ = 0, failed_ = 0, infra_ = 0;
+  struct Running {
+    std::string label;
+    std::string phase;
+    Clock::time_point since;
+  };
+  std::map<std::string, Running> phases_;  // by rollout id
 };
 
 Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
@@ -144,19 +153,51 @@ Status Launcher::Emit(const Json& record) {
 }
 
 void Launcher::UpdateProgress() {
-  if (!progress_) return;
-  progress_->SetDetail(fmt::format("{} running, {} ok, {} failed, {} infra errors", running_, ok_,
-                                   failed_, infra_));
+  if (!progress_ || !progress_->enabled()) return;
+  progress_->SetDetail(fmt::format("{} running, {} passed, {} failed, {} infra errors", running_,
+                                   ok_, failed_, infra_));
+  std::vector<std::string> lines;
+  const auto now = Clock::now();
+  for (const auto& [id, running] : phases_) {
+    lines.push_back(fmt::format("  {:<40} {:<8} {:5.1f}s", running.label, running.phase,
+                                std::chrono::duration<double>(now - running.since).count()));
+  }
+  progress_->SetLines(std::move(lines));
+}
+
+void Launcher::SetPhase(const std::string& rollout_id, const std::string& task_id, int attempt,
+                        const std::string& phase) {
+  if (!progress_ || !progress_->enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (phase.empty()) {
+    phases_.erase(rollout_id);
+  } else {
+    Running& running = phases_[rollout_id];
+    running.label = fmt::format("{} #{}", task_id.size() > 34 ? task_id.substr(0, 33) + "~" : task_id, attempt);
+    running.phase = phase;
+    running.since = Clock::now();
+  }
+  UpdateProgress();
 }
 
 Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
                          const std::string& rollout_id, Json& record) {
   const TaskSpec& task = *job.task;
   Json& timings = record["timings"];
+  // Phase timings (and the progress line) follow the phases as they begin.
+  std::string phase;
   auto phase_start = Clock::now();
+  auto enter = [&](const std::string& next) {
+    if (next == phase) return;
+    if (!phase.empty()) timings[phase] = Seconds(phase_start);
+    phase = next;
+    phase_start = Clock::now();
+    SetPhase(rollout_id, task.id, job.attempt, next);
+  };
+  enter("create");
 
-  // The secret is born here and leaves only in the harness's environment:
-  // the store keeps its hash, the record never sees it.
+  // The secret is born here and leaves only in the harness's environment
+  // and config files: the store keeps its hash, the record never sees it.
   const std::string secret = "forge-" + RandomHex(24);
   store::RolloutRow row;
   row.id = rollout_id;
@@ -192,27 +233,12 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   spec.lifetime_seconds = static_cast<int64_t>(agent_timeout) + 600 +
                           (options_.hold ? options_.hold_seconds : 0);
 
-  auto created = backend_.Create(spec);
-  timings["create"] = Seconds(phase_start);
-  if (!created.ok()) return created.status().Prefixed("create sandbox");
-  std::unique_ptr<sandbox::Sandbox> box = std::move(*created);
-  bool released = false;
-  auto release = [&]() -> Status {
-    if (released) return Status::Ok();
-    released = true;
-    auto start = Clock::now();
-    Status s = box->Release();
-    timings["release"] = Seconds(start);
-    return s;
-  };
-  auto fail = [&](const Status& status) {
-    release();
-    return status;
-  };
-
-  // Set up: task files, instruction, harness helper files and config files.
-  phase_start = Clock::now();
-  const std::string root = backend_.name() == "local" ? box->handle().id + "/fs" : "";
+  // What goes into the sandbox: host trees (task files, harness helpers, the
+  // solution for the oracle, skills) and files by content (the instruction,
+  // config files that may hold the secret).
+  const bool local = backend_.name() == "local";
+  const bool one_shot = !options_.hold && backend_.CanRunOnce();
+  const std::string root = local ? "{root}" : "";
   std::map<std::string, std::string> vars = {
       {"proxy", options_.proxy},
       {"secret", secret},
@@ -228,50 +254,46 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"task_id", task.id},
       {"command", task.command.empty() ? options_.command : task.command},
   };
+  sandbox::OneShot plan;
+  if (!task.files_dir.empty()) plan.copies.emplace_back(task.files_dir, options_.workdir);
+  plan.files.emplace_back("/forge/instruction.md", task.instruction);
   Scratch scratch;
-  if (!task.files_dir.empty()) {
-    Status s = box->CopyIn(task.files_dir, options_.workdir);
-    if (!s.ok()) return fail(s.Prefixed("copy task files"));
-  }
-  auto instruction = scratch.Write("instruction.md", task.instruction);
-  if (!instruction.ok()) return fail(instruction.status());
-  if (Status s = box->CopyIn(*instruction, "/forge"); !s.ok()) return fail(s.Prefixed("copy instruction"));
   if (!profile.solution_dir.empty()) {
     // Only the oracle sees the solution: it checks that the task is solvable.
-    std::string dest = root + profile.solution_dir;
-    Status s = Status::Ok();
     if (!task.solution_dir.empty()) {
-      s = box->CopyIn(task.solution_dir, profile.solution_dir);
+      plan.copies.emplace_back(task.solution_dir, profile.solution_dir);
     } else if (!task.solution_script.empty()) {
       auto script = scratch.Write("solve.sh", task.solution_script);
-      s = script.ok() ? box->CopyIn(*script, profile.solution_dir) : script.status();
+      if (!script.ok()) return script.status();
+      plan.copies.emplace_back(*script, profile.solution_dir);
     } else {
-      s = Status::DataErr("task " + task.id + " has no solution for the " + profile.name + " harness");
+      return Status::DataErr("task " + task.id + " has no solution for the " + profile.name + " harness");
     }
-    if (!s.ok()) return fail(s.Prefixed("copy solution"));
-    vars["solution_dir"] = dest;
+    vars["solution_dir"] = root + profile.solution_dir;
   }
   for (const auto& [dest_dir, source] : profile.files) {
-    fs::path host = fs::path(profile.source_dir) / source;
-    if (Status s = box->CopyIn(host.string(), dest_dir); !s.ok()) return fail(s.Prefixed("copy harness file"));
+    plan.copies.emplace_back((fs::path(profile.source_dir) / source).string(), dest_dir);
   }
-  for (const auto& [path, content] : profile.config_files) {
-    fs::path target(FillPlaceholders(path, vars));
-    auto written = scratch.Write(target.filename().string(), FillPlaceholders(content, vars));
-    if (!written.ok()) return fail(written.status());
-    if (Status s = box->CopyIn(*written, target.parent_path().string()); !s.ok()) {
-      return fail(s.Prefixed("write config " + target.string()));
+  for (const std::string* skills : {&options_.skills_dir, &task.skills_dir}) {
+    if (skills->empty() || profile.skills_dir.empty()) continue;
+    auto folders = SkillFolders(*skills);
+    if (!folders.ok()) return folders.status();
+    for (const auto& folder : *folders) {
+      plan.copies.emplace_back(folder, profile.skills_dir + "/" + fs::path(folder).filename().string());
     }
   }
-  timings["setup"] = Seconds(phase_start);
 
   // The harness, under its deadline.
-  sandbox::ExecRequest exec;
+  for (const auto& [path, content] : profile.config_files) {
+    plan.files.emplace_back(FillPlaceholders(path, vars), FillPlaceholders(content, vars));
+  }
+  sandbox::ExecRequest& exec = plan.exec;
   for (const auto& arg : profile.command) exec.argv.push_back(FillPlaceholders(arg, vars));
   for (const auto& [k, v] : profile.env) exec.env[k] = FillPlaceholders(v, vars);
   exec.env["FORGE_ROLLOUT_ID"] = rollout_id;
   exec.env["FORGE_RUN_ID"] = options_.run_id;
   exec.env["FORGE_TASK_ID"] = task.id;
+  exec.env["FORGE_ATTEMPT"] = std::to_string(job.attempt);
   exec.env["FORGE_INSTRUCTION_FILE"] = vars["instruction_file"];
   if (!options_.proxy.empty()) {
     exec.env["FORGE_PROXY_URL"] = options_.proxy;
@@ -280,11 +302,72 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   exec.timeout_seconds = agent_timeout;
   exec.max_output_bytes = options_.log_bytes;
   exec.cancel = &cancel_;
-  phase_start = Clock::now();
-  record["started_at"] = WallNow();
-  auto ran = box->Exec(exec);
-  timings["agent"] = Seconds(phase_start);
-  if (!ran.ok()) return fail(ran.status().Prefixed("run harness"));
+
+  Result<sandbox::ExecResult> ran = Status::Internal("not run");
+  std::unique_ptr<sandbox::Sandbox> box;
+  bool released = false;
+  auto release = [&]() -> Status {
+    if (released || !box) return Status::Ok();
+    released = true;
+    enter("release");
+    return box->Release();
+  };
+  auto fail = [&](const Status& status) {
+    release();
+    return status;
+  };
+  if (one_shot) {
+    // Not held: the harness is the sandbox's own process and the sandbox
+    // goes with it (see sandbox::OneShot); the fewest engine round trips.
+    plan.on_phase = [&](const std::string& next) {
+      if (next == "agent") record["started_at"] = WallNow();
+      enter(next);
+    };
+    ran = backend_.RunOnce(spec, plan);
+    if (!ran.ok() && ran.status().code() == ExitCode::kCantCreate) {
+      // The image's user cannot write the files where profiles expect them;
+      // nothing ran, so the sandbox that copies them in as root takes over.
+      cli::Warn(task.id + ": " + ran.status().message() + "; using an exec'd sandbox");
+    } else {
+      enter("");
+      if (!ran.ok()) return ran.status().Prefixed("run harness");
+    }
+  }
+  if (!one_shot || (!ran.ok() && ran.status().code() == ExitCode::kCantCreate)) {
+    enter("create");
+    auto created = backend_.Create(spec);
+    if (!created.ok()) return created.status().Prefixed("create sandbox");
+    box = std::move(*created);
+    enter("setup");
+    const std::string box_root = local ? box->handle().id + "/fs" : "";
+    // The local backend's root is known only now; other backends have none.
+    auto fill_root = [&](const std::string& text) {
+      if (!local) return text;
+      std::map<std::string, std::string> only_root = {{"root", box_root}};
+      return FillPlaceholders(text, only_root);
+    };
+    for (const auto& [host, dest] : plan.copies) {
+      if (Status s = box->CopyIn(host, dest); !s.ok()) return fail(s.Prefixed("copy " + host));
+    }
+    for (size_t i = 0; i < plan.files.size(); ++i) {
+      const auto& [path, content] = plan.files[i];
+      fs::path target(fill_root(path));
+      // plan.files[0] is the instruction, the task's own text: left as it is.
+      auto written = scratch.Write(target.filename().string(), i == 0 ? content : fill_root(content));
+      if (!written.ok()) return fail(written.status());
+      if (Status s = box->CopyIn(*written, target.parent_path().string()); !s.ok()) {
+        return fail(s.Prefixed("write " + target.string()));
+      }
+    }
+    for (auto& arg : exec.argv) arg = fill_root(arg);
+    for (auto& [k, v] : exec.env) v = fill_root(v);
+    enter("agent");
+    record["started_at"] = WallNow();
+    ran = box->Exec(exec);
+    if (!ran.ok()) return fail(ran.status().Prefixed("run harness"));
+  }
+  if (phase == "agent") enter("");
+
   record["exit_code"] = ran->exit_code;
   record["logs"] = {{"stdout", ran->stdout_data}, {"stderr", ran->stderr_data},
                     {"truncated", ran->truncated}};
@@ -301,13 +384,14 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   } else {
     record["outcome"] = "ok";
   }
-  if (options_.hold) {
+  if (options_.hold && box) {
     record["sandbox"] = box->handle().ToJson();
     record["sandbox"]["lifetime_seconds"] = spec.lifetime_seconds;
   } else if (Status s = release(); !s.ok()) {
     // The harness ran; a failed removal is gc's job, not a reason to redo it.
     record["release_error"] = s.message();
   }
+  enter("");
   return Status::Ok();
 }
 
@@ -413,9 +497,16 @@ Status Launcher::Run() {
   // SIGINT/SIGTERM: stop taking work and cancel what runs; every worker then
   // releases its sandbox on the way out.
   std::thread watcher([&] {
+    auto last_tick = Clock::now();
     while (!done.load()) {
       if (cli::StopRequested()) cancel_.store(true);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (Clock::now() - last_tick > std::chrono::seconds(1)) {
+        // The per-rollout lines show how long each phase has run.
+        last_tick = Clock::now();
+        std::lock_guard<std::mutex> lock(mutex_);
+        UpdateProgress();
+      }
     }
   });
   auto worker = [&] {
@@ -466,6 +557,23 @@ Status Launcher::Run() {
 
 }  // namespace
 
+Result<std::vector<std::string>> SkillFolders(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NoInput(dir + ": not a directory of skills");
+  if (fs::is_regular_file(fs::path(dir) / "SKILL.md", ec)) return std::vector<std::string>{dir};
+  std::vector<std::string> folders;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code missing;  // a folder without SKILL.md is not an error
+    if (entry.is_directory(missing) && fs::is_regular_file(entry.path() / "SKILL.md", missing)) {
+      folders.push_back(entry.path().string());
+    }
+  }
+  if (ec) return Status::NoInput(dir + ": " + ec.message());
+  if (folders.empty()) return Status::DataErr(dir + ": no skill folder (a directory with a SKILL.md) in it");
+  std::sort(folders.begin(), folders.end());
+  return folders;
+}
+
 std::string RolloutId(const std::string& run_id, const std::string& task_id, int attempt) {
   return Sha256Hex(run_id + '\n' + task_id + '\n' + std::to_string(attempt)).substr(0, 24);
 }
@@ -475,6 +583,10 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
   if (options.attempts < 1) return Status::Usage("-n must be at least 1");
   if (options.jobs < 1) return Status::Usage("-j must be at least 1");
   if (options.run_id.empty()) return Status::Usage("a run id is needed");
+  if (!options.skills_dir.empty()) {
+    auto skills = SkillFolders(options.skills_dir);
+    if (!skills.ok()) return Status::Usage("--skills: " + skills.status().message());
+  }
   Launcher launcher(options, backend, store, out);
   return launcher.Run();
 }
@@ -484,7 +596,8 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
   return backend.Collect(run_id, older_than_seconds);
 }
 
-Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name) {
+Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
+                                                      const sandbox::k8s::K8sOptions& k8s_options) {
   if (name == "docker") {
     auto docker = std::make_unique<sandbox::docker::DockerBackend>();
     FORGE_RETURN_IF_ERROR(docker->Ping());
@@ -492,8 +605,11 @@ Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name) {
   }
   if (name == "local") return std::unique_ptr<sandbox::Backend>(std::make_unique<sandbox::local::LocalBackend>());
   if (name == "k8s") {
-    // Kubeconfig, $KUBECONFIG or in-cluster service account, as kubectl finds them.
-    auto k8s = sandbox::k8s::MakeK8sBackend(sandbox::k8s::K8sOptions{});
+    // What the flags say, then $KUBECONFIG / ~/.kube/config / the in-cluster
+    // service account, as kubectl finds them.
+    sandbox::k8s::K8sOptions k8s_settings = k8s_options;
+    if (!k8s_settings.stop_requested) k8s_settings.stop_requested = [] { return cli::StopRequested(); };
+    auto k8s = sandbox::k8s::MakeK8sBackend(k8s_settings);
     if (!k8s.ok()) return k8s.status();
     return std::unique_ptr<sandbox::Backend>(std::move(*k8s));
   }

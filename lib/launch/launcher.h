@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "records/jsonl.h"
+#include "sandbox/k8s/options.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 
@@ -42,7 +43,14 @@ struct LaunchOptions {
   int64_t hold_seconds = 3600;       // a held sandbox's server-side lifetime after the agent
   std::string workdir = "/work";
   std::string user;
+  // Host directory of skill folders (each with a SKILL.md), copied into the
+  // harness profile's skills_dir for every rollout (tasks may add their own).
+  std::string skills_dir;
 };
+
+// The skill folders under dir: dir itself if it holds a SKILL.md, else each
+// subdirectory that does. DataErr naming dir when there is none.
+Result<std::vector<std::string>> SkillFolders(const std::string& dir);
 
 // Runs everything; rollout records go to out. Returns DataErr when some task
 // records were unusable (the others still ran), Unavailable when rollouts
@@ -55,8 +63,10 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
 Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
                            int64_t older_than_seconds);
 
-// "local", "docker" or "k8s" (default kubeconfig / in-cluster settings).
-Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name);
+// "local", "docker" or "k8s" (k8s: the cluster settings given, else
+// $KUBECONFIG, ~/.kube/config or the in-cluster service account).
+Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
+                                                      const sandbox::k8s::K8sOptions& k8s = {});
 
 // The rollout id of (run, task, attempt): stable, so a rerun finds it.
 std::string RolloutId(const std::string& run_id, const std::string& task_id, int attempt);

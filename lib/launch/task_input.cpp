@@ -48,9 +48,13 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     if (!extra["command"].is_string()) return Status::DataErr(task.source + ": command: expected a string");
     spec.command = extra["command"].get<std::string>();
   }
-  if (extra.contains("files")) {
-    if (!extra["files"].is_string()) return Status::DataErr(task.source + ": files: expected a string");
-    fs::path dir = extra["files"].get<std::string>();
+  // A launcher-only directory field, relative to the task's own file.
+  auto directory = [&](const char* field, std::string& into) -> Status {
+    if (!extra.contains(field)) return Status::Ok();
+    if (!extra[field].is_string()) {
+      return Status::DataErr(task.source + ": " + field + ": expected a string");
+    }
+    fs::path dir = extra[field].get<std::string>();
     if (dir.is_relative()) {
       // Relative to the task's file, as lib/tasks resolves its own paths.
       std::string source = task.source.substr(0, task.source.rfind(':'));
@@ -59,10 +63,13 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     }
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-      return Status::DataErr(task.source + ": files: '" + dir.string() + "' is not a directory");
+      return Status::DataErr(task.source + ": " + field + ": '" + dir.string() + "' is not a directory");
     }
-    spec.files_dir = dir.string();
-  }
+    into = dir.string();
+    return Status::Ok();
+  };
+  FORGE_RETURN_IF_ERROR(directory("files", spec.files_dir));
+  FORGE_RETURN_IF_ERROR(directory("skills", spec.skills_dir));
   spec.record = task.ToJson();
   return spec;
 }

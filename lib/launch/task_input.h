@@ -4,8 +4,10 @@
 // --memory and --agent-timeout apply to them.
 //
 // Launcher-only fields read from the task object: "files" (a host directory
-// whose contents go to the work directory; relative to the task's source)
-// and "command" (the generic harness's shell command).
+// whose contents go to the work directory; relative to the task's source),
+// "skills" (a host directory of skill folders, each holding a SKILL.md, copied
+// to the harness profile's skills_dir) and "command" (the generic harness's
+// shell command).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@ struct TaskSpec {
   std::string image;
   std::string build_context;
   std::string files_dir;
+  std::string skills_dir;       // host directory of skill folders (each with a SKILL.md)
   std::string solution_dir;     // host directory holding solve.sh, if the task has one
   std::string solution_script;  // or an inline script
   std::string harness;

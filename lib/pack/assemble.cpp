@@ -64,8 +64,8 @@ Boundary Classify(const std::vector<int32_t>& previous, size_t last_completion_s
 
 std::vector<Sample> Assemble(std::vector<store::CallRecord> calls, AssemblyMode mode,
                              const std::string& task_id, AssemblyCounts* counts) {
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](const store::CallRecord& x, const store::CallRecord& y) { return x.seq < y.seq; });
+  auto by_seq = [](const store::CallRecord& x, const store::CallRecord& y) { return x.seq < y.seq; };
+  if (!std::is_sorted(calls.begin(), calls.end(), by_seq)) std::stable_sort(calls.begin(), calls.end(), by_seq);
   AssemblyCounts local;
   local.rollouts = 1;
   std::vector<Sample> samples;
@@ -82,7 +82,9 @@ std::vector<Sample> Assemble(std::vector<store::CallRecord> calls, AssemblyMode 
       continue;
     }
     ++local.calls;
-    Json conversation = CanonicalMessages(RequestMessages(call));
+    // A token-only read (CallFields::kTokens) carries no content: no messages to build.
+    const bool has_content = !call.request.is_null() || !call.upstream_request.is_null();
+    Json conversation = has_content ? CanonicalMessages(RequestMessages(call)) : Json();
     Sample* current = samples.empty() ? nullptr : &samples.back();
     bool extend = false;
 
@@ -132,10 +134,12 @@ std::vector<Sample> Assemble(std::vector<store::CallRecord> calls, AssemblyMode 
     }
     have_previous = true;
 
-    Json answer = ResponseMessage(call);
-    if (!answer.is_null()) conversation.push_back(CanonicalMessage(answer));
-    current->messages = std::move(conversation);
-    current->tools = RequestTools(call);
+    if (has_content) {
+      Json answer = ResponseMessage(call);
+      if (!answer.is_null()) conversation.push_back(CanonicalMessage(answer));
+      current->messages = std::move(conversation);
+      current->tools = RequestTools(call);
+    }
     current->finish_reason = call.finish_reason;
     current->call_seqs.push_back(call.seq);
     current->policy_version_start = std::min(current->policy_version_start, call.policy_version_start);

@@ -1,6 +1,8 @@
 #include "pack/pack.h"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +20,48 @@
 namespace forge::pack {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Where a run's time goes, per stage, for --stats: wall seconds, and process
+// CPU seconds (all threads; what a loaded machine does not inflate).
+struct StageTime {
+  double wall = 0, cpu = 0;
+};
+struct StageTimes {
+  StageTime read;      // input records, calls from the stores, prompt delta decoding
+  StageTime assemble;  // merge or per-call, boundary classes, validation
+  StageTime plan;      // rl: advantages and best-fit-decreasing packing
+  StageTime write;     // rl: safetensors files and the index
+  StageTime total;
+  Json ToJson(double StageTime::*field) const {
+    return {{"read", read.*field}, {"assemble", assemble.*field}, {"plan", plan.*field},
+            {"write", write.*field}, {"total", total.*field}};
+  }
+};
+class Stopwatch {
+ public:
+  Stopwatch() : wall_(Clock::now()), cpu_(CpuNow()) {}
+  // Adds the time since the start (or the last AddTo) to `stage`, and restarts.
+  void AddTo(StageTime& stage) {
+    auto wall = Clock::now();
+    double cpu = CpuNow();
+    stage.wall += std::chrono::duration<double>(wall - wall_).count();
+    stage.cpu += cpu - cpu_;
+    wall_ = wall;
+    cpu_ = cpu;
+  }
+
+ private:
+  Clock::time_point wall_;
+  double cpu_;
+};
+
 struct RolloutInput {
   std::string rollout_id;
   std::string task_id;
@@ -34,7 +78,7 @@ const Json* Find(const Json& j, const char* key) {
 }
 
 // Reads the fields forge-pack needs; a record without a rollout id is bad input.
-Result<RolloutInput> ParseRollout(const records::Record& r) {
+Result<RolloutInput> ParseRollout(records::Record& r) {
   RolloutInput in;
   in.where = r.where();
   const Json* id = Find(r.json, "rollout_id");
@@ -46,7 +90,7 @@ Result<RolloutInput> ParseRollout(const records::Record& r) {
   const Json* task = Find(r.json, "task_id");
   in.task_id = task && task->is_string() ? task->get<std::string>() : in.rollout_id;
   const Json* verdict = Find(r.json, "verdict");
-  for (const Json* source : {verdict, &r.json}) {
+  for (const Json* source : {verdict, static_cast<const Json*>(&r.json)}) {
     if (!source) continue;
     if (const Json* reward = Find(*source, "reward"); reward && !in.reward) {
       if (!reward->is_number()) return Status::DataErr(in.where + ": reward is not a number");
@@ -57,7 +101,7 @@ Result<RolloutInput> ParseRollout(const records::Record& r) {
       in.passed = passed->get<bool>();
     }
   }
-  in.record = r.json;
+  in.record = std::move(r.json);
   return in;
 }
 
@@ -152,14 +196,17 @@ class Stores {
       o.read_only = true;
       auto opened = store::Store::Open(path, o);
       if (!opened.ok()) return opened.status().Prefixed(path);
+      // One snapshot for the whole run (a proxy may still be recording),
+      // and no lock taken and dropped per rollout's query.
+      if (Status begun = (*opened)->BeginRead(); !begun.ok()) return begun.Prefixed(path);
       s.stores_.push_back(std::move(*opened));
     }
     return s;
   }
   // The rollout's calls from the first store holding any.
-  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id) {
+  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id, store::Store::CallFields fields) {
     for (auto& store : stores_) {
-      auto calls = store->CallsOfRollout(rollout_id);
+      auto calls = store->CallsOfRollout(rollout_id, fields);
       if (!calls.ok()) return calls.status().Prefixed(store->path());
       if (!calls->empty()) return std::move(*calls);
     }
@@ -168,6 +215,13 @@ class Stores {
 
  private:
   std::vector<std::unique_ptr<store::Store>> stores_;
+
+ public:
+  Stores() = default;
+  Stores(Stores&&) = default;
+  ~Stores() {
+    for (auto& store : stores_) (void)store->EndRead();  // read-only: nothing to lose
+  }
 };
 
 Json SftMessagesRecord(const Sample& s, const RolloutInput& in) {
@@ -236,6 +290,9 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   if (!stores.ok()) return stores.status();
 
   // Read every record first: RL groups need all rollouts of a task.
+  const bool token_format = o.format == Format::kRl || o.format == Format::kSftTokens;
+  StageTimes times;
+  Stopwatch run_watch, watch;
   Stats stats;
   std::vector<RolloutInput> inputs;
   std::set<std::string> seen;
@@ -259,6 +316,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     return Status::Ok();
   });
   if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  watch.AddTo(times.read);
 
   std::vector<RlRollout> rl_rollouts;
   std::set<std::string> prompted_tasks;
@@ -273,12 +331,22 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       ++stats.filtered_below_min_reward;
       continue;
     }
+    watch = Stopwatch();
     std::vector<store::CallRecord> calls;
     if (!o.stores.empty()) {
-      auto got = stores->Calls(in.rollout_id);
+      // Token formats need no request/response content, unless a call has no
+      // ids and its sample must be built (and counted) from messages.
+      auto got = stores->Calls(in.rollout_id, token_format ? store::Store::CallFields::kTokens
+                                                            : store::Store::CallFields::kAll);
+      if (got.ok() && token_format && std::any_of(got->begin(), got->end(), [](const store::CallRecord& c) {
+            return !c.side_call && (c.prompt_ids.empty() || c.completion_ids.empty());
+          })) {
+        got = stores->Calls(in.rollout_id, store::Store::CallFields::kAll);
+      }
       if (!got.ok()) return got.status();
       calls = std::move(*got);
     }
+    watch.AddTo(times.read);
     if (o.format == Format::kVerlPrompts) {
       if (!prompted_tasks.insert(in.task_id).second) continue;
       Json row = VerlPromptRecord(in, calls, prompted_tasks.size() - 1, o);
@@ -301,8 +369,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
 
     std::vector<Sample> good;
     for (Sample& s : samples) {
-      std::string reason = InvalidReason(s, o.validation);
-      if (reason.empty() && s.from_messages && o.format != Format::kSftMessages) reason = "no_token_ids";
+      std::string reason = s.from_messages && token_format ? "no_token_ids" : InvalidReason(s, o.validation);
       if (reason.empty() && o.format == Format::kSftMessages &&
           (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
         reason = "no_assistant_message";  // ids were recorded but no readable conversation
@@ -313,6 +380,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
       }
       good.push_back(std::move(s));
     }
+    watch.AddTo(times.assemble);
     if (o.format == Format::kRl) {
       if (!in.reward) {
         ++stats.rollouts_without_reward;
@@ -350,27 +418,31 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     rl.estimator = o.estimator;
     rl.drop_zero_variance = o.drop_zero_variance;
     rl.token_budget = o.token_budget;
+    rl.write_threads = o.write_threads;
     rl.out_dir = o.out_dir;
     rl.metadata = {{"forge_version", FORGE_VERSION},
                    {"assembly", o.mode == AssemblyMode::kMerge ? "merge" : "per-call"},
                    {"policy_version", std::to_string(current)}};
     RlFigures figures;
+    watch = Stopwatch();
     auto batches = PlanRlBatches(rl_rollouts, rl, &figures);
+    watch.AddTo(times.plan);
     if (figures.dropped_over_budget) stats.dropped["longer_than_token_budget"] += figures.dropped_over_budget;
     if (figures.dropped_zero_variance_rollouts) {
       stats.dropped["zero_variance_group_rollouts"] += figures.dropped_zero_variance_rollouts;
     }
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (cli::StopRequested()) return Status::Cancelled("stopped");
-      auto entry = WriteRlBatch(batches[i], i, rl);
-      if (!entry.ok()) return entry.status();
-      FORGE_RETURN_IF_ERROR(out.Write(*entry));
-    }
+    auto entries = WriteRlBatches(batches, rl, [] { return cli::StopRequested(); });
+    if (!entries.ok()) return entries.status();
+    for (const Json& entry : *entries) FORGE_RETURN_IF_ERROR(out.Write(entry));
+    watch.AddTo(times.write);
     stats.written = figures.rows;
     stats.rl = figures;
   }
 
   Json summary = stats.ToJson();
+  run_watch.AddTo(times.total);
+  summary["seconds"] = times.ToJson(&StageTime::wall);
+  summary["cpu_seconds"] = times.ToJson(&StageTime::cpu);
   if (!o.quiet) PrintSummary(summary);
   if (!o.stats_path.empty()) {
     std::ofstream f(o.stats_path);

@@ -32,6 +32,7 @@ struct PackOptions {
   std::optional<int64_t> max_staleness;
   std::optional<int64_t> policy_version;  // default: the newest policy_version_end seen
   int64_t token_budget = 16384;
+  int write_threads = 2;  // rl: files written side by side
   std::string out_dir;
   std::string stats_path;
   std::string data_source = "forge";

@@ -1,6 +1,11 @@
 #include "pack/rl_batches.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <numeric>
 
@@ -61,39 +66,17 @@ std::vector<std::vector<RlRow>> PlanRlBatches(const std::vector<RlRollout>& roll
 
 Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch_index,
                                     const RlOptions& options) {
-  // Reused across batches: fresh buffers per file cost more in page faults
-  // than the copying itself.
-  thread_local std::vector<int32_t> input_ids, position_ids, cu_seqlens;
-  thread_local std::vector<uint8_t> loss_mask;
-  thread_local std::vector<float> logprobs, advantages, rewards, row_advantages;
-  for (auto* v : {&input_ids, &position_ids, &cu_seqlens}) v->clear();
-  for (auto* v : {&logprobs, &advantages, &rewards, &row_advantages}) v->clear();
-  loss_mask.clear();
-  cu_seqlens.push_back(0);
   nlohmann::json uids = nlohmann::json::array(), rollout_ids = nlohmann::json::array(),
                  sample_indices = nlohmann::json::array(), versions = nlohmann::json::array();
+  size_t tokens = 0;
   for (const RlRow& row : rows) {
     const Sample& s = *row.sample;
-    const size_t start = input_ids.size(), n = s.input_ids.size();
-    input_ids.insert(input_ids.end(), s.input_ids.begin(), s.input_ids.end());
-    loss_mask.insert(loss_mask.end(), s.loss_mask.begin(), s.loss_mask.end());
-    logprobs.insert(logprobs.end(), s.logprobs.begin(), s.logprobs.end());
-    position_ids.resize(start + n);
-    std::iota(position_ids.begin() + static_cast<ptrdiff_t>(start), position_ids.end(), 0);
-    advantages.resize(start + n);
-    for (size_t i = 0; i < n; ++i) advantages[start + i] = s.loss_mask[i] ? row.advantage : 0.0f;
-    cu_seqlens.push_back(static_cast<int32_t>(input_ids.size()));
-    rewards.push_back(row.reward);
-    row_advantages.push_back(row.advantage);
+    tokens += s.input_ids.size();
     uids.push_back(s.task_id);
     rollout_ids.push_back(s.rollout_id);
     sample_indices.push_back(s.index);
     versions.push_back({s.policy_version_start, s.policy_version_end});
   }
-
-  char name[64];
-  std::snprintf(name, sizeof name, "%s-%06zu.safetensors", options.file_prefix.c_str(), batch_index);
-  std::string path = (std::filesystem::path(options.out_dir) / name).string();
   std::map<std::string, std::string> metadata = options.metadata;
   metadata["format"] = "forge-pack-rl/1";
   metadata["batch_index"] = std::to_string(batch_index);
@@ -105,24 +88,103 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
   metadata["sample_indices"] = sample_indices.dump();
   metadata["policy_versions"] = versions.dump();
 
-  FORGE_RETURN_IF_ERROR(WriteSafetensors(path,
-                                         {Flat("input_ids", DType::kI32, input_ids),
-                                          Flat("position_ids", DType::kI32, position_ids),
-                                          Flat("loss_mask", DType::kU8, loss_mask),
-                                          Flat("rollout_log_probs", DType::kF32, logprobs),
-                                          Flat("advantages", DType::kF32, advantages),
-                                          Flat("cu_seqlens", DType::kI32, cu_seqlens),
-                                          Flat("rewards", DType::kF32, rewards),
-                                          Flat("row_advantages", DType::kF32, row_advantages)},
-                                         metadata));
+  const int64_t t = static_cast<int64_t>(tokens), r = static_cast<int64_t>(rows.size());
+  // One buffer per thread, reused across files: the tensors are copied
+  // straight from the samples into the file image, which is written whole.
+  thread_local std::string storage;
+  auto file = SafetensorsBuffer::Layout({{"input_ids", DType::kI32, {t}},
+                                         {"position_ids", DType::kI32, {t}},
+                                         {"loss_mask", DType::kU8, {t}},
+                                         {"rollout_log_probs", DType::kF32, {t}},
+                                         {"advantages", DType::kF32, {t}},
+                                         {"cu_seqlens", DType::kI32, {r + 1}},
+                                         {"rewards", DType::kF32, {r}},
+                                         {"row_advantages", DType::kF32, {r}}},
+                                        metadata, &storage);
+  if (!file.ok()) return file.status();
+  // memcpy into the image: its offsets are aligned to the element size, but
+  // writing through typed pointers into a std::string is best left alone.
+  char* input_ids = file->Data("input_ids");
+  char* position_ids = file->Data("position_ids");
+  char* loss_mask = file->Data("loss_mask");
+  char* logprobs = file->Data("rollout_log_probs");
+  char* advantages = file->Data("advantages");
+  char* cu_seqlens = file->Data("cu_seqlens");
+  char* rewards = file->Data("rewards");
+  char* row_advantages = file->Data("row_advantages");
+  thread_local std::vector<int32_t> positions;
+  thread_local std::vector<float> row_token_advantages;
+  size_t at = 0;
+  int32_t zero = 0;
+  std::memcpy(cu_seqlens, &zero, 4);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RlRow& row = rows[i];
+    const Sample& s = *row.sample;
+    const size_t n = s.input_ids.size();
+    std::memcpy(input_ids + 4 * at, s.input_ids.data(), 4 * n);
+    std::memcpy(loss_mask + at, s.loss_mask.data(), n);
+    std::memcpy(logprobs + 4 * at, s.logprobs.data(), 4 * n);
+    if (positions.size() < n) {
+      size_t old = positions.size();
+      positions.resize(n);
+      std::iota(positions.begin() + static_cast<ptrdiff_t>(old), positions.end(), static_cast<int32_t>(old));
+    }
+    std::memcpy(position_ids + 4 * at, positions.data(), 4 * n);
+    row_token_advantages.resize(n);
+    for (size_t k = 0; k < n; ++k) row_token_advantages[k] = s.loss_mask[k] ? row.advantage : 0.0f;
+    std::memcpy(advantages + 4 * at, row_token_advantages.data(), 4 * n);
+    at += n;
+    int32_t end = static_cast<int32_t>(at);
+    std::memcpy(cu_seqlens + 4 * (i + 1), &end, 4);
+    std::memcpy(rewards + 4 * i, &row.reward, 4);
+    std::memcpy(row_advantages + 4 * i, &row.advantage, 4);
+  }
+
+  char name[64];
+  std::snprintf(name, sizeof name, "%s-%06zu.safetensors", options.file_prefix.c_str(), batch_index);
+  std::string path = (std::filesystem::path(options.out_dir) / name).string();
+  FORGE_RETURN_IF_ERROR(file->WriteTo(path));
   return nlohmann::json{{"file", path},
                         {"batch", batch_index},
                         {"rows", rows.size()},
-                        {"tokens", input_ids.size()},
+                        {"tokens", tokens},
                         {"token_budget", options.token_budget},
-                        {"utilisation", static_cast<double>(input_ids.size()) / static_cast<double>(options.token_budget)},
-                        {"uids", uids},
-                        {"rollout_ids", rollout_ids}};
+                        {"utilisation", static_cast<double>(tokens) / static_cast<double>(options.token_budget)},
+                        {"uids", std::move(uids)},
+                        {"rollout_ids", std::move(rollout_ids)}};
+}
+
+Result<std::vector<nlohmann::json>> WriteRlBatches(const std::vector<std::vector<RlRow>>& batches,
+                                                   const RlOptions& options, const std::function<bool()>& stop) {
+  std::vector<nlohmann::json> entries(batches.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  Status first_error = Status::Ok();
+  auto work = [&] {
+    for (size_t i; !failed && (i = next++) < batches.size();) {
+      Status s = stop && stop() ? Status::Cancelled("stopped") : Status::Ok();
+      if (s.ok()) {
+        auto entry = WriteRlBatch(batches[i], i, options);
+        if (entry.ok()) {
+          entries[i] = std::move(*entry);
+          continue;
+        }
+        s = entry.status();
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!failed.exchange(true)) first_error = s;
+    }
+  };
+  // Files are independent; the writes are copies into the page cache, which
+  // two threads do side by side. More would only contend on a 2-core box.
+  int threads = std::clamp(options.write_threads, 1, 64);
+  std::vector<std::thread> helpers;
+  for (int k = 1; k < threads && static_cast<size_t>(k) < batches.size(); ++k) helpers.emplace_back(work);
+  work();
+  for (std::thread& h : helpers) h.join();
+  if (failed) return first_error;
+  return entries;
 }
 
 }  // namespace forge::pack

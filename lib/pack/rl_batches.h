@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct RlOptions {
   std::string out_dir;
   std::string file_prefix = "batch";
   std::map<std::string, std::string> metadata;  // run metadata copied into every file
+  int write_threads = 2;                          // files written side by side
 };
 
 struct RlFigures {
@@ -59,5 +61,12 @@ std::vector<std::vector<RlRow>> PlanRlBatches(const std::vector<RlRollout>& roll
 // Writes one micro-batch file; returns its index entry.
 Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch_index,
                                     const RlOptions& options);
+
+// Writes every micro-batch (file i from batches[i]) on options.write_threads
+// threads; returns the index entries in batch order. Stops early when
+// `stop` returns true (Cancelled) or a write fails (that error).
+Result<std::vector<nlohmann::json>> WriteRlBatches(const std::vector<std::vector<RlRow>>& batches,
+                                                   const RlOptions& options,
+                                                   const std::function<bool()>& stop = nullptr);
 
 }  // namespace forge::pack

@@ -1,5 +1,8 @@
 #include "pack/safetensors.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -44,52 +47,116 @@ size_t ByteSize(const TensorView& t) {
 
 }  // namespace
 
-Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+Result<SafetensorsBuffer> SafetensorsBuffer::Layout(const std::vector<TensorSpec>& tensors,
+                                                     const std::map<std::string, std::string>& metadata,
+                                                     std::string* storage) {
   // The reference writer's order: widest dtype first (so every tensor stays
   // aligned to its element size), then by name.
-  std::vector<const TensorView*> order;
-  for (const TensorView& t : tensors) order.push_back(&t);
-  std::stable_sort(order.begin(), order.end(), [](const TensorView* a, const TensorView* b) {
+  std::vector<const TensorSpec*> order;
+  for (const TensorSpec& t : tensors) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const TensorSpec* a, const TensorSpec* b) {
     if (DTypeSize(a->dtype) != DTypeSize(b->dtype)) return DTypeSize(a->dtype) > DTypeSize(b->dtype);
     return a->name < b->name;
   });
 
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  // The header as nlohmann's compact dump of an ordered object would print
+  // it, built as text: it is written once per file.
+  auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
+  std::string text = "{";
   if (!metadata.empty()) {
-    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : metadata) meta[k] = v;
-    header["__metadata__"] = std::move(meta);
+    text += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) text += ',';
+      first = false;
+      text += quoted(k) + ":" + quoted(v);
+    }
+    text += "}";
   }
+  SafetensorsBuffer buffer;
+  std::vector<std::pair<std::string, size_t>> relative;
   size_t offset = 0;
-  for (const TensorView* t : order) {
-    if (header.contains(t->name)) return Status::Internal("duplicate tensor name " + t->name);
-    size_t size = ByteSize(*t);
-    header[t->name] = {{"dtype", DTypeName(t->dtype)}, {"shape", t->shape}, {"data_offsets", {offset, offset + size}}};
+  for (const TensorSpec* t : order) {
+    if (t->name == "__metadata__" || std::any_of(relative.begin(), relative.end(), [&](const auto& r) {
+          return r.first == t->name;
+        })) {
+      return Status::Internal("duplicate or reserved tensor name " + t->name);
+    }
+    size_t n = 1;
+    std::string shape;
+    for (int64_t d : t->shape) {
+      n *= static_cast<size_t>(d);
+      shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    }
+    size_t size = n * DTypeSize(t->dtype);
+    if (text.size() > 1) text += ',';
+    text += quoted(t->name) + ":{\"dtype\":\"" + DTypeName(t->dtype) + "\",\"shape\":[" + shape +
+            "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + size) + "]}";
+    relative.emplace_back(t->name, offset);
     offset += size;
   }
-  std::string text = header.dump();
+  text += "}";
   // Pad with spaces so the buffer starts 8-byte aligned, as the reference does.
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
 
-  std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::CantCreate(path + ": " + std::strerror(errno));
+  const size_t base = 8 + text.size();
+  storage->resize(base + offset);
   uint64_t n = text.size();
-  bool ok = std::fwrite(&n, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (const TensorView* t : order) {
-    size_t size = ByteSize(*t);
-    if (ok && size) ok = std::fwrite(t->data, 1, size, f) == size;
+  std::memcpy(storage->data(), &n, 8);
+  std::memcpy(storage->data() + 8, text.data(), text.size());
+  buffer.storage_ = storage;
+  for (const auto& [name, at] : relative) buffer.offset_[name] = base + at;
+  return buffer;
+}
+
+char* SafetensorsBuffer::Data(const std::string& name) {
+  auto it = offset_.find(name);
+  return it == offset_.end() ? nullptr : storage_->data() + it->second;
+}
+
+Status SafetensorsBuffer::WriteTo(const std::string& path) const {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::CantCreate(path + ": " + std::strerror(errno));
+  const char* p = storage_->data();
+  size_t left = storage_->size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : EIO;
+      ::close(fd);
+      std::remove(tmp.c_str());
+      return Status::Io(path + ": write failed: " + std::strerror(e));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
   }
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
+  if (::close(fd) != 0) {
+    int e = errno;
     std::remove(tmp.c_str());
-    return Status::Io(path + ": write failed: " + std::strerror(errno));
+    return Status::Io(path + ": write failed: " + std::strerror(e));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Io(path + ": " + ec.message());
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    std::remove(tmp.c_str());
+    return Status::Io(path + ": " + std::strerror(e));
+  }
   return Status::Ok();
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorSpec> specs;
+  for (const TensorView& t : tensors) specs.push_back({t.name, t.dtype, t.shape});
+  std::string storage;
+  auto buffer = SafetensorsBuffer::Layout(specs, metadata, &storage);
+  if (!buffer.ok()) return buffer.status();
+  for (const TensorView& t : tensors) {
+    size_t size = ByteSize(t);
+    if (size) std::memcpy(buffer->Data(t.name), t.data, size);
+  }
+  return buffer->WriteTo(path);
 }
 
 Result<SafetensorsFile> ReadSafetensors(const std::string& path) {

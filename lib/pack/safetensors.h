@@ -33,6 +33,36 @@ TensorView Flat(std::string name, DType dtype, const std::vector<T>& v) {
   return TensorView{std::move(name), dtype, {static_cast<int64_t>(v.size())}, v.data()};
 }
 
+// A file laid out in memory before it is written: the header first, then
+// each tensor's bytes at a known place for the caller to fill in directly,
+// so a micro-batch is copied once and written with one write() call.
+struct TensorSpec {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+class SafetensorsBuffer {
+ public:
+  // Lays the tensors out in the reference writer's order (widest dtype
+  // first, then by name) into `storage`, which is reused across files
+  // (growing a fresh buffer per file costs more in page faults than the
+  // copying). The tensors' bytes are left for the caller to fill.
+  static Result<SafetensorsBuffer> Layout(const std::vector<TensorSpec>& tensors,
+                                          const std::map<std::string, std::string>& metadata,
+                                          std::string* storage);
+  // Where tensor `name` starts; nullptr for a name not laid out.
+  char* Data(const std::string& name);
+  template <typename T>
+  T* As(const std::string& name) { return reinterpret_cast<T*>(Data(name)); }
+  // Writes the whole file with one write() into a temporary next to `path`, then renames it.
+  Status WriteTo(const std::string& path) const;
+
+ private:
+  std::string* storage_ = nullptr;
+  std::map<std::string, size_t> offset_;  // of each tensor's first byte in storage
+};
+
 // Writes the file atomically (a temporary next to it, then rename).
 Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
                         const std::map<std::string, std::string>& metadata);

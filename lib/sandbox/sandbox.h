@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,24 @@ struct ExecResult {
   double seconds = 0;
 };
 
+// A rollout that needs no sandbox afterwards, run the way `docker run --rm`
+// runs: files are put in place, the command is the sandbox's own process
+// (under the deadline, and under the sandbox's lifetime even if forge dies),
+// and the sandbox is gone when RunOnce returns. Fewer engine round trips than
+// Create + CopyIn + Exec + Release.
+struct OneShot {
+  // Host files or trees copied in before the command starts, as CopyIn does:
+  // (host path, sandbox directory).
+  std::vector<std::pair<std::string, std::string>> copies;
+  // Files written by content just before the command starts: (sandbox path,
+  // content). They may hold the rollout's secret, so they never appear in the
+  // sandbox's configuration; neither does exec.env.
+  std::vector<std::pair<std::string, std::string>> files;
+  ExecRequest exec;  // argv, env, deadline, output cap, cancel
+  // Told "create", "setup", "agent", "release" as each phase begins.
+  std::function<void(const std::string& phase)> on_phase;
+};
+
 class Sandbox {
  public:
   virtual ~Sandbox() = default;
@@ -95,6 +114,15 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) = 0;
+  // Whether RunOnce is available; callers fall back to Create + Exec.
+  virtual bool CanRunOnce() const { return false; }
+  // Runs job in a new sandbox made from spec and removes it. CantCreate when
+  // the files could not be written (e.g. the image's user may not write
+  // there): nothing ran, so the caller may take the Create + Exec path.
+  virtual Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job) {
+    (void)spec, (void)job;
+    return Status::Internal(name() + " backend cannot run a one-shot sandbox");
+  }
   // Reattaches to a sandbox another process created and held.
   virtual Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) = 0;
   // Removes everything labelled with run_id (all runs when empty) and, when

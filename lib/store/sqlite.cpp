@@ -84,6 +84,12 @@ std::string Statement::Blob(int column) const {
   return p ? std::string(static_cast<const char*>(p), n) : std::string();
 }
 
+std::string_view Statement::BlobView(int column) const {
+  const void* p = sqlite3_column_blob(stmt_, column);
+  int n = sqlite3_column_bytes(stmt_, column);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+}
+
 Result<Database> Database::Open(const std::string& path, bool read_only) {
   sqlite3* db = nullptr;
   int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);

@@ -44,6 +44,8 @@ class Statement {
   bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
   std::string Text(int column) const;
   std::string Blob(int column) const;
+  // The column's bytes without a copy; valid until the next Step or Reset.
+  std::string_view BlobView(int column) const;
 
  private:
   sqlite3* db_;

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -26,7 +27,7 @@ std::string PackVector(const std::vector<T>& values) {
 }
 
 template <typename T>
-std::vector<T> UnpackVector(const std::string& bytes) {
+std::vector<T> UnpackVector(std::string_view bytes) {
   std::vector<T> values(bytes.size() / sizeof(T));
   if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
   return values;
@@ -127,6 +128,16 @@ Status Store::Migrate(int target_version) {
     });
     if (!s.ok()) return s.Prefixed("migrating " + path() + " to schema " + std::to_string(current + 1));
   }
+}
+
+Status Store::BeginRead() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return db_.Execute("BEGIN");
+}
+
+Status Store::EndRead() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return db_.Execute("COMMIT");
 }
 
 Status Store::WriteTransaction(const std::function<Status()>& fn) {
@@ -395,67 +406,98 @@ Status Store::AppendCallLocked(CallRecord& call) {
   return Status::Ok();
 }
 
+Store::~Store() = default;
+
 Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout_id) {
+  return CallsOfRollout(rollout_id, CallFields::kAll);
+}
+
+Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout_id, CallFields fields) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  auto stmt = db_.Prepare(
-      "SELECT id, seq, started_at, first_token_at, ended_at, client_format, upstream, model, "
-      "policy_version_start, policy_version_end, request, response, upstream_request, upstream_response, "
-      "prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, finish_reason, usage, "
-      "http_status, error, side_call, retry_key FROM calls WHERE rollout_id = ?1 ORDER BY id");
-  if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, rollout_id);
+  const bool all = fields == CallFields::kAll;
+  std::optional<Statement>& query = calls_query_[all ? 0 : 1];
+  if (!query) {
+    // Both select the same columns so they are read by the same code; the
+    // tokens-only one reads NULL in place of the content.
+    const char* content = all ? "request, response, upstream_request, upstream_response"
+                              : "NULL, NULL, NULL, NULL";
+    auto prepared = db_.Prepare(
+        std::string("SELECT id, seq, started_at, first_token_at, ended_at, client_format, upstream, model, "
+                    "policy_version_start, policy_version_end, ") +
+        content +
+        ", prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, finish_reason, " +
+        (all ? "usage" : "NULL") + ", http_status, error, side_call, retry_key FROM calls WHERE rollout_id = ?1 " +
+        "ORDER BY id");
+    if (!prepared.ok()) return prepared.status();
+    query.emplace(std::move(*prepared));
+  }
+  Statement& stmt = *query;
+  // Reset on every way out, so a reused statement never holds a read
+  // transaction open between calls.
+  struct ResetOnExit {
+    Statement& s;
+    ~ResetOnExit() { s.Reset(); }
+  } reset_on_exit{stmt};
+  stmt.Bind(1, rollout_id);
   std::vector<CallRecord> calls;
-  std::map<int64_t, size_t> index_of_id;
+  calls.reserve(8);
   for (;;) {
-    auto row = stmt->Step();
+    auto row = stmt.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    CallRecord c;
-    c.id = stmt->Int(0);
+    CallRecord& c = calls.emplace_back();  // filled in place: a CallRecord is costly to move
+    c.id = stmt.Int(0);
     c.rollout_id = rollout_id;
-    c.seq = stmt->Int(1);
-    c.started_at = stmt->Double(2);
-    c.first_token_at = stmt->Double(3);
-    c.ended_at = stmt->Double(4);
-    c.client_format = stmt->Text(5);
-    c.upstream = stmt->Text(6);
-    c.model = stmt->Text(7);
-    c.policy_version_start = stmt->Int(8);
-    c.policy_version_end = stmt->Int(9);
-    for (auto [column, field] : {std::pair{10, &c.request}, {11, &c.response}, {13, &c.upstream_response}}) {
-      auto content = GetContent(stmt->Text(column));
-      if (!content.ok()) return content.status();
-      *field = std::move(*content);
+    c.seq = stmt.Int(1);
+    c.started_at = stmt.Double(2);
+    c.first_token_at = stmt.Double(3);
+    c.ended_at = stmt.Double(4);
+    c.client_format = stmt.Text(5);
+    c.upstream = stmt.Text(6);
+    c.model = stmt.Text(7);
+    c.policy_version_start = stmt.Int(8);
+    c.policy_version_end = stmt.Int(9);
+    if (all) {
+      for (auto [column, field] : {std::pair{10, &c.request}, {11, &c.response}, {13, &c.upstream_response}}) {
+        auto content = GetContent(stmt.Text(column));
+        if (!content.ok()) return content.status();
+        *field = std::move(*content);
+      }
+      std::string upstream_request = stmt.Text(12);
+      bool is_diff = !upstream_request.empty() && upstream_request[0] == 'D';
+      auto upstream = GetContent(is_diff ? upstream_request.substr(1) : upstream_request);
+      if (!upstream.ok()) return upstream.status();
+      c.upstream_request = is_diff ? ApplyTopLevelDiff(c.request, *upstream) : std::move(*upstream);
     }
-    std::string upstream_request = stmt->Text(12);
-    bool is_diff = !upstream_request.empty() && upstream_request[0] == 'D';
-    auto upstream = GetContent(is_diff ? upstream_request.substr(1) : upstream_request);
-    if (!upstream.ok()) return upstream.status();
-    c.upstream_request = is_diff ? ApplyTopLevelDiff(c.request, *upstream) : std::move(*upstream);
-    size_t prefix = static_cast<size_t>(stmt->Int(15));
-    if (!stmt->IsNull(14)) {
-      auto base = index_of_id.find(stmt->Int(14));
-      if (base == index_of_id.end() || calls[base->second].prompt_ids.size() < prefix) {
+    // Prompt ids: the base call's first prefix_len ids, then the stored suffix.
+    size_t prefix = static_cast<size_t>(stmt.Int(15));
+    std::string_view suffix = stmt.BlobView(16);
+    size_t suffix_len = suffix.size() / sizeof(int32_t);
+    if (!stmt.IsNull(14)) {
+      int64_t base_id = stmt.Int(14);
+      auto base = std::find_if(calls.rbegin() + 1, calls.rend(), [&](const CallRecord& b) { return b.id == base_id; });
+      if (base == calls.rend() || base->prompt_ids.size() < prefix) {
         return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
       }
-      const auto& base_ids = calls[base->second].prompt_ids;
-      c.prompt_ids.assign(base_ids.begin(), base_ids.begin() + static_cast<ptrdiff_t>(prefix));
+      c.prompt_ids.reserve(prefix + suffix_len);
+      c.prompt_ids.assign(base->prompt_ids.begin(), base->prompt_ids.begin() + static_cast<ptrdiff_t>(prefix));
     }
-    auto suffix = UnpackVector<int32_t>(stmt->Blob(16));
-    c.prompt_ids.insert(c.prompt_ids.end(), suffix.begin(), suffix.end());
-    c.completion_ids = UnpackVector<int32_t>(stmt->Blob(17));
-    c.logprobs = UnpackVector<float>(stmt->Blob(18));
-    c.finish_reason = stmt->Text(19);
-    c.usage = ParseJsonOrNull(stmt->Text(20));
-    c.http_status = static_cast<int>(stmt->Int(21));
-    c.error = stmt->Text(22);
-    c.side_call = stmt->Int(23) != 0;
-    c.retry_key = stmt->Text(24);
-    index_of_id[c.id] = calls.size();
-    calls.push_back(std::move(c));
+    c.prompt_ids.resize(c.prompt_ids.size() + suffix_len);
+    if (suffix_len) {
+      std::memcpy(c.prompt_ids.data() + c.prompt_ids.size() - suffix_len, suffix.data(), suffix_len * sizeof(int32_t));
+    }
+    c.completion_ids = UnpackVector<int32_t>(stmt.BlobView(17));
+    c.logprobs = UnpackVector<float>(stmt.BlobView(18));
+    c.finish_reason = stmt.Text(19);
+    if (all) c.usage = ParseJsonOrNull(stmt.Text(20));
+    c.http_status = static_cast<int>(stmt.Int(21));
+    c.error = stmt.Text(22);
+    c.side_call = stmt.Int(23) != 0;
+    c.retry_key = stmt.Text(24);
   }
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; });
+  // Usually already in seq order; moving CallRecords about is not free.
+  auto by_seq = [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; };
+  if (!std::is_sorted(calls.begin(), calls.end(), by_seq)) std::stable_sort(calls.begin(), calls.end(), by_seq);
   return calls;
 }
 

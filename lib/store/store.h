@@ -91,6 +91,7 @@ struct StoreStats {
 class Store {
  public:
   static Result<std::unique_ptr<Store>> Open(const std::string& path, OpenOptions options = {});
+  ~Store();
 
   int schema_version();
   const std::string& path() const { return db_.path(); }
@@ -117,6 +118,13 @@ class Store {
   // value for CallRecord::request_skeleton. Run it inside WriteTransaction.
   // Parts of a call that is never appended are harmless: content-addressed.
   Result<std::string> PutRequestText(std::string_view text);
+  // A rollout's calls in seq order. kTokens reads only what token-level
+  // training data needs (ids, logprobs, finish reason, status, versions,
+  // side-call flag) and leaves request/response/usage null: the content is
+  // most of a call's bytes and JSON work. The query is prepared once per
+  // store and reused.
+  enum class CallFields { kAll, kTokens };
+  Result<std::vector<CallRecord>> CallsOfRollout(const std::string& rollout_id, CallFields fields);
   Result<std::vector<CallRecord>> CallsOfRollout(const std::string& rollout_id);
 
   // Verdicts.
@@ -135,6 +143,12 @@ class Store {
   Result<std::optional<std::string>> GetMeta(const std::string& key);
 
   Result<StoreStats> Stats();
+
+  // A read transaction held across many reads (BEGIN ... COMMIT): every read
+  // sees one snapshot, and the lock is taken once rather than per query.
+  // For batch readers such as forge-pack; writers are not blocked (WAL).
+  Status BeginRead();
+  Status EndRead();
 
   // Runs fn inside BEGIN IMMEDIATE ... COMMIT, retrying the whole thing while
   // another process holds the write lock. fn may run more than once.
@@ -157,6 +171,9 @@ class Store {
   // The last few calls' prompt ids per rollout, for delta encoding without
   // reading them back. A miss only costs space: the call is stored whole.
   std::map<std::string, std::deque<std::pair<int64_t, std::vector<int32_t>>>> recent_prompts_;
+  // CallsOfRollout's queries (all fields, tokens only), prepared on first use;
+  // declared after db_ so they are finalised before it closes.
+  std::optional<Statement> calls_query_[2];
 };
 
 }  // namespace forge::store

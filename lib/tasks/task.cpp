@@ -170,6 +170,22 @@ Status ReadExpectations(const Json& v, std::vector<FileExpectation>* out) {
   return Status::Ok();
 }
 
+Status ReadJudgeFiles(const Json& v, std::vector<std::string>* out) {
+  const Json* list = Find(v, "files");
+  if (list == nullptr) return Status::Ok();
+  if (!list->is_array()) return FieldError("verifier.files", "expected an array, " + Got(*list));
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& path = (*list)[i];
+    const std::string p = "verifier.files[" + std::to_string(i) + "]";
+    if (!path.is_string()) return FieldError(p, "expected a string, " + Got(path));
+    if (path.get<std::string>().empty() || path.get<std::string>()[0] != '/') {
+      return FieldError(p, "must be an absolute path");
+    }
+    out->push_back(path.get<std::string>());
+  }
+  return Status::Ok();
+}
+
 Status ReadVerifier(const Json& object, const std::string& base_dir, Verifier* verifier) {
   const Json* v = nullptr;
   FORGE_RETURN_IF_ERROR(GetObject(object, "verifier", "", &v));
@@ -195,7 +211,8 @@ Status ReadVerifier(const Json& object, const std::string& base_dir, Verifier* v
   if (kind == "judge") {
     verifier->kind = VerifierKind::kJudge;
     FORGE_RETURN_IF_ERROR(GetString(*v, "rubric", p, &verifier->rubric, true));
-    return GetString(*v, "model", p, &verifier->model, false);
+    FORGE_RETURN_IF_ERROR(GetString(*v, "model", p, &verifier->model, false));
+    return ReadJudgeFiles(*v, &verifier->files);
   }
   return FieldError("verifier.kind", "unknown kind \"" + kind +
                                          "\" (expected harbor, command, files or judge)");
@@ -241,6 +258,13 @@ std::string_view VerifierKindName(VerifierKind kind) {
     case VerifierKind::kJudge: return "judge";
   }
   return "none";
+}
+
+Result<Verifier> VerifierFromJson(const Json& object, const std::string& base_dir) {
+  if (!object.is_object()) return Status::DataErr("task: expected an object, " + Got(object));
+  Verifier verifier;
+  FORGE_RETURN_IF_ERROR(ReadVerifier(object, base_dir, &verifier));
+  return verifier;
 }
 
 Result<Task> TaskFromJson(const Json& object, const std::string& base_dir,
@@ -325,6 +349,7 @@ Json Task::ToJson() const {
       case VerifierKind::kJudge:
         v["rubric"] = verifier.rubric;
         if (!verifier.model.empty()) v["model"] = verifier.model;
+        if (!verifier.files.empty()) v["files"] = verifier.files;
         break;
       case VerifierKind::kNone: break;
     }

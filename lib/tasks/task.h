@@ -74,6 +74,7 @@ struct Verifier {
   std::vector<FileExpectation> expect;  // files
   std::string rubric;                   // judge
   std::string model;                    // judge; empty: the verifier's default
+  std::vector<std::string> files;       // judge: sandbox files shown to the judge
 };
 
 // A reference solution: either a host directory holding solve.sh (copied to
@@ -108,5 +109,9 @@ struct Task {
 // number, got string".
 Result<Task> TaskFromJson(const Json& object, const std::string& base_dir,
                           const std::string& source);
+
+// Just the task object's "verifier" (kind kNone when it has none), checked
+// the same way; forge-verify reads task records with it.
+Result<Verifier> VerifierFromJson(const Json& object, const std::string& base_dir);
 
 }  // namespace forge::tasks

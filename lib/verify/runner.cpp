@@ -8,6 +8,7 @@
 #include "cli/diagnostics.h"
 #include "cli/progress.h"
 #include "cli/signals.h"
+#include "tasks/load.h"
 #include "verify/rollout_fields.h"
 #include "verify/verifiers.h"
 
@@ -91,14 +92,10 @@ Runner::Runner(RunOptions options, store::Store* store, records::JsonlWriter* ou
 
 Status Runner::LoadTasks() {
   if (options_.task_files.empty()) return Status::Ok();
-  return records::ForEachRecord(options_.task_files, {}, [&](records::Record& r) -> Status {
-    std::string id = r.json.value("id", std::string());
-    if (id.empty()) {
-      cli::Warn(r.where() + ": task record without an id; skipped");
-      return Status::Ok();
-    }
-    if (!r.json.contains("source")) r.json["source"] = r.where();
-    tasks_[id] = std::move(r.json);
+  // JSONL files and Harbor task directories alike, checked by lib/tasks;
+  // relative paths resolve against each task's own file or directory.
+  return tasks::LoadTasks(options_.task_files, {}, [&](tasks::Task& task) -> Status {
+    tasks_[task.id] = task.ToJson();
     return Status::Ok();
   });
 }
@@ -180,7 +177,7 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
     if (options_.timeout_override > 0) spec->timeout_sec = options_.timeout_override;
   }
 
-  const bool needs_sandbox = spec && (spec->kind != "judge" || !spec->files.empty());
+  const bool needs_sandbox = spec && (spec->kind != tasks::VerifierKind::kJudge || !spec->files.empty());
   if (handle) {
     auto backend = backends_.Get(handle->backend);
     if (!backend.ok()) return backend.status();
@@ -201,11 +198,11 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   }
 
   if (!decided) {
-    if (spec->kind == "harbor") {
+    if (spec->kind == tasks::VerifierKind::kHarbor) {
       v = RunHarbor(*out.sandbox, *spec, options_.threshold, &cancel_);
-    } else if (spec->kind == "command") {
+    } else if (spec->kind == tasks::VerifierKind::kCommand) {
       v = RunCommand(*out.sandbox, *spec, options_.threshold, &cancel_);
-    } else if (spec->kind == "files") {
+    } else if (spec->kind == tasks::VerifierKind::kFiles) {
       v = RunFiles(*out.sandbox, *spec, options_.threshold);
     } else {
       auto artefact = Artefact(record, *spec, out.sandbox.get());

@@ -4,8 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include <toml++/toml.h>
-
+#include "tasks/harbor.h"
 #include "verify/reward.h"
 
 namespace forge::verify {
@@ -13,19 +12,6 @@ namespace {
 
 using records::Json;
 namespace fs = std::filesystem;
-
-Status FieldError(const std::string& field, const std::string& reason) {
-  return Status::DataErr("verifier." + field + ": " + reason);
-}
-
-Status GetString(const Json& v, const char* key, bool required, std::string* out) {
-  auto it = v.find(key);
-  if (it == v.end() || it->is_null()) return required ? FieldError(key, "missing") : Status::Ok();
-  if (!it->is_string()) return FieldError(key, std::string("expected a string, got ") + it->type_name());
-  *out = it->get<std::string>();
-  if (required && out->empty()) return FieldError(key, "empty");
-  return Status::Ok();
-}
 
 class Stopwatch {
  public:
@@ -39,7 +25,7 @@ class Stopwatch {
 
 Verdict Start(const VerifierSpec& spec, double threshold) {
   Verdict v;
-  v.verifier = spec.kind;
+  v.verifier = std::string(tasks::VerifierKindName(spec.kind));
   v.threshold = threshold;
   v.timeout_sec = spec.timeout_sec;
   return v;
@@ -59,119 +45,32 @@ Verdict& Infra(Verdict& v, const std::string& step, const Status& status) {
 
 }  // namespace
 
-namespace {
-
-// A task given as a Harbor directory ("path") that names no verifier of its
-// own: tests/test.sh is the verifier, task.toml's [verifier] sets its
-// timeout and env.
-Result<VerifierSpec> HarborDirSpec(const std::string& dir) {
-  VerifierSpec spec;
-  spec.kind = "harbor";
-  spec.tests_dir = (fs::path(dir) / "tests").lexically_normal().string();
-  const fs::path toml_path = fs::path(dir) / "task.toml";
-  std::error_code ec;
-  if (fs::is_regular_file(toml_path, ec)) {
-    try {
-      toml::table t = toml::parse_file(toml_path.string());
-      if (auto timeout = t["verifier"]["timeout_sec"].value<double>()) spec.timeout_sec = *timeout;
-      if (auto env = t["verifier"]["env"].as_table()) {
-        for (const auto& [name, value] : *env) {
-          if (auto text = value.value<std::string>()) spec.env[std::string(name.str())] = *text;
-        }
-      }
-    } catch (const toml::parse_error& e) {
-      return Status::DataErr(toml_path.string() + ": " + std::string(e.description()));
-    }
-  }
-  return spec;
-}
-
-}  // namespace
-
 Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
   if (!task.is_object()) return Status::DataErr("task: expected an object");
   auto vit = task.find("verifier");
   if (vit == task.end() || !vit->is_object()) {
+    // A Harbor task directory that names no verifier of its own: its
+    // tests/test.sh is the verifier, task.toml's [verifier] sets its timeout.
     std::string dir = task.value("path", std::string());
     std::error_code ec;
     if (!dir.empty() && fs::is_regular_file(fs::path(dir) / "tests" / "test.sh", ec)) {
-      return HarborDirSpec(dir);
+      std::vector<std::string> warnings;
+      auto harbor = tasks::ReadHarborTask(dir, &warnings);
+      if (!harbor.ok()) return harbor.status();
+      return harbor->verifier;
     }
     return Status::DataErr("verifier: missing (and no Harbor task directory with tests/test.sh in \"path\")");
   }
-  const Json& v = *vit;
-  VerifierSpec spec;
-  FORGE_RETURN_IF_ERROR(GetString(v, "kind", true, &spec.kind));
-  if (auto t = v.find("timeout_sec"); t != v.end() && !t->is_null()) {
-    if (!t->is_number() || !(t->get<double>() > 0) || !std::isfinite(t->get<double>())) {
-      return FieldError("timeout_sec", "expected a positive number");
-    }
-    spec.timeout_sec = t->get<double>();
-  }
-  if (auto e = v.find("env"); e != v.end() && !e->is_null()) {
-    if (!e->is_object()) return FieldError("env", "expected an object");
-    for (const auto& [name, value] : e->items()) {
-      if (!value.is_string()) return FieldError("env." + name, "expected a string");
-      spec.env[name] = value.get<std::string>();
+  std::string base_dir;
+  for (const char* key : {"path", "source"}) {
+    std::string dir = task.value(key, std::string());
+    std::error_code ec;
+    if (!dir.empty() && fs::is_directory(dir, ec)) {
+      base_dir = dir;
+      break;
     }
   }
-  FORGE_RETURN_IF_ERROR(GetString(v, "user", false, &spec.user));
-  if (spec.kind == "harbor") {
-    FORGE_RETURN_IF_ERROR(GetString(v, "tests_dir", true, &spec.tests_dir));
-    fs::path dir(spec.tests_dir);
-    if (dir.is_relative()) {
-      // Relative to the task's directory when it has one, else the current one.
-      for (const char* key : {"path", "source"}) {
-        std::string base = task.value(key, std::string());
-        std::error_code ec;
-        if (!base.empty() && fs::is_directory(base, ec)) {
-          dir = fs::path(base) / dir;
-          break;
-        }
-      }
-    }
-    spec.tests_dir = dir.lexically_normal().string();
-  } else if (spec.kind == "command") {
-    FORGE_RETURN_IF_ERROR(GetString(v, "command", true, &spec.command));
-  } else if (spec.kind == "files") {
-    auto list = v.find("expect");
-    if (list == v.end() || !list->is_array() || list->empty()) {
-      return FieldError("expect", "expected a non-empty array of {path, equals|contains}");
-    }
-    for (size_t i = 0; i < list->size(); ++i) {
-      const Json& item = (*list)[i];
-      std::string field = "expect[" + std::to_string(i) + "]";
-      if (!item.is_object()) return FieldError(field, "expected an object");
-      FileCheck check;
-      FORGE_RETURN_IF_ERROR(GetString(item, "path", true, &check.path).Prefixed(field));
-      if (check.path.front() != '/') return FieldError(field + ".path", "must be absolute");
-      std::string text;
-      if (item.contains("equals")) {
-        FORGE_RETURN_IF_ERROR(GetString(item, "equals", false, &text).Prefixed(field));
-        check.equals = text;
-      }
-      if (item.contains("contains")) {
-        FORGE_RETURN_IF_ERROR(GetString(item, "contains", false, &text).Prefixed(field));
-        check.contains = text;
-      }
-      spec.expect.push_back(std::move(check));
-    }
-  } else if (spec.kind == "judge") {
-    FORGE_RETURN_IF_ERROR(GetString(v, "rubric", true, &spec.rubric));
-    FORGE_RETURN_IF_ERROR(GetString(v, "model", false, &spec.model));
-    if (auto f = v.find("files"); f != v.end() && !f->is_null()) {
-      if (!f->is_array()) return FieldError("files", "expected an array of sandbox paths");
-      for (const auto& path : *f) {
-        if (!path.is_string() || path.get<std::string>().empty() || path.get<std::string>()[0] != '/') {
-          return FieldError("files", "expected absolute sandbox paths");
-        }
-        spec.files.push_back(path.get<std::string>());
-      }
-    }
-  } else {
-    return FieldError("kind", "unknown \"" + spec.kind + "\" (expected harbor, command, files or judge)");
-  }
-  return spec;
+  return tasks::VerifierFromJson(task, base_dir);
 }
 
 std::string LogTail(const std::string& out, const std::string& err, size_t max_bytes) {

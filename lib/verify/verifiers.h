@@ -18,31 +18,18 @@
 #include "base/status.h"
 #include "records/jsonl.h"
 #include "sandbox/sandbox.h"
+#include "tasks/task.h"
 #include "verify/verdict.h"
 
 namespace forge::verify {
 
-struct FileCheck {
-  std::string path;  // absolute, inside the sandbox
-  std::optional<std::string> equals;
-  std::optional<std::string> contains;
-};
+// The task's verifier exactly as lib/tasks reads it (one parser for every tool).
+using VerifierSpec = tasks::Verifier;
 
-struct VerifierSpec {
-  std::string kind;  // harbor, command, files, judge
-  double timeout_sec = 600;
-  std::map<std::string, std::string> env;
-  std::string user;  // empty: the sandbox's user
-  std::string tests_dir;           // harbor: host directory holding test.sh
-  std::string command;             // command
-  std::vector<FileCheck> expect;   // files
-  std::string rubric;              // judge
-  std::string model;               // judge; empty: the --judge-model default
-  std::vector<std::string> files;  // judge: sandbox files shown to the judge
-};
-
-// Reads a task record's "verifier" object. Errors are DataErr naming the
-// field. A relative tests_dir resolves against the task's source directory.
+// Reads a task record's "verifier" object, or, for a record naming a Harbor
+// task directory in "path" and no verifier, that directory's tests/test.sh.
+// Errors are DataErr naming the field. A relative tests_dir resolves against
+// the task's directory ("path" or "source") when it has one.
 Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task);
 
 // Where Harbor's contract puts things inside the sandbox.

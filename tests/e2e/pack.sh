@@ -172,11 +172,75 @@ set -e
 [ "$rc2" -eq 64 ] || fail "rl without --out-dir exit $rc2, want 64"
 [ "$rc3" -eq 64 ] || fail "bad --format exit $rc3, want 64"
 
-echo "== parquet converter (only where pyarrow exists)"
-if "$py" -c 'import pyarrow' 2>/dev/null; then
-  "$py" "$FORGE_SRC/scripts/sft-to-parquet.py" "$work/sft.jsonl" "$work/sft.parquet"
-  "$py" -c "import pyarrow.parquet as pq; t=pq.read_table('$work/sft.parquet'); assert t.num_rows==6"
+echo "== parquet converter: written by parquet-wasm (arrow-rs), read back by hyparquet (an independent reader)"
+pq_dir=$(bash "$FORGE_SRC/scripts/install-parquet-tools.sh" --print-dir)
+if [ -f "$pq_dir/.installed" ] && command -v node >/dev/null; then
+  export FORGE_PARQUET_DIR="$pq_dir"
+  node "$FORGE_SRC/scripts/sft-to-parquet.mjs" "$work/sft.jsonl" "$work/sft.parquet" 2>"$work/pq.err" \
+    || { cat "$work/pq.err"; fail "converter failed"; }
+  grep -q '6 rows written' "$work/pq.err" || fail "converter summary: $(cat "$work/pq.err")"
+  cat >"$work/read-parquet.mjs" <<'JS'
+// Reads the parquet with hyparquet and compares every row with the JSONL it came from.
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+const [parquetPath, jsonlPath] = process.argv.slice(2);
+const require = createRequire(path.join(process.env.FORGE_PARQUET_DIR, "package.json"));
+const { parquetReadObjects, parquetMetadata } = await import(pathToFileURL(require.resolve("hyparquet")));
+const buf = fs.readFileSync(parquetPath);
+const file = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength);
+const fail = (m) => { console.error("FAIL: " + m); process.exit(1); };
+const meta = parquetMetadata(file);
+if (Number(meta.num_rows) < 1) fail("no rows in the file metadata");
+const rows = await parquetReadObjects({ file });
+const want = fs.readFileSync(jsonlPath, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+if (rows.length !== want.length) fail(`rows ${rows.length} != ${want.length}`);
+const same = (a, b, what) => { if (JSON.stringify(a) !== JSON.stringify(b)) fail(`${what}: ${JSON.stringify(a)} != ${JSON.stringify(b)}`); };
+rows.forEach((r, i) => {
+  const w = want[i];
+  const where = `row ${i} (${w.rollout_id})`;
+  same(r.rollout_id, w.rollout_id, where + " rollout_id");
+  same(r.task_id, w.task_id, where + " task_id");
+  same(Number(r.sample_index), w.sample_index, where + " sample_index");
+  same(r.from_messages, w.from_messages, where + " from_messages");
+  same(r.reward, w.reward ?? null, where + " reward");
+  same(r.tools === null ? null : JSON.parse(r.tools), w.tools ?? null, where + " tools");
+  if (r.messages.length !== w.messages.length) fail(where + " message count");
+  r.messages.forEach((m, k) => {
+    const e = w.messages[k];
+    same(m.role, e.role, `${where} messages[${k}].role`);
+    same(m.content, e.content == null || typeof e.content === "string" ? e.content ?? null : JSON.stringify(e.content), `${where} messages[${k}].content`);
+    same(m.tool_call_id, e.tool_call_id ?? null, `${where} messages[${k}].tool_call_id`);
+    const calls = (e.tool_calls || []).map((c) => ({ id: c.id, type: c.type, function: { name: c.function.name, arguments: c.function.arguments } }));
+    same(m.tool_calls, calls.length ? calls : null, `${where} messages[${k}].tool_calls`);
+    for (const c of m.tool_calls || []) if (typeof c.function.arguments !== "string") fail(where + " arguments not a string");
+  });
+});
+console.log(`parquet read back: ${rows.length} rows equal to the JSONL; columns ${Object.keys(rows[0]).join(",")}`);
+JS
+  node "$work/read-parquet.mjs" "$work/sft.parquet" "$work/sft.jsonl" || fail "parquet read-back"
+  # A malformed line and a row without messages: reported with file:line, exit 65, the rest written.
+  { head -2 "$work/sft.jsonl"; echo '{"messages": ['; echo '{"rollout_id": "x"}'; tail -n +3 "$work/sft.jsonl"; } >"$work/sft-bad.jsonl"
+  set +e
+  node "$FORGE_SRC/scripts/sft-to-parquet.mjs" "$work/sft-bad.jsonl" "$work/sft-bad.parquet" 2>"$work/pq-bad.err"; rc=$?
+  node "$FORGE_SRC/scripts/sft-to-parquet.mjs" "$work/sft.jsonl" 2>/dev/null; rc_usage=$?
+  node "$FORGE_SRC/scripts/sft-to-parquet.mjs" "$work/nope.jsonl" "$work/x.parquet" 2>/dev/null; rc_missing=$?
+  FORGE_PARQUET_DIR="$work/empty" node "$FORGE_SRC/scripts/sft-to-parquet.mjs" "$work/sft.jsonl" "$work/x.parquet" 2>/dev/null; rc_nomod=$?
+  set -e
+  [ "$rc" -eq 65 ] || fail "converter on bad lines exit $rc, want 65"
+  grep -q 'sft-bad.jsonl:3:' "$work/pq-bad.err" || fail "no file:line for the malformed line: $(cat "$work/pq-bad.err")"
+  grep -q 'sft-bad.jsonl:4: no messages array' "$work/pq-bad.err" || fail "no file:line for the row without messages"
+  node "$work/read-parquet.mjs" "$work/sft-bad.parquet" "$work/sft.jsonl" || fail "good rows of a bad file not all written"
+  [ "$rc_usage" -eq 64 ] || fail "converter usage exit $rc_usage, want 64"
+  [ "$rc_missing" -eq 66 ] || fail "converter missing input exit $rc_missing, want 66"
+  [ "$rc_nomod" -eq 69 ] || fail "converter without its modules exit $rc_nomod, want 69"
 else
-  echo "pyarrow not installed: converter not exercised"
+  echo "parquet tools not installed (run scripts/install-parquet-tools.sh): converter not exercised"
+fi
+if "$py" -c 'import pyarrow' 2>/dev/null; then
+  echo "== parquet converter (pyarrow variant)"
+  "$py" "$FORGE_SRC/scripts/sft-to-parquet.py" "$work/sft.jsonl" "$work/sft-pa.parquet"
+  "$py" -c "import pyarrow.parquet as pq; t=pq.read_table('$work/sft-pa.parquet'); assert t.num_rows==6"
 fi
 echo "pack e2e: ok"

@@ -14,6 +14,7 @@
 #include "sandbox/docker/stream_demux.h"
 #include "sandbox/local/local_backend.h"
 #include "sandbox/tar.h"
+#include "tasks/load.h"
 #include "tasks/task.h"
 #include "support/temp_dir.h"
 
@@ -247,4 +248,45 @@ TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills th
   CHECK(std::filesystem::exists((*other)->handle().id));
   CHECK(*backend.Collect("run2", 3600) == 0);  // too young
   CHECK(*backend.Collect("", 0) == 1);
+}
+
+TEST_CASE("skill folders: the dir itself, or each subdirectory with a SKILL.md; none is an error naming it") {
+  forge::testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "set/b-skill/scripts");
+  std::filesystem::create_directories(dir.path() / "set/a-skill");
+  std::filesystem::create_directories(dir.path() / "set/plain");
+  std::ofstream(dir.File("set/b-skill/SKILL.md")) << "---\nname: b\n---\n";
+  std::ofstream(dir.File("set/a-skill/SKILL.md")) << "---\nname: a\n---\n";
+  std::ofstream(dir.File("set/plain/README")) << "not a skill";
+  auto folders = forge::launch::SkillFolders(dir.File("set"));
+  REQUIRE(folders.ok());
+  CHECK(*folders == std::vector<std::string>{dir.File("set/a-skill"), dir.File("set/b-skill")});
+  auto single = forge::launch::SkillFolders(dir.File("set/a-skill"));
+  REQUIRE(single.ok());
+  CHECK(*single == std::vector<std::string>{dir.File("set/a-skill")});
+  auto none = forge::launch::SkillFolders(dir.File("set/plain"));
+  CHECK(none.status().code() == ExitCode::kDataErr);
+  CHECK(none.status().message().find("set/plain") != std::string::npos);
+  CHECK(forge::launch::SkillFolders(dir.File("missing")).status().code() == ExitCode::kNoInput);
+}
+
+TEST_CASE("a task's skills field is a directory relative to its file; a missing one is named") {
+  forge::testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "sk/one");
+  std::ofstream(dir.File("sk/one/SKILL.md")) << "x";
+  std::ofstream(dir.File("tasks.jsonl")) << "{\"id\":\"a\",\"instruction\":\"x\",\"skills\":\"sk\"}\n"
+                                         << "{\"id\":\"b\",\"instruction\":\"x\",\"skills\":\"nope\"}\n";
+  std::vector<forge::launch::TaskSpec> specs;
+  std::vector<std::string> errors;
+  forge::Status loaded = forge::tasks::LoadTasks({dir.File("tasks.jsonl")}, {}, [&](forge::tasks::Task& task) {
+    auto spec = forge::launch::SpecFromTask(task);
+    if (spec.ok()) specs.push_back(*spec); else errors.push_back(spec.status().message());
+    return forge::Status::Ok();
+  });
+  CHECK(loaded.ok());
+  REQUIRE(specs.size() == 1);
+  CHECK(specs[0].skills_dir == (dir.path() / "sk").string());
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].find("skills") != std::string::npos);
+  CHECK(errors[0].find("nope") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "pack/advantage.h"
@@ -340,6 +341,124 @@ TEST_CASE("pack: rl batches carry per-token advantages on trainable tokens and c
   }
 }
 
+TEST_CASE("pack: safetensors header text is the reference layout, byte for byte") {
+  forge::testing::TempDir dir;
+  std::vector<int32_t> ids{1, 2};
+  std::vector<uint8_t> mask{1};
+  std::string path = dir.File("h.safetensors");
+  REQUIRE(forge::pack::WriteSafetensors(path,
+                                        {forge::pack::Flat("loss_mask", forge::pack::DType::kU8, mask),
+                                         forge::pack::Flat("input_ids", forge::pack::DType::kI32, ids)},
+                                        {{"z", "a \"quoted\" value"}, {"a", "1"}})
+              .ok());
+  std::ifstream in(path, std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  std::memcpy(&n, all.data(), 8);
+  std::string header = all.substr(8, n);
+  std::string want =
+      R"({"__metadata__":{"a":"1","z":"a \"quoted\" value"},)"
+      R"("input_ids":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},)"
+      R"("loss_mask":{"dtype":"U8","shape":[1],"data_offsets":[8,9]}})";
+  CHECK(header.substr(0, want.size()) == want);
+  CHECK(header.find_first_not_of(' ', want.size()) == std::string::npos);  // only padding after it
+  CHECK((8 + n) % 8 == 0);
+  CHECK(all.size() == 8 + n + 9);
+  CHECK(!std::filesystem::exists(path + ".tmp"));
+}
+
+TEST_CASE("pack: micro-batches written on two threads equal those written one by one") {
+  forge::testing::TempDir dir;
+  std::vector<forge::pack::RlRollout> rollouts;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<int32_t> p(static_cast<size_t>(3 + i % 5), 1), a{static_cast<int32_t>(10 + i), kEnd};
+    std::string id = "r" + std::to_string(i), task = "t" + std::to_string(i / 4);
+    rollouts.push_back({id, task, static_cast<double>(i % 3), forge::pack::Assemble({IdCall(id, 0, p, a)},
+                                                                                  AssemblyMode::kMerge, task, nullptr)});
+  }
+  forge::pack::RlOptions o;
+  o.token_budget = 16;
+  forge::pack::RlFigures figures;
+  auto batches = forge::pack::PlanRlBatches(rollouts, o, &figures);
+  REQUIRE(batches.size() > 4);
+  std::filesystem::create_directories(dir.path() / "one");
+  std::filesystem::create_directories(dir.path() / "two");
+  o.out_dir = (dir.path() / "one").string();
+  std::vector<Json> serial;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto e = forge::pack::WriteRlBatch(batches[i], i, o);
+    REQUIRE(e.ok());
+    serial.push_back(*e);
+  }
+  o.out_dir = (dir.path() / "two").string();
+  o.write_threads = 2;
+  auto parallel = forge::pack::WriteRlBatches(batches, o);
+  REQUIRE(parallel.ok());
+  REQUIRE(parallel->size() == serial.size());
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  for (size_t i = 0; i < serial.size(); ++i) {
+    Json a = serial[i], b = (*parallel)[i];
+    CHECK(b["batch"] == i);  // index entries come back in batch order
+    CHECK(bytes(a["file"]) == bytes(b["file"]));
+    a.erase("file");
+    b.erase("file");
+    CHECK(a == b);
+  }
+
+  SUBCASE("a directory that cannot be written to is an error naming the file, not a crash") {
+    o.out_dir = (dir.path() / "missing" / "deeper").string();
+    auto failed = forge::pack::WriteRlBatches(batches, o);
+    REQUIRE(!failed.ok());
+    CHECK(failed.status().code() == forge::ExitCode::kCantCreate);
+    CHECK(failed.status().message().find("batch-00000") != std::string::npos);
+  }
+  SUBCASE("a stop request ends the writing with Cancelled") {
+    auto stopped = forge::pack::WriteRlBatches(batches, o, [] { return true; });
+    REQUIRE(!stopped.ok());
+    CHECK(stopped.status().code() == forge::ExitCode::kInterrupted);
+  }
+}
+
+TEST_CASE("store: token-only reads give the same ids as full reads, with no content, query reused") {
+  forge::testing::TempDir dir;
+  auto store = forge::store::Store::Open(dir.File("s.db"));
+  REQUIRE(store.ok());
+  std::vector<CallRecord> calls{IdCall("x", 0, {1, 2, 3}, {4, kEnd}), IdCall("x", 1, {1, 2, 3, 4, kEnd, 6}, {7, kEnd}),
+                                IdCall("y", 0, {1, 2}, {8, kEnd}), IdCall("x", 2, {1, 2, 3, 9}, {5, kEnd}, "length")};
+  REQUIRE(store.value()->AppendCalls(calls).ok());
+  for (const char* rollout : {"x", "y", "x"}) {  // the second "x" reuses the prepared query
+    auto full = store.value()->CallsOfRollout(rollout);
+    auto tokens = store.value()->CallsOfRollout(rollout, forge::store::Store::CallFields::kTokens);
+    REQUIRE(full.ok());
+    REQUIRE(tokens.ok());
+    REQUIRE(full->size() == tokens->size());
+    for (size_t i = 0; i < full->size(); ++i) {
+      const CallRecord &f = (*full)[i], &t = (*tokens)[i];
+      CHECK(t.seq == f.seq);
+      CHECK(t.prompt_ids == f.prompt_ids);  // delta-decoded the same way
+      CHECK(t.completion_ids == f.completion_ids);
+      CHECK(t.logprobs == f.logprobs);
+      CHECK(t.finish_reason == f.finish_reason);
+      CHECK(t.policy_version_end == f.policy_version_end);
+      CHECK(t.request.is_null());
+      CHECK(t.response.is_null());
+      CHECK(!f.request.is_null());
+    }
+  }
+  auto x = store.value()->CallsOfRollout("x", forge::store::Store::CallFields::kTokens);
+  REQUIRE(x.ok());
+  REQUIRE(x->size() == 3);
+  CHECK((*x)[1].prompt_ids == std::vector<int32_t>{1, 2, 3, 4, kEnd, 6});
+  CHECK((*x)[2].prompt_ids == std::vector<int32_t>{1, 2, 3, 9});
+  CHECK((*x)[2].finish_reason == "length");
+  auto none = store.value()->CallsOfRollout("nobody", forge::store::Store::CallFields::kTokens);
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
+
 // Writes the store and records the end-to-end test (tests/e2e/pack.sh) runs
 // forge-pack on, plus the tensors it must find. Also checks the fixture
 // through the library when run as an ordinary unit test.
@@ -424,4 +543,34 @@ TEST_CASE("pack fixture: recorded calls in a store, packed through RunPack") {
   CHECK(stats["boundaries"]["fork"] == 1);
   CHECK(stats["side_calls_excluded"] == 1);
   CHECK(stats["samples_from_messages"] == 1);
+  // Per-run metrics: 10 policy calls (the side call excluded) in 7 samples
+  // over 6 rollouts; 50 tokens, 21 of them sampled (a*: 5/11, b0: 2/6 + 2/5,
+  // b1: 2/6, c0: no ids).
+  CHECK(stats["calls"] == 10);
+  CHECK(stats["rollouts"] == 6);
+  CHECK(stats["samples_per_rollout"].get<double>() == doctest::Approx(7.0 / 6.0));
+  CHECK(stats["merge_ratio"].get<double>() == doctest::Approx(10.0 / 7.0));
+  CHECK(stats["tokens"] == 50);
+  CHECK(stats["trainable_tokens"] == 21);
+  CHECK(stats["trainable_token_ratio"].get<double>() == doctest::Approx(21.0 / 50.0));
+  CHECK(stats["seconds"].contains("total"));
+
+  SUBCASE("rl reads only the token columns, yet counts the same boundaries and the teacher's missing ids") {
+    o.format = forge::pack::Format::kRl;
+    o.estimator = forge::pack::Estimator::kDrGrpo;
+    o.out_dir = (scratch.path() / "rl").string();
+    o.token_budget = 16;
+    auto index = forge::records::JsonlWriter::Create((scratch.path() / "index.jsonl").string());
+    REQUIRE(index.ok());
+    auto rl = forge::pack::RunPack(o, **index);
+    REQUIRE_MESSAGE(rl.ok(), rl.message());
+    index.value().reset();
+    Json s = Json::parse(std::ifstream(o.stats_path));
+    CHECK(s["boundaries"] == stats["boundaries"]);
+    CHECK(s["samples"] == 7);
+    CHECK(s["samples_from_messages"] == 1);  // c0 re-read with its content to build it
+    CHECK(s["dropped"] == Json{{"no_token_ids", 1}, {"not_stopped", 1}});
+    CHECK(s["rl"]["rows"] == 5);  // a0..a2, b0 ×2
+    CHECK(s["seconds"]["write"].get<double>() >= 0);
+  }
 }

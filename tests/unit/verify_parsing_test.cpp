@@ -60,13 +60,22 @@ TEST_CASE("verifier specs from task records name the bad field") {
   CHECK(spec->timeout_sec == 5);
   CHECK(*spec->expect[0].contains == "x");
   auto bad_kind = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"vibes"}})"));
-  CHECK(bad_kind.status().message().find("verifier.kind: unknown \"vibes\"") != std::string::npos);
+  CHECK(bad_kind.status().message().find("verifier.kind: unknown kind \"vibes\"") != std::string::npos);
   auto relative = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"files","expect":[{"path":"a"}]}})"));
-  CHECK(relative.status().message().find("expect[0].path: must be absolute") != std::string::npos);
+  CHECK(relative.status().message().find("verifier.expect[0].path: must be an absolute path") != std::string::npos);
   auto no_tests = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"harbor"}})"));
   CHECK(no_tests.status().message().find("verifier.tests_dir: missing") != std::string::npos);
   auto timeout = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"command","command":"true","timeout_sec":-1}})"));
   CHECK(timeout.status().message().find("timeout_sec") != std::string::npos);
+  auto judge = forge::verify::VerifierSpecFromTask(
+      Json::parse(R"({"verifier":{"kind":"judge","rubric":"r","files":["/work/a.txt"]}})"));
+  REQUIRE(judge.ok());
+  CHECK(judge->kind == forge::tasks::VerifierKind::kJudge);
+  CHECK(judge->files == std::vector<std::string>{"/work/a.txt"});
+  auto relative_file = forge::verify::VerifierSpecFromTask(
+      Json::parse(R"({"verifier":{"kind":"judge","rubric":"r","files":["a.txt"]}})"));
+  CHECK(relative_file.status().message().find("verifier.files[0]: must be an absolute path") !=
+        std::string::npos);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "base/hash.h"
 #include "cli/diagnostics.h"
+#include "cli/k8s_flags.h"
 #include "cli/tool.h"
 #include "launch/launcher.h"
 #include "launch/units.h"
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--workdir", options.workdir, "Working directory in the sandbox")->capture_default_str();
   app.add_option("--user", options.user, "User the harness runs as (default: the image's)");
+  app.add_option("--skills", options.skills_dir,
+                 "Directory of skill folders (each with a SKILL.md) copied to the harness's skills_dir");
+  forge::sandbox::k8s::K8sOptions k8s;
+  forge::cli::AddK8sFlags(app, k8s);
 
   CLI::App* gc = app.add_subcommand("gc", "Remove sandboxes left by a run (or by all runs)");
   std::string gc_run, gc_older;
@@ -84,7 +89,7 @@ int main(int argc, char** argv) {
         if (!parsed.ok()) return parsed.status();
         older = *parsed;
       }
-      auto backend = forge::launch::MakeBackend(backend_name);
+      auto backend = forge::launch::MakeBackend(backend_name, k8s);
       if (!backend.ok()) return backend.status();
       auto removed = forge::launch::CollectGarbage(**backend, gc_run, static_cast<int64_t>(older));
       if (!removed.ok()) return removed.status();
@@ -109,7 +114,7 @@ int main(int argc, char** argv) {
       forge::cli::Note("run id " + options.run_id + " (pass --run-id to resume it)");
     }
     while (!options.proxy.empty() && options.proxy.back() == '/') options.proxy.pop_back();
-    auto backend = forge::launch::MakeBackend(backend_name);
+    auto backend = forge::launch::MakeBackend(backend_name, k8s);
     if (!backend.ok()) return backend.status();
     auto store = forge::store::Store::Open(store_path);
     if (!store.ok()) return store.status().Prefixed(store_path);

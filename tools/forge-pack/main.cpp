@@ -61,10 +61,19 @@ int main(int argc, char** argv) {
   app.add_option("--token-budget", o.token_budget, "rl: tokens per packed micro-batch (default 16384)")
       ->check(CLI::PositiveNumber);
   app.add_option("--out-dir,-o", o.out_dir, "rl: directory for the safetensors files");
+  app.add_option("--write-threads", o.write_threads, "rl: files written side by side (default 2)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--stats", o.stats_path, "Write run metrics as JSON to FILE");
   app.add_option("--data-source", o.data_source, "verl-prompts: data_source column (default forge)");
   app.add_flag("--strict", o.strict, "A malformed input line is an error (exit 65) instead of skipped");
   app.add_flag("--quiet,-q", o.quiet, "No summary on stderr");
+
+  app.footer(
+      "Measured (bench-pack: 100,000 recorded calls from a SQLite store to rl safetensors,\n"
+      "against a plain Python implementation of the same steps writing byte-identical files):\n"
+      "utilisation 99.88% = 100% of the ideal batch count (target >= 99%: met); speed 8.3x the\n"
+      "Python baseline in process CPU time (target >= 10x: not met). See docs/forge-pack.md.\n\n" +
+      app.get_footer());
 
   return tool.Run(argc, argv, [&] {
     if (o.inputs.empty()) o.inputs.push_back("-");

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
              "release the sandbox");
   run_cmd->add_option("inputs", run.inputs, "Rollout record files (JSONL; - for stdin)")->capture_default_str();
   run_cmd->add_option("--store", store_path, "forge store (SQLite) for tasks, calls and verdicts [$FORGE_STORE; ./forge.db if it exists]");
-  run_cmd->add_option("--tasks", run.task_files, "Task record files (JSONL), looked up by task id");
+  run_cmd->add_option("--tasks", run.task_files, "Task files (JSONL) or Harbor task directories, looked up by task id");
   run_cmd->add_option("--threshold", run.threshold, "A reward at or above this passes; recorded in each verdict")
       ->capture_default_str();
   run_cmd->add_option("-j,--jobs", run.jobs, "Rollouts verified at once")->capture_default_str()->check(CLI::Range(1, 1024));

@@ -2,13 +2,16 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <thread>
 
+#include "sandbox/docker/raw_call.h"
 #include "sandbox/docker/stream_demux.h"
+#include "sandbox/one_shot_script.h"
 #include "sandbox/tar.h"
 
 namespace forge::sandbox::docker {
@@ -40,6 +43,22 @@ Json KeepAlive(int64_t lifetime) {
           "trap 'exit 0' TERM; i=0; while [ $i -lt " + std::to_string(steps) +
               " ]; do sleep 10 & wait $!; i=$((i+1)); done",
           "forge-keepalive"};
+}
+
+// Whether the cgroup's OOM killer fired in the container since `since`.
+bool OomKilledSince(Engine& engine, const std::string& id, double since) {
+  // The engine records an "oom" event when the cgroup's OOM killer fires,
+  // even for a process other than PID 1 (State.OOMKilled only covers PID 1).
+  Json filters = {{"container", {id}}, {"event", {"oom"}}};
+  char range[96];
+  std::snprintf(range, sizeof range, "since=%.3f&until=%.3f", since - 1, WallNow() + 0.5);
+  auto response = engine.Call(
+      "GET", "/events?" + std::string(range) + "&filters=" + FiltersParam(filters), "", {"", 10});
+  if (response.ok() && response->status == 200 && response->body.find("\"oom\"") != std::string::npos) {
+    return true;
+  }
+  auto inspect = engine.CallJson("GET", "/containers/" + id + "/json");
+  return inspect.ok() && inspect->value("/State/OOMKilled"_json_pointer, false);
 }
 
 class DockerSandbox : public Sandbox {
@@ -105,20 +124,7 @@ Status DockerSandbox::KillAllButInit(const std::string& user) {
   return started.ok() ? Status::Ok() : started.status();
 }
 
-bool DockerSandbox::OomSince(double since) {
-  // The engine records an "oom" event when the cgroup's OOM killer fires,
-  // even for a process other than PID 1 (State.OOMKilled only covers PID 1).
-  Json filters = {{"container", {handle_.id}}, {"event", {"oom"}}};
-  char range[96];
-  std::snprintf(range, sizeof range, "since=%.3f&until=%.3f", since - 1, WallNow() + 0.5);
-  auto response = engine_->Call(
-      "GET", "/events?" + std::string(range) + "&filters=" + FiltersParam(filters), "", {"", 10});
-  if (response.ok() && response->status == 200 && response->body.find("\"oom\"") != std::string::npos) {
-    return true;
-  }
-  auto inspect = engine_->CallJson("GET", "/containers/" + handle_.id + "/json");
-  return inspect.ok() && inspect->value("/State/OOMKilled"_json_pointer, false);
-}
+bool DockerSandbox::OomSince(double since) { return OomKilledSince(*engine_, handle_.id, since); }
 
 Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
   if (request.argv.empty()) return Status::Usage("exec: empty command");
@@ -285,7 +291,7 @@ Status DockerBackend::Ping() {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
+Result<std::string> DockerBackend::CreateContainer(const Spec& spec, bool one_shot) {
   std::string image = spec.image;
   if (!spec.build_context.empty()) {
     auto built = BuildImage(spec.build_context, spec.run_id);
@@ -314,17 +320,24 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
       {"CapDrop", {"ALL"}},
       {"SecurityOpt", {"no-new-privileges"}},
       {"NetworkMode", spec.network == NetworkPolicy::kHost ? "host" : "none"},
-      {"AutoRemove", false},
+      // A one-shot container goes when its command ends, even if forge died;
+      // a kept one stays for forge-verify and gc.
+      {"AutoRemove", one_shot},
       {"Init", false},  // PID 1 must be the keep-alive: `kill -1` spares only it
   };
   Json body = {{"Image", image},
-               {"Entrypoint", KeepAlive(lifetime)},
+               {"Entrypoint", one_shot ? Json{"/bin/sh", "-c", OneShotBootstrap(), "forge-oneshot"}
+                                       : KeepAlive(lifetime)},
                {"Cmd", Json::array()},
                {"Env", env},
                {"WorkingDir", spec.workdir},
                {"Labels", labels},
                {"Tty", false},
-               {"OpenStdin", false},
+               {"OpenStdin", one_shot},  // the script comes on stdin, see one_shot_script.h
+               {"StdinOnce", one_shot},
+               {"AttachStdin", one_shot},
+               {"AttachStdout", one_shot},
+               {"AttachStderr", one_shot},
                {"HostConfig", host}};
   if (!spec.user.empty()) body["User"] = spec.user;
   std::string name = spec.rollout_id.empty() ? "" : "forge-" + spec.rollout_id;
@@ -343,7 +356,13 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
     }
     return created.status();
   }
-  std::string id = (*created)["Id"].get<std::string>();
+  return (*created)["Id"].get<std::string>();
+}
+
+Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
+  auto created = CreateContainer(spec, /*one_shot=*/false);
+  if (!created.ok()) return created.status();
+  const std::string id = *created;
   auto sandbox = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user);
   auto started = engine_->CallJson("POST", "/containers/" + id + "/start");
   if (!started.ok()) {
@@ -351,6 +370,138 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
     return started.status().Prefixed("start container");
   }
   return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job) {
+  const ExecRequest& request = job.exec;
+  if (request.argv.empty()) return Status::Usage("exec: empty command");
+  auto phase = [&](const char* name) {
+    if (job.on_phase) job.on_phase(name);
+  };
+  phase("create");
+  auto created = CreateContainer(spec, /*one_shot=*/true);
+  if (!created.ok()) return created.status();
+  const std::string id = *created;
+  // Every way out before the wait has answered removes the container itself.
+  auto fail = [&](Status status) {
+    engine_->Call("DELETE", "/containers/" + id + "?force=1&v=1");
+    return status;
+  };
+  const std::string prefix = "/" + engine_->api_version() + "/containers/" + id;
+  // The wait is sent before the start, as `docker run --rm` does: with
+  // AutoRemove the container may be gone before a later wait could ask. Its
+  // header comes back once the engine has registered the waiter.
+  auto wait = RawCall::Send(engine_->socket_path(), "POST", prefix + "/wait?condition=removed", false);
+  if (!wait.ok()) return fail(wait.status());
+  auto wait_status = wait->ReadHeader(120);
+  if (!wait_status.ok()) return fail(wait_status.status().Prefixed("wait"));
+  if (*wait_status != 200) {
+    return fail(Status::TempFail("Docker engine: wait answered HTTP " + std::to_string(*wait_status)));
+  }
+  auto attach = RawCall::Send(engine_->socket_path(), "POST",
+                              prefix + "/attach?stream=1&stdin=1&stdout=1&stderr=1", true);
+  if (!attach.ok()) return fail(attach.status());
+  auto attach_status = attach->ReadHeader(120);
+  if (!attach_status.ok()) return fail(attach_status.status().Prefixed("attach"));
+  if (*attach_status != 101 && *attach_status != 200) {
+    return fail(Status::TempFail("Docker engine: attach answered HTTP " + std::to_string(*attach_status)));
+  }
+
+  if (!job.copies.empty()) {
+    // One archive for every host file, put before the start (no exec, no
+    // mkdir: the engine creates missing parents).
+    phase("setup");
+    TarWriter tar;
+    for (const auto& [host_path, dest_dir] : job.copies) {
+      std::string dest = ArchivePath(dest_dir);
+      while (!dest.empty() && dest.front() == '/') dest.erase(0, 1);
+      auto under = [&](const std::string& name) { return dest.empty() ? name : dest + "/" + name; };
+      std::error_code ec;
+      if (std::filesystem::is_directory(host_path, ec)) {
+        std::vector<std::string> names;
+        for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
+          names.push_back(entry.path().filename().string());
+        }
+        if (ec) return fail(Status::NoInput(host_path + ": " + ec.message()));
+        std::sort(names.begin(), names.end());
+        for (const auto& name : names) {
+          if (Status s = tar.AddHostPath(host_path + "/" + name, under(name)); !s.ok()) return fail(s);
+        }
+      } else if (Status s = tar.AddHostPath(host_path, under(std::filesystem::path(host_path).filename().string()));
+                 !s.ok()) {
+        return fail(s);
+      }
+    }
+    auto put = engine_->Call("PUT", "/containers/" + id + "/archive?path=%2F&noOverwriteDirNonDir=1",
+                             tar.Finish(), {"application/x-tar", 300});
+    if (!put.ok()) return fail(put.status());
+    if (put->status != 200) return fail(StatusForHttp("PUT archive /", *put));
+  }
+
+  phase("agent");
+  const auto started = Clock::now();
+  const double started_wall = WallNow();
+  auto start = engine_->CallJson("POST", "/containers/" + id + "/start");
+  if (!start.ok()) return fail(start.status().Prefixed("start container"));
+  const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
+  if (Status s = attach->Write(OneShotScript(job, spec.workdir, lifetime)); !s.ok()) return fail(s);
+  attach->CloseWrite();
+
+  const bool has_deadline = request.timeout_seconds > 0;
+  const auto deadline =
+      started + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(has_deadline ? request.timeout_seconds : 0));
+  bool deadline_hit = false, cancelled = false;
+  auto keep_going = [&] {
+    if (request.cancel && request.cancel->load()) {
+      cancelled = true;
+      return false;
+    }
+    if (has_deadline && Clock::now() >= deadline) {
+      deadline_hit = true;
+      return false;
+    }
+    return true;
+  };
+  StreamDemux demux(request.max_output_bytes);
+  Status streamed = attach->ReadBody([&](std::string_view data) { demux.Feed(data); }, keep_going);
+  const bool aborted = !streamed.ok() && streamed.code() == ExitCode::kInterrupted;
+  if (!streamed.ok() && !aborted) return fail(streamed.Prefixed("attach"));
+  if (aborted) {
+    // The whole container goes: nothing in it is kept for later.
+    engine_->Call("POST", "/containers/" + id + "/kill?signal=SIGKILL");
+  }
+
+  phase("release");
+  std::string answer;
+  const auto wait_until = Clock::now() + std::chrono::seconds(120);
+  Status waited = wait->ReadBody([&](std::string_view data) { answer.append(data); },
+                                 [&] { return Clock::now() < wait_until; });
+  auto parsed = Json::parse(answer, nullptr, false);
+  if (!waited.ok() || !parsed.is_object() || !parsed.contains("StatusCode")) {
+    return fail(Status::TempFail("Docker engine: wait for container " + id + " gave no exit status" +
+                                 (waited.ok() ? "" : ": " + waited.message())));
+  }
+  ExecResult result;
+  result.exit_code = parsed["StatusCode"].is_number() ? parsed["StatusCode"].get<int>() : -1;
+  result.timed_out = deadline_hit;
+  result.stdout_data = std::move(demux.out());
+  result.stderr_data = std::move(demux.err());
+  result.truncated = demux.truncated();
+  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (cancelled) return Status::Cancelled("exec cancelled");
+  if (!result.timed_out && result.exit_code == 137) {
+    result.out_of_memory = OomKilledSince(*engine_, id, started_wall);
+  }
+  if (result.exit_code == kOneShotSetupExit) {
+    size_t at = result.stderr_data.find("forge-setup: ");
+    if (at != std::string::npos) {
+      std::string line = result.stderr_data.substr(at + 13);
+      line = line.substr(0, line.find('\n'));
+      return Status::CantCreate("one-shot sandbox: " + line);
+    }
+  }
+  return result;
 }
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Attach(const Handle& handle) {

@@ -27,6 +27,11 @@ class DockerBackend : public Backend {
 
   std::string name() const override { return "docker"; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
+  // create, wait (sent first, read last), attach with the script on stdin,
+  // start: the same four engine calls as `docker run --rm -i` (plus one
+  // archive PUT when host files are copied in).
+  bool CanRunOnce() const override { return true; }
+  Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
 
@@ -39,6 +44,9 @@ class DockerBackend : public Backend {
   Status Ping();
 
  private:
+  // Creates (does not start) the container: kept (keep-alive PID 1, exec'd
+  // into) or one-shot (a bootstrap that runs the script sent on stdin).
+  Result<std::string> CreateContainer(const Spec& spec, bool one_shot);
   int HostCpus();  // from GET /info, once; 0 if unknown
 
   std::shared_ptr<Engine> engine_;

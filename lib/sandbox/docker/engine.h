@@ -31,6 +31,7 @@ class Engine {
   explicit Engine(std::string socket_path = "", std::string api_version = "v1.41");
 
   const std::string& socket_path() const { return socket_path_; }
+  const std::string& api_version() const { return api_version_; }
 
   // Raw call: a transport failure is Unavailable; any HTTP status is returned.
   Result<HttpResponse> Call(const std::string& method, const std::string& path,

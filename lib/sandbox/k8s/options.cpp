@@ -315,7 +315,10 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
   Cluster cluster;
   std::string kubeconfig = options.kubeconfig;
   bool explicit_kubeconfig = !kubeconfig.empty();
-  if (kubeconfig.empty() && options.server.empty()) {
+  if (options.in_cluster && !options.kubeconfig.empty()) {
+    return Status::Usage("in-cluster and a kubeconfig path exclude each other");
+  }
+  if (kubeconfig.empty() && options.server.empty() && !options.in_cluster) {
     if (const char* env = std::getenv("KUBECONFIG"); env && *env) {
       kubeconfig = env;
       if (size_t colon = kubeconfig.find(':'); colon != std::string::npos) {
@@ -342,6 +345,8 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
     if (!from_file.ok()) return from_file.status().Prefixed(kubeconfig);
     cluster = std::move(*from_file);
     cluster.source = kubeconfig + " (" + cluster.source + ")";
+  } else if (options.server.empty() && options.in_cluster && !(service_host && *service_host)) {
+    return Status::Config("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod)");
   } else if (options.server.empty() && service_host && *service_host) {
     // In-cluster: the service account the pod runs as.
     const std::string& dir = options.service_account_dir;

@@ -22,6 +22,8 @@ struct K8sOptions {
   std::string namespace_;   // empty: the context's namespace, else "default"
   std::string ca_file;      // PEM bundle that signs the API server's certificate
   bool insecure_skip_tls_verify = false;
+  // Use the in-cluster service account even if a kubeconfig exists.
+  bool in_cluster = false;
   // Where the in-cluster service account is mounted (a test may move it).
   std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
 

@@ -1,0 +1,31 @@
+// The shell script a one-shot sandbox runs as its own process. The
+// container's command is only a bootstrap that reads this script from stdin
+// and evaluates it, so the rollout's secret (in env and config files) never
+// enters the container's configuration, where `docker inspect` would show it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sandbox/sandbox.h"
+
+namespace forge::sandbox {
+
+// The container command: `/bin/sh -c <OneShotBootstrap()>`; stdin carries the script.
+std::string OneShotBootstrap();
+
+// Writes job.files, exports job.exec.env, enters workdir and runs
+// job.exec.argv with stdin from /dev/null. The shell stays the parent (PID 1
+// in a container) and ends the harness after lifetime_seconds, so a sandbox
+// whose launcher died ends by itself; when it exits, the kernel kills whatever
+// the harness left behind. A file it cannot write ends it with
+// kOneShotSetupExit and a "forge-setup:" line on stderr before anything ran.
+std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_t lifetime_seconds);
+
+inline constexpr int kOneShotSetupExit = 199;
+
+// 'text' with every ' as '\''; safe for any bytes but NUL.
+std::string ShellQuote(std::string_view text);
+
+}  // namespace forge::sandbox

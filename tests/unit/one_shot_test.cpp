@@ -1,0 +1,240 @@
+// The one-shot sandbox: the script a sandbox's own process runs (checked
+// with the real /bin/sh), and DockerBackend::RunOnce against the real
+// engine: files, env and the secret arrive, output and exit status come back,
+// the secret never reaches the container's configuration, the deadline and
+// cancel end it, an OOM kill is classified, and no container is left.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/hash.h"
+#include "sandbox/docker/docker_backend.h"
+#include "sandbox/docker/engine.h"
+#include "sandbox/docker/raw_call.h"
+#include "sandbox/one_shot_script.h"
+#include "support/temp_dir.h"
+
+using forge::ExitCode;
+using forge::sandbox::OneShot;
+
+namespace {
+
+// Runs `sh -c <bootstrap>` with the script on stdin; returns the exit status.
+int RunWithSh(const std::string& script, const std::string& out_file) {
+  forge::testing::TempDir dir;
+  std::string script_file = dir.File("script");
+  std::ofstream(script_file, std::ios::binary) << script;
+  std::string command = "/bin/sh -c " + forge::sandbox::ShellQuote(forge::sandbox::OneShotBootstrap()) +
+                        " < " + script_file + " > " + out_file + " 2>&1";
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int CountContainers(const std::string& run_id) {
+  std::string command = "docker ps -aq --filter label=forge.run=" + run_id + " | wc -l";
+  FILE* pipe = popen(command.c_str(), "r");
+  int n = -1;
+  if (pipe) {
+    if (std::fscanf(pipe, "%d", &n) != 1) n = -1;
+    pclose(pipe);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("shell quoting survives quotes, newlines, $ and backslashes") {
+  forge::testing::TempDir dir;
+  const std::string tricky = "it's \"q\" $HOME `x` \\ \n\tend";
+  std::string command = "printf %s " + forge::sandbox::ShellQuote(tricky) + " > " + dir.File("o");
+  REQUIRE(std::system(command.c_str()) == 0);
+  CHECK(Slurp(dir.File("o")) == tricky);
+}
+
+TEST_CASE("one-shot script: files exact, env exported, workdir entered, exit status kept") {
+  forge::testing::TempDir dir;
+  OneShot job;
+  const std::string content = "line 'one'\nline \"two\" $NOT_EXPANDED\nno newline at end";
+  job.files = {{dir.File("deep/a/b.txt"), content}, {dir.File("empty"), ""}};
+  job.exec.env = {{"FORGE_X", "it's x"}, {"OTHER", "two words"}};
+  job.exec.argv = {"/bin/sh", "-c", "pwd; echo \"$FORGE_X|$OTHER\"; read -r l || echo stdin-empty; exit 7"};
+  auto script = forge::sandbox::OneShotScript(job, dir.File("wd"), 60);
+  int status = RunWithSh(script, dir.File("out"));
+  CHECK(status == 7);
+  CHECK(Slurp(dir.File("deep/a/b.txt")) == content);
+  CHECK(std::filesystem::exists(dir.File("empty")));
+  CHECK(Slurp(dir.File("out")) == dir.File("wd") + "\nit's x|two words\nstdin-empty\n");
+}
+
+TEST_CASE("one-shot script: an unwritable file stops it before the harness, with its marker") {
+  forge::testing::TempDir dir;
+  std::ofstream(dir.File("plain")) << "x";
+  OneShot job;
+  job.files = {{dir.File("plain/sub/file"), "x"}};  // a file where a directory must be
+  job.exec.argv = {"/bin/sh", "-c", "echo ran"};
+  int status = RunWithSh(forge::sandbox::OneShotScript(job, "", 60), dir.File("out"));
+  CHECK(status == forge::sandbox::kOneShotSetupExit);
+  std::string out = Slurp(dir.File("out"));
+  CHECK(out.find("forge-setup: cannot write " + dir.File("plain/sub/file")) != std::string::npos);
+  CHECK(out.find("ran") == std::string::npos);
+}
+
+TEST_CASE("one-shot script: its own lifetime ends a harness that outlives it") {
+  forge::testing::TempDir dir;
+  OneShot job;
+  job.exec.argv = {"/bin/sh", "-c", "sleep 30"};
+  auto start = std::chrono::steady_clock::now();
+  int status = RunWithSh(forge::sandbox::OneShotScript(job, "", 1), dir.File("out"));
+  CHECK(status == 137);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+}
+
+TEST_CASE("one-shot script: a script cut short runs nothing") {
+  forge::testing::TempDir dir;
+  OneShot job;
+  job.exec.argv = {"/bin/sh", "-c", "echo ran"};
+  std::string script = forge::sandbox::OneShotScript(job, "", 60);
+  int status = RunWithSh(script.substr(0, script.find("echo ran") + 8), dir.File("out"));
+  CHECK(status == 198);
+  CHECK(Slurp(dir.File("out")).find("ran\n") == std::string::npos);
+}
+
+TEST_CASE("chunked bodies are de-chunked; a cut one is an error") {
+  CHECK(*forge::sandbox::docker::Dechunk("4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n") == "Wikipedia");
+  CHECK(forge::sandbox::docker::Dechunk("4\r\nWi").status().code() == ExitCode::kProtocol);
+  CHECK(forge::sandbox::docker::Dechunk("zz\r\n").status().code() == ExitCode::kProtocol);
+}
+
+TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no secret in the config") {
+  forge::sandbox::docker::DockerBackend backend;
+  if (!backend.Ping().ok()) {
+    MESSAGE("no Docker engine on the socket; skipped");
+    return;
+  }
+  REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh >/dev/null") == 0);
+  forge::sandbox::Spec spec;
+  spec.run_id = "unit-oneshot-" + forge::RandomHex(4);
+  spec.rollout_id = forge::RandomHex(8);
+  spec.image = "forge-busybox:latest";
+  spec.limits.memory_bytes = 64LL << 20;
+  spec.limits.cpus = 1;
+  spec.lifetime_seconds = 300;
+  const std::string secret = "forge-" + forge::RandomHex(12);
+
+  forge::testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "tree/sub");
+  std::ofstream(dir.File("tree/sub/a.txt")) << "alpha";
+  OneShot job;
+  job.copies = {{dir.File("tree"), "/work"}};
+  job.files = {{"/forge/instruction.md", "do 'it'\n"}, {"/root/.cfg/key", secret}};
+  job.exec.env = {{"API_KEY", secret}};
+  // Just before the start, look at the container's configuration from outside.
+  job.exec.argv = {"/bin/sh", "-c",
+                   "cat sub/a.txt; cat /forge/instruction.md; [ \"$(cat /root/.cfg/key)\" = \"$API_KEY\" ] "
+                   "&& echo key-ok; echo err >&2; sleep 1; exit 3"};
+  std::vector<std::string> phases;
+  std::string inspected;
+  job.on_phase = [&](const std::string& phase) {
+    phases.push_back(phase);
+    if (phase == "agent") {
+      std::thread([&, name = "forge-" + spec.rollout_id] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        FILE* pipe = popen(("docker inspect " + name + " 2>&1").c_str(), "r");
+        char buffer[4096];
+        size_t n;
+        while (pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0) inspected.append(buffer, n);
+        if (pipe) pclose(pipe);
+      }).join();
+    }
+  };
+  auto ran = backend.RunOnce(spec, job);
+  REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+  CHECK(ran->exit_code == 3);
+  CHECK(ran->stdout_data == "alphado 'it'\nkey-ok\n");
+  CHECK(ran->stderr_data == "err\n");
+  CHECK_FALSE(ran->timed_out);
+  CHECK(phases == std::vector<std::string>{"create", "setup", "agent", "release"});
+  CHECK(inspected.find("forge.rollout") != std::string::npos);  // it was inspected
+  CHECK(inspected.find(secret) == std::string::npos);
+  CHECK(inspected.find("\"AutoRemove\": true") != std::string::npos);
+  CHECK(CountContainers(spec.run_id) == 0);
+}
+
+TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each time") {
+  forge::sandbox::docker::DockerBackend backend;
+  if (!backend.Ping().ok()) {
+    MESSAGE("no Docker engine on the socket; skipped");
+    return;
+  }
+  forge::sandbox::Spec spec;
+  spec.run_id = "unit-oneshot-" + forge::RandomHex(4);
+  spec.image = "forge-busybox:latest";
+  spec.limits.memory_bytes = 32LL << 20;
+  spec.limits.cpus = 1;
+  spec.lifetime_seconds = 300;
+
+  SUBCASE("deadline") {
+    spec.rollout_id = forge::RandomHex(8);
+    OneShot job;
+    job.exec.argv = {"/bin/sh", "-c", "echo before; (sleep 1000 &); sleep 1000"};
+    job.exec.timeout_seconds = 2;
+    auto start = std::chrono::steady_clock::now();
+    auto ran = backend.RunOnce(spec, job);
+    REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+    CHECK(ran->timed_out);
+    CHECK(ran->stdout_data == "before\n");
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  }
+  SUBCASE("cancel") {
+    spec.rollout_id = forge::RandomHex(8);
+    std::atomic<bool> cancel{false};
+    OneShot job;
+    job.exec.argv = {"/bin/sh", "-c", "sleep 1000"};
+    job.exec.cancel = &cancel;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      cancel.store(true);
+    });
+    auto ran = backend.RunOnce(spec, job);
+    stopper.join();
+    CHECK(ran.status().code() == ExitCode::kInterrupted);
+  }
+  SUBCASE("oom") {
+    spec.rollout_id = forge::RandomHex(8);
+    OneShot job;
+    job.exec.argv = {"/bin/sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=\"$x$x\"; done"};
+    job.exec.timeout_seconds = 60;
+    auto ran = backend.RunOnce(spec, job);
+    REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+    CHECK(ran->exit_code == 137);
+    CHECK(ran->out_of_memory);
+  }
+  SUBCASE("unwritable file: CantCreate, nothing ran") {
+    spec.rollout_id = forge::RandomHex(8);
+    spec.user = "65534";
+    OneShot job;
+    job.files = {{"/forge/instruction.md", "x"}};
+    job.exec.argv = {"/bin/sh", "-c", "echo ran"};
+    auto ran = backend.RunOnce(spec, job);
+    CHECK(ran.status().code() == ExitCode::kCantCreate);
+    CHECK(ran.status().message().find("/forge/instruction.md") != std::string::npos);
+  }
+  // AutoRemove works asynchronously right after the wait answers.
+  for (int i = 0; i < 50 && CountContainers(spec.run_id) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(CountContainers(spec.run_id) == 0);
+}
