@@ -1,7 +1,7 @@
 // forge-proxy benchmark driver (bench/proxy_bench.sh runs it):
 //   upstream --port P       a fast fake OpenAI/vLLM upstream (C++, so it is never the bottleneck)
 //   seq URL N BYTES         N sequential non-streaming calls with a BYTES-sized request; prints
-//                           median and p99 latency in ms
+//                           median and p99 latency in ms (BENCH_RAW=1: each latency)
 //   load URL CLIENTS EVENTS CLIENTS concurrent streaming calls of EVENTS SSE events each; prints
 //                           events/s and p50/p99 per-stream completion time
 //   storesize STORE ROLLOUT  store bytes for a rollout against its largest request
@@ -193,7 +193,11 @@ int RunSeq(const std::string& url, int n, int bytes) {
     }
     if (i >= 10) ms.push_back(dt);  // first 10 warm up
   }
-  std::printf("%.3f %.3f\n", Percentile(ms, 0.5), Percentile(ms, 0.99));
+  if (std::getenv("BENCH_RAW")) {  // every latency, one a line (the script pools rounds)
+    for (double v : ms) std::printf("%.3f\n", v);
+  } else {
+    std::printf("%.3f %.3f\n", Percentile(ms, 0.5), Percentile(ms, 0.99));
+  }
   return 0;
 }
 

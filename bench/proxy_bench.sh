@@ -8,6 +8,8 @@
 #  (d) translation CPU per token: streaming Anthropic and Responses clients
 #      against the chat pass-through (bench/proxy_formats_bench.sh)
 # Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx; scripts/bootstrap.sh installs it)
+#   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
+#   same run (column "baseline"), for before/after figures under the same load.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-${FORGE_BIN:-$SRC/build}}
@@ -34,12 +36,21 @@ UP=$(port); PX=$(port); NG=$(port)
 "$BIN/bench-proxy_bench" upstream "$UP" & PIDS+=($!)
 wait_http "http://127.0.0.1:$UP/health"
 
-"$BIN/forge-proxy" --store "$W/bench.db" --upstream "http://127.0.0.1:$UP" --port "$PX" --threads 2 \
-  --health-interval 0 --keepalive 0 2>"$W/proxy.err" & PROXY_PID=$!; PIDS+=($PROXY_PID)
-wait_http "http://127.0.0.1:$PX/healthz"
 SECRET=bench-secret
-sqlite3 "$W/bench.db" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
-  VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
+start_proxy() {  # binary port store -> pid
+  "$1" --store "$3" --upstream "http://127.0.0.1:$UP" --port "$2" --threads 2 \
+    --health-interval 0 --keepalive 0 >/dev/null 2>>"$W/proxy.err" & local pid=$!
+  wait_http "http://127.0.0.1:$2/healthz"
+  sqlite3 "$3" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
+    VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
+  echo $pid
+}
+PROXY_PID=$(start_proxy "$BIN/forge-proxy" "$PX" "$W/bench.db"); PIDS+=($PROXY_PID)
+BASE=${BASELINE_PROXY:-}
+if [ -n "$BASE" ]; then
+  BX=$(port)
+  BASE_PID=$(start_proxy "$BASE" "$BX" "$W/base.db"); PIDS+=($BASE_PID)
+fi
 
 mkdir -p "$W/nginx"
 cat > "$W/nginx.conf" <<NGINX
@@ -72,13 +83,35 @@ wait_http "http://127.0.0.1:$NG/health"
 echo "forge-proxy benchmark  ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"
 echo
 echo "(a) sequential non-streaming calls, $SEQ_N each, keep-alive; latency ms (median / p99)"
-printf "%-10s %-18s %-18s %-18s %-22s %-22s\n" request direct nginx forge-proxy "nginx added" "proxy added"
+echo "    paths take turns in rounds of $((SEQ_N / 5)) calls, so a burst of load elsewhere hits all alike;"
+echo "    'added' is each path's median / p99 minus the direct path's"
 for bytes in 1024 204800; do
-  read -r d50 d99 < <("$BIN/bench-proxy_bench" seq "http://127.0.0.1:$UP/v1/chat/completions" "$SEQ_N" "$bytes")
-  read -r n50 n99 < <("$BIN/bench-proxy_bench" seq "http://127.0.0.1:$NG/v1/chat/completions" "$SEQ_N" "$bytes")
-  read -r p50 p99 < <(BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" seq "http://127.0.0.1:$PX/v1/chat/completions" "$SEQ_N" "$bytes")
-  printf "%-10s %-18s %-18s %-18s %-22s %-22s\n" "$((bytes / 1024)) KB" "$d50 / $d99" "$n50 / $n99" "$p50 / $p99" \
-    "$(python3 -c "print(f'{$n50-$d50:.3f} / {$n99-$d99:.3f}')")" "$(python3 -c "print(f'{$p50-$d50:.3f} / {$p99-$d99:.3f}')")"
+  paths=("direct http://127.0.0.1:$UP" "nginx http://127.0.0.1:$NG" "forge-proxy http://127.0.0.1:$PX")
+  [ -n "$BASE" ] && paths+=("baseline http://127.0.0.1:$BX")
+  for p in "${paths[@]}"; do : > "$W/seq.${p%% *}"; done
+  for round in 1 2 3 4 5; do
+    for p in "${paths[@]}"; do
+      BENCH_KEY=$SECRET BENCH_RAW=1 "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$((SEQ_N / 5))" "$bytes" >> "$W/seq.${p%% *}"
+    done
+  done
+  python3 - "$W" "$bytes" "${paths[@]}" <<'PY'
+import sys, statistics
+w, size, paths = sys.argv[1], int(sys.argv[2]), [p.split()[0] for p in sys.argv[3:]]
+def pct(v, p):
+    v = sorted(v); return v[min(len(v) - 1, int(p * (len(v) - 1) + 0.5))]
+ms = {p: [float(x) for x in open(f"{w}/seq.{p}").read().split()] for p in paths}
+d50, d99 = pct(ms["direct"], 0.5), pct(ms["direct"], 0.99)
+print(f"  {size // 1024} KB requests ({len(ms['direct'])} calls per path)")
+print(f"    {'path':<12} {'median':>8} {'p99':>8} {'added median':>13} {'added p99':>10}")
+for p in paths:
+    m, q = pct(ms[p], 0.5), pct(ms[p], 0.99)
+    added = "" if p == "direct" else f"{m - d50:>13.3f} {q - d99:>10.3f}"
+    print(f"    {p:<12} {m:>8.3f} {q:>8.3f} {added}")
+n50, n99 = pct(ms["nginx"], 0.5) - d50, pct(ms["nginx"], 0.99) - d99
+f50, f99 = pct(ms["forge-proxy"], 0.5) - d50, pct(ms["forge-proxy"], 0.99) - d99
+print(f"    forge-proxy added median {'<=' if f50 <= n50 else '>'} nginx's ({f50:.3f} vs {n50:.3f} ms; target <=); "
+      f"added p99 {f99 / n99 if n99 > 0 else float('inf'):.2f}x nginx's (target <= 1.5x)")
+PY
 done
 
 echo
@@ -96,6 +129,11 @@ read -r pe p50 p99 pfail pwall < <(BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" lo
 kill $SAMPLER 2>/dev/null || true; wait $SAMPLER 2>/dev/null || true
 peak=$(sort -n "$W/rss" | tail -1)
 printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" forge-proxy "$pe" "$p50" "$p99" "$pfail" "$pwall"
+if [ -n "$BASE" ]; then
+  read -r be b50 b99 bfail bwall < <(BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" load "http://127.0.0.1:$BX/v1/chat/completions" "$CLIENTS" "$EVENTS" || true)
+  printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" baseline "$be" "$b50" "$b99" "$bfail" "$bwall"
+  python3 -c "print(f'baseline throughput / nginx: {float(\"$be\" or 0)/float(\"$ne\" or 1):.2f}x')"
+fi
 python3 - <<PY
 ne, pe = float("$ne" or 0), float("$pe" or 0)
 print(f"throughput forge-proxy / nginx: {pe/ne:.2f}x   (target >= 0.8x)" if ne else "nginx run failed")
@@ -108,32 +146,53 @@ PY
 echo "calls recorded during the run: $(curl -s "http://127.0.0.1:$PX/metrics" | awk '/^forge_proxy_records_written_total/ {print $2}')"
 
 echo
-echo "(c) store bytes of a 50-call rollout (each call resends the conversation plus ~2 KB)"
-PX2=$(port)
-"$BIN/forge-proxy" --store "$W/size.db" --upstream "http://127.0.0.1:$UP" --port "$PX2" --open --health-interval 0 \
-  2>>"$W/proxy.err" & P2=$!; PIDS+=($P2)
-wait_http "http://127.0.0.1:$PX2/healthz"
-python3 - "$PX2" <<'PY'
-import json, sys, urllib.request, random
-port = sys.argv[1]
+echo "(c) store bytes of a 50-call rollout, harness-like: a 12 KB system prompt and 12 tools resent every"
+echo "    call, a growing conversation of assistant tool calls and tool results (this repository's source files)"
+size_run() {  # binary -> "calls largest file_bytes blob_bytes token_bytes empty_bytes"
+  local port db pid
+  port=$(port); db="$W/size.$RANDOM.db"
+  "$1" --store "$db" --upstream "http://127.0.0.1:$UP" --port "$port" --open --health-interval 0 >/dev/null 2>>"$W/proxy.err" & pid=$!
+  wait_http "http://127.0.0.1:$port/healthz"
+  local empty
+  empty=$("$BIN/bench-proxy_bench" storesize "$db" none | cut -d' ' -f3)
+  python3 - "$port" "$SRC" <<'PY'
+import json, sys, urllib.request, random, glob
+port, src = sys.argv[1], sys.argv[2]
 random.seed(7)
-messages = [{"role": "system", "content": "You are a coding agent. " * 40}]
+files = sorted(glob.glob(f"{src}/lib/**/*.cpp", recursive=True) + glob.glob(f"{src}/lib/**/*.h", recursive=True))
+texts = [open(f, encoding="utf-8", errors="replace").read() for f in files]
+system = ("You are a coding agent working in a repository. Follow the rules below.\n" +
+          "\n".join(f"Rule {i}: " + texts[i % len(texts)][:300] for i in range(40)))[:12000]
+tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": texts[(i * 7) % len(texts)][:500],
+          "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}}}}
+         for i in range(12)]
+messages = [{"role": "system", "content": system}, {"role": "user", "content": "Fix the failing test in lib/store."}]
 for i in range(50):
-    words = " ".join(random.choice(["alpha", "beta", "gamma", "delta", "file.py", "def", "return", "x = 1"]) for _ in range(300))
-    messages.append({"role": "user", "content": f"tool output {i}: {words}"})
-    body = json.dumps({"model": "m", "messages": messages}).encode()
+    body = json.dumps({"model": "m", "messages": messages, "tools": tools}).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/r/size-rollout/v1/chat/completions", data=body,
                                  headers={"Content-Type": "application/json"})
-    reply = json.load(urllib.request.urlopen(req))
-    messages.append(reply["choices"][0]["message"])
+    reply = json.load(urllib.request.urlopen(req))["choices"][0]["message"]
+    call = {"id": f"call_{i}", "type": "function",
+            "function": {"name": "tool_1", "arguments": json.dumps({"path": files[i % len(files)][len(src) + 1:]})}}
+    messages.append({"role": "assistant", "content": reply.get("content"), "tool_calls": [call]})
+    output = texts[(i * 13) % len(texts)][:random.choice([600, 1500, 3000, 6000])]
+    messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": output})
 PY
-kill -TERM $P2; wait $P2 2>/dev/null || true
-read -r ncalls largest file_bytes blob_bytes token_bytes < <("$BIN/bench-proxy_bench" storesize "$W/size.db" size-rollout)
-python3 - <<PY
-n, largest, fb, bb, tb = $ncalls, $largest, $file_bytes, $blob_bytes, $token_bytes
-print(f"{n} calls; largest request {largest/1024:.1f} KiB; store file {fb/1024:.1f} KiB ({fb/largest:.2f}x); "
-      f"content blobs + token data {(bb+tb)/1024:.1f} KiB ({(bb+tb)/largest:.2f}x)   (target <= 3x)")
+  kill -TERM $pid; wait $pid 2>/dev/null || true
+  echo "$("$BIN/bench-proxy_bench" storesize "$db" size-rollout) $empty"
+}
+report_size() {
+  python3 - "$1" $2 <<'PY'
+import sys
+name, (n, largest, fb, bb, tb, empty) = sys.argv[1], map(int, sys.argv[2:])
+print(f"  {name:<12} {n} calls; largest request {largest/1024:.1f} KiB; store file {fb/1024:.1f} KiB ({fb/largest:.2f}x; "
+      f"{(fb-empty)/largest:.2f}x over the empty store's {empty/1024:.0f} KiB); content blobs + token data "
+      f"{(bb+tb)/1024:.1f} KiB ({(bb+tb)/largest:.2f}x)   (target <= 3x)")
 PY
+}
+report_size forge-proxy "$(size_run "$BIN/forge-proxy")"
+[ -n "$BASE" ] && report_size baseline "$(size_run "$BASE")"
+true
 
 echo
 echo "(d) translation CPU per token (bench/proxy_formats_bench.sh)"

@@ -1,11 +1,16 @@
 // Prints the store's size for a synthetic 50-call rollout against the sum of
 // its raw requests: a harness resends the whole conversation on every call,
 // so raw storage grows with calls × history while forge's store should grow
-// with the rollout's unique content.
+// with the rollout's unique content. The content is harness-like: a 12 KB
+// system prompt and 12 tools resent every call, and tool results that are
+// this repository's source files (real text, not random letters).
 //
 //   bench-store_size [calls=50] [tool_output_bytes=2000]
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 
@@ -25,11 +30,24 @@ int main(int argc, char** argv) {
   }
 
   std::mt19937 rng(42);
-  auto text = [&](size_t n) {
-    std::string s(n, ' ');
-    for (auto& c : s) c = static_cast<char>('a' + rng() % 26);
-    return s;
-  };
+  std::string corpus;  // the repository's sources, concatenated
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(FORGE_SOURCE_DIR) + "/lib")) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    corpus += buffer.str();
+  }
+  if (corpus.size() < 100000) {
+    std::fprintf(stderr, "bench-store_size: cannot read the sources under %s/lib\n", FORGE_SOURCE_DIR);
+    return 1;
+  }
+  // n bytes of real text from a random place in the sources.
+  auto text = [&](size_t n) { return corpus.substr(rng() % (corpus.size() - n), n); };
   Json tools = Json::array();
   for (int i = 0; i < 12; ++i) {
     tools.push_back({{"type", "function"},

@@ -8,6 +8,7 @@
 #include "base/hash.h"
 #include "proxy/chat_assembler.h"
 #include "proxy/formats/gemini.h"
+#include "proxy/pass_through.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
 #include "proxy/token_capture.h"
@@ -140,16 +141,20 @@ std::string FinishReasonOf(const Json& response) {
 
 }  // namespace
 
-Task<Status> Server::Commit(store::CallRecord call) {
+Task<Status> Server::Commit(store::CallRecord call, std::shared_ptr<EarlyRequest> early) {
   auto executor = co_await net::this_coro::executor;
   auto timer = std::make_shared<net::steady_timer>(executor, net::steady_timer::time_point::max());
   auto result = std::make_shared<std::optional<Status>>();
-  recorder_->Submit(std::move(call), [timer, result, executor](Status status) {
-    net::post(executor, [timer, result, status] {
-      *result = status;
-      timer->cancel();
-    });
-  });
+  auto committed = recorder_->Submit(
+      std::move(call),
+      [timer, result, executor](Status status) {
+        net::post(executor, [timer, result, status] {
+          *result = status;
+          timer->cancel();
+        });
+      },
+      std::move(early));
+  if (committed) co_return *committed;  // committed on this thread: the writer was idle
   while (!result->has_value()) {
     beast::error_code ec;
     co_await timer->async_wait(Into(ec));
@@ -217,20 +222,32 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
                                      : "unknown rollout secret");
   }
 
-  // The request.
+  // The request. The upstream's own formats are handled as bytes (see
+  // pass_through.h); the others are parsed and translated.
+  const bool pass_through = route.format == "openai-chat" || route.format == "openai-completions";
+  std::optional<PassThroughRequest> raw;
   Json client_request;
-  std::string parse_error;
-  try {
-    client_request = Json::parse(req.body());
-  } catch (const Json::parse_error& e) {
-    parse_error = std::string("request body is not valid JSON: ") + e.what();
+  ChatRequest chat;
+  if (pass_through && !replay_) {
+    auto read = ReadPassThroughRequest(req.body(), route.format == "openai-completions");
+    if (!read.ok()) co_return co_await fail(400, read.status().message());
+    raw = std::move(*read);
+    chat.stream = raw->stream;
+  } else {
+    std::string parse_error;
+    try {
+      client_request = Json::parse(req.body());
+    } catch (const Json::exception& e) {
+      parse_error = std::string("request body is not valid JSON: ") + e.what();
+    }
+    if (!parse_error.empty()) co_return co_await fail(400, parse_error);
+    if (!bad_url.ok()) co_return co_await fail(404, bad_url.message());
+    Json translated_input = client_request;
+    if (url_fields.is_object() && translated_input.is_object()) translated_input.update(url_fields);
+    auto translated = format->ToChat(translated_input);
+    if (!translated.ok()) co_return co_await fail(400, translated.status().message());
+    chat = std::move(*translated);
   }
-  if (!parse_error.empty()) co_return co_await fail(400, parse_error);
-  if (!bad_url.ok()) co_return co_await fail(404, bad_url.message());
-  Json translated_input = client_request;
-  if (url_fields.is_object() && translated_input.is_object()) translated_input.update(url_fields);
-  auto chat = format->ToChat(translated_input);
-  if (!chat.ok()) co_return co_await fail(400, chat.status().message());
 
   if (config_.max_per_rollout > 0) {
     std::lock_guard<std::mutex> lock(rollout_mutex_);
@@ -267,9 +284,9 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   rec.rollout_id = rollout;
   rec.started_at = NowSeconds();
   rec.client_format = format->name();
-  rec.side_call = chat->side_call;
+  rec.side_call = chat.side_call;
   rec.policy_version_start = policy_version_.load();
-  bool streaming = chat->stream;
+  bool streaming = chat.stream;
   // Only SDKs that mark their retries get retry keys (and pay for hashing the body).
   std::string retry_key;
   if (auto h = req["x-stainless-retry-count"]; !h.empty()) {
@@ -335,28 +352,45 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   }
 
   // The upstream request: the client's, plus the capture fields.
-  Json body = std::move(chat->body);
-  CaptureWants wants = AddCaptureFields(body, route.format == "openai-completions");
-  if (streaming) {
-    body["stream"] = true;
-    // Usage for the record; stripped below when the client did not ask.
-    if (!body.contains("stream_options")) body["stream_options"] = {{"include_usage", true}};
-  }
-  // Chat clients get the usage chunk only when they asked; the other formats
-  // always carry usage in their own end events.
-  bool client_wants_usage = !streaming || route.format != "openai-chat" || client_request.value("stream_options", Json::object()).value(
-                                              "include_usage", false) == true;
-  rec.model = body.value("model", "");
-  std::string upstream_body = body.dump();
-  // Moved, not copied: requests can be megabytes. A pass-through format sends
-  // the client's request plus a few fields, so only that difference is stored
-  // (storing both would double the per-call list of message hashes).
-  if (route.format == "openai-chat" || route.format == "openai-completions") {
-    rec.upstream_request = body;
+  std::shared_ptr<EarlyRequest> early;
+  CaptureWants wants;
+  bool client_wants_usage = true;
+  std::string upstream_body;
+  if (raw) {
+    wants = raw->wants;
+    client_wants_usage = raw->client_wants_usage;
+    rec.model = std::move(raw->model);
+    upstream_body = std::move(raw->upstream_body);
+    // The store keeps the request as its bytes and the upstream request as
+    // the few fields that differ. (req is only read for its headers from here.)
+    rec.upstream_request_patch = std::move(raw->upstream_patch);
+    // A big request is stored now, by the writer thread, while the upstream
+    // answers; the call's own commit then only adds the answer.
+    constexpr size_t kEarlyRequestBytes = 32 * 1024;
+    if (req.body().size() >= kEarlyRequestBytes) {
+      early = recorder_->StoreRequestEarly(std::move(req.body()));
+    } else {
+      rec.request_text = std::move(req.body());
+    }
   } else {
-    rec.upstream_request = std::move(body);
+    Json body = std::move(chat.body);
+    wants = AddCaptureFields(body, route.format == "openai-completions");
+    if (streaming) {
+      body["stream"] = true;
+      // Usage for the record; stripped below when the client did not ask.
+      if (!body.contains("stream_options")) body["stream_options"] = {{"include_usage", true}};
+    }
+    // Chat clients get the usage chunk only when they asked; the other formats
+    // always carry usage in their own end events.
+    rec.model = body.value("model", "");
+    upstream_body = body.dump();
+    if (pass_through) {  // (replay) the store keeps only the difference
+      rec.upstream_request = body;
+    } else {
+      rec.upstream_request = std::move(body);
+    }
+    rec.request = std::move(client_request);
   }
-  rec.request = std::move(client_request);
 
   auto cs = std::make_shared<ClientStream>();
   cs->stream = &client;
@@ -380,7 +414,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     rec.error = message;
     rec.retry_key.clear();  // a failed call never hides a retry that succeeds
     finish(rec);
-    co_await Commit(rec);  // best effort: the client is told of the failure either way
+    co_await Commit(rec, early);  // best effort: the client is told of the failure either way
     co_await stop_keepalive();
     if (!cs->headers_sent) co_return co_await fail(status, message);
     auto translator = format->NewStream();
@@ -490,6 +524,23 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     }
     if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
     rec.first_token_at = NowSeconds();
+    if (raw) {
+      auto chunk = CaptureAndStrip(text, wants, false, tokens);
+      if (!chunk.ok()) co_return co_await fail_call(502, "upstream " + upstream->url + " answered with invalid JSON");
+      rec.response_text = chunk->text;
+      rec.upstream_response_text = chunk->text;
+      rec.prompt_ids = std::move(tokens.prompt_ids);
+      rec.completion_ids = std::move(tokens.completion_ids);
+      rec.logprobs = std::move(tokens.logprobs);
+      rec.finish_reason = chunk->finish_reason;
+      if (!chunk->usage.empty()) rec.usage = Json::parse(chunk->usage, nullptr, false);
+      rec.http_status = 200;
+      rec.retry_key = retry_key;
+      finish(rec);
+      Status committed = co_await Commit(std::move(rec), early);
+      if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
+      co_return co_await Send(client, req, http::status::ok, std::move(chunk->text));
+    }
     Json response = Json::parse(text, nullptr, false);
     if (response.is_discarded() || !response.is_object()) {
       co_return co_await fail_call(502, "upstream " + upstream->url + " answered with invalid JSON");
@@ -509,9 +560,9 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     rec.retry_key = retry_key;
     finish(rec);
     std::string bytes = out->dump();
-    Status committed = co_await Commit(std::move(rec));
+    Status committed = co_await Commit(std::move(rec), early);
     if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
-    format->Finished(*chat, response);
+    format->Finished(chat, response);
     co_return co_await Send(client, req, http::status::ok, std::move(bytes));
   }
 
@@ -520,7 +571,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   auto translator = format->NewStream();
   // The translator assembles the client's view; pass-through formats see the
   // same chunks, so only translating formats need a second, chat-form assembly.
-  const bool pass_through = route.format == "openai-chat" || route.format == "openai-completions";
+  // (Byte-level pass-through assembles its own, from the stripped chunks.)
   ChatAssembler upstream_assembled;
   Json usage;
   SseParser sse;
@@ -544,6 +595,30 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
       if (event.data == "[DONE]") {
         saw_done = true;
         break;
+      }
+      if (raw) {
+        auto chunk = CaptureAndStrip(event.data, wants, !client_wants_usage, tokens);
+        if (!chunk.ok()) {
+          stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
+          break;
+        }
+        if (chunk->is_error) {
+          stream_error = "upstream " + upstream->url + " error: " + chunk->text;
+          break;
+        }
+        if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
+        if (!chunk->usage.empty()) usage = Json::parse(chunk->usage, nullptr, false);
+        if (chunk->usage_only && !client_wants_usage) continue;
+        upstream_assembled.Add(Json::parse(chunk->text, nullptr, false));
+        std::string& target = chunk->final ? held : out;
+        if (!chunk->final) {
+          out += held;
+          held.clear();
+        }
+        target += "data: ";
+        target += chunk->text;
+        target += "\n\n";
+        continue;
       }
       Json chunk = Json::parse(event.data, nullptr, false);
       if (chunk.is_discarded()) {
@@ -588,7 +663,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   if (stream_error.empty() && !saw_done) stream_error = "upstream " + upstream->url + " ended the stream without [DONE]";
   if (!cs->call_started_writing) co_await stop_keepalive();
 
-  rec.response = translator->Assembled();
+  rec.response = raw ? upstream_assembled.Result() : translator->Assembled();
   Json upstream_response = pass_through ? rec.response : upstream_assembled.Result();
   if (!usage.is_null()) upstream_response["usage"] = usage;
   rec.upstream_response = upstream_response;
@@ -602,7 +677,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     rec.http_status = cs->failed ? 499 : 502;
     rec.error = stream_error;
     finish(rec);
-    co_await Commit(std::move(rec));
+    co_await Commit(std::move(rec), early);
     if (!cs->failed) co_await WriteSseBytes(*cs, held + translator->OnError(stream_error), true);
     co_return false;  // the upstream connection is not reusable; close the client's too
   }
@@ -612,12 +687,12 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   rec.http_status = 200;
   rec.retry_key = retry_key;
   finish(rec);
-  Status committed = co_await Commit(std::move(rec));
+  Status committed = co_await Commit(std::move(rec), early);
   if (!committed.ok()) {
     co_await WriteSseBytes(*cs, translator->OnError("the call could not be recorded: " + committed.message()), true);
     co_return false;
   }
-  format->Finished(*chat, upstream_response);
+  format->Finished(chat, upstream_response);
   co_await WriteSseBytes(*cs, held + translator->OnEnd(), true);
   co_return !cs->failed;
 }

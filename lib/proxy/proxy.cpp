@@ -43,20 +43,29 @@ Status RunProxy(const ProxyConfig& config) {
   // connections still parked in the io_context when we return (idle keep-alive
   // clients) hold coroutine frames that refer to all three, and the process is
   // about to exit anyway.
-  auto* io_owner = new net::io_context(threads);
-  net::io_context& io = *io_owner;
+  // One io_context per thread (see server.h).
+  std::vector<net::io_context*> contexts;
+  for (int i = 0; i < threads; ++i) contexts.push_back(new net::io_context(1));
+  net::io_context& io = *contexts.front();
   auto pool = UpstreamPool::Create(io, config.upstreams, api_key, config.upstream_ca_file);
   if (!pool.ok()) return pool.status();
   UpstreamPool* upstreams = pool->release();
 
-  auto* server_owner = new Server(config, io, **writer, **reader, *upstreams, replay.get());
+  auto* server_owner = new Server(config, contexts, **writer, **reader, *upstreams, replay.get());
   Server& server = *server_owner;
   FORGE_RETURN_IF_ERROR(server.Listen());
   server.Start();
   cli::Note("listening on http://" + config.listen_host + ":" + std::to_string(config.port) + ", recording to " +
             config.store_path);
   std::vector<std::thread> workers;
-  for (int i = 1; i < threads; ++i) workers.emplace_back([&io] { io.run(); });
+  for (int i = 1; i < threads; ++i) {
+    net::io_context* context = contexts[static_cast<size_t>(i)];
+    // Kept running while idle: connections arrive from the acceptor's context.
+    workers.emplace_back([context] {
+      auto guard = net::make_work_guard(*context);
+      context->run();
+    });
+  }
   io.run();
   for (auto& t : workers) t.join();
   server.Finish();  // commits whatever is still queued

@@ -13,17 +13,39 @@ Recorder::Recorder(store::Store& store, Metrics& metrics, size_t max_batch)
 
 Recorder::~Recorder() { Stop(); }
 
-void Recorder::Submit(store::CallRecord call, Done done) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!stopping_) {
-      queue_.push_back({std::move(call), std::move(done), NowSeconds()});
-      metrics_.store_queue.fetch_add(1);
-      wake_.notify_one();
-      return;
-    }
+std::shared_ptr<EarlyRequest> Recorder::StoreRequestEarly(std::string text) {
+  auto early = std::make_shared<EarlyRequest>();
+  early->text = std::move(text);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!stopping_) {
+    queue_.push_back({std::nullopt, early, nullptr, NowSeconds()});
+    wake_.notify_one();
   }
-  done(Status::Unavailable("the store writer has stopped"));
+  return early;
+}
+
+std::optional<Status> Recorder::Submit(store::CallRecord call, Done done, std::shared_ptr<EarlyRequest> early) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) {
+    lock.unlock();
+    done(Status::Unavailable("the store writer has stopped"));
+    return std::nullopt;
+  }
+  metrics_.store_queue.fetch_add(1);
+  if (!busy_ && queue_.empty()) {  // the writer is idle: no thread hand-off
+    busy_ = true;
+    lock.unlock();
+    std::vector<Pending> batch;
+    batch.push_back({std::move(call), std::move(early), nullptr, NowSeconds()});
+    Status status = Commit(batch);
+    lock.lock();
+    busy_ = false;
+    if (!queue_.empty()) wake_.notify_one();
+    return status;
+  }
+  queue_.push_back({std::move(call), std::move(early), std::move(done), NowSeconds()});
+  wake_.notify_one();
+  return std::nullopt;
 }
 
 void Recorder::Stop() {
@@ -35,31 +57,70 @@ void Recorder::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+Status Recorder::Commit(std::vector<Pending>& batch) {
+  // Early requests first, in one transaction: calls later in this batch (or
+  // in a later one) use their skeletons.
+  std::vector<Pending*> early;
+  for (auto& p : batch) {
+    if (!p.call) early.push_back(&p);
+  }
+  if (!early.empty()) {
+    Status stored = store_.WriteTransaction([&]() -> Status {
+      for (Pending* p : early) {
+        auto skeleton = store_.PutRequestText(p->early->text);
+        if (!skeleton.ok()) return skeleton.status();
+        p->early->skeleton = std::move(*skeleton);
+      }
+      return Status::Ok();
+    });
+    for (Pending* p : early) p->early->stored = stored.ok();
+  }
+  std::vector<store::CallRecord> calls;
+  std::vector<Pending*> owners;
+  for (auto& p : batch) {
+    if (!p.call) continue;
+    if (p.early && p.early->stored) {
+      p.call->request_skeleton = p.early->skeleton;
+    } else if (p.early) {
+      p.call->request_text = std::move(p.early->text);
+    }
+    calls.push_back(std::move(*p.call));
+    owners.push_back(&p);
+  }
+  if (calls.empty()) return Status::Ok();
+  Status status = store_.AppendCalls(calls);
+  double now = NowSeconds();
+  metrics_.store_queue.fetch_sub(static_cast<int64_t>(calls.size()));
+  metrics_.store_lag_us.store(static_cast<int64_t>((now - owners.front()->queued_at) * 1e6));
+  if (status.ok()) {
+    metrics_.records_written.fetch_add(static_cast<int64_t>(calls.size()));
+  } else {
+    metrics_.records_failed.fetch_add(static_cast<int64_t>(calls.size()));
+  }
+  return status;
+}
+
 void Recorder::Run() {
   for (;;) {
     std::vector<Pending> batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return (stopping_ && !busy_) || (!queue_.empty() && !busy_); });
       if (queue_.empty()) return;  // stopping and nothing left
       while (!queue_.empty() && batch.size() < max_batch_) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+      busy_ = true;
     }
-    std::vector<store::CallRecord> calls;
-    calls.reserve(batch.size());
-    for (auto& p : batch) calls.push_back(std::move(p.call));
-    Status status = store_.AppendCalls(calls);
-    double now = NowSeconds();
-    metrics_.store_queue.fetch_sub(static_cast<int64_t>(batch.size()));
-    metrics_.store_lag_us.store(static_cast<int64_t>((now - batch.front().queued_at) * 1e6));
-    if (status.ok()) {
-      metrics_.records_written.fetch_add(static_cast<int64_t>(batch.size()));
-    } else {
-      metrics_.records_failed.fetch_add(static_cast<int64_t>(batch.size()));
+    Status status = Commit(batch);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
     }
-    for (auto& p : batch) p.done(status);
+    for (auto& p : batch) {
+      if (p.done) p.done(status);
+    }
   }
 }
 

@@ -2,18 +2,32 @@
 // thread commits whatever has queued in one transaction (group commit) and
 // then tells each call's owner, which only then sends the final bytes of its
 // response. So a call the harness saw complete is always in the store.
+//
+// Two shortcuts keep the commit off a call's critical path: when the writer
+// is idle, a call is committed at once on the caller's thread (no thread
+// hand-off for a lone call); and a big request's content can be stored ahead,
+// while the upstream is still answering, so the final commit is small.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "proxy/metrics.h"
 #include "store/store.h"
 
 namespace forge::proxy {
+
+// A request's content stored ahead of its call (Store::PutRequestText).
+struct EarlyRequest {
+  std::string text;      // the request's JSON text (given back to the call if storing failed)
+  std::string skeleton;  // set by the writer once stored
+  bool stored = false;
+};
 
 class Recorder {
  public:
@@ -22,18 +36,24 @@ class Recorder {
   Recorder(store::Store& store, Metrics& metrics, size_t max_batch = 512);
   ~Recorder();  // commits what is queued, then stops
 
-  // Queues a call; done runs on the writer thread after the commit (or its failure).
-  void Submit(store::CallRecord call, Done done);
+  // Queues the request's content to be stored now; pass the handle to Submit.
+  std::shared_ptr<EarlyRequest> StoreRequestEarly(std::string text);
+  // Commits a call. When the writer is idle and nothing is queued, commits on
+  // this thread and returns the status (done is not called); else queues it
+  // and returns nullopt, and done runs on the writer thread after the commit.
+  std::optional<Status> Submit(store::CallRecord call, Done done, std::shared_ptr<EarlyRequest> early = nullptr);
   // Commits what is queued and stops the writer; later Submits fail at once.
   void Stop();
 
  private:
   struct Pending {
-    store::CallRecord call;
+    std::optional<store::CallRecord> call;  // none: an early request
+    std::shared_ptr<EarlyRequest> early;
     Done done;
     double queued_at;
   };
   void Run();
+  Status Commit(std::vector<Pending>& batch);
 
   store::Store& store_;
   Metrics& metrics_;
@@ -41,6 +61,7 @@ class Recorder {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;
+  bool busy_ = false;  // a commit is running (on the writer or a caller's thread)
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -39,16 +39,17 @@ std::string ModelList(const std::vector<std::string>& models) {
 
 }  // namespace
 
-Server::Server(const ProxyConfig& config, net::io_context& io, store::Store& writer_store,
+Server::Server(const ProxyConfig& config, std::vector<net::io_context*> contexts, store::Store& writer_store,
                store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay)
     : config_(config),
-      io_(io),
+      contexts_(std::move(contexts)),
+      io_(*contexts_.front()),
       reader_store_(reader_store),
       upstreams_(upstreams),
       replay_(replay),
       recorder_(std::make_unique<Recorder>(writer_store, metrics_)),
       secrets_(reader_store, config.secret_cache_ttl),
-      acceptor_(net::make_strand(io)) {
+      acceptor_(net::make_strand(io_)) {
   if (auto v = reader_store_.GetMeta(std::string(kPolicyVersionKey)); v.ok() && v->has_value()) {
     policy_version_.store(std::atoll((*v)->c_str()));
   }
@@ -84,7 +85,8 @@ void Server::Finish() { recorder_->Stop(); }
 Task<void> Server::AcceptLoop() {
   for (;;) {
     beast::error_code ec;
-    tcp::socket socket(net::make_strand(io_));
+    // Each context has one thread, so a connection needs no strand.
+    tcp::socket socket(contexts_[next_context_++ % contexts_.size()]->get_executor());
     co_await acceptor_.async_accept(socket, Into(ec));
     if (ec) {
       if (!acceptor_.is_open()) co_return;
@@ -117,7 +119,7 @@ Task<void> Server::WatchStop() {
   if (metrics_.in_flight.load() > 0) {
     cli::Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
   }
-  io_.stop();
+  for (net::io_context* context : contexts_) context->stop();
 }
 
 Task<void> Server::Session(tcp::socket socket) {

@@ -1,5 +1,8 @@
-// The proxy's HTTP server: one acceptor, a few io_context threads, and one
-// coroutine per connection on its own strand (no thread per connection).
+// The proxy's HTTP server: one acceptor, one io_context per io thread, and
+// one coroutine per connection (no thread per connection). Connections are
+// dealt round-robin to the contexts and stay on theirs, so a connection's
+// work never hops between threads (as it would with threads sharing one
+// context).
 // server.cpp holds the connection loop, the proxy's own endpoints and the
 // admin API; call.cpp the model-call path (attribution, upstream, capture,
 // recording, streaming).
@@ -30,7 +33,8 @@ using Request = http::request<http::string_body>;
 
 class Server {
  public:
-  Server(const ProxyConfig& config, net::io_context& io, store::Store& writer_store,
+  // contexts[0] also runs the acceptor and the housekeeping coroutines.
+  Server(const ProxyConfig& config, std::vector<net::io_context*> contexts, store::Store& writer_store,
          store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay);
 
   Status Listen();
@@ -51,7 +55,7 @@ class Server {
   // call.cpp
   Task<bool> HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
                         std::string path_rollout);
-  Task<Status> Commit(store::CallRecord call);
+  Task<Status> Commit(store::CallRecord call, std::shared_ptr<EarlyRequest> early = nullptr);
   // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
   // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
   // non-trivial by-value coroutine parameters passed this way.
@@ -64,7 +68,9 @@ class Server {
                   std::vector<std::pair<std::string, std::string>> headers = {});
 
   const ProxyConfig& config_;
-  net::io_context& io_;
+  std::vector<net::io_context*> contexts_;
+  net::io_context& io_;  // contexts_[0]
+  size_t next_context_ = 0;
   store::Store& reader_store_;
   UpstreamPool& upstreams_;
   ReplayIndex* replay_;

@@ -68,17 +68,26 @@ Upstream* UpstreamPool::Pick(std::string_view rollout, const std::vector<Upstrea
 Task<std::unique_ptr<UpstreamConn>> UpstreamPool::Connect(Upstream& upstream, beast::error_code& ec,
                                                           bool& reused) {
   ec = {};
+  auto executor = co_await net::this_coro::executor;
   {
+    // Prefer a connection of this thread's context (no cross-thread wakeups).
     std::lock_guard<std::mutex> lock(upstream.idle_mutex);
     if (!upstream.idle.empty()) {
-      auto conn = std::move(upstream.idle.back());
-      upstream.idle.pop_back();
+      size_t pick = upstream.idle.size() - 1;
+      for (size_t i = upstream.idle.size(); i-- > 0;) {
+        if (upstream.idle[i]->stream.get_executor() == executor) {
+          pick = i;
+          break;
+        }
+      }
+      auto conn = std::move(upstream.idle[pick]);
+      upstream.idle.erase(upstream.idle.begin() + static_cast<ptrdiff_t>(pick));
       reused = true;
       co_return conn;
     }
   }
   reused = false;
-  auto conn = std::make_unique<UpstreamConn>(net::make_strand(io_));
+  auto conn = std::make_unique<UpstreamConn>(executor);
   co_await Open(upstream, *conn, ec);
   co_return conn;
 }

@@ -1,6 +1,7 @@
 #include "store/content.h"
 
 #include "base/hash.h"
+#include "base/json_scan.h"
 
 namespace forge::store {
 namespace {
@@ -73,7 +74,65 @@ Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
   return Status::DataErr("corrupt content skeleton");
 }
 
+bool WorthABlobText(std::string_view text) {
+  return (IsJsonObject(text) || IsJsonArray(text) || IsJsonString(text)) && text.size() >= kMinPartBytes;
+}
+
+Result<Json> InlineText(std::string_view text) {
+  Json value = Json::parse(text, nullptr, false);
+  if (value.is_discarded()) return Status::DataErr("content is not valid JSON");
+  return value;
+}
+
+Result<Json> SplitValueText(std::string_view v, const InternFn& intern) {
+  if (IsJsonArray(v)) {
+    Json items = Json::array();
+    for (std::string_view element : ArrayElements(v)) {
+      if (WorthABlobText(element)) {
+        std::string text(element);
+        auto id = intern(Sha256Hex(text), text);
+        if (!id.ok()) return id.status();
+        items.push_back(*id);
+      } else {
+        auto value = InlineText(element);
+        if (!value.ok()) return value.status();
+        items.push_back(Json::array({std::move(*value)}));
+      }
+    }
+    return Json::array({"l", std::move(items)});
+  }
+  if (WorthABlobText(v)) {
+    std::string text(v);
+    auto id = intern(Sha256Hex(text), text);
+    if (!id.ok()) return id.status();
+    return Json::array({"b", *id});
+  }
+  auto value = InlineText(v);
+  if (!value.ok()) return value.status();
+  return Json::array({"v", std::move(*value)});
+}
+
 }  // namespace
+
+Result<Json> SplitText(std::string_view text, const InternFn& intern) {
+  if (JsonSyntaxError(text)) return Status::DataErr("content is not valid JSON");
+  text = TrimJson(text);
+  Json skeleton = Json::object();
+  if (!IsJsonObject(text)) {
+    auto part = SplitValueText(text, intern);
+    if (!part.ok()) return part.status();
+    skeleton[""] = std::move(*part);
+    skeleton["$whole"] = true;
+    return skeleton;
+  }
+  for (const JsonMember& member : ObjectMembers(text)) {
+    auto part = SplitValueText(member.value, intern);
+    if (!part.ok()) return part.status();
+    // A parser keeps the last of duplicate keys; so does this.
+    skeleton[DecodeJsonString(member.key)] = std::move(*part);
+  }
+  return skeleton;
+}
 
 Result<Json> Split(const Json& value, const InternFn& intern) {
   Json skeleton = Json::object();

@@ -25,6 +25,10 @@ using InternFn = std::function<Result<int64_t>(const std::string& hash, const st
 using FetchFn = std::function<Result<std::string>(int64_t id)>;
 
 Result<nlohmann::json> Split(const nlohmann::json& value, const InternFn& intern);
+// The same for JSON text, without parsing it: parts are slices of the text
+// (so a part keeps the text's spacing and key order; its hash is of those
+// bytes). Small inline values are parsed. Invalid JSON is DataErr.
+Result<nlohmann::json> SplitText(std::string_view text, const InternFn& intern);
 
 // The chat request a proxy sends upstream is the client's request plus a few
 // fields; it is stored as the exact top-level difference from the client's

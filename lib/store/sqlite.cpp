@@ -19,6 +19,16 @@ Status FromSqlite(sqlite3* db, int rc, std::string_view what) {
 
 bool IsBusy(const Status& status) { return status.code() == ExitCode::kTempFail; }
 
+Statement::~Statement() {
+  if (!stmt_) return;
+  if (cached_) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  } else {
+    sqlite3_finalize(stmt_);
+  }
+}
+
 Statement& Statement::Bind(int index, int64_t value) {
   sqlite3_bind_int64(stmt_, index, value);
   return *this;
@@ -95,7 +105,20 @@ Result<Database> Database::Open(const std::string& path, bool read_only) {
 }
 
 Database::~Database() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
   if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Result<Statement> Database::PrepareCached(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
+                                nullptr);
+    if (rc != SQLITE_OK) return FromSqlite(db_, rc, path_);
+    it = cache_.emplace(std::string(sql), stmt).first;
+  }
+  return Statement(db_, it->second, true);
 }
 
 Result<Statement> Database::Prepare(std::string_view sql) {

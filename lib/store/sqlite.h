@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -16,9 +17,12 @@ namespace forge::store {
 
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  // A cached statement (Database::PrepareCached) is reset, not finalized, when done.
+  Statement(sqlite3* db, sqlite3_stmt* stmt, bool cached = false) : db_(db), stmt_(stmt), cached_(cached) {}
+  ~Statement();
+  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_), cached_(other.cached_) {
+    other.stmt_ = nullptr;
+  }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
@@ -46,17 +50,25 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  bool cached_ = false;
 };
 
 class Database {
  public:
   static Result<Database> Open(const std::string& path, bool read_only);
-  Database(Database&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
+  Database(Database&& other) noexcept
+      : db_(other.db_), path_(std::move(other.path_)), cache_(std::move(other.cache_)) {
+    other.db_ = nullptr;
+    other.cache_.clear();
+  }
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
   ~Database();
 
   Result<Statement> Prepare(std::string_view sql);
+  // The same, compiled once per connection and reused: for statements on a
+  // hot path. One use at a time per SQL text (the store's mutex ensures it).
+  Result<Statement> PrepareCached(std::string_view sql);
   // Runs one or more statements that return no rows.
   Status Execute(std::string_view sql);
   int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
@@ -68,6 +80,7 @@ class Database {
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
 };
 
 // BUSY and LOCKED are worth retrying; everything else is not.

@@ -257,11 +257,11 @@ Result<std::optional<RolloutRow>> Store::RolloutBySecretHash(const std::string& 
 }
 
 Result<int64_t> Store::PutBlob(const std::string& hash, std::string_view data) {
-  auto insert = db_.Prepare("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
+  auto insert = db_.PrepareCached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
   if (!insert.ok()) return insert.status();
   FORGE_RETURN_IF_ERROR(insert->Bind(1, hash).BindBlob(2, data).Run());
   if (db_.Changes() == 1) return db_.LastInsertRowId();
-  auto select = db_.Prepare("SELECT id FROM blobs WHERE hash = ?1");
+  auto select = db_.PrepareCached("SELECT id FROM blobs WHERE hash = ?1");
   if (!select.ok()) return select.status();
   select->Bind(1, hash);
   auto row = select->Step();
@@ -271,7 +271,7 @@ Result<int64_t> Store::PutBlob(const std::string& hash, std::string_view data) {
 }
 
 Result<std::string> Store::GetBlob(int64_t id) {
-  auto stmt = db_.Prepare("SELECT data FROM blobs WHERE id = ?1");
+  auto stmt = db_.PrepareCached("SELECT data FROM blobs WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, id);
   auto row = stmt->Step();
@@ -287,6 +287,19 @@ Result<std::string> Store::PutContent(const Json& value) {
   });
   if (!skeleton.ok()) return skeleton.status();
   return DumpJson(*skeleton);
+}
+
+Result<std::string> Store::PutContentText(std::string_view text) {
+  auto skeleton = SplitText(text, [this](const std::string& hash, const std::string& data) {
+    return PutBlob(hash, data);
+  });
+  if (!skeleton.ok()) return skeleton.status();
+  return DumpJson(*skeleton);
+}
+
+Result<std::string> Store::PutRequestText(std::string_view text) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return PutContentText(text);
 }
 
 Result<Json> Store::GetContent(const std::string& skeleton_text) {
@@ -313,7 +326,7 @@ Status Store::AppendCalls(std::vector<CallRecord>& calls) {
 Status Store::AppendCallLocked(CallRecord& call) {
   call.id = 0;
   if (!call.retry_key.empty()) {
-    auto seen = db_.Prepare("SELECT 1 FROM calls WHERE rollout_id = ?1 AND retry_key = ?2");
+    auto seen = db_.PrepareCached("SELECT 1 FROM calls WHERE rollout_id = ?1 AND retry_key = ?2");
     if (!seen.ok()) return seen.status();
     seen->Bind(1, call.rollout_id).Bind(2, call.retry_key);
     auto row = seen->Step();
@@ -321,7 +334,7 @@ Status Store::AppendCallLocked(CallRecord& call) {
     if (*row) return Status::Ok();
   }
   if (call.seq < 0) {
-    auto next = db_.Prepare("SELECT COALESCE(MAX(seq) + 1, 0) FROM calls WHERE rollout_id = ?1");
+    auto next = db_.PrepareCached("SELECT COALESCE(MAX(seq) + 1, 0) FROM calls WHERE rollout_id = ?1");
     if (!next.ok()) return next.status();
     next->Bind(1, call.rollout_id);
     auto row = next->Step();
@@ -342,19 +355,27 @@ Status Store::AppendCallLocked(CallRecord& call) {
   }
   std::vector<int32_t> suffix(call.prompt_ids.begin() + static_cast<ptrdiff_t>(prefix), call.prompt_ids.end());
 
-  auto request = PutContent(call.request);
-  auto response = PutContent(call.response);
+  auto content = [this](const Json& value, const std::string& text) {
+    return value.is_null() && !text.empty() ? PutContentText(text) : PutContent(value);
+  };
+  auto request = !call.request_skeleton.empty() ? Result<std::string>(call.request_skeleton)
+                                                : content(call.request, call.request_text);
+  auto response = content(call.response, call.response_text);
   // The upstream request repeats the client's request; keep only the difference.
   bool diff_upstream = call.request.is_object() && call.upstream_request.is_object();
-  auto upstream_request = PutContent(diff_upstream ? TopLevelDiff(call.request, call.upstream_request)
-                                                   : call.upstream_request);
-  if (diff_upstream && upstream_request.ok()) *upstream_request = "D" + *upstream_request;
-  auto upstream_response = PutContent(call.upstream_response);
+  bool patch_upstream = call.upstream_request.is_null() && call.upstream_request_patch.is_object();
+  auto upstream_request = patch_upstream ? PutContent(call.upstream_request_patch)
+                          : diff_upstream ? PutContent(TopLevelDiff(call.request, call.upstream_request))
+                                          : PutContent(call.upstream_request);
+  if ((patch_upstream || diff_upstream) && upstream_request.ok()) *upstream_request = "D" + *upstream_request;
+  bool same_response = call.upstream_response.is_null() && call.response.is_null() &&
+                       !call.response_text.empty() && call.upstream_response_text == call.response_text;
+  auto upstream_response = same_response ? response : content(call.upstream_response, call.upstream_response_text);
   for (auto* r : {&request, &response, &upstream_request, &upstream_response}) {
     if (!r->ok()) return r->status();
   }
 
-  auto stmt = db_.Prepare(
+  auto stmt = db_.PrepareCached(
       "INSERT INTO calls (rollout_id, seq, started_at, first_token_at, ended_at, client_format, upstream, "
       "model, policy_version_start, policy_version_end, request, response, upstream_request, "
       "upstream_response, prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, "

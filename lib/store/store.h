@@ -67,6 +67,17 @@ struct CallRecord {
   std::string error;
   bool side_call = false;  // token counting, titles, helper-model calls
   std::string retry_key;   // an SDK retry with the same key is not recorded twice
+
+  // Cheaper forms for a proxy that relays bytes (each used when the Json
+  // field above is null): the request and responses as their JSON text,
+  // stored by slicing the text into parts without parsing it, and the
+  // upstream request as a top-level patch of the request ({"set": {...},
+  // "unset": [...]}, what TopLevelDiff makes). Readers get Json as usual.
+  std::string request_text;
+  std::string request_skeleton;  // the request's parts stored ahead by PutRequestText
+  std::string response_text;
+  std::string upstream_response_text;
+  Json upstream_request_patch;
 };
 
 struct StoreStats {
@@ -102,6 +113,11 @@ class Store {
   // ids and sequence numbers. A call whose (rollout, retry_key) is already
   // stored is skipped and its id left 0.
   Status AppendCalls(std::vector<CallRecord>& calls);
+  // Stores a request's parts ahead of its call (a proxy does it while the
+  // upstream answers, so the call's own commit stays small); returns the
+  // value for CallRecord::request_skeleton. Run it inside WriteTransaction.
+  // Parts of a call that is never appended are harmless: content-addressed.
+  Result<std::string> PutRequestText(std::string_view text);
   // A rollout's calls in seq order. kTokens reads only what token-level
   // training data needs (ids, logprobs, finish reason, status, versions,
   // side-call flag) and leaves request/response/usage null: the content is
@@ -143,6 +159,7 @@ class Store {
   Status Migrate(int target_version);
   Status WriteTransactionLocked(const std::function<Status()>& fn);
   Result<std::string> PutContent(const Json& value);
+  Result<std::string> PutContentText(std::string_view text);
   Result<Json> GetContent(const std::string& skeleton);
   Result<int64_t> PutBlob(const std::string& hash, std::string_view data);
   Result<std::string> GetBlob(int64_t id);

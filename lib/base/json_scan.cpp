@@ -1,0 +1,458 @@
+#include "base/json_scan.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace forge {
+namespace {
+
+// Byte classes inside a string: 0 plain, 1 quote, 2 backslash, 3 control, 4 UTF-8 lead/continuation.
+struct StringClasses {
+  unsigned char cls[256];
+  constexpr StringClasses() : cls() {
+    for (int c = 0; c < 256; ++c) {
+      cls[c] = c < 0x20 ? 3 : c == '"' ? 1 : c == '\\' ? 2 : c >= 0x80 ? 4 : 0;
+    }
+  }
+};
+constexpr StringClasses kString;
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Four hex digits at s[i..i+4), or -1.
+int Hex4(std::string_view s, size_t i) {
+  if (i + 4 > s.size()) return -1;
+  int v = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    int h = HexValue(s[i + k]);
+    if (h < 0) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+class Validator {
+ public:
+  explicit Validator(std::string_view s) : s_(s) {}
+
+  std::optional<std::string> Run() {
+    if (s_.size() >= 3 && static_cast<unsigned char>(s_[0]) == 0xEF) {
+      if (static_cast<unsigned char>(s_[1]) != 0xBB || static_cast<unsigned char>(s_[2]) != 0xBF) {
+        return Fail("invalid byte-order mark");
+      }
+      i_ = 3;
+    } else if (!s_.empty() && static_cast<unsigned char>(s_[0]) == 0xEF) {
+      return Fail("invalid byte-order mark");
+    }
+    // Containers as a stack of '{' / '[' (no recursion: hostile nesting cannot overflow).
+    std::string stack;
+    SkipSpace();
+    for (;;) {
+      // A value is expected here.
+      if (i_ >= s_.size()) return Fail("unexpected end of input; expected a value");
+      char c = s_[i_];
+      if (c == '{') {
+        ++i_;
+        SkipSpace();
+        if (i_ < s_.size() && s_[i_] == '}') {
+          ++i_;
+        } else {
+          if (auto e = Key()) return e;
+          stack.push_back('{');
+          continue;
+        }
+      } else if (c == '[') {
+        ++i_;
+        SkipSpace();
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+        } else {
+          stack.push_back('[');
+          continue;
+        }
+      } else if (c == '"') {
+        if (auto e = String()) return e;
+      } else if (c == '-' || IsDigit(c)) {
+        if (auto e = Number()) return e;
+      } else if (!Literal("true") && !Literal("false") && !Literal("null")) {
+        return Fail("unexpected character; expected a value");
+      }
+      // After a value: close containers or go on to the next member/element.
+      for (;;) {
+        SkipSpace();
+        if (stack.empty()) {
+          // A NUL byte ends the input, as it does for nlohmann::json.
+          if (i_ != s_.size() && s_[i_] != '\0') return Fail("unexpected text after the value");
+          return std::nullopt;
+        }
+        if (i_ >= s_.size()) return Fail("unexpected end of input");
+        char d = s_[i_];
+        char close = stack.back() == '{' ? '}' : ']';
+        if (d == close) {
+          ++i_;
+          stack.pop_back();
+          continue;
+        }
+        if (d != ',') return Fail(stack.back() == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+        ++i_;
+        SkipSpace();
+        if (stack.back() == '{') {
+          if (auto e = Key()) return e;
+        }
+        break;
+      }
+    }
+  }
+
+ private:
+  std::optional<std::string> Fail(const std::string& why) const {
+    return why + " at byte " + std::to_string(i_);
+  }
+
+  void SkipSpace() {
+    while (i_ < s_.size() && IsSpace(s_[i_])) ++i_;
+  }
+
+  bool Literal(std::string_view word) {
+    if (s_.compare(i_, word.size(), word) != 0) return false;
+    i_ += word.size();
+    return true;
+  }
+
+  // A member's key and its colon; leaves i_ at the value.
+  std::optional<std::string> Key() {
+    if (i_ >= s_.size() || s_[i_] != '"') return Fail("expected a string key");
+    if (auto e = String()) return e;
+    SkipSpace();
+    if (i_ >= s_.size() || s_[i_] != ':') return Fail("expected ':' after the key");
+    ++i_;
+    SkipSpace();
+    return std::nullopt;
+  }
+
+  std::optional<std::string> String() {
+    ++i_;  // the opening quote
+    const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
+    size_t n = s_.size();
+    for (;;) {
+      while (i_ < n && kString.cls[p[i_]] == 0) ++i_;
+      if (i_ >= n) return Fail("unterminated string");
+      unsigned char c = p[i_];
+      switch (kString.cls[c]) {
+        case 1:
+          ++i_;
+          return std::nullopt;
+        case 2:
+          if (auto e = Escape()) return e;
+          break;
+        case 3:
+          return Fail("control character in a string (must be escaped)");
+        default:
+          if (auto e = Utf8()) return e;
+      }
+    }
+  }
+
+  std::optional<std::string> Escape() {
+    if (i_ + 1 >= s_.size()) return Fail("unterminated string");
+    char e = s_[i_ + 1];
+    if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+      i_ += 2;
+      return std::nullopt;
+    }
+    if (e != 'u') return Fail("invalid escape in a string");
+    int cp = Hex4(s_, i_ + 2);
+    if (cp < 0) return Fail("\\u must be followed by four hex digits");
+    i_ += 6;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return Fail("lone low surrogate in \\u escape");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      if (i_ + 1 >= s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') {
+        return Fail("high surrogate not followed by a low surrogate");
+      }
+      int low = Hex4(s_, i_ + 2);
+      if (low < 0xDC00 || low > 0xDFFF) return Fail("high surrogate not followed by a low surrogate");
+      i_ += 6;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> Utf8() {
+    const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
+    size_t n = s_.size();
+    unsigned char c = p[i_];
+    auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
+      return i_ + k < n && p[i_ + k] >= lo && p[i_ + k] <= hi;
+    };
+    size_t len = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = cont(1, 0x80, 0xBF) ? 2 : 0;
+    } else if (c == 0xE0) {
+      len = cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+      len = cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
+    } else if (c == 0xED) {
+      len = cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF) ? 3 : 0;
+    } else if (c == 0xF0) {
+      len = cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+    } else if (c >= 0xF1 && c <= 0xF3) {
+      len = cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+    } else if (c == 0xF4) {
+      len = cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+    }
+    if (len == 0) return Fail("invalid UTF-8 in a string");
+    i_ += len;
+    return std::nullopt;
+  }
+
+  std::optional<std::string> Number() {
+    size_t start = i_;
+    bool integer = true;
+    if (s_[i_] == '-') ++i_;
+    if (i_ >= s_.size() || !IsDigit(s_[i_])) return Fail("invalid number");
+    if (s_[i_] == '0') {
+      ++i_;
+    } else {
+      while (i_ < s_.size() && IsDigit(s_[i_])) ++i_;
+    }
+    if (i_ < s_.size() && s_[i_] == '.') {
+      integer = false;
+      ++i_;
+      if (i_ >= s_.size() || !IsDigit(s_[i_])) return Fail("invalid number: digits must follow '.'");
+      while (i_ < s_.size() && IsDigit(s_[i_])) ++i_;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      integer = false;
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (i_ >= s_.size() || !IsDigit(s_[i_])) return Fail("invalid number: digits must follow the exponent");
+      while (i_ < s_.size() && IsDigit(s_[i_])) ++i_;
+    }
+    // A parser turns what does not fit an integer into a double, and refuses
+    // one that overflows to infinity.
+    if (!integer || i_ - start > 18) {
+      if (!JsonNumber(s_.substr(start, i_ - start)).has_value()) {
+        size_t end = i_;
+        i_ = start;
+        auto e = Fail("number overflow");
+        i_ = end;
+        return e;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// Index just past the string starting at s[i] == '"' (valid text). Strings
+// are most of a request's bytes, so this jumps from quote to quote (memchr)
+// and counts the backslashes before each.
+size_t SkipString(std::string_view s, size_t i) {
+  const char* p = s.data();
+  size_t n = s.size();
+  ++i;
+  for (;;) {
+    const void* q = i < n ? std::memchr(p + i, '"', n - i) : nullptr;
+    if (!q) return n;
+    size_t at = static_cast<size_t>(static_cast<const char*>(q) - p);
+    size_t run = at;
+    while (run > i && p[run - 1] == '\\') --run;
+    if ((at - run) % 2 == 0) return at + 1;  // an even run of backslashes: the quote ends the string
+    i = at + 1;
+  }
+}
+
+// Index just past the value starting at s[i] (valid text).
+size_t SkipValue(std::string_view s, size_t i) {
+  char c = s[i];
+  if (c == '"') return SkipString(s, i);
+  if (c == '{' || c == '[') {
+    int depth = 0;
+    while (i < s.size()) {
+      char d = s[i];
+      if (d == '"') {
+        i = SkipString(s, i);
+        continue;
+      }
+      if (d == '{' || d == '[') ++depth;
+      if (d == '}' || d == ']') {
+        if (--depth == 0) return i + 1;
+      }
+      ++i;
+    }
+    return s.size();
+  }
+  while (i < s.size() && !IsSpace(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']') ++i;
+  return i;
+}
+
+size_t SkipSpaces(std::string_view s, size_t i) {
+  while (i < s.size() && IsSpace(s[i])) ++i;
+  return i;
+}
+
+void AppendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> JsonSyntaxError(std::string_view text) { return Validator(text).Run(); }
+
+std::string_view TrimJson(std::string_view text) {
+  if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.remove_prefix(3);
+  while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
+  while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::vector<JsonMember> ObjectMembers(std::string_view object) {
+  std::vector<JsonMember> members;
+  object = TrimJson(object);
+  if (!IsJsonObject(object)) return members;
+  size_t i = SkipSpaces(object, 1);
+  while (i < object.size() && object[i] == '"') {
+    size_t key_end = SkipString(object, i);
+    JsonMember m;
+    m.key = object.substr(i + 1, key_end - i - 2);
+    i = SkipSpaces(object, key_end);
+    i = SkipSpaces(object, i + 1);  // the colon
+    size_t value_end = SkipValue(object, i);
+    m.value = object.substr(i, value_end - i);
+    members.push_back(m);
+    i = SkipSpaces(object, value_end);
+    if (i < object.size() && object[i] == ',') i = SkipSpaces(object, i + 1);
+  }
+  return members;
+}
+
+std::vector<std::string_view> ArrayElements(std::string_view array) {
+  std::vector<std::string_view> elements;
+  array = TrimJson(array);
+  if (!IsJsonArray(array)) return elements;
+  size_t i = SkipSpaces(array, 1);
+  while (i < array.size() && array[i] != ']') {
+    size_t end = SkipValue(array, i);
+    elements.push_back(array.substr(i, end - i));
+    i = SkipSpaces(array, end);
+    if (i < array.size() && array[i] == ',') i = SkipSpaces(array, i + 1);
+  }
+  return elements;
+}
+
+bool JsonMember::KeyIs(std::string_view name) const {
+  if (key.find('\\') == std::string_view::npos) return key == name;
+  return DecodeJsonString(key) == name;
+}
+
+const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string_view name) {
+  for (auto it = members.rbegin(); it != members.rend(); ++it) {
+    if (it->KeyIs(name)) return &*it;
+  }
+  return nullptr;
+}
+
+std::string DecodeJsonString(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c != '\\' || i + 1 >= raw.size()) {
+      out += c;
+      continue;
+    }
+    char e = raw[++i];
+    switch (e) {
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        int cp = Hex4(raw, i + 1);
+        if (cp < 0) return out;  // (not valid text)
+        i += 4;
+        uint32_t code = static_cast<uint32_t>(cp);
+        if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 < raw.size() && raw[i + 1] == '\\' && raw[i + 2] == 'u') {
+          int low = Hex4(raw, i + 3);
+          if (low >= 0xDC00 && low <= 0xDFFF) {
+            code = 0x10000 + ((static_cast<uint32_t>(cp) - 0xD800) << 10) + (static_cast<uint32_t>(low) - 0xDC00);
+            i += 6;
+          }
+        }
+        AppendUtf8(out, code);
+        break;
+      }
+      default: out += e;  // " \ /
+    }
+  }
+  return out;
+}
+
+std::optional<int64_t> JsonInteger(std::string_view v) {
+  if (v.empty() || v.size() > 19) return std::nullopt;
+  size_t i = 0;
+  bool negative = v[0] == '-';
+  if (negative) ++i;
+  if (i >= v.size()) return std::nullopt;
+  int64_t value = 0;
+  for (; i < v.size(); ++i) {
+    if (!IsDigit(v[i])) return std::nullopt;
+    value = value * 10 + (v[i] - '0');
+  }
+  return negative ? -value : value;
+}
+
+std::optional<double> JsonNumber(std::string_view v) {
+  if (auto i = JsonInteger(v)) return static_cast<double>(*i);
+  char small[64];
+  std::string big;
+  const char* text;
+  if (v.size() < sizeof(small)) {
+    std::memcpy(small, v.data(), v.size());
+    small[v.size()] = '\0';
+    text = small;
+  } else {
+    big.assign(v);
+    text = big.c_str();
+  }
+  char* end = nullptr;
+  double d = std::strtod(text, &end);
+  if (end == text || static_cast<size_t>(end - text) != v.size() || !std::isfinite(d)) return std::nullopt;
+  return d;
+}
+
+void JsonObjectWriter::Raw(std::string_view raw_key, std::string_view value) {
+  if (!first_) out_ += ',';
+  first_ = false;
+  out_ += '"';
+  out_ += raw_key;
+  out_ += "\":";
+  out_ += value;
+}
+
+}  // namespace forge

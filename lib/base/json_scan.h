@@ -1,0 +1,74 @@
+// Reading JSON text without building a document. The proxy's hot path only
+// needs a few fields of a request or stream chunk, and the requests are big
+// (a harness resends its whole conversation every call): it validates the
+// bytes once, finds the members it cares about as spans of the text, and
+// edits those spans in place instead of parsing and re-serialising the body.
+//
+// Validation accepts exactly what nlohmann::json::parse accepts (RFC 8259,
+// UTF-8 checked, a leading byte-order mark skipped, a NUL byte after the
+// value taken as the end of the input), so a body is rejected
+// here if and only if the parser would reject it. The span helpers assume
+// text that has been validated.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace forge {
+
+// Checks that text is one JSON value, surrounding whitespace allowed.
+// Returns std::nullopt, or why not and at which byte offset.
+std::optional<std::string> JsonSyntaxError(std::string_view text);
+
+// One member of an object, as spans of the validated text.
+struct JsonMember {
+  std::string_view key;    // raw, between the quotes: escapes not decoded
+  std::string_view value;  // the value's text, without surrounding whitespace
+  // Compares the decoded key with name.
+  bool KeyIs(std::string_view name) const;
+};
+
+// The value's text without surrounding whitespace (and a leading byte-order mark).
+std::string_view TrimJson(std::string_view text);
+
+// The members of the object `object` (valid JSON starting with '{'), in
+// order, duplicates included; empty for anything that is not an object.
+std::vector<JsonMember> ObjectMembers(std::string_view object);
+// The elements of the array `array` (valid JSON starting with '['), in order.
+std::vector<std::string_view> ArrayElements(std::string_view array);
+
+// The last member named name (a parser keeps the last of duplicate keys).
+const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string_view name);
+
+// The decoded contents of a raw JSON string body (between the quotes).
+std::string DecodeJsonString(std::string_view raw);
+
+inline bool IsJsonObject(std::string_view v) { return !v.empty() && v.front() == '{'; }
+inline bool IsJsonArray(std::string_view v) { return !v.empty() && v.front() == '['; }
+inline bool IsJsonString(std::string_view v) { return !v.empty() && v.front() == '"'; }
+inline bool IsJsonNull(std::string_view v) { return v == "null"; }
+inline bool IsJsonTrue(std::string_view v) { return v == "true"; }
+inline bool IsJsonBool(std::string_view v) { return v == "true" || v == "false"; }
+// An integer written without fraction or exponent that fits in int64.
+std::optional<int64_t> JsonInteger(std::string_view v);
+// Any JSON number as a double.
+std::optional<double> JsonNumber(std::string_view v);
+
+// Builds an object from member texts: "{" + each (raw key, value) + extra
+// members + "}". Used to drop or replace members without touching the rest.
+class JsonObjectWriter {
+ public:
+  explicit JsonObjectWriter(size_t reserve = 0) { out_.reserve(reserve + 2); out_ += '{'; }
+  void Raw(std::string_view raw_key, std::string_view value);  // key as written, without quotes
+  void Member(const JsonMember& m) { Raw(m.key, m.value); }
+  std::string Finish() && { out_ += '}'; return std::move(out_); }
+
+ private:
+  std::string out_;
+  bool first_ = true;
+};
+
+}  // namespace forge

@@ -1,0 +1,274 @@
+#include "proxy/pass_through.h"
+
+#include <cstdlib>
+
+#include "base/json_scan.h"
+
+namespace forge::proxy {
+namespace {
+
+using forge::ArrayElements;
+using forge::FindMember;
+using forge::IsJsonArray;
+using forge::IsJsonNull;
+using forge::IsJsonObject;
+using forge::IsJsonString;
+using forge::IsJsonTrue;
+using forge::JsonMember;
+using forge::JsonObjectWriter;
+using forge::ObjectMembers;
+
+// Digits with an optional minus: what a parser reads as an integer.
+bool IsIntegerText(std::string_view v) {
+  if (!v.empty() && v.front() == '-') v.remove_prefix(1);
+  if (v.empty()) return false;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+bool IsPositiveInteger(std::string_view v) {
+  return IsIntegerText(v) && v.front() != '-' && v.find_first_not_of('0') != std::string_view::npos;
+}
+
+std::string StringValue(std::string_view v) {
+  return IsJsonString(v) ? forge::DecodeJsonString(v.substr(1, v.size() - 2)) : std::string();
+}
+
+void AppendIds(std::string_view array, std::vector<int32_t>& into) {
+  if (!IsJsonArray(array)) return;
+  for (std::string_view id : ArrayElements(array)) {
+    if (auto v = forge::JsonInteger(id)) into.push_back(static_cast<int32_t>(*v));
+  }
+}
+
+// "token_id:123" → 123 (vLLM --return-tokens-as-token-ids), else -1.
+int64_t TokenIdFromString(std::string_view token) {
+  constexpr std::string_view kPrefix = "\"token_id:";
+  if (token.size() < kPrefix.size() + 2 || token.compare(0, kPrefix.size(), kPrefix) != 0 || token.back() != '"') {
+    return -1;
+  }
+  auto id = forge::JsonInteger(token.substr(kPrefix.size(), token.size() - kPrefix.size() - 1));
+  return id && *id >= 0 ? *id : -1;
+}
+
+float LogprobValue(std::string_view v) {
+  auto d = forge::JsonNumber(v);
+  return d ? static_cast<float>(*d) : 0.0f;
+}
+
+// Choice 0's tokens, as HarvestTokens takes them from a parsed chunk.
+void HarvestChoice(const std::vector<JsonMember>& choice, CapturedTokens& into) {
+  if (const JsonMember* p = FindMember(choice, "prompt_token_ids"); p && into.prompt_ids.empty()) {
+    AppendIds(p->value, into.prompt_ids);
+  }
+  bool have_ids = false;
+  if (const JsonMember* t = FindMember(choice, "token_ids"); t && IsJsonArray(t->value)) {
+    AppendIds(t->value, into.completion_ids);
+    have_ids = true;
+  }
+  const JsonMember* lp = FindMember(choice, "logprobs");
+  if (!lp || !IsJsonObject(lp->value)) return;
+  auto logprobs = ObjectMembers(lp->value);
+  if (const JsonMember* content = FindMember(logprobs, "content"); content && IsJsonArray(content->value)) {
+    for (std::string_view entry : ArrayElements(content->value)) {
+      auto fields = ObjectMembers(entry);
+      if (const JsonMember* v = FindMember(fields, "logprob"); v && forge::JsonNumber(v->value)) {
+        into.logprobs.push_back(LogprobValue(v->value));
+      }
+      if (!have_ids) {
+        const JsonMember* token = FindMember(fields, "token");
+        int64_t id = token ? TokenIdFromString(token->value) : -1;
+        if (id >= 0) into.completion_ids.push_back(static_cast<int32_t>(id));
+      }
+    }
+  } else if (const JsonMember* values = FindMember(logprobs, "token_logprobs"); values && IsJsonArray(values->value)) {
+    for (std::string_view v : ArrayElements(values->value)) into.logprobs.push_back(LogprobValue(v));
+    if (!have_ids) {
+      if (const JsonMember* tokens = FindMember(logprobs, "tokens"); tokens && IsJsonArray(tokens->value)) {
+        for (std::string_view t : ArrayElements(tokens->value)) {
+          int64_t id = TokenIdFromString(t);
+          if (id >= 0) into.completion_ids.push_back(static_cast<int32_t>(id));
+        }
+      }
+    }
+  }
+}
+
+int64_t ChoiceIndex(const std::vector<JsonMember>& choice) {
+  const JsonMember* index = FindMember(choice, "index");
+  if (!index) return 0;
+  auto v = forge::JsonInteger(index->value);
+  return v ? *v : -1;
+}
+
+}  // namespace
+
+Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions) {
+  if (auto error = forge::JsonSyntaxError(body)) {
+    return Status::DataErr("request body is not valid JSON: " + *error);
+  }
+  std::string_view object = forge::TrimJson(body);
+  if (!IsJsonObject(object)) return Status::DataErr("request body: must be a JSON object");
+  std::vector<JsonMember> members = ObjectMembers(object);
+  if (completions) {
+    const JsonMember* prompt = FindMember(members, "prompt");
+    if (!prompt || !(IsJsonString(prompt->value) || IsJsonArray(prompt->value))) {
+      return Status::DataErr("prompt: must be a string, a list of strings or a list of token ids");
+    }
+  } else {
+    const JsonMember* messages = FindMember(members, "messages");
+    if (!messages || !IsJsonArray(messages->value)) return Status::DataErr("messages: must be an array of messages");
+    size_t i = 0;
+    for (std::string_view message : ArrayElements(messages->value)) {
+      const JsonMember* role = nullptr;
+      std::vector<JsonMember> fields;
+      if (IsJsonObject(message)) {
+        fields = ObjectMembers(message);
+        role = FindMember(fields, "role");
+      }
+      if (!role || !IsJsonString(role->value)) {
+        return Status::DataErr("messages[" + std::to_string(i) + "].role: missing or not a string");
+      }
+      ++i;
+    }
+  }
+  const JsonMember* stream = FindMember(members, "stream");
+  if (stream && !forge::IsJsonBool(stream->value) && !IsJsonNull(stream->value)) {
+    return Status::DataErr("stream: must be a boolean");
+  }
+
+  PassThroughRequest out;
+  out.stream = stream && IsJsonTrue(stream->value);
+  if (const JsonMember* model = FindMember(members, "model")) out.model = StringValue(model->value);
+  CaptureWants& wants = out.wants;
+  wants.completions = completions;
+  const JsonMember* token_ids = FindMember(members, "return_token_ids");
+  wants.token_ids = token_ids && IsJsonTrue(token_ids->value);
+  const JsonMember* logprobs = FindMember(members, "logprobs");
+  // The fields the proxy sets, as JSON text (AddCaptureFields does the same on a document).
+  std::vector<std::pair<std::string_view, std::string_view>> set;
+  if (completions) {
+    // logprobs: int (number of alternatives); 0 returns the chosen token's only.
+    wants.logprobs = logprobs && IsIntegerText(logprobs->value);
+    wants.top_logprobs = wants.logprobs && IsPositiveInteger(logprobs->value);
+    if (!wants.logprobs) set.emplace_back("logprobs", "0");
+  } else {
+    wants.logprobs = logprobs && IsJsonTrue(logprobs->value);
+    const JsonMember* top = FindMember(members, "top_logprobs");
+    wants.top_logprobs = top && IsPositiveInteger(top->value);
+    if (!wants.logprobs) {
+      set.emplace_back("logprobs", "true");
+      set.emplace_back("top_logprobs", "0");
+    }
+  }
+  set.emplace_back("return_token_ids", "true");
+  const JsonMember* stream_options = FindMember(members, "stream_options");
+  if (out.stream && !stream_options) set.emplace_back("stream_options", R"({"include_usage":true})");
+  if (out.stream && !completions) {
+    const JsonMember* include = nullptr;
+    if (stream_options && IsJsonObject(stream_options->value)) {
+      auto options = ObjectMembers(stream_options->value);
+      include = FindMember(options, "include_usage");
+    }
+    out.client_wants_usage = include && IsJsonTrue(include->value);
+  }
+
+  JsonObjectWriter writer(object.size() + 96);
+  for (const JsonMember& m : members) {
+    bool replaced = false;
+    for (const auto& [key, value] : set) replaced = replaced || m.KeyIs(key);
+    if (!replaced) writer.Member(m);
+  }
+  nlohmann::json patch_set = nlohmann::json::object();
+  for (const auto& [key, value] : set) {
+    writer.Raw(key, value);
+    patch_set[std::string(key)] = nlohmann::json::parse(value);
+  }
+  out.upstream_body = std::move(writer).Finish();
+  out.upstream_patch = {{"set", std::move(patch_set)}, {"unset", nlohmann::json::array()}};
+  return out;
+}
+
+Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWants& wants, bool drop_usage,
+                                         CapturedTokens& tokens) {
+  if (auto error = forge::JsonSyntaxError(body)) return Status::DataErr("not JSON: " + *error);
+  std::string_view object = forge::TrimJson(body);
+  if (!IsJsonObject(object)) return Status::DataErr("not a JSON object");
+  PassThroughChunk out;
+  std::vector<JsonMember> members = ObjectMembers(object);
+  if (const JsonMember* error = FindMember(members, "error")) {
+    out.is_error = true;
+    out.text = std::string(error->value);
+    return out;
+  }
+  if (const JsonMember* p = FindMember(members, "prompt_token_ids")) AppendIds(p->value, tokens.prompt_ids);
+  if (const JsonMember* usage = FindMember(members, "usage"); usage && !IsJsonNull(usage->value)) {
+    out.usage = std::string(usage->value);
+  }
+
+  const JsonMember* choices = FindMember(members, "choices");
+  std::string new_choices;  // rebuilt only when a choice changes
+  out.final = true;
+  if (choices && IsJsonArray(choices->value)) {
+    std::vector<std::string_view> elements = ArrayElements(choices->value);
+    out.usage_only = elements.empty();
+    out.final = elements.empty();
+    bool changed = false;
+    std::string rebuilt = "[";
+    for (size_t i = 0; i < elements.size(); ++i) {
+      std::string_view element = elements[i];
+      if (i) rebuilt += ',';
+      if (!IsJsonObject(element)) {
+        rebuilt += element;
+        continue;
+      }
+      std::vector<JsonMember> choice = ObjectMembers(element);
+      if (ChoiceIndex(choice) == 0) HarvestChoice(choice, tokens);
+      const JsonMember* finish = FindMember(choice, "finish_reason");
+      if (finish && !IsJsonNull(finish->value)) out.final = true;
+      if (i == 0 && finish && IsJsonString(finish->value)) out.finish_reason = StringValue(finish->value);
+      bool edit = false;
+      for (const JsonMember& m : choice) {
+        if (!wants.token_ids && (m.KeyIs("token_ids") || m.KeyIs("prompt_token_ids"))) edit = true;
+        if (!wants.logprobs && m.KeyIs("logprobs") && !IsJsonNull(m.value)) edit = true;
+      }
+      if (!edit) {
+        rebuilt += element;
+        continue;
+      }
+      changed = true;
+      JsonObjectWriter writer(element.size());
+      for (const JsonMember& m : choice) {
+        if (!wants.token_ids && (m.KeyIs("token_ids") || m.KeyIs("prompt_token_ids"))) continue;
+        // OpenAI sends "logprobs": null when none were asked for.
+        writer.Raw(m.key, !wants.logprobs && m.KeyIs("logprobs") ? std::string_view("null") : m.value);
+      }
+      rebuilt += std::move(writer).Finish();
+    }
+    rebuilt += ']';
+    if (changed) new_choices = std::move(rebuilt);
+  }
+
+  bool drop_prompt_ids = !wants.token_ids && FindMember(members, "prompt_token_ids");
+  bool drop_usage_now = drop_usage && FindMember(members, "usage");
+  if (new_choices.empty() && !drop_prompt_ids && !drop_usage_now) {
+    out.text = std::string(object);
+    return out;
+  }
+  JsonObjectWriter writer(object.size());
+  for (const JsonMember& m : members) {
+    if (!wants.token_ids && m.KeyIs("prompt_token_ids")) continue;
+    if (drop_usage && m.KeyIs("usage")) continue;
+    if (!new_choices.empty() && m.KeyIs("choices")) {
+      writer.Raw(m.key, new_choices);
+      continue;
+    }
+    writer.Member(m);
+  }
+  out.text = std::move(writer).Finish();
+  return out;
+}
+
+}  // namespace forge::proxy

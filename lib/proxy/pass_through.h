@@ -1,0 +1,55 @@
+// OpenAI chat and completions are the upstream's own formats, so for them the
+// proxy works on bytes: the upstream request is the client's body with the
+// capture fields spliced in, and a response or stream chunk is the
+// upstream's bytes with the token fields cut out. Nothing is parsed into a
+// document or re-serialised on the way (requests are hundreds of KB; a
+// stream is hundreds of chunks), and what the client sees is byte for byte
+// what the upstream sent, minus what the proxy added.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "proxy/token_capture.h"
+
+namespace forge::proxy {
+
+struct PassThroughRequest {
+  bool stream = false;
+  // A chat stream carries a usage chunk only when the client asked for it
+  // (stream_options.include_usage); the proxy always asks, for the record.
+  bool client_wants_usage = true;
+  CaptureWants wants;
+  std::string model;
+  std::string upstream_body;  // the bytes to send upstream
+  // The upstream request as the store's top-level patch of the client's:
+  // {"set": {...}, "unset": []}.
+  nlohmann::json upstream_patch;
+};
+
+// Validates a chat (completions = false) or completions request body — the
+// same checks, in the same order and words, as parsing it would make — and
+// builds the upstream request. Invalid JSON is InvalidArgument ("request body
+// is not valid JSON: ..."); a bad field is DataErr naming it.
+Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions);
+
+// One upstream response or stream chunk, with the token fields harvested and cut.
+struct PassThroughChunk {
+  std::string text;        // what the client gets (compact where edited, else as sent)
+  bool is_error = false;   // carries "error" (a failed stream); text is the error's value
+  bool final = false;      // no choices, or a finish_reason: hold it until the call is committed
+  bool usage_only = false; // "choices": [] — the usage chunk
+  std::string usage;       // the usage value's text, if any and not null
+  std::string finish_reason;  // choice 0's, if a string
+};
+
+// Harvests prompt ids, completion ids and logprobs of choice 0 into tokens,
+// then removes what the client did not ask for (ids; logprobs → null; usage
+// when drop_usage). body must be valid JSON (an object); Status otherwise.
+Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWants& wants, bool drop_usage,
+                                         CapturedTokens& tokens);
+
+}  // namespace forge::proxy

@@ -1,0 +1,189 @@
+// The byte-level JSON reader the proxy's hot path uses, and the pass-through
+// request splice and response strip built on it. The reader must reject
+// exactly what nlohmann::json rejects; the splice must produce a body that
+// parses to the client's request plus the capture fields, whatever the
+// client's spacing, escapes or duplicate keys.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/json_scan.h"
+#include "proxy/pass_through.h"
+#include "proxy/token_capture.h"
+
+using Json = nlohmann::json;
+using namespace forge;
+
+namespace {
+
+bool NlohmannAccepts(std::string_view text) {
+  try {
+    (void)Json::parse(text);
+    return true;
+  } catch (const Json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("json scan: accepts and rejects exactly what nlohmann::json does") {
+  const std::vector<std::string> cases = {
+      "{}", "[]", "0", "-0", "1.5e3", "-1E-2", "\"x\"", "true", "false", "null", " \n\t{\"a\" : [1, 2 ,3] }\r\n",
+      "\xEF\xBB\xBF{}", "{\"a\":\"\\u00e9\\ud83d\\ude00\\n\\\"\"}", "\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"",
+      "123456789012345678901234567890", "1e308",
+      // rejected:
+      "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "1.", ".5", "-", "1e", "+1", "tru",
+      "nul", "[1 2]", "{} {}", "\"abc", "\"a\tb\"", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
+      "\"\\ud800\\u0041\"", "\"\xC0\xAF\"", "\"\xED\xA0\x80\"", "\"\xF5\x80\x80\x80\"", "\"\xE2\x82\"", "\xEF\xBB{}",
+      "1e400", "-1e999", "[1]x", "\"a\"\"b\"", std::string("{\"a\":1}\0", 8), std::string("{\"a\":1}\0x", 9),
+      std::string("[1,\0]", 5), "[[[[[[[[[[[[]]]]]]]]]]]]",
+      std::string(10000, '['),
+  };
+  for (const std::string& text : cases) {
+    CAPTURE(text);
+    CHECK(!JsonSyntaxError(text).has_value() == NlohmannAccepts(text));
+  }
+}
+
+TEST_CASE("json scan: members and elements as spans, duplicates kept, last one found") {
+  std::string text = R"( { "a" : 1 , "b\u0022" : {"x": [1, "]"]}, "a": "two", "c": [ 1 , {"d": "}"} ] } )";
+  REQUIRE_FALSE(JsonSyntaxError(text));
+  auto members = ObjectMembers(text);
+  REQUIRE(members.size() == 4);
+  CHECK(members[0].key == "a");
+  CHECK(members[0].value == "1");
+  CHECK(members[1].KeyIs("b\""));
+  CHECK(members[1].value == R"({"x": [1, "]"]})");
+  CHECK(FindMember(members, "a")->value == "\"two\"");
+  auto elements = ArrayElements(FindMember(members, "c")->value);
+  REQUIRE(elements.size() == 2);
+  CHECK(elements[0] == "1");
+  CHECK(elements[1] == R"({"d": "}"})");
+  CHECK(ObjectMembers("[1]").empty());
+  CHECK(ArrayElements("[ ]").empty());
+  CHECK(DecodeJsonString(R"(a\n\u00e9\ud83d\ude00\\)") == "a\n\xC3\xA9\xF0\x9F\x98\x80\\");
+  CHECK(JsonInteger("-42") == -42);
+  CHECK_FALSE(JsonInteger("4.2"));
+  CHECK(JsonNumber("-0.5e1") == -5.0);
+}
+
+TEST_CASE("pass-through request: the capture fields spliced into the client's bytes") {
+  // Odd spacing, escaped strings that look like keys, a duplicate key.
+  std::string body = "\xEF\xBB\xBF {\n  \"model\" : \"m\\u00e9\",\n  \"messages\" : [ {\"role\":\"user\", "
+                     "\"content\":\"say \\\"logprobs\\\": false, \\\"return_token_ids\\\": 1\"} ],\n"
+                     "  \"logprobs\": false, \"stream\": true, \"logprobs\": false, \"temperature\": 0.5 }  ";
+  auto r = proxy::ReadPassThroughRequest(body, false);
+  REQUIRE(r.ok());
+  CHECK(r->stream);
+  CHECK(r->model == "m\xC3\xA9");
+  CHECK_FALSE(r->wants.logprobs);
+  CHECK_FALSE(r->wants.token_ids);
+  CHECK_FALSE(r->client_wants_usage);
+  Json sent = Json::parse(r->upstream_body);
+  Json client = Json::parse(body);
+  // What the document path would have sent.
+  Json expected = client;
+  proxy::AddCaptureFields(expected, false);
+  expected["stream_options"] = {{"include_usage", true}};
+  CHECK(sent == expected);
+  CHECK(sent["messages"][0]["content"] == "say \"logprobs\": false, \"return_token_ids\": 1");
+  // The patch the store keeps gives the same upstream request back.
+  Json patched = client;
+  for (auto& [k, v] : r->upstream_patch["set"].items()) patched[k] = v;
+  CHECK(patched == sent);
+  // Each field the proxy sets appears once in the bytes.
+  size_t count = 0;
+  for (size_t at = r->upstream_body.find("\"logprobs\":"); at != std::string::npos;
+       at = r->upstream_body.find("\"logprobs\":", at + 1)) {
+    ++count;
+  }
+  CHECK(count == 1);
+}
+
+TEST_CASE("pass-through request: what the client asked for itself is kept") {
+  auto r = proxy::ReadPassThroughRequest(
+      R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3,"return_token_ids":true,)"
+      R"("stream":true,"stream_options":{"include_usage":true}})",
+      false);
+  REQUIRE(r.ok());
+  CHECK(r->wants.logprobs);
+  CHECK(r->wants.top_logprobs);
+  CHECK(r->wants.token_ids);
+  CHECK(r->client_wants_usage);
+  Json sent = Json::parse(r->upstream_body);
+  CHECK(sent["top_logprobs"] == 3);
+  CHECK(sent["stream_options"] == Json{{"include_usage", true}});
+  auto c = proxy::ReadPassThroughRequest(R"({"prompt":"x","logprobs":2})", true);
+  REQUIRE(c.ok());
+  CHECK(c->wants.logprobs);
+  CHECK(c->wants.top_logprobs);
+  CHECK(Json::parse(c->upstream_body)["logprobs"] == 2);
+  auto d = proxy::ReadPassThroughRequest(R"({"prompt":[1,2]})", true);
+  REQUIRE(d.ok());
+  CHECK(Json::parse(d->upstream_body)["logprobs"] == 0);
+}
+
+TEST_CASE("pass-through request: bad input named as the document path names it") {
+  auto error = [](std::string_view body, bool completions = false) {
+    auto r = proxy::ReadPassThroughRequest(body, completions);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  CHECK(error("{\"messages\": [}").rfind("request body is not valid JSON: ", 0) == 0);
+  CHECK(error("[1]") == "request body: must be a JSON object");
+  CHECK(error("{}") == "messages: must be an array of messages");
+  CHECK(error(R"({"messages": {"role": "user"}})") == "messages: must be an array of messages");
+  CHECK(error(R"({"messages": [{"role": "user"}, {"content": "x"}]})") == "messages[1].role: missing or not a string");
+  CHECK(error(R"({"messages": [{"role": "user"}, 3]})") == "messages[1].role: missing or not a string");
+  CHECK(error(R"({"messages": [{"role": 1, "role": "user"}]})") == "ok");  // the last duplicate counts
+  CHECK(error(R"({"messages": [], "stream": "yes"})") == "stream: must be a boolean");
+  CHECK(error(R"({"prompt": 3})", true) == "prompt: must be a string, a list of strings or a list of token ids");
+}
+
+TEST_CASE("pass-through response: tokens harvested, fields the client did not ask for cut") {
+  std::string body = R"({"id":"c","prompt_token_ids":[1,2,3],"choices":[{"index":0,"message":{"content":"token_ids"},)"
+                     R"("token_ids":[7,8],"logprobs":{"content":[{"token":"a","logprob":-0.5},{"token":"b","logprob":-1.5}]},)"
+                     R"("finish_reason":"stop"}],"usage":{"prompt_tokens":3}})";
+  proxy::CapturedTokens tokens;
+  auto r = proxy::CaptureAndStrip(body, proxy::CaptureWants{}, false, tokens);
+  REQUIRE(r.ok());
+  CHECK(tokens.prompt_ids == std::vector<int32_t>{1, 2, 3});
+  CHECK(tokens.completion_ids == std::vector<int32_t>{7, 8});
+  CHECK(tokens.logprobs == std::vector<float>{-0.5f, -1.5f});
+  CHECK(r->final);
+  CHECK(r->finish_reason == "stop");
+  CHECK(Json::parse(r->usage) == Json{{"prompt_tokens", 3}});
+  // The same as stripping the parsed document.
+  Json expected = Json::parse(body);
+  proxy::StripCaptureFields(expected, proxy::CaptureWants{});
+  CHECK(Json::parse(r->text) == expected);
+
+  // The token_id:N form, a chunk that is not final, usage dropped.
+  proxy::CapturedTokens t2;
+  std::string chunk = R"({"choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"token_id:42","logprob":-0.25}]},"finish_reason":null}],"usage":null})";
+  auto c = proxy::CaptureAndStrip(chunk, proxy::CaptureWants{}, true, t2);
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->final);
+  CHECK(t2.completion_ids == std::vector<int32_t>{42});
+  CHECK(t2.logprobs == std::vector<float>{-0.25f});
+  CHECK(Json::parse(c->text) == Json::parse(R"({"choices":[{"index":0,"delta":{"content":"x"},"logprobs":null,"finish_reason":null}]})"));
+
+  // Nothing to cut: the bytes go through untouched.
+  proxy::CaptureWants all;
+  all.logprobs = all.token_ids = true;
+  proxy::CapturedTokens t3;
+  auto same = proxy::CaptureAndStrip(body, all, false, t3);
+  REQUIRE(same.ok());
+  CHECK(same->text == body);
+
+  // The usage chunk, an error event, invalid JSON.
+  proxy::CapturedTokens t4;
+  auto usage = proxy::CaptureAndStrip(R"({"choices":[],"usage":{"completion_tokens":2}})", proxy::CaptureWants{}, false, t4);
+  REQUIRE(usage.ok());
+  CHECK(usage->usage_only);
+  CHECK(usage->final);
+  auto error = proxy::CaptureAndStrip(R"({"error":{"message":"boom"}})", proxy::CaptureWants{}, false, t4);
+  REQUIRE(error.ok());
+  CHECK(error->is_error);
+  CHECK_FALSE(proxy::CaptureAndStrip("{\"choices\":[", proxy::CaptureWants{}, false, t4).ok());
+}
