@@ -255,8 +255,14 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     fs::path host = fs::path(profile.source_dir) / source;
     if (Status s = box->CopyIn(host.string(), dest_dir); !s.ok()) return fail(s.Prefixed("copy harness file"));
   }
+  // A config file's path is where CopyIn puts it, a sandbox path, even on the
+  // local backend whose {root} makes the harness's env and argv host paths.
+  std::map<std::string, std::string> sandbox_vars = vars;
+  sandbox_vars["root"] = "";
+  sandbox_vars["workdir"] = options_.workdir;
+  sandbox_vars["instruction_file"] = "/forge/instruction.md";
   for (const auto& [path, content] : profile.config_files) {
-    fs::path target(FillPlaceholders(path, vars));
+    fs::path target(FillPlaceholders(path, sandbox_vars));
     auto written = scratch.Write(target.filename().string(), FillPlaceholders(content, vars));
     if (!written.ok()) return fail(written.status());
     if (Status s = box->CopyIn(*written, target.parent_path().string()); !s.ok()) {
