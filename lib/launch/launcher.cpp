@@ -283,10 +283,17 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     }
   }
 
-  // The harness, under its deadline.
+  // A config file's path is where CopyIn puts it, a sandbox path, even on the
+  // local backend whose {root} makes the harness's env and argv host paths.
+  std::map<std::string, std::string> sandbox_vars = vars;
+  sandbox_vars["root"] = "";
+  sandbox_vars["workdir"] = options_.workdir;
+  sandbox_vars["instruction_file"] = "/forge/instruction.md";
   for (const auto& [path, content] : profile.config_files) {
-    plan.files.emplace_back(FillPlaceholders(path, vars), FillPlaceholders(content, vars));
+    plan.files.emplace_back(FillPlaceholders(path, sandbox_vars), FillPlaceholders(content, vars));
   }
+
+  // The harness, under its deadline.
   sandbox::ExecRequest& exec = plan.exec;
   for (const auto& arg : profile.command) exec.argv.push_back(FillPlaceholders(arg, vars));
   for (const auto& [k, v] : profile.env) exec.env[k] = FillPlaceholders(v, vars);

@@ -22,6 +22,8 @@ where N is the number of tool results already in the conversation (the last
 step repeats). The file is JSON: {"steps": [step, ...]}, a step being
   {"tool_call": {"name": "Write", "arguments": {...}}}  or  {"text": "..."},
 either with an optional "reasoning": "..." sent first as reasoning_content.
+A step with "fail_once": STATUS answers the first request that reaches it
+with that HTTP error, and later ones normally (to see how a harness retries).
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
 
 Every request is appended to --log as JSON (path, headers, body).
@@ -37,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG_LOCK = threading.Lock()
 ARGS = None
+FAILED_STEPS = set()  # step indexes whose fail_once has fired
 
 
 def prompt_ids(body):
@@ -78,6 +81,19 @@ def scenario_step(body):
         return {"text": "Forge task"}
     steps = load_scenario(ARGS.scenario)
     return steps[min(tool_results(body), len(steps) - 1)]
+
+
+def scenario_failure(body):
+    """The HTTP status a fail_once step answers with the first time, else None."""
+    step = scenario_step(body)
+    if not step or "fail_once" not in step:
+        return None
+    index = min(tool_results(body), len(load_scenario(ARGS.scenario)) - 1)
+    with LOG_LOCK:
+        if index in FAILED_STEPS:
+            return None
+        FAILED_STEPS.add(index)
+    return int(step["fail_once"])
 
 
 def fragments(text, size=7):
@@ -124,6 +140,9 @@ class Handler(BaseHTTPRequestHandler):
         cmd = command(body)
         if cmd == "script:500":
             return self.send_json(500, {"error": {"message": "fake upstream exploded", "type": "server_error"}})
+        failure = scenario_failure(body)
+        if failure:
+            return self.send_json(failure, {"error": {"message": "fake upstream failed once", "type": "server_error"}})
         if cmd == "script:hang":
             time.sleep(60)
             return

@@ -1,11 +1,13 @@
 // OpenAI chat completions: the upstream's own format, so requests and
 // responses pass through unchanged (after the proxy strips the fields it
-// added); streams are relayed chunk by chunk.
+// added); streams are relayed chunk by chunk. Helper calls (opencode's title
+// generator) are tagged as side calls like in the translated formats.
 #include <utility>
 
 #include "proxy/chat_assembler.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/openai_errors.h"
+#include "proxy/formats/wire.h"
 
 namespace forge::proxy {
 namespace {
@@ -49,6 +51,7 @@ class OpenAIChatFormat : public ClientFormat {
     ChatRequest chat;
     chat.body = request;
     chat.stream = request.value("stream", false) == true;
+    chat.side_call = wire::LooksLikeSideCall(request);
     return chat;
   }
 
