@@ -155,9 +155,11 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
 
   // The prefix bound pays when most pairs are far below the threshold; with
   // few dimensions or a threshold near 0 it cannot prune, so it is not tried.
-  const size_t prefix = options.prefix_bound && d >= 64 && options.min_threshold > 0.3f
-                            ? (d / 2 + 7) / 8 * 8
-                            : d;
+  // Nor on a set of a few tiles: that search is quick anyway, and without the
+  // bound every item's highest similarity is known exactly, however low.
+  const bool bound = options.prefix_bound && d >= 64 && options.min_threshold > 0.3f &&
+                     tiles > 2;
+  const size_t prefix = bound ? (d / 2 + 7) / 8 * 8 : d;
   const size_t suffix = d - prefix;
   std::vector<float> suffix_norm(n, 0.0f);
   if (suffix > 0) {
