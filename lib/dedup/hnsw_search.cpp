@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <thread>
 #include <unordered_set>
 
@@ -91,6 +92,8 @@ void MeasureRecall(const VectorSet& v, const SearchOptions& options, const HnswO
 
 records::Json HnswStats::ToJson() const {
   records::Json j = {{"build_seconds", build_seconds}, {"query_seconds", query_seconds},
+                     {"build_cpu_seconds", build_cpu_seconds},
+                     {"query_cpu_seconds", query_cpu_seconds},
                      {"sample", sample}, {"exact_pairs", exact_pairs},
                      {"found_pairs", found_pairs}, {"regrown_queries", regrown},
                      {"beam_capped_queries", beam_capped}};
@@ -109,6 +112,7 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   hnswlib::HierarchicalNSW<float> index(&space, v.count, hnsw.m, hnsw.ef_construction);
 
   auto start = std::chrono::steady_clock::now();
+  std::clock_t cpu = std::clock();
   {
     cli::Progress progress("hnsw build", v.count);
     // The first point goes in alone: hnswlib needs an entry point before
@@ -121,8 +125,10 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   }
   if (cli::StopRequested()) return Status::Cancelled("stopped while building the HNSW index");
   stats->build_seconds = SecondsSince(start);
+  stats->build_cpu_seconds = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
 
   start = std::chrono::steady_clock::now();
+  cpu = std::clock();
   std::vector<std::vector<SimilarPair>> per_item(v.count);
   std::atomic<size_t> regrown{0}, capped{0};
   {
@@ -164,6 +170,7 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   stats->beam_capped = capped;
   if (cli::StopRequested()) return Status::Cancelled("stopped while querying the HNSW index");
   stats->query_seconds = SecondsSince(start);
+  stats->query_cpu_seconds = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
 
   for (auto& list : per_item) {
     graph.pairs.insert(graph.pairs.end(), list.begin(), list.end());

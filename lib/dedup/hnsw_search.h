@@ -27,6 +27,8 @@ struct HnswOptions {
 struct HnswStats {
   double build_seconds = 0;
   double query_seconds = 0;
+  double build_cpu_seconds = 0;  // process CPU time: steadier than wall on a shared machine
+  double query_cpu_seconds = 0;
   size_t sample = 0;
   size_t exact_pairs = 0;     // pairs at or above the lowest threshold touching the sample
   size_t found_pairs = 0;     // of those, found by HNSW
