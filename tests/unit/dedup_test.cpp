@@ -255,7 +255,7 @@ TEST_CASE("dedup: MinHash vectors' cosine estimates the Jaccard similarity of th
   // Case and spacing are normalised away, as in the exact stage.
   CHECK(MinHashCosine(base, "  IMPLEMENT a command-line " + base.substr(26)) ==
         doctest::Approx(1.0f).epsilon(1e-4));
-  for (const std::string* b : {&edited, &half, &other}) {
+  for (const std::string* b : std::initializer_list<const std::string*>{&edited, &half, &other}) {
     double jaccard = ShingleJaccard(base, *b, o.n);
     CAPTURE(jaccard);
     // 128 hashes: the estimator's standard deviation is below 0.05.
