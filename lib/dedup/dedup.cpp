@@ -11,6 +11,7 @@
 #include "dedup/ranking.h"
 #include "dedup/report.h"
 #include "dedup/text.h"
+#include "dedup/trajectory.h"
 #include "records/jsonl.h"
 
 namespace forge::dedup {
@@ -40,14 +41,22 @@ std::string FieldList(const std::vector<std::string>& fields) {
 
 }  // namespace
 
-Status RunDedup(const DedupOptions& options, Embedder* embedder) {
+Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* store) {
   auto rank_keys = ParseRankKeys(options.rank);
   if (!rank_keys.ok()) return rank_keys.status();
   if (options.threshold <= -1.0f || options.threshold > 1.0f) {
     return Status::Usage("--threshold must be in (-1, 1]");
   }
-  NgramEmbedder default_embedder(options.ngram);
-  if (embedder == nullptr) embedder = &default_embedder;
+  if (options.trajectories && store == nullptr) {
+    return Status::Usage("--trajectories needs --store (the store holding the rollouts' calls)");
+  }
+  NgramEmbedder ngram_embedder(options.ngram);
+  MinHashEmbedder minhash_embedder(options.minhash);
+  if (embedder == nullptr) {
+    embedder = options.embedding == EmbeddingKind::kMinHash
+                   ? static_cast<Embedder*>(&minhash_embedder)
+                   : static_cast<Embedder*>(&ngram_embedder);
+  }
 
   // 1. Read everything: the decision needs the whole set.
   std::vector<Item> items;
@@ -57,7 +66,31 @@ Status RunDedup(const DedupOptions& options, Embedder* embedder) {
     Item item;
     auto id = ExtractId(r.json, options.id_field);
     item.id = id ? *id : r.where();
-    auto text = ExtractText(r.json, options.fields, options.id_field);
+    std::optional<std::string> text;
+    if (options.trajectories) {
+      auto rollout = ExtractId(r.json, options.rollout_field);
+      std::string trajectory;
+      if (rollout) {
+        auto rendered = TrajectoryText(*store, *rollout);
+        if (!rendered.ok()) return rendered.status().Prefixed(r.where());
+        trajectory = std::move(*rendered);
+      }
+      if (trajectory.empty()) {
+        ++missing;
+        item.compared = false;
+        cli::Warn(r.where() + ": " +
+                  (rollout ? "rollout " + *rollout + " has no recorded calls in the store"
+                           : "no " + options.rollout_field + " field") +
+                  "; record passed through without comparison");
+        item.record = std::move(r);
+        items.push_back(std::move(item));
+        return Status::Ok();
+      }
+      if (!options.fields.empty()) text = ExtractText(r.json, options.fields, options.id_field);
+      text = text ? *text + "\n" + trajectory : trajectory;
+    } else {
+      text = ExtractText(r.json, options.fields, options.id_field);
+    }
     if (!text) {
       ++missing;
       item.compared = false;
@@ -148,6 +181,8 @@ Status RunDedup(const DedupOptions& options, Embedder* embedder) {
                       {"items", vectors.count},
                       {"pairs", graph->pairs.size()},
                       {"min_threshold", search.min_threshold},
+                      {"tiles", graph->tiles},
+                      {"tiles_finished_by_bound", graph->pruned_tiles},
                       {"seconds", search_seconds}};
   report["thresholds"] = records::Json::array();
   for (float t : thresholds) {
@@ -167,7 +202,7 @@ Status RunDedup(const DedupOptions& options, Embedder* embedder) {
     }
     report["thresholds"].push_back(row);
   }
-  report["highest_similarity"] = Distribution(graph->best);
+  report["highest_similarity"] = Distribution(graph->best, 20, graph->best_resolved_from);
   if (options.index == IndexKind::kHnsw) report["recall"] = hnsw_stats.ToJson();
 
   // 6. Kept records in input order, exactly as read; then what was dropped.

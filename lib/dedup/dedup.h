@@ -12,14 +12,20 @@
 #include "dedup/hnsw_search.h"
 #include "dedup/ngram_embedder.h"
 #include "dedup/similarity_graph.h"
+#include "store/store.h"
 
 namespace forge::dedup {
 
 enum class IndexKind { kExact, kHnsw };
+enum class EmbeddingKind { kNgram, kMinHash };
 
 struct DedupOptions {
   std::vector<std::string> inputs{"-"};
   std::vector<std::string> fields;  // empty: the whole record without the id field
+  // Compare rollouts by their trajectory rendered from the store (the record's
+  // rollout_field names the rollout); --field text, if any, is put first.
+  bool trajectories = false;
+  std::string rollout_field = "rollout_id";
   std::string id_field = "id";
   std::string rank = "";            // e.g. "success desc, reward desc, tokens asc, id asc"
   float threshold = 0.9f;
@@ -31,14 +37,17 @@ struct DedupOptions {
   std::string report_path;   // JSON report; empty: a table on stderr unless quiet
   bool quiet = false;
   bool strict = false;
+  EmbeddingKind embedding = EmbeddingKind::kNgram;  // model-free kinds
   NgramOptions ngram;
+  MinHashOptions minhash;
   SearchOptions search;
   HnswOptions hnsw;
 };
 
-// Runs the pipeline with the given embedder (the n-gram one when null). Kept
-// records go to stdout. Returns DataErr after finishing when input lines were
-// malformed or records lacked the compared fields (those pass through).
-Status RunDedup(const DedupOptions& options, Embedder* embedder);
+// Runs the pipeline with the given embedder (options.embedding's model-free
+// one when null). Kept records go to stdout. Returns DataErr after finishing
+// when input lines were malformed or records lacked the compared fields or
+// trajectory (those pass through). store is needed for options.trajectories.
+Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* store = nullptr);
 
 }  // namespace forge::dedup

@@ -19,4 +19,25 @@ records::Json NgramEmbedder::Provenance() const {
           {"normalise", "ascii-lowercase, whitespace collapsed"}, {"hash", "fnv1a64-signed"}};
 }
 
+Result<Matrix> MinHashEmbedder::Embed(const std::vector<std::string>& texts) {
+  if (options_.n < 1 || options_.hashes < 1 || options_.bits < 1 || options_.bits > 8) {
+    return Status::Usage("--ngram and --minhash-hashes must be >= 1, bits in [1, 8]");
+  }
+  Matrix m;
+  m.rows = texts.size();
+  m.dim = static_cast<size_t>(options_.dim());
+  m.data.assign(m.rows * m.dim, 0.0f);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EmbedMinHash(texts[i], options_, std::span<float>(m.data.data() + i * m.dim, m.dim));
+  }
+  return m;
+}
+
+records::Json MinHashEmbedder::Provenance() const {
+  return {{"kind", "minhash"}, {"ngram", options_.n}, {"hashes", options_.hashes},
+          {"bits", options_.bits}, {"dim", options_.dim()},
+          {"similarity", "estimated Jaccard of character n-gram shingles"},
+          {"normalise", "ascii-lowercase, whitespace collapsed"}};
+}
+
 }  // namespace forge::dedup

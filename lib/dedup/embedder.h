@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "dedup/minhash_embedder.h"
 #include "dedup/ngram_embedder.h"
 #include "records/jsonl.h"
 
@@ -34,6 +35,17 @@ class NgramEmbedder : public Embedder {
 
  private:
   NgramOptions options_;
+};
+
+// MinHash signatures encoded so that cosine = estimated Jaccard similarity.
+class MinHashEmbedder : public Embedder {
+ public:
+  explicit MinHashEmbedder(MinHashOptions options) : options_(options) {}
+  Result<Matrix> Embed(const std::vector<std::string>& texts) override;
+  records::Json Provenance() const override;
+
+ private:
+  MinHashOptions options_;
 };
 
 }  // namespace forge::dedup

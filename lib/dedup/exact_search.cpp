@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
@@ -40,6 +41,7 @@ struct TileJob {
 // similarity per item (merged at the end; no locks in the hot loop).
 struct Worker {
   std::vector<float> tile;
+  std::vector<uint32_t> candidates;  // (row, column) of a pruned tile, packed
   std::vector<float> column_best;
   std::vector<SimilarPair> pairs;
   std::vector<float> best;
@@ -85,6 +87,55 @@ void ScanTile(Worker& w, size_t a0, size_t rows, size_t b0, size_t cols, bool di
   }
 }
 
+// The prefix bound. Unit vectors split into a prefix (the first p dimensions)
+// and a suffix: a·b = a_p·b_p + a_s·b_s <= a_p·b_p + |a_s||b_s| (Cauchy-Schwarz).
+// So a tile is first computed on the prefix alone, and only the cells whose
+// bound reaches the threshold get their suffix added; a pair below the bound
+// cannot be a pair. The margin covers float rounding in both sums, so the
+// pairs are exactly those of the full product.
+constexpr float kBoundMargin = 1e-4f;
+
+float SuffixDot(const float* a, const float* b, size_t count) {
+  float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t k = 0;
+  for (; k + 8 <= count; k += 8) {
+    for (int l = 0; l < 8; ++l) sum[l] += a[k + l] * b[k + l];
+  }
+  for (; k < count; ++k) sum[0] += a[k] * b[k];
+  return ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
+}
+
+// Collects the cells of a prefix-only tile whose bound reaches the threshold.
+// Returns false (and stops) once there are more than `limit` of them: then the
+// tile is cheaper to finish with a second matrix product.
+bool CollectCandidates(Worker& w, size_t rows, size_t cols, bool diagonal, const float* row_norm,
+                       const float* col_norm, float floor, size_t limit) {
+  w.candidates.clear();
+  float col_max = *std::max_element(col_norm, col_norm + cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = w.tile.data() + r * cols;
+    const float rn = row_norm[r];
+    const float row_floor = floor - rn * col_max;
+    size_t start = diagonal ? r + 1 : 0;
+    // Cheap test first: no cell of the row can pass if its largest prefix
+    // score plus the largest suffix bound stays below.
+    float lanes[8] = {-2, -2, -2, -2, -2, -2, -2, -2};
+    size_t c = start;
+    for (; c + 8 <= cols; c += 8) {
+      for (int k = 0; k < 8; ++k) lanes[k] = row[c + k] > lanes[k] ? row[c + k] : lanes[k];
+    }
+    for (; c < cols; ++c) lanes[0] = row[c] > lanes[0] ? row[c] : lanes[0];
+    if (*std::max_element(lanes, lanes + 8) < row_floor) continue;
+    for (c = start; c < cols; ++c) {
+      if (row[c] + rn * col_norm[c] >= floor) {
+        if (w.candidates.size() >= limit) return false;
+        w.candidates.push_back(static_cast<uint32_t>(r * cols + c));
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOptions& options) {
@@ -101,6 +152,25 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
   }
   const int threads = std::min<int>(ThreadCount(options.threads), static_cast<int>(jobs.size()));
   UseSingleThreadedBlas();
+
+  // The prefix bound pays when most pairs are far below the threshold; with
+  // few dimensions or a threshold near 0 it cannot prune, so it is not tried.
+  // Nor on a set of a few tiles: that search is quick anyway, and without the
+  // bound every item's highest similarity is known exactly, however low.
+  const bool bound = options.prefix_bound && d >= 64 && options.min_threshold > 0.3f &&
+                     tiles > 2;
+  const size_t prefix = bound ? (d / 2 + 7) / 8 * 8 : d;
+  const size_t suffix = d - prefix;
+  std::vector<float> suffix_norm(n, 0.0f);
+  if (suffix > 0) {
+    for (size_t i = 0; i < n; ++i) {
+      const float* v = vectors.row(i) + prefix;
+      suffix_norm[i] = std::sqrt(SuffixDot(v, v, suffix)) * (1.0f + 1e-6f);
+    }
+    graph.best_resolved_from = options.min_threshold;
+  }
+  const float floor = options.min_threshold - kBoundMargin;
+  std::atomic<size_t> pruned_tiles{0};
 
   std::vector<Worker> workers(threads);
   std::atomic<size_t> next{0};
@@ -119,19 +189,42 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
       size_t a0 = job.a * tile, b0 = job.b * tile;
       size_t rows = std::min(tile, n - a0), cols = std::min(tile, n - b0);
       size_t before = w.pairs.size();
-      if (job.a == job.b) {
-        // Upper triangle of A·Aᵀ only; the lower half of the buffer is stale
-        // and never read.
-        cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(rows),
-                    static_cast<int>(d), 1.0f, vectors.row(a0), static_cast<int>(d), 0.0f,
-                    w.tile.data(), static_cast<int>(cols));
+      const bool diagonal = job.a == job.b;
+      // Adds dims [k0, k0+k) of the tile's products into the buffer (beta 0
+      // starts it). On the diagonal, the upper triangle of A·Aᵀ only; the
+      // lower half of the buffer is stale and never read.
+      auto product = [&](size_t k0, size_t k, float beta) {
+        if (diagonal) {
+          cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(rows),
+                      static_cast<int>(k), 1.0f, vectors.row(a0) + k0, static_cast<int>(d), beta,
+                      w.tile.data(), static_cast<int>(cols));
+        } else {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
+                      static_cast<int>(cols), static_cast<int>(k), 1.0f, vectors.row(a0) + k0,
+                      static_cast<int>(d), vectors.row(b0) + k0, static_cast<int>(d), beta,
+                      w.tile.data(), static_cast<int>(cols));
+        }
+      };
+      product(0, prefix, 0.0f);
+      if (suffix > 0 && CollectCandidates(w, rows, cols, diagonal, &suffix_norm[a0],
+                                          &suffix_norm[b0], floor, rows * cols / 16)) {
+        // Few cells can reach the threshold: finish only those.
+        for (uint32_t cell : w.candidates) {
+          size_t r = cell / cols, c = cell % cols;
+          float score = w.tile[cell] + SuffixDot(vectors.row(a0 + r) + prefix,
+                                                 vectors.row(b0 + c) + prefix, suffix);
+          w.best[a0 + r] = std::max(w.best[a0 + r], score);
+          w.best[b0 + c] = std::max(w.best[b0 + c], score);
+          if (score >= options.min_threshold) {
+            w.pairs.push_back(SimilarPair{static_cast<uint32_t>(a0 + r),
+                                          static_cast<uint32_t>(b0 + c), score});
+          }
+        }
+        pruned_tiles++;
       } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-                    static_cast<int>(cols), static_cast<int>(d), 1.0f, vectors.row(a0),
-                    static_cast<int>(d), vectors.row(b0), static_cast<int>(d), 0.0f,
-                    w.tile.data(), static_cast<int>(cols));
+        if (suffix > 0) product(prefix, suffix, 1.0f);
+        ScanTile(w, a0, rows, b0, cols, diagonal, options.min_threshold);
       }
-      ScanTile(w, a0, rows, b0, cols, job.a == job.b, options.min_threshold);
       if (pairs_found.fetch_add(w.pairs.size() - before) + (w.pairs.size() - before) >
           options.max_pairs) {
         too_many = true;
@@ -160,6 +253,8 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
     w = Worker();
   }
   SortPairs(graph.pairs);
+  graph.pruned_tiles = pruned_tiles;
+  graph.tiles = jobs.size();
   return graph;
 }
 

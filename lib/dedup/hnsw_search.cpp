@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <thread>
 #include <unordered_set>
 
@@ -91,8 +92,11 @@ void MeasureRecall(const VectorSet& v, const SearchOptions& options, const HnswO
 
 records::Json HnswStats::ToJson() const {
   records::Json j = {{"build_seconds", build_seconds}, {"query_seconds", query_seconds},
+                     {"build_cpu_seconds", build_cpu_seconds},
+                     {"query_cpu_seconds", query_cpu_seconds},
                      {"sample", sample}, {"exact_pairs", exact_pairs},
-                     {"found_pairs", found_pairs}};
+                     {"found_pairs", found_pairs}, {"regrown_queries", regrown},
+                     {"beam_capped_queries", beam_capped}};
   j["pair_recall"] = exact_pairs ? static_cast<double>(found_pairs) / exact_pairs : 1.0;
   j["top1_recall"] = sample ? static_cast<double>(top1_matches) / sample : 1.0;
   return j;
@@ -108,6 +112,7 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   hnswlib::HierarchicalNSW<float> index(&space, v.count, hnsw.m, hnsw.ef_construction);
 
   auto start = std::chrono::steady_clock::now();
+  std::clock_t cpu = std::clock();
   {
     cli::Progress progress("hnsw build", v.count);
     // The first point goes in alone: hnswlib needs an entry point before
@@ -120,33 +125,52 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   }
   if (cli::StopRequested()) return Status::Cancelled("stopped while building the HNSW index");
   stats->build_seconds = SecondsSince(start);
+  stats->build_cpu_seconds = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
 
   start = std::chrono::steady_clock::now();
-  index.setEf(std::max(hnsw.ef_search, hnsw.k + 1));
+  cpu = std::clock();
   std::vector<std::vector<SimilarPair>> per_item(v.count);
+  std::atomic<size_t> regrown{0}, capped{0};
   {
     cli::Progress progress("hnsw query", v.count);
     ParallelFor(v.count, threads, [&](size_t i) {
-      auto result = index.searchKnn(v.row(i), hnsw.k + 1);
-      float best = -1.0f;
-      while (!result.empty()) {
-        auto [distance, label] = result.top();
-        result.pop();
-        if (label == i) continue;
-        float score = 1.0f - distance;  // InnerProductSpace distance is 1 - <a,b>
-        best = std::max(best, score);
-        if (score >= options.min_threshold) {
-          uint32_t a = static_cast<uint32_t>(std::min<size_t>(i, label));
-          uint32_t b = static_cast<uint32_t>(std::max<size_t>(i, label));
-          per_item[i].push_back(SimilarPair{a, b, score});
+      const hnswlib::tableint node = index.label_lookup_.at(i);
+      size_t ef = std::max({hnsw.ef_search, hnsw.k + 1, size_t{2}});
+      for (;;) {
+        auto result = index.searchBaseLayerST<false>(node, v.row(i), ef);
+        // The heap's top is the farthest member of the beam.
+        bool full = result.size() >= ef;
+        float farthest = 1.0f - result.top().first;
+        if (full && farthest >= options.min_threshold && ef < hnsw.max_ef) {
+          ef = std::min(ef * 2, hnsw.max_ef);
+          regrown++;
+          continue;
         }
+        if (full && farthest >= options.min_threshold) capped++;
+        float best = -1.0f;
+        for (; !result.empty(); result.pop()) {
+          auto [distance, internal] = result.top();
+          size_t label = index.getExternalLabel(internal);
+          if (label == i) continue;
+          float score = 1.0f - distance;  // InnerProductSpace distance is 1 - <a,b>
+          best = std::max(best, score);
+          if (score >= options.min_threshold) {
+            uint32_t a = static_cast<uint32_t>(std::min<size_t>(i, label));
+            uint32_t b = static_cast<uint32_t>(std::max<size_t>(i, label));
+            per_item[i].push_back(SimilarPair{a, b, score});
+          }
+        }
+        graph.best[i] = best;
+        break;
       }
-      graph.best[i] = best;
       progress.Advance();
     });
   }
+  stats->regrown = regrown;
+  stats->beam_capped = capped;
   if (cli::StopRequested()) return Status::Cancelled("stopped while querying the HNSW index");
   stats->query_seconds = SecondsSince(start);
+  stats->query_cpu_seconds = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
 
   for (auto& list : per_item) {
     graph.pairs.insert(graph.pairs.end(), list.begin(), list.end());

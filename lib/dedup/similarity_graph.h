@@ -19,6 +19,10 @@ struct SimilarPair {
 struct SimilarityGraph {
   std::vector<SimilarPair> pairs;  // sorted by (later, earlier); earlier < later
   std::vector<float> best;         // per item; -1 when there is no other item
+  // best is exact at and above this value; below it, only "below" is known
+  // (the exact search skipped pairs that could not reach the threshold).
+  float best_resolved_from = -1.0f;
+  size_t tiles = 0, pruned_tiles = 0;  // exact search: tiles finished by the bound
 };
 
 // A row-major matrix of unit vectors, one per item, in rank order.
@@ -34,6 +38,7 @@ struct SearchOptions {
   int threads = 0;             // 0: hardware concurrency
   size_t tile = 1024;          // rows per block of the exact search
   size_t max_pairs = 200'000'000;  // refuse to hold more (memory bound)
+  bool prefix_bound = true;        // exact search: skip pairs the prefix bound rules out
 };
 
 // Sorts pairs into (later, earlier) order, the order the decision expects.

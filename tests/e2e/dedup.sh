@@ -89,6 +89,36 @@ check "semdedup and components differ on a chain (sem=$sem comp=$comp at $t)" \
 check "hnsw keeps the same records and reports recall" \
   bash -c "cmp -s '$work/hnsw.out' '$work/out.jsonl' && grep -q pair_recall '$work/hnsw.json'"
 
+# MinHash (model-free Jaccard): the one-word edit reaches Jaccard 0.7 and is
+# dropped for the better-ranked copy; the same input gives the same output.
+for i in 1 2; do
+  "$BIN" "$work/in.jsonl" -f task.instruction --rank 'success desc, reward desc, id asc' \
+    --embedding minhash -t 0.7 --dropped "$work/mh-d$i.jsonl" --report "$work/mh$i.json" \
+    > "$work/mh$i.out" 2>/dev/null
+done
+check "minhash keeps t2 t3 t5 t7 and drops t1 as a near copy of t2" \
+  bash -c "test \"\$(grep -o '\"id\":\"t[0-9]\"' '$work/mh1.out' | tr -d '\n')\" = '\"id\":\"t2\"\"id\":\"t3\"\"id\":\"t5\"\"id\":\"t7\"' \
+    && grep -q '\"id\":\"t1\",\"matched_id\":\"t2\"' '$work/mh-d1.jsonl' \
+    && grep -q '\"kind\": \"minhash\"' '$work/mh1.json'"
+check "minhash: same input twice, identical output" \
+  bash -c "cmp -s '$work/mh1.out' '$work/mh2.out' && cmp -s '$work/mh-d1.jsonl' '$work/mh-d2.jsonl'"
+
+# Trajectories rendered from the store: r1 and r2 did the same thing (a
+# trivially different command), r3 another thing, r4 has no calls.
+FORGE_DEDUP_FIXTURE_DIR="$work/fx" "${FORGE_BIN}/forge-tests" -tc='dedup trajectory fixture*' >/dev/null
+"$BIN" --trajectories --store "$work/fx/forge.db" --rank 'reward desc' --id-field rollout_id \
+  --dropped "$work/tr-d.jsonl" -q "$work/fx/rollouts.jsonl" > "$work/tr.out" 2> "$work/tr.err"
+rc=$?
+check "trajectories: r1 dropped as a near copy of the better-rewarded r2" \
+  grep -q '"id":"r1","matched_id":"r2"' "$work/tr-d.jsonl"
+check "trajectories: r2, r3 kept; r4 (no calls) passes through named, exit 65" \
+  bash -c "test $rc = 65 && test \"\$(grep -o 'r[0-9]' '$work/tr.out' | tr -d '\n')\" = r2r3r4 \
+    && grep -q 'rollouts.jsonl:4: rollout r4 has no recorded calls' '$work/tr.err'"
+"$BIN" --trajectories "$work/fx/rollouts.jsonl" -q >/dev/null 2>"$work/e"
+check "--trajectories without --store exits 64" test $? = 64
+"$BIN" --trajectories --store "$work/nostore.db" "$work/fx/rollouts.jsonl" -q >/dev/null 2>"$work/e"
+check "--trajectories with a missing store exits 66" test $? = 66
+
 "$BIN" "$work/nope.jsonl" -q >/dev/null 2>"$work/e"
 check "missing input file exits 66" test $? = 66
 "$BIN" "$work/in.jsonl" --rank 'reward sideways' -q >/dev/null 2>&1

@@ -81,7 +81,11 @@ static std::vector<float> RandomUnitVectors(size_t n, size_t d, uint64_t seed) {
 }
 
 TEST_CASE("dedup: blocked exact search finds exactly the brute-force pairs, any tile or thread count") {
-  const size_t n = 300, d = 32;
+  // d = 96 uses the prefix bound (first 48 dimensions, then the rest for the
+  // cells that can still reach the threshold); d = 32 is too small for it.
+  for (size_t d : {32, 96}) {
+  CAPTURE(d);
+  const size_t n = 300;
   std::vector<float> x = RandomUnitVectors(n, d, 1);
   // Plant near copies so that there are pairs well above chance.
   for (size_t i = 50; i < n; i += 7) {
@@ -103,12 +107,15 @@ TEST_CASE("dedup: blocked exact search finds exactly the brute-force pairs, any 
   REQUIRE(expected.size() >= 30);
   for (size_t tile : {16, 37, 128, 1024}) {
     for (int threads : {1, 3}) {
+    for (bool bound : {true, false}) {
       CAPTURE(tile);
       CAPTURE(threads);
+      CAPTURE(bound);
       SearchOptions o;
       o.min_threshold = threshold;
       o.tile = tile;
       o.threads = threads;
+      o.prefix_bound = bound;
       auto graph = ExactSearch(VectorSet{x.data(), n, d}, o);
       REQUIRE(graph.ok());
       REQUIRE(graph->pairs.size() == expected.size());
@@ -118,13 +125,24 @@ TEST_CASE("dedup: blocked exact search finds exactly the brute-force pairs, any 
         CHECK(graph->pairs[p].later == expected[p].later);
         CHECK(graph->pairs[p].score == doctest::Approx(expected[p].score).epsilon(1e-4));
       }
-      for (size_t i = 0; i < n; ++i) CHECK(graph->best[i] == doctest::Approx(best[i]).epsilon(1e-4));
+      const bool bounded = graph->best_resolved_from > -1.0f;
+      CHECK(bounded == (bound && d >= 64 && n > 2 * tile));
+      if (bounded && tile == 16) CHECK(graph->pruned_tiles > 0);
+      for (size_t i = 0; i < n; ++i) {
+        if (!bounded || best[i] >= threshold) {
+          CHECK(graph->best[i] == doctest::Approx(best[i]).epsilon(1e-4));
+        } else {
+          CHECK(graph->best[i] < threshold);  // only "below" is known
+        }
+      }
+    }
     }
   }
   SearchOptions tight;
   tight.min_threshold = -1.0f;
   tight.max_pairs = 100;
   CHECK_FALSE(ExactSearch(VectorSet{x.data(), n, d}, tight).ok());
+  }
 }
 
 TEST_CASE("dedup: SemDeDup keeps an item whose only close neighbour was dropped; components chain") {
@@ -202,4 +220,227 @@ TEST_CASE("dedup: embeddings endpoint URL and response parsing") {
   CHECK(code(R"({"data":[{"embedding":[1,0]},{"embedding":[1]}]})", 2) == forge::ExitCode::kProtocol);
   auto message = ParseEmbeddingsResponse(R"({"data":[]})", 3).status().message();
   CHECK(message.find("expected 3 embeddings, got 0") != std::string::npos);
+}
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "dedup/embedder.h"
+#include "dedup/minhash_embedder.h"
+#include "dedup/trajectory.h"
+#include "store/store.h"
+#include "support/temp_dir.h"
+
+static float MinHashCosine(const std::string& a, const std::string& b, MinHashOptions o = {}) {
+  std::vector<float> x(o.dim()), y(o.dim());
+  EmbedMinHash(a, o, x);
+  EmbedMinHash(b, o, y);
+  float s = 0;
+  for (int i = 0; i < o.dim(); ++i) s += x[i] * y[i];
+  return s;
+}
+
+TEST_CASE("dedup: MinHash vectors' cosine estimates the Jaccard similarity of their shingles") {
+  const std::string base =
+      "Implement a command-line tool that counts the words in every file of a directory tree "
+      "and prints the ten most frequent ones with their counts.";
+  std::string edited = base;
+  edited.replace(edited.find("ten"), 3, "five");
+  std::string half = base.substr(0, base.size() / 2) + " then sorts the result by name and exits.";
+  const std::string other = "Write a SQL query returning the second highest salary per department.";
+  MinHashOptions o;
+  CHECK(o.dim() == 1024);
+  CHECK(MinHashCosine(base, base) == doctest::Approx(1.0f).epsilon(1e-4));
+  // Case and spacing are normalised away, as in the exact stage.
+  CHECK(MinHashCosine(base, "  IMPLEMENT a command-line\t" + base.substr(base.find("tool"))) ==
+        doctest::Approx(1.0f).epsilon(1e-4));
+  for (const std::string* b : std::initializer_list<const std::string*>{&edited, &half, &other}) {
+    double jaccard = ShingleJaccard(base, *b, o.n);
+    CAPTURE(jaccard);
+    // 128 hashes: the estimator's standard deviation is below 0.05.
+    CHECK(std::fabs(MinHashCosine(base, *b) - jaccard) < 0.15);
+  }
+  CHECK(ShingleJaccard(base, edited, 5) > 0.8);
+  CHECK(ShingleJaccard(base, other, 5) < 0.05);
+  CHECK(MinHashCosine(base, edited) > 0.7f);
+  CHECK(MinHashCosine(base, other) < 0.2f);
+
+  // Unit length, deterministic, and the empty text gives the zero vector.
+  std::vector<float> a(o.dim()), b(o.dim());
+  EmbedMinHash(base, o, a);
+  EmbedMinHash(base, o, b);
+  CHECK(a == b);
+  double norm = 0;
+  for (float v : a) norm += double(v) * v;
+  CHECK(norm == doctest::Approx(1.0).epsilon(1e-4));
+  std::vector<float> empty(o.dim(), 3.0f);
+  EmbedMinHash("", o, empty);
+  for (float v : empty) CHECK(v == 0.0f);
+}
+
+TEST_CASE("dedup: MinHash embedding with the exact search finds the built duplicates") {
+  // Ten distinct texts; 3 and 7 get near copies (one word changed), 5 a copy
+  // in upper case: exactly those three pairs reach Jaccard 0.6.
+  std::vector<std::string> texts = {
+      "Compute the SHA-256 checksum of a file and print it in hexadecimal.",
+      "Write a SQL query returning the second highest salary per department.",
+      "Parse an ISO-8601 timestamp with a time zone and convert it to UTC.",
+      "Implement a token bucket rate limiter for an HTTP API, one bucket per client.",
+      "Find the longest palindromic substring of a string in quadratic time.",
+      "Resize every JPEG image in a folder to at most 800 pixels wide, keeping aspect.",
+      "Merge two sorted linked lists into one sorted list without allocating nodes.",
+      "Report the ten most frequent words across all text files under a directory.",
+      "Serve static files over HTTP from the current directory on port 8000.",
+      "Detect a cycle in a directed graph given as an adjacency list and print it."};
+  std::string near3 = texts[3];
+  near3.replace(near3.find("HTTP"), 4, "REST");
+  std::string near7 = texts[7];
+  near7.replace(near7.find("ten"), 3, "five");
+  std::string upper5 = texts[5];
+  for (char& c : upper5) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  texts.push_back(near3);
+  texts.push_back(near7);
+  texts.push_back(upper5);
+  MinHashEmbedder embedder(MinHashOptions{});
+  auto m = embedder.Embed(texts);
+  REQUIRE(m.ok());
+  SearchOptions o;
+  o.min_threshold = 0.6f;  // the edits' exact Jaccard is 0.79 and 0.81, the rest below 0.1
+  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, o);
+  REQUIRE(graph.ok());
+  REQUIRE(graph->pairs.size() == 3);
+  CHECK(graph->pairs[0].earlier == 3);
+  CHECK(graph->pairs[0].later == 10);
+  CHECK(graph->pairs[1].earlier == 7);
+  CHECK(graph->pairs[1].later == 11);
+  CHECK(graph->pairs[2].earlier == 5);
+  CHECK(graph->pairs[2].later == 12);
+  CHECK(graph->pairs[2].score == doctest::Approx(1.0f).epsilon(1e-4));
+  // Same input, same vectors.
+  auto again = embedder.Embed(texts);
+  REQUIRE(again.ok());
+  CHECK(again->data == m->data);
+  CHECK(embedder.Provenance()["kind"] == "minhash");
+}
+
+namespace {
+
+using forge::store::CallRecord;
+
+CallRecord ChatCall(const std::string& rollout, Json messages, Json reply, bool side = false) {
+  CallRecord c;
+  c.rollout_id = rollout;
+  c.client_format = "openai-chat";
+  c.model = "policy";
+  c.request = {{"model", "policy"}, {"messages", std::move(messages)}};
+  c.response = {{"choices", Json::array({{{"message", std::move(reply)}, {"finish_reason", "stop"}}})}};
+  c.http_status = 200;
+  c.side_call = side;
+  return c;
+}
+
+// Two turns of an agent: the second call resends the first call's messages and
+// reply (with an extra null field, as harnesses do) and adds a tool result.
+std::vector<CallRecord> AgentRollout(const std::string& rollout, const std::string& task,
+                                     const std::string& command) {
+  Json system = {{"role", "system"}, {"content", "You are a careful coding agent."}};
+  Json user = {{"role", "user"}, {"content", Json::array({{{"type", "text"}, {"text", task}}})}};
+  Json call = {{"role", "assistant"},
+               {"content", nullptr},
+               {"tool_calls", Json::array({{{"id", "c1"}, {"type", "function"},
+                                            {"function", {{"name", "bash"},
+                                                          {"arguments", Json{{"cmd", command}}.dump()}}}}})}};
+  Json resent = call;
+  resent["refusal"] = nullptr;
+  Json result = {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "exit 0"}};
+  Json done = {{"role", "assistant"}, {"content", "Done: the command succeeded."}};
+  return {ChatCall(rollout, Json::array({system, user}), call),
+          ChatCall(rollout, Json::array({{{"role", "user"}, {"content", "title?"}}}),
+                   {{"role", "assistant"}, {"content", "A title"}}, /*side=*/true),
+          ChatCall(rollout, Json::array({system, user, resent, result}), done)};
+}
+
+}  // namespace
+
+TEST_CASE("dedup trajectory fixture: rollouts' trajectories rendered from the store") {
+  forge::testing::TempDir scratch;
+  const char* env = std::getenv("FORGE_DEDUP_FIXTURE_DIR");
+  std::filesystem::path dir = env ? std::filesystem::path(env) : scratch.path();
+  std::filesystem::create_directories(dir);
+  auto store = forge::store::Store::Open((dir / "forge.db").string());
+  REQUIRE(store.ok());
+  const std::string task = "Count the lines of every .cpp file under src/ and print the total.";
+  std::vector<CallRecord> calls;
+  for (auto& c : AgentRollout("r1", task, "find src -name '*.cpp' | xargs wc -l | tail -1")) calls.push_back(c);
+  // r2 did the same thing with a trivially different command: a near duplicate.
+  for (auto& c : AgentRollout("r2", task, "find src -name '*.cpp' | xargs wc -l | tail -n 1")) calls.push_back(c);
+  // r3 took a different route to the same task.
+  for (auto& c : AgentRollout("r3", task, "python3 -c 'import pathlib; print(sum(len(p.read_text().splitlines()) for p in pathlib.Path(\"src\").rglob(\"*.cpp\")))'")) {
+    calls.push_back(c);
+  }
+  for (auto& c : calls) c.seq = -1;
+  REQUIRE((*store)->AppendCalls(calls).ok());
+
+  auto text = TrajectoryText(**store, "r1");
+  REQUIRE(text.ok());
+  CHECK(*text ==
+        "system: You are a careful coding agent.\n"
+        "user: " + task + "\n"
+        "assistant: \n"
+        "bash({\"cmd\":\"find src -name '*.cpp' | xargs wc -l | tail -1\"})\n"
+        "tool: exit 0\n"
+        "assistant: Done: the command succeeded.");
+  auto none = TrajectoryText(**store, "nope");
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+
+  std::vector<std::string> texts;
+  for (const char* r : {"r1", "r2", "r3"}) texts.push_back(*TrajectoryText(**store, r));
+  NgramEmbedder embedder(NgramOptions{});
+  auto m = embedder.Embed(texts);
+  REQUIRE(m.ok());
+  SearchOptions o;
+  o.min_threshold = 0.9f;
+  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, o);
+  REQUIRE(graph.ok());
+  REQUIRE(graph->pairs.size() == 1);
+  CHECK(graph->pairs[0].earlier == 0);
+  CHECK(graph->pairs[0].later == 1);
+  store->reset();
+
+  // Records for the end-to-end test: r2 has the better reward, r4 no calls.
+  std::ofstream records(dir / "rollouts.jsonl");
+  records << R"({"rollout_id":"r1","task_id":"t","reward":0.5})" << "\n"
+          << R"({"rollout_id":"r2","task_id":"t","reward":1.0})" << "\n"
+          << R"({"rollout_id":"r3","task_id":"t","reward":0.0})" << "\n"
+          << R"({"rollout_id":"r4","task_id":"t","reward":1.0})" << "\n";
+}
+
+TEST_CASE("dedup: HNSW grows the beam until every pair of a large cluster is found") {
+  // 150 copies of one vector (plus noise) among 1000 random ones: every copy has
+  // 149 pairs, more than the first beam holds, so queries must regrow.
+  const size_t n = 1000, d = 32;
+  std::vector<float> x = RandomUnitVectors(n, d, 11);
+  for (size_t i = 850; i < n; ++i) {
+    for (size_t k = 0; k < d; ++k) x[i * d + k] = x[k] + 0.01f * x[(i - 800) * d + k];
+    NormaliseL2(std::span<float>(&x[i * d], d));
+  }
+  for (size_t k = 0; k < d; ++k) x[k] = x[850 * d + k];
+  SearchOptions o;
+  o.min_threshold = 0.95f;
+  o.threads = 2;
+  HnswOptions h;
+  h.ef_search = 16;
+  h.k = 8;
+  h.recall_sample = 0;
+  HnswStats stats;
+  auto graph = HnswSearch(VectorSet{x.data(), n, d}, o, h, &stats);
+  REQUIRE(graph.ok());
+  auto exact = ExactSearch(VectorSet{x.data(), n, d}, o);
+  REQUIRE(exact.ok());
+  CHECK(exact->pairs.size() >= 150 * 149 / 2);
+  CHECK(stats.regrown > 0);
+  CHECK(stats.beam_capped == 0);
+  CHECK(graph->pairs.size() * 100 >= exact->pairs.size() * 99);
 }
