@@ -8,6 +8,7 @@
 #include "base/hash.h"
 #include "proxy/chat_assembler.h"
 #include "proxy/formats/gemini.h"
+#include "proxy/request_limits.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
 #include "proxy/token_capture.h"
@@ -227,6 +228,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   if (url_fields.is_object() && translated_input.is_object()) translated_input.update(url_fields);
   auto chat = format->ToChat(translated_input);
   if (!chat.ok()) co_return co_await fail(400, chat.status().message());
+  CapMaxTokens(chat->body, config_.max_tokens_cap);
 
   if (config_.max_per_rollout > 0) {
     std::lock_guard<std::mutex> lock(rollout_mutex_);

@@ -45,7 +45,7 @@ for _ in $(seq 100); do [[ -s "$work/fake.port" ]] && break; sleep 0.1; done
 
 port=$(free_port)
 "$FORGE_BIN/forge-proxy" --store "$work/forge.db" --port "$port" --health-interval 0 \
-  --upstream "http://127.0.0.1:$(cat "$work/fake.port")" 2>"$work/proxy.err" &
+  --upstream "http://127.0.0.1:$(cat "$work/fake.port")" --max-tokens-cap 4096 2>"$work/proxy.err" &
 pids+=($!)
 proxy="http://127.0.0.1:$port"
 for _ in $(seq 100); do curl -s -o /dev/null "$proxy/healthz" && break; sleep 0.1; done
@@ -110,6 +110,9 @@ results = [b for m in req2["messages"] if m["role"] == "user" and isinstance(m["
            for b in m["content"] if b.get("type") == "tool_result"]
 assert len(results) == 1 and results[0]["tool_use_id"] == resp["content"][0]["id"], results
 up = json.loads(second["upstream_request"])
+# Claude Code asks for more than a small policy server gives; the proxy caps
+# what goes upstream (--max-tokens-cap) and keeps what the harness asked.
+assert req2["max_tokens"] > 4096 and up["max_tokens"] == 4096, (req2["max_tokens"], up["max_tokens"])
 assert [m["role"] for m in up["messages"]][-2:] == ["assistant", "tool"], [m["role"] for m in up["messages"]]
 print(f"{len(calls)} calls, anthropic, token ids recorded")
 PY
