@@ -49,7 +49,7 @@ cleanup() {
 trap cleanup EXIT
 start=$SECONDS
 
-say "debootstrap --variant=minbase $suite from $mirror (about a minute)"
+say "debootstrap --variant=minbase $suite from $mirror"
 # The host's apt cache holds the .debs it already fetched; reuse them.
 debootstrap --variant=minbase --cache-dir=/var/cache/apt/archives "$suite" "$root" "$mirror" \
   >"$root.log" 2>&1 || { tail -20 "$root.log" >&2; rm -f "$root.log"; say "debootstrap failed"; exit 69; }
