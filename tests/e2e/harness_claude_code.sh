@@ -89,6 +89,7 @@ upstream_calls=$(grep -c '"/v1/chat/completions"' "$work/fake.log")
 python3 - "$work/calls.jsonl" <<'PY' || fail "recorded calls"
 import json, sys
 calls = [json.loads(l) for l in open(sys.argv[1])]
+J = lambda v: json.loads(v) if isinstance(v, str) else v  # bodies: objects (or JSON text)
 agent = [c for c in calls if not c["side_call"]]
 assert len(agent) == 2, [(c["seq"], c["side_call"]) for c in calls]
 for c in calls:
@@ -98,18 +99,18 @@ for c in calls:
     assert len(c["logprobs"]) == len(c["completion_ids"]), c["seq"]
 first, second = agent
 # The raw exchange as the harness saw it: Claude Code's own request shape.
-req = json.loads(first["request"])
+req = J(first["request"])
 assert {t["name"] for t in req["tools"]} >= {"Write", "Bash", "Read"}, [t["name"] for t in req["tools"]]
-resp = json.loads(first["response"])
+resp = J(first["response"])
 assert resp["stop_reason"] == "tool_use" and resp["content"][0]["name"] == "Write", resp
 assert resp["content"][0]["input"] == {"file_path": "hello.txt", "content": "forge"}, resp
 assert first["finish_reason"] == "tool_calls" and second["finish_reason"] == "stop"
 # The second request carries the tool result back to the model.
-req2 = json.loads(second["request"])
+req2 = J(second["request"])
 results = [b for m in req2["messages"] if m["role"] == "user" and isinstance(m["content"], list)
            for b in m["content"] if b.get("type") == "tool_result"]
 assert len(results) == 1 and results[0]["tool_use_id"] == resp["content"][0]["id"], results
-up = json.loads(second["upstream_request"])
+up = J(second["upstream_request"])
 # Claude Code asks for more than a small policy server gives; the proxy caps
 # what goes upstream (--max-tokens-cap) and keeps what the harness asked.
 assert req2["max_tokens"] > 4096 and up["max_tokens"] == 4096, (req2["max_tokens"], up["max_tokens"])
