@@ -88,13 +88,16 @@ echo "== forge-pack: SFT and RL"
 "$FORGE_BIN/forge-pack" -q --store "$work/forge.db" --format rl --out-dir "$work/rl" \
   --stats "$work/rl-stats.json" "$work/verdicts.jsonl" >"$work/rl-index.jsonl" 2>>"$work/pack.err" ||
   fail "forge-pack rl exit $?"
-python3 - "$work/sft.jsonl" "$work/rl-index.jsonl" "$work/calls.jsonl" "$rollout" <<'PY' || fail "packed data"
+py=/usr/bin/python3  # Debian's, with python3-numpy (scripts/bootstrap.sh)
+[ -x "$py" ] || py=$(command -v python3)
+"$py" - "$work/sft.jsonl" "$work/rl-index.jsonl" "$work/calls.jsonl" "$rollout" <<'PY' || fail "packed data"
 import json, struct, sys
 import numpy as np
 
 sft = [json.loads(l) for l in open(sys.argv[1])]
 index = [json.loads(l) for l in open(sys.argv[2])]
 calls = [json.loads(l) for l in open(sys.argv[3])]
+J = lambda v: json.loads(v) if isinstance(v, str) else v
 rollout = sys.argv[4]
 agent = [c for c in calls if not c["side_call"]]
 assert len(agent) == 2, len(agent)
