@@ -112,9 +112,13 @@ class Launcher {
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
                  Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
+  // Absolute, since the docker engine binds only absolute host paths.
   std::string HarnessInstallDir() const {
-    return options_.harness_install_dir.empty() ? DefaultHarnessInstallDir()
-                                                : options_.harness_install_dir;
+    std::error_code ec;
+    fs::path dir = fs::absolute(options_.harness_install_dir.empty() ? DefaultHarnessInstallDir()
+                                                                     : options_.harness_install_dir,
+                                ec);
+    return dir.lexically_normal().string();
   }
   Status Emit(const Json& record);
   void UpdateProgress();
