@@ -16,6 +16,8 @@ packages=(
   openssl  # test certificates for the k8s backend's TLS tests
   # benchmarks only: the forge-proxy baseline (bench/proxy_bench.sh)
   nginx
+  # the Node.js image for real harnesses in containers (scripts/make-node-image.sh)
+  debootstrap
 )
 
 missing=()

@@ -96,6 +96,15 @@ std::string DefaultHarnessInstallDir() {
   return std::string(home && *home ? home : "/root") + "/.cache/forge/harnesses";
 }
 
+bool UsesPlaceholder(const HarnessProfile& profile, const std::string& key) {
+  const std::string needle = "{" + key + "}";
+  auto has = [&](const std::string& text) { return text.find(needle) != std::string::npos; };
+  for (const auto& arg : profile.command) if (has(arg)) return true;
+  for (const auto& [name, value] : profile.env) if (has(value)) return true;
+  for (const auto& [path, content] : profile.config_files) if (has(path) || has(content)) return true;
+  return false;
+}
+
 std::string FillPlaceholders(const std::string& text, const std::map<std::string, std::string>& vars) {
   std::string out;
   out.reserve(text.size());

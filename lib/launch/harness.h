@@ -11,7 +11,9 @@
 //   {instruction}  the task's instruction text
 //   {instruction_file}  where that text was copied in the sandbox
 //   {harnesses}    where scripts/install-harnesses.sh installed the real harnesses,
-//                  as the sandbox sees it
+//                  as the sandbox sees it: the host directory on the local
+//                  backend, kHarnessMountPath in docker sandboxes (mounted
+//                  read-only there when the profile uses it)
 //   {workdir} {rollout_id} {run_id} {task_id} {command}
 #pragma once
 
@@ -56,6 +58,12 @@ std::string DefaultHarnessDir();
 // $FORGE_HARNESS_INSTALL_DIR, else $XDG_CACHE_HOME/forge/harnesses, else
 // ~/.cache/forge/harnesses.
 std::string DefaultHarnessInstallDir();
+
+// Where docker sandboxes see the harness install directory.
+inline constexpr const char* kHarnessMountPath = "/opt/forge/harnesses";
+
+// True when the profile's command, env or config files name {key}.
+bool UsesPlaceholder(const HarnessProfile& profile, const std::string& key);
 
 // Replaces every {key} known in vars; unknown {words} are left as they are
 // (shell scripts and JSON in templates use braces too).

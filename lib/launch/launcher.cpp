@@ -112,6 +112,14 @@ class Launcher {
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
                  Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
+  // Absolute, since the docker engine binds only absolute host paths.
+  std::string HarnessInstallDir() const {
+    std::error_code ec;
+    fs::path dir = fs::absolute(options_.harness_install_dir.empty() ? DefaultHarnessInstallDir()
+                                                                     : options_.harness_install_dir,
+                                ec);
+    return dir.lexically_normal().string();
+  }
   Status Emit(const Json& record);
   void UpdateProgress();
   // The phase a running rollout is in, for the progress lines ("" when done).
@@ -142,6 +150,16 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
   if (it != profiles_.end()) return &it->second;
   auto profile = LoadHarness(options_.harness_dir.empty() ? DefaultHarnessDir() : options_.harness_dir, name);
   if (!profile.ok()) return profile.status();
+  if (UsesPlaceholder(*profile, "harnesses")) {
+    // Checked once here, not by every rollout failing to exec a missing binary.
+    const std::string dir = HarnessInstallDir();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      return Status::Config("harness " + name + " runs from {harnesses} = " + dir +
+                            ", which is not a directory: run scripts/install-harnesses.sh or "
+                            "pass --harness-install-dir");
+    }
+  }
   return &profiles_.emplace(name, std::move(*profile)).first->second;
 }
 
@@ -228,6 +246,10 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(job.attempt)}};
   spec.workdir = options_.workdir;
   spec.user = task.user.empty() ? options_.user : task.user;
+  // The real harnesses stay installed on the host; a container sees them
+  // read-only at a fixed path, so nothing is fetched at rollout time.
+  const bool mount_harnesses = backend_.name() == "docker" && UsesPlaceholder(profile, "harnesses");
+  if (mount_harnesses) spec.mounts.push_back({HarnessInstallDir(), options_.harness_mount, true});
   const double agent_timeout =
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
   spec.lifetime_seconds = static_cast<int64_t>(agent_timeout) + 600 +
@@ -247,8 +269,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"instruction_file", root + "/forge/instruction.md"},
       {"workdir", root + options_.workdir},
       {"root", root},
-      {"harnesses", options_.harness_install_dir.empty() ? DefaultHarnessInstallDir()
-                                                         : options_.harness_install_dir},
+      {"harnesses", mount_harnesses ? options_.harness_mount : HarnessInstallDir()},
       {"rollout_id", rollout_id},
       {"run_id", options_.run_id},
       {"task_id", task.id},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "launch/harness.h"
 #include "records/jsonl.h"
 #include "sandbox/k8s/options.h"
 #include "sandbox/sandbox.h"
@@ -30,6 +31,8 @@ struct LaunchOptions {
   std::string harness_dir;
   // Where scripts/install-harnesses.sh put the npm harnesses ({harnesses} in profiles).
   std::string harness_install_dir;
+  // Where docker sandboxes see it, bind-mounted read-only, when a profile uses {harnesses}.
+  std::string harness_mount = kHarnessMountPath;
   std::string model;
   std::string image;                 // for tasks that name none
   std::string network;               // none | loopback | host; empty: host with a proxy, else none

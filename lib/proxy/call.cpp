@@ -9,6 +9,7 @@
 #include "proxy/chat_assembler.h"
 #include "proxy/formats/gemini.h"
 #include "proxy/pass_through.h"
+#include "proxy/request_limits.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
 #include "proxy/token_capture.h"
@@ -247,6 +248,8 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     auto translated = format->ToChat(translated_input);
     if (!translated.ok()) co_return co_await fail(400, translated.status().message());
     chat = std::move(*translated);
+    // Chat and completions requests go as bytes and keep their max_tokens.
+    CapMaxTokens(chat.body, config_.max_tokens_cap);
   }
 
   if (config_.max_per_rollout > 0) {
@@ -305,9 +308,9 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     const RecordedExchange* recorded = replay_->Next(ReplayIndex::RequestKey(format->name(), client_request));
     if (!recorded) co_return co_await fail(404, "replay: no recorded response matches this request");
     rec.upstream = "replay:" + config_.replay_path;
-    rec.model = recorded->model.empty() ? chat->body.value("model", "") : recorded->model;
+    rec.model = recorded->model.empty() ? chat.body.value("model", "") : recorded->model;
     rec.first_token_at = NowSeconds();
-    rec.upstream_request = chat->body;
+    rec.upstream_request = chat.body;
     rec.request = std::move(client_request);
     rec.upstream_response = recorded->response;
     rec.prompt_ids = recorded->prompt_ids;

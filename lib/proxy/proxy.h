@@ -29,6 +29,7 @@ struct ProxyConfig {
   std::string health_path = "/health";
   double drain_timeout = 120;             // seconds SIGTERM waits for in-flight calls
   int max_per_rollout = 0;                // concurrent calls per rollout; 0 = no cap
+  int64_t max_tokens_cap = 0;             // largest max_tokens sent upstream; 0 = as asked
   double secret_cache_ttl = 5;            // seconds a positive secret lookup is cached
 };
 

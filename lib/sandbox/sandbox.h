@@ -30,6 +30,17 @@ enum class NetworkPolicy {
   kHost,      // the host's network namespace: reaches a proxy on 127.0.0.1
 };
 
+// A host directory the sandbox sees at sandbox_path, read-only unless said
+// otherwise: how tools installed on the host (the npm harnesses) reach a
+// container without installing anything from the network at rollout time.
+// The docker backend binds it; the local backend runs on the host's file
+// system already and ignores it.
+struct Mount {
+  std::string host_path;     // absolute
+  std::string sandbox_path;  // absolute
+  bool read_only = true;
+};
+
 struct Spec {
   std::string run_id;      // every object is labelled with it, for gc
   std::string rollout_id;  // labelled too
@@ -41,6 +52,7 @@ struct Spec {
   std::map<std::string, std::string> env;
   std::string workdir = "/work";
   std::string user;  // empty: the image's default
+  std::vector<Mount> mounts;
   // Server-side bound on the sandbox's whole life, so nothing leaks if forge dies.
   int64_t lifetime_seconds = 6 * 3600;
 };

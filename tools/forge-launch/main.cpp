@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--harness-dir", options.harness_dir, "Directory of harness profiles ($FORGE_HARNESS_DIR)");
   app.add_option("--harness-install-dir", options.harness_install_dir,
                  "Where scripts/install-harnesses.sh put the real harnesses ({harnesses} in profiles)");
+  app.add_option("--harness-mount", options.harness_mount,
+                 "Where docker sandboxes see that directory, mounted read-only")
+      ->capture_default_str();
   app.add_option("--model", options.model, "Model name handed to the harness");
   app.add_option("--image", options.image, "Image for tasks naming none");
   app.add_option("--network", options.network, "none, loopback or host (default: host with --proxy, else none)")

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-per-rollout", c.max_per_rollout, "concurrent calls per rollout (0: no cap)")
       ->capture_default_str();
+  app.add_option("--max-tokens-cap", c.max_tokens_cap,
+                 "largest max_tokens sent upstream for translated formats (Anthropic, Responses, Gemini); 0: as asked")
+      ->capture_default_str();
   app.add_option("--secret-cache", c.secret_cache_ttl, "seconds a known secret stays cached")
       ->capture_default_str();
   std::string dump_rollout;

@@ -291,6 +291,22 @@ Status DockerBackend::Ping() {
   return Status::Ok();
 }
 
+Result<Json> BindMounts(const std::vector<Mount>& mounts) {
+  Json out = Json::array();
+  for (const Mount& m : mounts) {
+    if (m.host_path.empty() || m.host_path[0] != '/' || m.sandbox_path.empty() ||
+        m.sandbox_path[0] != '/') {
+      return Status::Config("sandbox mount " + m.host_path + ":" + m.sandbox_path +
+                            ": both paths must be absolute");
+    }
+    out.push_back({{"Type", "bind"},
+                   {"Source", m.host_path},
+                   {"Target", m.sandbox_path},
+                   {"ReadOnly", m.read_only}});
+  }
+  return out;
+}
+
 Result<std::string> DockerBackend::CreateContainer(const Spec& spec, bool one_shot) {
   std::string image = spec.image;
   if (!spec.build_context.empty()) {
@@ -340,6 +356,11 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, bool one_sh
                {"AttachStderr", one_shot},
                {"HostConfig", host}};
   if (!spec.user.empty()) body["User"] = spec.user;
+  if (!spec.mounts.empty()) {
+    auto mounts = BindMounts(spec.mounts);
+    if (!mounts.ok()) return mounts.status();
+    body["HostConfig"]["Mounts"] = std::move(*mounts);
+  }
   std::string name = spec.rollout_id.empty() ? "" : "forge-" + spec.rollout_id;
   std::string path = "/containers/create" + (name.empty() ? "" : "?name=" + Engine::Escape(name));
   auto created = engine_->CallJson("POST", path, body);

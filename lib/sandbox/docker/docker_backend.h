@@ -14,12 +14,17 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 #include <string>
 
 #include "sandbox/docker/engine.h"
 #include "sandbox/sandbox.h"
 
 namespace forge::sandbox::docker {
+
+// HostConfig.Mounts for spec.mounts: bind mounts, read-only unless said
+// otherwise. Config naming the mount when a path is not absolute.
+Result<nlohmann::json> BindMounts(const std::vector<Mount>& mounts);
 
 class DockerBackend : public Backend {
  public:
