@@ -18,8 +18,9 @@ AGENT_TIMEOUT=${FORGE_HARNESS_TIMEOUT:-300s}
 require_installed() {
   for f in "$@"; do
     if [[ ! -e "$HARNESSES/$f" ]]; then
-      echo "SKIP: $HARNESSES/$f is missing (run scripts/install-harnesses.sh)"
-      exit 0
+      # A missing harness is a failed test, not a pass: scripts/test.sh installs them.
+      echo "FAIL: $HARNESSES/$f is missing (run scripts/install-harnesses.sh)" >&2
+      exit 1
     fi
   done
 }
