@@ -335,7 +335,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     finish(rec);
     Status committed = co_await Commit(std::move(rec));
     if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
-    format->Finished(*chat, recorded->response);
+    format->Finished(chat, recorded->response);
     if (!streaming) co_return co_await Send(client, req, http::status::ok, std::move(bytes));
     ClientStream cs;
     cs.stream = &client;
