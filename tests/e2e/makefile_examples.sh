@@ -17,7 +17,7 @@ M() { make --no-print-directory -C "$work" -f "$SRC/Makefile.examples" FORGE_BIN
         PROXY_PORT="$proxy_port" RUN_ID="$run_id" ATTEMPTS=2 JOBS=2 HARNESS=command BACKEND=docker \
         K=1,2 RL_FLAGS="--advantage grpo" "$@"; }
 # Exactly the README's crontab line.
-cron() { (cd "$work" && flock -n -E 75 .forge.lock make --no-print-directory -f "$SRC/Makefile.examples" \
+cron() { (cd "$work" && flock -n -o -E 75 .forge.lock make --no-print-directory -f "$SRC/Makefile.examples" \
         FORGE_BIN="$BIN" TASKS="$work/tasks.jsonl" STORE="$work/out/forge.db" \
         UPSTREAM="http://127.0.0.1:$(cat "$work/up.port")" PROXY_PORT="$proxy_port" RUN_ID="$run_id" \
         ATTEMPTS=2 JOBS=2 HARNESS=command BACKEND=docker K=1,2 RL_FLAGS="--advantage grpo" all); }
@@ -56,12 +56,13 @@ out=$work/out
 jq -e '.messages | length >= 2' "$out/sft.jsonl" >/dev/null || fail "SFT sample without messages"
 [ "$(wc -l <"$out/rl-index.jsonl")" -ge 1 ] || fail "no RL batch"
 ls "$out"/rl/*.safetensors >/dev/null || fail "no safetensors written"
-grep -q "pass@1" "$work/run1.log" || fail "no pass@k report in the output"
+grep -q "\"pass_at_k\"" "$work/run1.log" || fail "no pass@k report in the output (JSON on a pipe)"
 [ "$(docker ps -aq --filter "label=forge.run=$run_id" | wc -l)" -eq 0 ] ||
   fail "sandboxes of the run left after verify released them"
 
 echo "== a second run while the first holds the lock exits 75 at once"
-flock "$work/.forge.lock" sleep 20 &
+# The holder is the very process with the lock (exec), so killing it frees the lock.
+( flock 9 && exec sleep 20 ) 9>"$work/.forge.lock" &
 holder=$!
 pids+=($holder)
 sleep 0.5
@@ -76,7 +77,7 @@ before=$(stat -c %Y "$out/rollouts.jsonl")
 cron >"$work/run2.log" 2>&1 || { cat "$work/run2.log" >&2; fail "second cron run failed"; }
 [ "$(stat -c %Y "$out/rollouts.jsonl")" = "$before" ] || fail "rollouts.jsonl was rebuilt"
 [ "$(calls)" -eq 4 ] || fail "the rerun called the model again ($(calls) calls)"
-M -q sft rl || fail "make -q: sft/rl not up to date after a finished run"
+M -q out/sft.jsonl out/rl-index.jsonl || fail "make -q: the SFT and RL files are not up to date after a finished run"
 
 echo "== after the collected file is lost, the run id resumes: no attempt is redone"
 rm -f "$out/rollouts.jsonl"
