@@ -234,6 +234,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     if (!read.ok()) co_return co_await fail(400, read.status().message());
     raw = std::move(*read);
     chat.stream = raw->stream;
+    chat.side_call = raw->side_call;
   } else {
     std::string parse_error;
     try {

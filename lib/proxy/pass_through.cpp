@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "base/json_scan.h"
+#include "proxy/formats/wire.h"
 
 namespace forge::proxy {
 namespace {
@@ -141,6 +142,12 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
 
   PassThroughRequest out;
   out.stream = stream && IsJsonTrue(stream->value);
+  // A call offering tools is a policy turn; only the rest (small: a title or
+  // topic prompt) is parsed to look for a side call.
+  const JsonMember* tools = FindMember(members, "tools");
+  if (!completions && !(tools && IsJsonArray(tools->value) && !ArrayElements(tools->value).empty())) {
+    out.side_call = wire::LooksLikeSideCall(nlohmann::json::parse(object));
+  }
   if (const JsonMember* model = FindMember(members, "model")) out.model = StringValue(model->value);
   CaptureWants& wants = out.wants;
   wants.completions = completions;

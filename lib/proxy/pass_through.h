@@ -22,6 +22,9 @@ struct PassThroughRequest {
   // A chat stream carries a usage chunk only when the client asked for it
   // (stream_options.include_usage); the proxy always asks, for the record.
   bool client_wants_usage = true;
+  // A harness's helper call (a title, a topic check) rather than a policy
+  // turn: the same test as the translated formats (wire::LooksLikeSideCall).
+  bool side_call = false;
   CaptureWants wants;
   std::string model;
   std::string upstream_body;  // the bytes to send upstream

@@ -187,3 +187,22 @@ TEST_CASE("pass-through response: tokens harvested, fields the client did not as
   CHECK(error->is_error);
   CHECK_FALSE(proxy::CaptureAndStrip("{\"choices\":[", proxy::CaptureWants{}, false, t4).ok());
 }
+
+TEST_CASE("pass-through request: a helper call without tools is a side call, a policy turn is not") {
+  using forge::proxy::ReadPassThroughRequest;
+  // opencode's title generator: no tools, its system prompt says what it is.
+  auto title = ReadPassThroughRequest(
+      R"({"model":"m","stream":true,"messages":[{"role":"system","content":"You are a title generator. Output a short title."},{"role":"user","content":"make hello.txt"}]})",
+      false);
+  REQUIRE(title.ok());
+  CHECK(title->side_call);
+  // The same prompt offering tools is the agent loop itself.
+  auto turn = ReadPassThroughRequest(
+      R"({"model":"m","tools":[{"type":"function","function":{"name":"write"}}],"messages":[{"role":"system","content":"You are a title generator."},{"role":"user","content":"x"}]})",
+      false);
+  REQUIRE(turn.ok());
+  CHECK_FALSE(turn->side_call);
+  auto plain = ReadPassThroughRequest(R"({"model":"m","messages":[{"role":"user","content":"hello"}]})", false);
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->side_call);
+}
