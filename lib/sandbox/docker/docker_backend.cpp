@@ -26,6 +26,32 @@ double WallNow() {
 
 std::string FiltersParam(const Json& filters) { return Engine::Escape(filters.dump()); }
 
+// Stops a streamed exec at its deadline or when it is cancelled, and
+// remembers which of the two it was.
+struct ExecStop {
+  ExecStop(const ExecRequest& request, Clock::time_point started)
+      : request(request),
+        has_deadline(request.timeout_seconds > 0),
+        deadline(started + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(has_deadline ? request.timeout_seconds : 0))) {}
+  bool KeepGoing() {
+    if (request.cancel && request.cancel->load()) {
+      cancelled = true;
+      return false;
+    }
+    if (has_deadline && Clock::now() >= deadline) {
+      deadline_hit = true;
+      return false;
+    }
+    return true;
+  }
+  const ExecRequest& request;
+  const bool has_deadline;
+  const Clock::time_point deadline;
+  bool deadline_hit = false;
+  bool cancelled = false;
+};
+
 std::string ArchivePath(const std::string& dir) {
   std::string path = dir;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -145,23 +171,8 @@ Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
                             request.workdir.empty() ? workdir_ : request.workdir, user);
   if (!exec_id.ok()) return exec_id.status();
 
-  const bool has_deadline = request.timeout_seconds > 0;
-  const auto deadline =
-      started + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(has_deadline ? request.timeout_seconds : 0));
-  bool deadline_hit = false;
-  bool cancelled = false;
-  auto keep_going = [&] {
-    if (request.cancel && request.cancel->load()) {
-      cancelled = true;
-      return false;
-    }
-    if (has_deadline && Clock::now() >= deadline) {
-      deadline_hit = true;
-      return false;
-    }
-    return true;
-  };
+  ExecStop stop(request, started);
+  auto keep_going = [&stop] { return stop.KeepGoing(); };
   StreamDemux demux(request.max_output_bytes);
   auto streamed = engine_->Stream(
       "POST", "/exec/" + *exec_id + "/start", Json{{"Detach", false}, {"Tty", false}}.dump(),
@@ -175,7 +186,7 @@ Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
   }
   if (aborted) {
     FORGE_RETURN_IF_ERROR(KillAllButInit(user));
-    result.timed_out = deadline_hit;
+    result.timed_out = stop.deadline_hit;
   }
   // The exit code can lag the end of the stream: poll until the exec is done.
   const auto poll_until = Clock::now() + std::chrono::seconds(aborted ? 10 : 30);
@@ -197,10 +208,10 @@ Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
   result.stderr_data = std::move(demux.err());
   result.truncated = demux.truncated();
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (!result.timed_out && !cancelled && result.exit_code == 137) {
+  if (!result.timed_out && !stop.cancelled && result.exit_code == 137) {
     result.out_of_memory = OomSince(started_wall);
   }
-  if (cancelled) return Status::Cancelled("exec cancelled");
+  if (stop.cancelled) return Status::Cancelled("exec cancelled");
   return result;
 }
 
@@ -468,22 +479,8 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job) 
   if (Status s = attach->Write(OneShotScript(job, spec.workdir, lifetime)); !s.ok()) return fail(s);
   attach->CloseWrite();
 
-  const bool has_deadline = request.timeout_seconds > 0;
-  const auto deadline =
-      started + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(has_deadline ? request.timeout_seconds : 0));
-  bool deadline_hit = false, cancelled = false;
-  auto keep_going = [&] {
-    if (request.cancel && request.cancel->load()) {
-      cancelled = true;
-      return false;
-    }
-    if (has_deadline && Clock::now() >= deadline) {
-      deadline_hit = true;
-      return false;
-    }
-    return true;
-  };
+  ExecStop stop(request, started);
+  auto keep_going = [&stop] { return stop.KeepGoing(); };
   StreamDemux demux(request.max_output_bytes);
   Status streamed = attach->ReadBody([&](std::string_view data) { demux.Feed(data); }, keep_going);
   const bool aborted = !streamed.ok() && streamed.code() == ExitCode::kInterrupted;
@@ -505,12 +502,12 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job) 
   }
   ExecResult result;
   result.exit_code = parsed["StatusCode"].is_number() ? parsed["StatusCode"].get<int>() : -1;
-  result.timed_out = deadline_hit;
+  result.timed_out = stop.deadline_hit;
   result.stdout_data = std::move(demux.out());
   result.stderr_data = std::move(demux.err());
   result.truncated = demux.truncated();
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (cancelled) return Status::Cancelled("exec cancelled");
+  if (stop.cancelled) return Status::Cancelled("exec cancelled");
   if (!result.timed_out && result.exit_code == 137) {
     result.out_of_memory = OomKilledSince(*engine_, id, started_wall);
   }
