@@ -31,6 +31,7 @@
 #include "pack/pack.h"
 #include "records/jsonl.h"
 #include "store/store.h"
+#include "forge_paths.h"
 
 using Clock = std::chrono::steady_clock;
 using forge::store::CallRecord;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "store/store.h"
+#include "forge_paths.h"
 
 using forge::store::Json;
 

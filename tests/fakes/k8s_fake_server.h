@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/k8s/options.h"
+#include "forge_paths.h"
 
 extern char** environ;
 

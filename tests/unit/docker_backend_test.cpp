@@ -10,6 +10,7 @@
 #include "base/hash.h"
 #include "sandbox/docker/docker_backend.h"
 #include "support/temp_dir.h"
+#include "forge_paths.h"
 
 using forge::ExitCode;
 

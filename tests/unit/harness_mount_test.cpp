@@ -14,6 +14,7 @@
 #include "sandbox/local/local_backend.h"
 #include "store/store.h"
 #include "support/temp_dir.h"
+#include "forge_paths.h"
 
 using forge::ExitCode;
 using forge::records::Json;

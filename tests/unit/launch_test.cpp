@@ -17,6 +17,7 @@
 #include "tasks/load.h"
 #include "tasks/task.h"
 #include "support/temp_dir.h"
+#include "forge_paths.h"
 
 using forge::ExitCode;
 using forge::records::Json;

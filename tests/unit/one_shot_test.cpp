@@ -19,6 +19,7 @@
 #include "sandbox/docker/raw_call.h"
 #include "sandbox/one_shot_script.h"
 #include "support/temp_dir.h"
+#include "forge_paths.h"
 
 using forge::ExitCode;
 using forge::sandbox::OneShot;

@@ -13,6 +13,7 @@
 #include "tasks/harbor.h"
 #include "tasks/load.h"
 #include "tasks/task.h"
+#include "forge_paths.h"
 
 namespace fs = std::filesystem;
 using forge::ExitCode;
