@@ -76,12 +76,12 @@ proxy="http://127.0.0.1:$port"
 # The other service is really there: the host reaches it (one recorded hit).
 [[ "$(curl -s "http://127.0.0.1:$other/host-probe")" == other ]] || fail "the other service is not listening"
 
-# The harness: the proxy with its key, 1 MiB down, 1 MiB up and back, the
+# The harness: the proxy with its key, 1 MiB down, 1 MiB up and back (cmp), the
 # other port, and which interfaces the sandbox has.
 harness='
 wget -q -O - --header "Authorization: Bearer $OPENAI_API_KEY" "$OPENAI_BASE_URL/ping?rollout=$FORGE_ROLLOUT_ID"
 wget -q -O /tmp/big --header "Authorization: Bearer $OPENAI_API_KEY" "$OPENAI_BASE_URL/big" && echo "big $(wc -c </tmp/big)"
-head -c 1048576 /dev/urandom >/tmp/up
+head -c 786432 /dev/urandom | base64 >/tmp/up  # text: busybox wget posts up to the first NUL
 wget -q -O /tmp/down --header "Authorization: Bearer $OPENAI_API_KEY" --post-file=/tmp/up "$OPENAI_BASE_URL/echo"
 cmp -s /tmp/up /tmp/down && echo "echo same"
 if wget -q -O - "http://127.0.0.1:'"$other"'/from-sandbox" 2>/dev/null; then echo "other REACHED"; else echo "other blocked"; fi
@@ -131,7 +131,8 @@ inspect="$(docker inspect "$id")"
 "$LAUNCH" --backend docker gc --run-id "$run_prefix-held" 2>/dev/null
 
 echo "== the local backend: a network namespace of its own, the relay from the host"
-L --backend local --run-id "$run_prefix-local" --network proxy-only --proxy "$proxy" \
+TMPDIR="$work/tmp" "$LAUNCH" --backend local --store "$work/forge.db" --run-id "$run_prefix-local" \
+  --network proxy-only --proxy "$proxy" \
   --command 'curl -s -H "Authorization: Bearer $OPENAI_API_KEY" "$OPENAI_BASE_URL/local-ping"
 if curl -s "http://127.0.0.1:'"$other"'/from-local"; then echo REACHED; else echo blocked; fi
 echo "interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" " ")"' \
