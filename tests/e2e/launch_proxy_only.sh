@@ -6,7 +6,8 @@
 # unix socket and forge-launch's host relay — while a second host loopback
 # port that is listening is not reachable, and --network none reaches
 # nothing. One-shot and held (exec'd) sandboxes; a megabyte each way; a relay
-# that cannot start; bad input. Talks only to 127.0.0.0/8.
+# that cannot start; the real forge-proxy recording the call; the local
+# backend; bad input. Talks only to 127.0.0.0/8.
 set -euo pipefail
 BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
 LAUNCH="$BIN/forge-launch"
@@ -114,6 +115,25 @@ done < <(grep ' /v1/ping?rollout=' "$work/seen")
 [[ "$(grep -c ' /v1/echo$' "$work/seen")" == 3 ]] || fail "echo calls"
 [[ -z "$(ls -A "$work/tmp")" ]] || fail "the host relay's directory was left: $(ls "$work/tmp")"
 [[ "$(docker ps -aq --filter "label=forge.run=$run_prefix-one" | wc -l)" == 0 ]] || fail "containers left"
+
+echo "== the real forge-proxy: the sandbox's call is recorded under its rollout"
+python3 "$SRC/tests/fake_upstream/fake_upstream.py" --port-file "$work/up.port" --log "$work/up.log" &
+pids+=($!)
+for _ in $(seq 100); do [[ -s "$work/up.port" ]] && break; sleep 0.1; done
+fp_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$BIN/forge-proxy" --store "$work/forge.db" --port "$fp_port" --health-interval 0 \
+  --upstream "http://127.0.0.1:$(cat "$work/up.port")/v1" 2>"$work/fp.err" &
+pids+=($!)
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$fp_port/healthz" && break; sleep 0.1; done
+echo '{"id":"fp","instruction":"x"}' >"$work/fp.jsonl"
+L --run-id "$run_prefix-fp" --network proxy-only --proxy "http://127.0.0.1:$fp_port" \
+  --command 'wget -q -O - --header "Authorization: Bearer $OPENAI_API_KEY" --header "Content-Type: application/json" --post-data "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" "$OPENAI_BASE_URL/chat/completions"' \
+  "$work/fp.jsonl" >"$work/fp.out" 2>"$work/fp.err2" || fail "launch against forge-proxy: $(cat "$work/fp.err2")"
+[[ "$(jq -r .outcome "$work/fp.out")" == ok ]] || fail "forge-proxy rollout: $(cat "$work/fp.out")"
+grep -q "hello from fake!" <<<"$(jq -r .logs.stdout "$work/fp.out")" || fail "no answer: $(jq -r .logs "$work/fp.out")"
+recorded="$("$BIN/forge-proxy" --store "$work/forge.db" --dump-rollout "$(jq -r .rollout_id "$work/fp.out")")"
+[[ "$(wc -l <<<"$recorded")" == 1 ]] || fail "forge-proxy recorded: $recorded"
+[[ "$(jq -r .http_status <<<"$recorded")" == 200 ]] || fail "recorded call: $recorded"
 
 echo "== a held sandbox (exec path): NetworkMode none, relay and socket mounted read-only"
 echo '{"id":"held","instruction":"x"}' >"$work/held.jsonl"
