@@ -150,6 +150,12 @@ inspect="$(docker inspect "$id")"
 ! grep -q "from-held" "$work/other.seen" || fail "the held sandbox reached the other service"
 "$LAUNCH" --backend docker gc --run-id "$run_prefix-held" 2>/dev/null
 
+echo "== a non-root user in the sandbox reaches the proxy too (socket 0666, directory 0755)"
+L --run-id "$run_prefix-nobody" --user 65534 --network proxy-only --proxy "$proxy" \
+  --command 'id -u; wget -q -O - --header "Authorization: Bearer $OPENAI_API_KEY" "$OPENAI_BASE_URL/nobody"' \
+  "$work/held.jsonl" >"$work/nobody.out" 2>"$work/nobody.err" || fail "non-root launch: $(cat "$work/nobody.err")"
+[[ "$(jq -r .logs.stdout "$work/nobody.out")" == $'65534\npong' ]] || fail "non-root: $(jq -r .logs "$work/nobody.out")"
+
 echo "== the local backend: a network namespace of its own, the relay from the host"
 TMPDIR="$work/tmp" "$LAUNCH" --backend local --store "$work/forge.db" --run-id "$run_prefix-local" \
   --network proxy-only --proxy "$proxy" \
@@ -203,6 +209,7 @@ expect 64 "127.0.0.0/8" --network proxy-only --proxy http://localhost:$port
 expect 64 "expected an http:// or https:// URL" --network proxy-only --proxy unix:/tmp/proxy.sock
 expect 78 "no executable forge-relay at $work/missing" --network proxy-only --proxy "$proxy" --relay-binary "$work/missing"
 [[ "$(docker ps -aq --filter "label=forge.run=$run_prefix-usage" | wc -l)" == 0 ]] || fail "a sandbox was made"
-"$LAUNCH" --help | grep -q "proxy-only" || fail "--help does not name proxy-only"
+help="$("$LAUNCH" --help)"
+grep -q "proxy-only" <<<"$help" || fail "--help does not name proxy-only"
 grep -q "proxy-only" "$SRC/man/forge-launch.1" || fail "the man page does not name proxy-only"
 echo "launch_proxy_only: ok"
