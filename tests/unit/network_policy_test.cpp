@@ -12,7 +12,10 @@
 #include <fstream>
 #include <string>
 
+#include "launch/launcher.h"
 #include "launch/network.h"
+#include "records/jsonl.h"
+#include "store/store.h"
 #include "sandbox/local/local_backend.h"
 #include "sandbox/one_shot_script.h"
 #include "support/temp_dir.h"
@@ -138,4 +141,57 @@ TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo i
   CHECK(std::stoi(host_ran->stdout_data) > 1);
   (*box)->Release();
   (*host_box)->Release();
+}
+
+namespace {
+
+// A backend that only has a name: Launch must refuse before using it.
+class NamedBackend : public forge::sandbox::Backend {
+ public:
+  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  forge::Result<std::unique_ptr<forge::sandbox::Sandbox>> Create(const forge::sandbox::Spec&) override {
+    ++created;
+    return forge::Status::Internal("not here");
+  }
+  forge::Result<std::unique_ptr<forge::sandbox::Sandbox>> Attach(const forge::sandbox::Handle&) override {
+    return forge::Status::Internal("not here");
+  }
+  forge::Result<int> Collect(const std::string&, int64_t) override { return 0; }
+  int created = 0;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+TEST_CASE("network: proxy-only is refused before any sandbox where it cannot work") {
+  forge::testing::TempDir dir;
+  auto store = forge::store::Store::Open(dir.File("forge.db"));
+  REQUIRE(store.ok());
+  auto out = forge::records::JsonlWriter::Create(dir.File("out.jsonl"));
+  REQUIRE(out.ok());
+  std::ofstream(dir.File("tasks.jsonl")) << "{\"id\":\"t\",\"instruction\":\"x\"}\n";
+  launch::LaunchOptions options;
+  options.inputs = {dir.File("tasks.jsonl")};
+  options.run_id = "net-refused";
+  options.network = "proxy-only";
+  options.proxy = "http://127.0.0.1:8080";
+  options.relay_binary = "/bin/true";  // executable; never run here
+  NamedBackend k8s("k8s");
+  forge::Status refused = launch::Launch(options, k8s, **store, **out);
+  CHECK(refused.code() == ExitCode::kUsage);
+  CHECK(refused.message().find("needs --backend docker or local") != std::string::npos);
+  options.proxy.clear();
+  NamedBackend docker("docker");
+  refused = launch::Launch(options, docker, **store, **out);
+  CHECK(refused.code() == ExitCode::kUsage);
+  CHECK(refused.message().find("needs --proxy") != std::string::npos);
+  options.proxy = "http://127.0.0.1:8080";
+  options.relay_binary = dir.File("no-relay");
+  refused = launch::Launch(options, docker, **store, **out);
+  CHECK(refused.code() == ExitCode::kConfig);
+  CHECK(refused.message().find(dir.File("no-relay")) != std::string::npos);
+  CHECK(k8s.created + docker.created == 0);
 }
