@@ -264,15 +264,17 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   if (mount_harnesses) spec.mounts.push_back({HarnessInstallDir(), options_.harness_mount, true});
   // proxy-only: where the harness's wrapper finds forge-relay and the host
   // relay's socket. The local backend runs on the host's file system.
-  std::string relay_path = RelayBinary(options_);
-  std::string socket_path = proxy_only ? host_relay_->dir() + "/" + kRelaySocketName : "";
+  std::string relay_path, socket_path;
   if (proxy_only && backend_.name() == "docker") {
     // A read-only socket directory still lets the sandbox connect, and
     // nothing in it can replace the socket.
-    spec.mounts.push_back({relay_path, kRelaySandboxPath, true});
+    spec.mounts.push_back({RelayBinary(options_), kRelaySandboxPath, true});
     spec.mounts.push_back({host_relay_->dir(), kRelaySocketDir, true});
     relay_path = kRelaySandboxPath;
     socket_path = std::string(kRelaySocketDir) + "/" + kRelaySocketName;
+  } else if (proxy_only) {
+    relay_path = RelayBinary(options_);
+    socket_path = host_relay_->dir() + "/" + kRelaySocketName;
   }
   const double agent_timeout =
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
