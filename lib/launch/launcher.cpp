@@ -20,6 +20,7 @@
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "launch/harness.h"
+#include "launch/network.h"
 #include "launch/task_input.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
@@ -92,6 +93,13 @@ class Scratch {
   int counter_ = 0;
 };
 
+// Absolute: the engine binds only absolute host paths.
+std::string RelayBinary(const LaunchOptions& options) {
+  std::error_code ec;
+  fs::path path = fs::absolute(options.relay_binary.empty() ? DefaultRelayBinary() : options.relay_binary, ec);
+  return path.lexically_normal().string();
+}
+
 struct Job {
   const TaskSpec* task;
   int attempt;
@@ -131,6 +139,9 @@ class Launcher {
   store::Store& store_;
   records::JsonlWriter& out_;
   std::atomic<bool> cancel_{false};
+  // --network proxy-only: the host half of the relay, for the whole run.
+  std::unique_ptr<HostRelay> host_relay_;
+  net::Endpoint proxy_endpoint_;
   std::mutex mutex_;  // guards the fields below
   std::map<std::string, HarnessProfile> profiles_;
   Status output_status_;
@@ -240,9 +251,10 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   if (task.allow_internet && !*task.allow_internet && network == "host" && options_.proxy.empty()) {
     network = "none";
   }
-  spec.network = network == "host" ? sandbox::NetworkPolicy::kHost
-                 : network == "loopback" ? sandbox::NetworkPolicy::kLoopback
-                                         : sandbox::NetworkPolicy::kNone;
+  auto policy = ParseNetwork(network);
+  if (!policy.ok()) return policy.status();
+  spec.network = *policy;
+  const bool proxy_only = network == "proxy-only";
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(job.attempt)}};
   spec.workdir = options_.workdir;
   spec.user = task.user.empty() ? options_.user : task.user;
@@ -250,6 +262,20 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // read-only at a fixed path, so nothing is fetched at rollout time.
   const bool mount_harnesses = backend_.name() == "docker" && UsesPlaceholder(profile, "harnesses");
   if (mount_harnesses) spec.mounts.push_back({HarnessInstallDir(), options_.harness_mount, true});
+  // proxy-only: where the harness's wrapper finds forge-relay and the host
+  // relay's socket. The local backend runs on the host's file system.
+  std::string relay_path, socket_path;
+  if (proxy_only && backend_.name() == "docker") {
+    // A read-only socket directory still lets the sandbox connect, and
+    // nothing in it can replace the socket.
+    spec.mounts.push_back({RelayBinary(options_), kRelaySandboxPath, true});
+    spec.mounts.push_back({host_relay_->dir(), kRelaySocketDir, true});
+    relay_path = kRelaySandboxPath;
+    socket_path = std::string(kRelaySocketDir) + "/" + kRelaySocketName;
+  } else if (proxy_only) {
+    relay_path = RelayBinary(options_);
+    socket_path = host_relay_->dir() + "/" + kRelaySocketName;
+  }
   const double agent_timeout =
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
   spec.lifetime_seconds = static_cast<int64_t>(agent_timeout) + 600 +
@@ -327,6 +353,8 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     exec.env["FORGE_PROXY_URL"] = options_.proxy;
     exec.env["FORGE_API_KEY"] = secret;
   }
+  // The relay listens before the harness starts, at the proxy URL's own address.
+  if (proxy_only) exec.argv = WithRelay(exec.argv, proxy_endpoint_, relay_path, socket_path);
   exec.timeout_seconds = agent_timeout;
   exec.max_output_bytes = options_.log_bytes;
   exec.cancel = &cancel_;
@@ -395,6 +423,16 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     if (!ran.ok()) return fail(ran.status().Prefixed("run harness"));
   }
   if (phase == "agent") enter("");
+  if (proxy_only && ran->exit_code == kRelayStartExit) {
+    const size_t at = ran->stderr_data.find("forge-relay: ");
+    if (at != std::string::npos) {
+      // The harness never ran: a sandbox problem (e.g. an image whose /forge
+      // is mounted noexec), not the harness's failure, and not one a retry fixes.
+      std::string line = ran->stderr_data.substr(at);
+      return fail(Status::Config("--network proxy-only: the sandbox's relay did not start: " +
+                                 line.substr(0, line.find('\n'))));
+    }
+  }
 
   record["exit_code"] = ran->exit_code;
   record["logs"] = {{"stdout", ran->stdout_data}, {"stderr", ran->stderr_data},
@@ -518,6 +556,14 @@ Status Launcher::Run() {
   }
   if (skipped) cli::Note(fmt::format("run {}: {} finished attempts skipped", options_.run_id, skipped));
 
+  if (options_.network == "proxy-only" && !jobs.empty()) {
+    auto target = ProxyOnlyTarget(options_.proxy);
+    if (!target.ok()) return target.status();
+    proxy_endpoint_ = *target;
+    auto relay = HostRelay::Start(proxy_endpoint_);
+    if (!relay.ok()) return relay.status();
+    host_relay_ = std::move(*relay);
+  }
   progress_ = std::make_unique<cli::Progress>("rollouts", jobs.size());
   std::atomic<size_t> next{0};
   std::atomic<int> infra_errors{0};
@@ -606,11 +652,35 @@ std::string RolloutId(const std::string& run_id, const std::string& task_id, int
   return Sha256Hex(run_id + '\n' + task_id + '\n' + std::to_string(attempt)).substr(0, 24);
 }
 
+namespace {
+
+// Everything --network proxy-only needs, checked before any sandbox is made.
+Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend) {
+  if (options.proxy.empty()) {
+    return Status::Usage("--network proxy-only needs --proxy (the proxy's URL on 127.0.0.0/8, "
+                         "e.g. http://127.0.0.1:8080)");
+  }
+  FORGE_RETURN_IF_ERROR(ProxyOnlyTarget(options.proxy).status());
+  if (backend.name() != "docker" && backend.name() != "local") {
+    return Status::Usage("--network proxy-only needs --backend docker or local (the " + backend.name() +
+                         " backend cannot mount the relay into its sandboxes)");
+  }
+  const std::string relay = RelayBinary(options);
+  if (!fs::is_regular_file(relay) || access(relay.c_str(), X_OK) != 0) {
+    return Status::Config("--network proxy-only: no executable forge-relay at " + relay +
+                          " (install it next to forge-launch or pass --relay-binary)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
               records::JsonlWriter& out) {
   if (options.attempts < 1) return Status::Usage("-n must be at least 1");
   if (options.jobs < 1) return Status::Usage("-j must be at least 1");
   if (options.run_id.empty()) return Status::Usage("a run id is needed");
+  if (options.network == "proxy-only") FORGE_RETURN_IF_ERROR(CheckProxyOnly(options, backend));
   if (!options.skills_dir.empty()) {
     auto skills = SkillFolders(options.skills_dir);
     if (!skills.ok()) return Status::Usage("--skills: " + skills.status().message());

@@ -35,7 +35,9 @@ struct LaunchOptions {
   std::string harness_mount = kHarnessMountPath;
   std::string model;
   std::string image;                 // for tasks that name none
-  std::string network;               // none | loopback | host; empty: host with a proxy, else none
+  std::string network;               // launch/network.h; empty: host with a proxy, else none
+  // forge-relay, bind-mounted into proxy-only sandboxes; empty: next to forge-launch.
+  std::string relay_binary;
   double agent_timeout_seconds = 600;
   double cpus = 4;
   int64_t memory_bytes = int64_t{4} << 30;

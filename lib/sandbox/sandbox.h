@@ -28,7 +28,16 @@ enum class NetworkPolicy {
   kNone,      // no network at all
   kLoopback,  // the sandbox's own loopback only
   kHost,      // the host's network namespace: reaches a proxy on 127.0.0.1
+  // The sandbox's own loopback, where a relay the launcher starts before the
+  // harness reaches the proxy (launch/network.h). Docker: NetworkMode none;
+  // local: a new network namespace with only lo up.
+  kProxyOnly,
 };
+
+// The exit status of a kProxyOnly harness command whose network setup failed
+// (its relay, or the local backend's namespace) with a "forge-relay:" line
+// on stderr saying why; the harness itself did not run.
+inline constexpr int kNetworkSetupExit = 197;
 
 // A host directory the sandbox sees at sandbox_path, read-only unless said
 // otherwise: how tools installed on the host (the npm harnesses) reach a

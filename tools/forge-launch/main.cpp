@@ -10,6 +10,7 @@
 #include "cli/k8s_flags.h"
 #include "cli/tool.h"
 #include "launch/launcher.h"
+#include "launch/network.h"
 #include "launch/units.h"
 #include "records/jsonl.h"
 #include "store/store.h"
@@ -53,8 +54,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model", options.model, "Model name handed to the harness");
   app.add_option("--image", options.image, "Image for tasks naming none");
-  app.add_option("--network", options.network, "none, loopback or host (default: host with --proxy, else none)")
-      ->check(CLI::IsMember({"none", "loopback", "host"}));
+  app.add_option("--network", options.network, forge::launch::kNetworkHelp)
+      ->check(CLI::IsMember(forge::launch::NetworkNames()));
+  app.add_option("--relay-binary", options.relay_binary,
+                 "forge-relay for --network proxy-only (default: next to forge-launch)");
   app.add_option("--agent-timeout", agent_timeout, "Harness deadline unless the task sets one (90s, 10m)")
       ->capture_default_str();
   app.add_option("--cpus", options.cpus, "CPUs per sandbox unless the task sets them")->capture_default_str();

@@ -82,6 +82,7 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
   if (!spec.rollout_id.empty()) labels[kRolloutLabel] = LabelValue(spec.rollout_id);
   labels[kNetworkLabel] = spec.network == NetworkPolicy::kNone       ? "none"
                           : spec.network == NetworkPolicy::kLoopback ? "loopback"
+                          : spec.network == NetworkPolicy::kProxyOnly ? "proxy-only"
                                                                      : "host";
 
   std::string fragment = NameFragment(spec.rollout_id.empty() ? spec.run_id : spec.rollout_id);

@@ -1,8 +1,12 @@
 #include "sandbox/local/local_backend.h"
 
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +66,39 @@ class LocalSandbox : public Sandbox {
   Json meta_;
 };
 
+bool WriteAll(const char* path, const char* text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const size_t size = std::strlen(text);
+  const bool ok = write(fd, text, size) == static_cast<ssize_t>(size);
+  close(fd);
+  return ok;
+}
+
+// kProxyOnly: the child gets a network namespace of its own with only lo
+// up, so the relay the launcher starts in it is the one way out. As root a
+// plain CLONE_NEWNET; otherwise a user namespace too, mapping the caller's
+// own ids, where the kernel allows unprivileged ones. Runs between fork and
+// exec: async-signal-safe calls only, strings prepared by the caller.
+bool EnterOwnNetwork(const char* uid_map, const char* gid_map) {
+  if (unshare(CLONE_NEWNET) != 0) {
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) return false;
+    if (!WriteAll("/proc/self/setgroups", "deny") || !WriteAll("/proc/self/uid_map", uid_map) ||
+        !WriteAll("/proc/self/gid_map", gid_map)) {
+      return false;
+    }
+  }
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ifreq request{};
+  std::memcpy(request.ifr_name, "lo", 3);
+  bool up = ioctl(fd, SIOCGIFFLAGS, &request) == 0;
+  request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP);
+  up = up && ioctl(fd, SIOCSIFFLAGS, &request) == 0;
+  close(fd);
+  return up;
+}
+
 void Drain(int fd, std::string& sink, size_t max_bytes, bool& truncated, bool& open) {
   char buffer[65536];
   ssize_t n = read(fd, buffer, sizeof buffer);
@@ -108,6 +145,13 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
       request.timeout_seconds > 0 && cpus > 0
           ? static_cast<rlim_t>(std::ceil(cpus * request.timeout_seconds)) + 1 : RLIM_INFINITY;
 
+  const bool own_network = meta_.value("network", std::string()) == "proxy-only";
+  const std::string uid_map = std::to_string(getuid()) + " " + std::to_string(getuid()) + " 1\n";
+  const std::string gid_map = std::to_string(getgid()) + " " + std::to_string(getgid()) + " 1\n";
+  static constexpr char kNoNamespace[] =
+      "forge-relay: cannot make a network namespace for --network proxy-only on the local "
+      "backend (needs root or unprivileged user namespaces)\n";
+
   int out_pipe[2], err_pipe[2], in_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Io(std::string("pipe: ") + std::strerror(errno));
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -126,6 +170,11 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
+    if (own_network && !EnterOwnNetwork(uid_map.c_str(), gid_map.c_str())) {
+      ssize_t ignored = write(2, kNoNamespace, sizeof kNoNamespace - 1);
+      (void)ignored;
+      _exit(kNetworkSetupExit);
+    }
     if (chdir(workdir.c_str()) != 0) _exit(126);
     struct rlimit lim;
     if (memory > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory); setrlimit(RLIMIT_AS, &lim); }
@@ -241,7 +290,8 @@ Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
                {"created", static_cast<int64_t>(std::time(nullptr))},
                {"workdir", spec.workdir}, {"env", spec.env},
                {"memory_bytes", spec.limits.memory_bytes}, {"pids", spec.limits.pids},
-               {"cpus", spec.limits.cpus}, {"labels", spec.labels}};
+               {"cpus", spec.limits.cpus}, {"labels", spec.labels},
+               {"network", spec.network == NetworkPolicy::kProxyOnly ? "proxy-only" : ""}};
   std::ofstream out(dir + "/" + kMetaFile);
   out << meta.dump() << "\n";
   if (!out) return Status::CantCreate(dir + "/" + kMetaFile + ": write failed");

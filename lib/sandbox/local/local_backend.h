@@ -9,7 +9,9 @@
 // with cwd fs/<workdir>, in their own process group, under RLIMIT_AS (the
 // memory limit), RLIMIT_CPU (cpus × timeout, a CPU-time budget) and
 // RLIMIT_NPROC (the pids limit; ignored by the kernel for root). A deadline
-// kills the whole group.
+// kills the whole group. NetworkPolicy::kProxyOnly alone changes the
+// network: commands run in a network namespace of their own with only lo
+// (root, or unprivileged user namespaces); every other policy is the host's.
 #pragma once
 
 #include <string>

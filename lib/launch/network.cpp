@@ -1,0 +1,115 @@
+#include "launch/network.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/diagnostics.h"
+#include "sandbox/one_shot_script.h"
+
+namespace forge::launch {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& NetworkNames() {
+  static const std::vector<std::string> names = {"none", "loopback", "host", "proxy-only"};
+  return names;
+}
+
+Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name) {
+  if (name == "none") return sandbox::NetworkPolicy::kNone;
+  if (name == "loopback") return sandbox::NetworkPolicy::kLoopback;
+  if (name == "host") return sandbox::NetworkPolicy::kHost;
+  if (name == "proxy-only") return sandbox::NetworkPolicy::kProxyOnly;
+  return Status::Usage("--network " + name + ": not one of none, loopback, host, proxy-only");
+}
+
+Result<net::Endpoint> ProxyOnlyTarget(const std::string& proxy_url) {
+  const std::string what = "--network proxy-only: --proxy " + proxy_url;
+  std::string rest;
+  uint16_t default_port = 0;
+  if (proxy_url.rfind("http://", 0) == 0) {
+    rest = proxy_url.substr(7);
+    default_port = 80;
+  } else if (proxy_url.rfind("https://", 0) == 0) {
+    rest = proxy_url.substr(8);
+    default_port = 443;
+  } else {
+    return Status::Usage(what + ": expected an http:// or https:// URL on 127.0.0.0/8 "
+                                "(e.g. http://127.0.0.1:8080)");
+  }
+  const std::string authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (authority.find('@') != std::string::npos || authority.empty() || authority[0] == '[') {
+    return Status::Usage(what + ": the host must be an IPv4 loopback address such as 127.0.0.1");
+  }
+  const size_t colon = authority.rfind(':');
+  const std::string host = authority.substr(0, colon);
+  const std::string port = colon == std::string::npos ? std::to_string(default_port)
+                                                      : authority.substr(colon + 1);
+  auto endpoint = net::ParseEndpoint(host + ":" + port);
+  if (!endpoint.ok() || host.rfind("127.", 0) != 0 || endpoint->port == 0) {
+    return Status::Usage(
+        what + ": the proxy must listen on the host's loopback, named by address (127.0.0.0/8, "
+               "e.g. http://127.0.0.1:8080, not a host name): the sandbox's relay listens on that "
+               "same address, so the harness's base URL stays as it is. For a proxy elsewhere use "
+               "--network host");
+  }
+  return endpoint;
+}
+
+std::string DefaultRelayBinary() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "forge-relay";
+  return (self.parent_path() / "forge-relay").string();
+}
+
+std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const net::Endpoint& listen,
+                                   const std::string& relay_path, const std::string& socket_path) {
+  std::vector<std::string> wrapped = {
+      "/bin/sh", "-c",
+      sandbox::ShellQuote(relay_path) + " --background " + listen.ToString() + " " +
+          sandbox::ShellQuote("unix:" + socket_path) + " || exit " + std::to_string(kRelayStartExit) +
+          "; exec \"$@\"",
+      "forge-harness"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
+Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/forge-relay-XXXXXX";
+  if (!mkdtemp(pattern.data())) {
+    return Status::CantCreate("cannot create a directory for the proxy relay's socket in " +
+                              fs::path(pattern).parent_path().string());
+  }
+  std::unique_ptr<HostRelay> host(new HostRelay());
+  host->dir_ = pattern;
+  std::error_code ec;
+  // Traversable by a container's non-root user; only the socket is in it.
+  fs::permissions(host->dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec, ec);
+  net::Endpoint at;
+  at.kind = net::Endpoint::Kind::kUnix;
+  at.path = host->dir_ + "/" + kRelaySocketName;
+  auto fd = net::Listen(at, 0666);
+  if (!fd.ok()) return fd.status().Prefixed("proxy relay");
+  host->relay_ = std::make_unique<net::Relay>(*fd, proxy);
+  net::Relay* relay = host->relay_.get();
+  host->thread_ = std::thread([relay] {
+    Status ran = relay->Run();
+    if (!ran.ok()) cli::Error("proxy relay stopped: " + ran.message());
+  });
+  return host;
+}
+
+HostRelay::~HostRelay() {
+  if (relay_) relay_->Stop();
+  if (thread_.joinable()) thread_.join();
+  relay_.reset();
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
+
+}  // namespace forge::launch

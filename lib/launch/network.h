@@ -1,0 +1,78 @@
+// forge-launch's --network policies, and what "proxy-only" needs on the host.
+//
+// proxy-only: the sandbox has no network but its own loopback (docker
+// NetworkMode "none"; local: a network namespace of its own), and the proxy URL the harness is given, unchanged
+// (http://127.0.0.1:PORT), still reaches forge-proxy and nothing else:
+//
+//   harness ──TCP──▶ forge-relay on the sandbox's 127.0.0.1:PORT
+//           ──unix──▶ /forge/run/proxy.sock (a host directory, bind-mounted)
+//           ──▶ forge-launch's HostRelay ──TCP──▶ forge-proxy on the host's 127.0.0.1:PORT
+//
+// forge-relay is a static binary bind-mounted read-only at /forge/bin, so no
+// image needs anything installed (the local backend runs it and reaches the
+// socket where they are on the host); it is started before the harness, and the
+// harness starts only once it listens. Why not a Docker network with the
+// proxy on it: that puts the proxy on a bridge address, not on loopback.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "net/relay.h"
+#include "sandbox/sandbox.h"
+
+namespace forge::launch {
+
+// The one description of --network's values (--help; the man page says the same).
+inline constexpr const char* kNetworkHelp =
+    "none (no network), loopback (the sandbox's own only), host (the host's network), or "
+    "proxy-only (loopback plus the --proxy URL, which must be on 127.0.0.0/8; docker and local backends). "
+    "Default: host with --proxy, else none";
+const std::vector<std::string>& NetworkNames();
+Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name);
+
+// Where a sandbox sees the relay binary and the host relay's socket directory.
+inline constexpr const char* kRelaySandboxPath = "/forge/bin/forge-relay";
+inline constexpr const char* kRelaySocketDir = "/forge/run";
+inline constexpr const char* kRelaySocketName = "proxy.sock";
+// The exit status of the wrapper when forge-relay did not start (with a
+// "forge-relay:" line on stderr); the harness did not run.
+inline constexpr int kRelayStartExit = sandbox::kNetworkSetupExit;
+
+// The proxy's TCP address under proxy-only: --proxy must be http(s) on an
+// IPv4 loopback literal, because the sandbox's relay listens at that same
+// address so the harness's base URL stays as it is. Usage naming the URL
+// otherwise.
+Result<net::Endpoint> ProxyOnlyTarget(const std::string& proxy_url);
+
+// forge-relay next to the running executable (how an install or a build
+// directory lays them out).
+std::string DefaultRelayBinary();
+
+// argv run as: start the relay binary at relay_path on `listen` in the
+// background, towards the unix socket at socket_path (it returns once
+// listening), then exec argv; kRelayStartExit if the relay failed.
+std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const net::Endpoint& listen,
+                                   const std::string& relay_path, const std::string& socket_path);
+
+// The host half: a private directory holding proxy.sock (mode 0666, the
+// directory 0755, so a container's non-root user may connect), relayed to
+// the proxy by one thread with one poll loop for the whole run.
+class HostRelay {
+ public:
+  static Result<std::unique_ptr<HostRelay>> Start(const net::Endpoint& proxy);
+  ~HostRelay();  // stops the thread and removes the directory
+  const std::string& dir() const { return dir_; }
+  const net::Relay& relay() const { return *relay_; }
+
+ private:
+  HostRelay() = default;
+  std::string dir_;
+  std::unique_ptr<net::Relay> relay_;
+  std::thread thread_;
+};
+
+}  // namespace forge::launch

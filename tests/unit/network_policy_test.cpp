@@ -1,0 +1,197 @@
+// forge-launch's --network policies: the proxy URLs proxy-only accepts, the
+// wrapper that starts the relay before the harness (under the real /bin/sh),
+// the host relay's socket directory, and the local backend's own network
+// namespace.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "launch/launcher.h"
+#include "launch/network.h"
+#include "records/jsonl.h"
+#include "store/store.h"
+#include "sandbox/local/local_backend.h"
+#include "sandbox/one_shot_script.h"
+#include "support/temp_dir.h"
+
+using forge::ExitCode;
+namespace launch = forge::launch;
+
+TEST_CASE("network: every --network name parses, proxy-only to its own policy") {
+  for (const auto& name : launch::NetworkNames()) CHECK(launch::ParseNetwork(name).ok());
+  CHECK(*launch::ParseNetwork("proxy-only") == forge::sandbox::NetworkPolicy::kProxyOnly);
+  CHECK(launch::ParseNetwork("bridge").status().code() == ExitCode::kUsage);
+  CHECK(std::string(launch::kNetworkHelp).find("proxy-only") != std::string::npos);
+}
+
+TEST_CASE("network: proxy-only takes http(s) on an IPv4 loopback literal only") {
+  auto plain = launch::ProxyOnlyTarget("http://127.0.0.1:8080");
+  REQUIRE(plain.ok());
+  CHECK(plain->ToString() == "127.0.0.1:8080");
+  CHECK(launch::ProxyOnlyTarget("http://127.0.0.1")->port == 80);
+  CHECK(launch::ProxyOnlyTarget("https://127.0.0.2/v1")->ToString() == "127.0.0.2:443");
+  CHECK(launch::ProxyOnlyTarget("http://127.10.0.1:9/api?x=1")->ToString() == "127.10.0.1:9");
+  for (const char* bad : {"http://10.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080",
+                          "unix:/run/proxy.sock", "127.0.0.1:8080", "ftp://127.0.0.1:21",
+                          "http://user@127.0.0.1:8080", "http://127.0.0.1:0", "http://127.0.0.1:99999",
+                          "http://128.0.0.1:80", "http://"}) {
+    auto target = launch::ProxyOnlyTarget(bad);
+    CHECK_MESSAGE(!target.ok(), bad);
+    if (!target.ok()) {
+      CHECK(target.status().code() == ExitCode::kUsage);
+      CHECK(target.status().message().find(bad) != std::string::npos);  // names the URL
+    }
+  }
+}
+
+namespace {
+
+// Runs argv through /bin/sh's exec (as the sandbox would); returns the exit status.
+int Run(const std::vector<std::string>& argv, const std::string& out) {
+  std::string command;
+  for (const auto& arg : argv) command += forge::sandbox::ShellQuote(arg) + " ";
+  int status = std::system((command + "> " + out + " 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("network: the wrapper starts the relay first, and a relay that fails stops the harness") {
+  forge::testing::TempDir dir;
+  const std::string relay = dir.File("relay dir's relay");  // quoting
+  const std::string log = dir.File("log");
+  auto listen = *forge::net::ParseEndpoint("127.0.0.1:8080");
+  SUBCASE("the relay starts: the harness runs after it, with its own argv") {
+    std::ofstream(relay) << "#!/bin/sh\necho \"relay $*\" >> '" << log << "'\n";
+    chmod(relay.c_str(), 0755);
+    auto argv = launch::WithRelay({"/bin/sh", "-c", "echo \"harness $0 $1\" >> '" + log + "'", "a b", "c'd"},
+                                  listen, relay, "/forge/run/proxy.sock");
+    CHECK(Run(argv, dir.File("out")) == 0);
+    CHECK(Slurp(log) == "relay --background 127.0.0.1:8080 unix:/forge/run/proxy.sock\nharness a b c'd\n");
+  }
+  SUBCASE("the relay fails: its status is kRelayStartExit and the harness never runs") {
+    std::ofstream(relay) << "#!/bin/sh\necho 'forge-relay: no' >&2\nexit 69\n";
+    chmod(relay.c_str(), 0755);
+    auto argv = launch::WithRelay({"/bin/sh", "-c", "echo ran >> '" + log + "'"}, listen, relay, "/x.sock");
+    CHECK(Run(argv, dir.File("out")) == launch::kRelayStartExit);
+    CHECK(Slurp(dir.File("out")).find("forge-relay: no") != std::string::npos);
+    CHECK(!std::filesystem::exists(log));
+  }
+}
+
+TEST_CASE("network: the host relay's socket directory is reachable by others and goes away") {
+  forge::testing::TempDir dir;
+  setenv("TMPDIR", dir.path().c_str(), 1);
+  std::string socket_dir;
+  {
+    auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"));
+    unsetenv("TMPDIR");
+    REQUIRE(host.ok());
+    socket_dir = (*host)->dir();
+    struct stat st;
+    REQUIRE(stat(socket_dir.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0755);
+    REQUIRE(stat((socket_dir + "/" + launch::kRelaySocketName).c_str(), &st) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0666);
+  }
+  CHECK(!std::filesystem::exists(socket_dir));
+}
+
+TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo is up") {
+  forge::testing::TempDir dir;
+  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::Spec spec;
+  spec.run_id = "net";
+  spec.rollout_id = "r1";
+  spec.network = forge::sandbox::NetworkPolicy::kProxyOnly;
+  auto box = backend.Create(spec);
+  REQUIRE(box.ok());
+  forge::sandbox::ExecRequest request;
+  // Interfaces, and a listener on lo that a client in the same sandbox reaches.
+  // (/proc/net follows the process's namespace; /sys/class/net would not.)
+  request.argv = {"/bin/sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; ip -o link show lo"};
+  request.timeout_seconds = 30;
+  auto ran = (*box)->Exec(request);
+  REQUIRE(ran.ok());
+  INFO(ran->stderr_data);
+  CHECK(ran->exit_code == 0);
+  // lo alone, and up.
+  const std::string out = ran->stdout_data;
+  CHECK(out.rfind("lo\n1: lo: <LOOPBACK,UP", 0) == 0);
+  // The host's interfaces for any other policy.
+  spec.rollout_id = "r2";
+  spec.network = forge::sandbox::NetworkPolicy::kNone;
+  auto host_box = backend.Create(spec);
+  REQUIRE(host_box.ok());
+  request.argv = {"/bin/sh", "-c", "tail -n +3 /proc/net/dev | wc -l"};
+  auto host_ran = (*host_box)->Exec(request);
+  REQUIRE(host_ran.ok());
+  CHECK(std::stoi(host_ran->stdout_data) > 1);
+  (*box)->Release();
+  (*host_box)->Release();
+}
+
+namespace {
+
+// A backend that only has a name: Launch must refuse before using it.
+class NamedBackend : public forge::sandbox::Backend {
+ public:
+  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  forge::Result<std::unique_ptr<forge::sandbox::Sandbox>> Create(const forge::sandbox::Spec&) override {
+    ++created;
+    return forge::Status::Internal("not here");
+  }
+  forge::Result<std::unique_ptr<forge::sandbox::Sandbox>> Attach(const forge::sandbox::Handle&) override {
+    return forge::Status::Internal("not here");
+  }
+  forge::Result<int> Collect(const std::string&, int64_t) override { return 0; }
+  int created = 0;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+TEST_CASE("network: proxy-only is refused before any sandbox where it cannot work") {
+  forge::testing::TempDir dir;
+  auto store = forge::store::Store::Open(dir.File("forge.db"));
+  REQUIRE(store.ok());
+  auto out = forge::records::JsonlWriter::Create(dir.File("out.jsonl"));
+  REQUIRE(out.ok());
+  std::ofstream(dir.File("tasks.jsonl")) << "{\"id\":\"t\",\"instruction\":\"x\"}\n";
+  launch::LaunchOptions options;
+  options.inputs = {dir.File("tasks.jsonl")};
+  options.run_id = "net-refused";
+  options.network = "proxy-only";
+  options.proxy = "http://127.0.0.1:8080";
+  options.relay_binary = "/bin/true";  // executable; never run here
+  NamedBackend k8s("k8s");
+  forge::Status refused = launch::Launch(options, k8s, **store, **out);
+  CHECK(refused.code() == ExitCode::kUsage);
+  CHECK(refused.message().find("needs --backend docker or local") != std::string::npos);
+  options.proxy.clear();
+  NamedBackend docker("docker");
+  refused = launch::Launch(options, docker, **store, **out);
+  CHECK(refused.code() == ExitCode::kUsage);
+  CHECK(refused.message().find("needs --proxy") != std::string::npos);
+  options.proxy = "http://127.0.0.1:8080";
+  options.relay_binary = dir.File("no-relay");
+  refused = launch::Launch(options, docker, **store, **out);
+  CHECK(refused.code() == ExitCode::kConfig);
+  CHECK(refused.message().find(dir.File("no-relay")) != std::string::npos);
+  CHECK(k8s.created + docker.created == 0);
+}
