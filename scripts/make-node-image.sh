@@ -16,8 +16,10 @@ image="${FORGE_NODE_IMAGE:-forge-node:bookworm}"
 suite=bookworm
 # nodejs: for the harnesses that are Node programs; the rest are what agents
 # and their tools call (bash, ps, CA certificates for any https the harness
-# insists on, though tests point everything at 127.0.0.1).
-packages=(nodejs ca-certificates bash coreutils procps findutils grep sed)
+# insists on, though tests point everything at 127.0.0.1). xvfb and x11-utils:
+# the virtual display forge-launch --display starts for GUI tasks (nothing is
+# installed when a rollout starts, so it must be in the image), and xdpyinfo.
+packages=(nodejs ca-certificates bash coreutils procps findutils grep sed xvfb x11-utils)
 
 say() { echo "make-node-image: $*" >&2; }
 

@@ -327,6 +327,13 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     exec.env["FORGE_PROXY_URL"] = options_.proxy;
     exec.env["FORGE_API_KEY"] = secret;
   }
+  // A GUI task's virtual display: the wrapper starts Xvfb from the sandbox
+  // (image or host), exports DISPLAY, runs the harness and stops Xvfb.
+  const std::optional<sandbox::Display> display = task.display ? task.display : options_.display;
+  if (display) {
+    exec.argv = sandbox::WithDisplay(*display, exec.argv);
+    record["display"] = display->ToString();
+  }
   exec.timeout_seconds = agent_timeout;
   exec.max_output_bytes = options_.log_bytes;
   exec.cancel = &cancel_;
@@ -396,6 +403,22 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   }
   if (phase == "agent") enter("");
 
+  if (auto failed = display ? sandbox::DisplayFailed(*ran) : std::nullopt) {
+    // The harness never ran. A missing Xvfb is the environment's fault, not
+    // the agent's: an infra_error (not counted as an attempt; a rerun after
+    // the image is fixed redoes it), but not retried now, since a retry
+    // meets the same image. An Xvfb that would not start may be transient.
+    const std::string where =
+        local ? "the host (local backend)"
+              : "image " + (spec.image.empty() ? "built from " + spec.build_context : spec.image);
+    record["error_kind"] = failed->missing_xvfb ? "no_xvfb" : "display_failed";
+    return fail(failed->missing_xvfb
+                    ? Status::Config(where + " has no Xvfb for the " + display->ToString() +
+                                     " display (install xvfb there; forge installs nothing at "
+                                     "rollout time): " + failed->detail)
+                    : Status::Unavailable(where + ": " + failed->detail));
+  }
+
   record["exit_code"] = ran->exit_code;
   record["logs"] = {{"stdout", ran->stdout_data}, {"stderr", ran->stderr_data},
                     {"truncated", ran->truncated}};
@@ -440,6 +463,8 @@ Json Launcher::RunRollout(const Job& job) {
   int retries = 0;
   while (profile.ok()) {
     record["timings"] = Json::object();
+    record.erase("error");  // an earlier try's
+    record.erase("error_kind");
     Status s = TryOnce(job, **profile, rollout_id, record);
     if (s.ok()) break;
     if (cancel_.load() || s.code() == ExitCode::kInterrupted) {
