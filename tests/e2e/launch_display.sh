@@ -9,7 +9,7 @@
 #     naming the host or image and Xvfb, error_kind no_xvfb, not retried, exit
 #     69, and not counted as an attempt (a rerun redoes it).
 #   - docker backend, if an image with Xvfb exists ($FORGE_DISPLAY_IMAGE,
-#     default forge-node:bookworm built by scripts/make-node-image.sh): one-shot
+#     default forge-node:bookworm-x11, scripts/make-node-image.sh --x11): one-shot
 #     and held sandboxes at -j 2 with host networking (X's abstract sockets
 #     share the host's namespace there, so the numbers must differ too).
 set -euo pipefail
@@ -18,7 +18,7 @@ LAUNCH="$BIN/forge-launch"; VERIFY="$BIN/forge-verify"
 work="$(mktemp -d)"
 run="display-$$-$RANDOM"
 busybox="${FORGE_BUSYBOX_IMAGE:-forge-busybox:latest}"
-x11_image="${FORGE_DISPLAY_IMAGE:-forge-node:bookworm}"
+x11_image="${FORGE_DISPLAY_IMAGE:-forge-node:bookworm-x11}"
 cleanup() {
   FORGE_LOCAL_ROOT="$work/local" "$LAUNCH" --backend local gc --run-id "$run-local" >/dev/null 2>&1 || true
   for r in "$run-docker" "$run-nox" "$run-held"; do
@@ -122,7 +122,7 @@ done
 
 if ! docker image inspect "$x11_image" >/dev/null 2>&1 ||
    ! docker run --rm --network none "$x11_image" sh -c 'command -v Xvfb && command -v xdpyinfo' >/dev/null 2>&1; then
-  echo "SKIP: docker with Xvfb ($x11_image is missing or has no Xvfb/xdpyinfo; rebuild it with scripts/make-node-image.sh --force)"
+  echo "SKIP: docker with Xvfb ($x11_image is missing or has no Xvfb/xdpyinfo; build it with scripts/make-node-image.sh --x11)"
   exit 0
 fi
 
