@@ -486,6 +486,11 @@ Json Launcher::RunRollout(const Job& job) {
     while (Clock::now() < until && !cancel_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   record["infra_retries"] = retries;
+  if (record.value("outcome", "") == "infra_error") {
+    // Said once here, whatever the cause: the exit status alone (69) does
+    // not tell which rollout met which wall.
+    cli::Error(fmt::format("{} attempt {}: {}", task.id, job.attempt, record.value("error", "")));
+  }
   if (!record.contains("timings")) record["timings"] = Json::object();
   record["timings"]["total"] = Seconds(started);
   record["task"] = task.record;

@@ -97,6 +97,8 @@ PATH="$work/nobin" FORGE_LOCAL_ROOT="$work/local" "$LAUNCH" --backend local --di
 jq -e '.outcome == "infra_error" and .error_kind == "no_xvfb" and .infra_retries == 0
        and (.error | test("the host \\(local backend\\) has no Xvfb"))' "$work/nox.jsonl" >/dev/null ||
   fail "no Xvfb (local) record: $(cat "$work/nox.jsonl")"
+grep -q '^forge-launch: .*nox attempt 0: the host (local backend) has no Xvfb' "$work/nox.err" ||
+  fail "no Xvfb (local): stderr does not say so: $(cat "$work/nox.err")"
 
 if ! docker info >/dev/null 2>&1; then
   echo "SKIP: docker parts (no engine)"
