@@ -31,15 +31,18 @@ Result<Display> ParseDisplay(std::string_view text) {
   size_t count = 0;
   const char* p = text.data();
   const char* end = text.data() + text.size();
+  bool dangling_x = false;  // "640x480x": an 'x' with no number after it
   while (count < 3) {
     auto [next, ec] = std::from_chars(p, end, parts[count]);
     if (ec != std::errc() || next == p) break;
     ++count;
     p = next;
+    dangling_x = false;
     if (p == end || *p != 'x') break;
     ++p;
+    dangling_x = true;
   }
-  if (p != end || count < 2) {
+  if (p != end || dangling_x || count < 2) {
     return Status::Usage(what + ": expected WIDTHxHEIGHT or WIDTHxHEIGHTxDEPTH (1280x800x24)");
   }
   Display display{parts[0], parts[1], parts[2]};

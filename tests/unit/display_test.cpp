@@ -62,7 +62,7 @@ TEST_CASE("display: WxH and WxHxD parse; anything else is a usage error naming i
   for (const char* bad : {"", "640", "640x", "x480", "640x480x", "640x480x24x1", "640x480x32",
                           "0x480", "640x-1", "640x480x24 ", "40000x10", "axb"}) {
     auto parsed = ParseDisplay(bad);
-    CHECK_MESSAGE(!parsed.ok(), bad);
+    CHECK_MESSAGE(!parsed.ok(), std::string(bad));
     if (!parsed.ok()) {
       CHECK(parsed.status().code() == ExitCode::kUsage);
       CHECK(parsed.status().message().find(std::string("'") + bad + "'") != std::string::npos);
