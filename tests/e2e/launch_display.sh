@@ -37,9 +37,15 @@ command -v Xvfb >/dev/null && command -v xdpyinfo >/dev/null ||
 
 # The harness: what an X client sees of its screen (to a file for the
 # verifier, and to stdout for the record), and which display it was given.
-probe='size=$(xdpyinfo | awk "/dimensions:/ {print \$2}"); depth=$(xdpyinfo | awk "/depth of root window/ {print \$5}"); echo "$size" > screen.txt; echo "display=$DISPLAY size=$size depth=$depth"; sleep 1'
+# Local rollouts share the host's file system: a barrier there makes the
+# first two hold their displays at the same time whatever the machine's load.
+# Containers cannot see it, so there the harness holds its display for 2 s.
+barrier="mkdir -p $work/barrier && touch $work/barrier/\$FORGE_TASK_ID; i=0; while [ \$(ls $work/barrier | wc -l) -lt 2 ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i+1)); done"
+probe='size=$(xdpyinfo | awk "/dimensions:/ {print \$2}"); depth=$(xdpyinfo | awk "/depth of root window/ {print \$5}"); echo "$size" > screen.txt; echo "display=$DISPLAY size=$size depth=$depth"'
 task() {  # id display-json image expected-size
-  jq -cn --arg id "$1" --argjson display "$2" --arg image "$3" --arg size "$4" --arg probe "$probe" '
+  local command="$probe; sleep 2"
+  [[ -n "$3" ]] || command="$probe; $barrier"
+  jq -cn --arg id "$1" --argjson display "$2" --arg image "$3" --arg size "$4" --arg probe "$command" '
     {id: $id, instruction: "report the screen size", command: $probe,
      verifier: {kind: "files", expect: [{path: "/work/screen.txt", equals: ($size + "\n")}]}}
     + (if $image == "" then {} else {environment: {image: $image}} end)
