@@ -91,6 +91,15 @@ for line in "$big" "$small" "$flag"; do
 done
 verify_all local "$work/local-rollouts.jsonl" FORGE_LOCAL_ROOT="$work/local"
 
+echo "== a broken display field: that task named and skipped (65), the next one runs"
+rc=0
+printf '{"id":"bad","instruction":"x","display":"big"}\n{"id":"good","instruction":"x"}\n' >"$work/bad.jsonl"
+FORGE_LOCAL_ROOT="$work/local" "$LAUNCH" --backend local --run-id "$run-bad" --store "$work/forge.db" \
+  --command true "$work/bad.jsonl" >"$work/bad-rollouts.jsonl" 2>"$work/bad.err" || rc=$?
+[[ $rc == 65 ]] || fail "broken display: exit $rc, expected 65"
+grep -q "bad.jsonl:1: display 'big': expected WIDTHxHEIGHT" "$work/bad.err" || fail "broken display not named: $(cat "$work/bad.err")"
+[[ "$(jq -r '.task_id + " " + .outcome' "$work/bad-rollouts.jsonl")" == "good ok" ]] || fail "the good task did not run"
+
 echo "== local backend: no Xvfb on the host's PATH"
 mkdir -p "$work/nobin"
 start=$SECONDS
