@@ -18,6 +18,9 @@ packages=(
   nginx
   # the Node.js image for real harnesses in containers (scripts/make-node-image.sh)
   debootstrap
+  # GUI tasks on the local backend: forge-launch --display starts Xvfb; the
+  # tests read the screen back with xdpyinfo
+  xvfb x11-utils
 )
 
 missing=()

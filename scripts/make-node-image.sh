@@ -8,20 +8,39 @@
 # forge-launch bind-mounts scripts/install-harnesses.sh's directory read-only
 # at /opt/forge/harnesses.
 #
+# --x11 builds forge-node:bookworm-x11 instead: the same plus xvfb and
+# x11-utils, for GUI tasks (forge-launch --display starts Xvfb from the image;
+# nothing is installed at rollout time). Not in the default image because
+# Debian's xvfb pulls Mesa and LLVM through libgl1: 218 MB -> 412 MB.
+#
 # Idempotent: does nothing when the image exists (--force rebuilds).
 # Progress goes to stderr. Needs root (debootstrap, chroot) and debootstrap.
 set -euo pipefail
 
-image="${FORGE_NODE_IMAGE:-forge-node:bookworm}"
+force=0 x11=0
+for arg in "$@"; do
+  case "$arg" in
+    --force) force=1 ;;
+    --x11) x11=1 ;;
+    *) echo "make-node-image: unknown argument $arg (--force, --x11)" >&2; exit 64 ;;
+  esac
+done
+if ((x11)); then
+  image="${FORGE_NODE_IMAGE:-forge-node:bookworm-x11}"
+else
+  image="${FORGE_NODE_IMAGE:-forge-node:bookworm}"
+fi
 suite=bookworm
 # nodejs: for the harnesses that are Node programs; the rest are what agents
 # and their tools call (bash, ps, CA certificates for any https the harness
 # insists on, though tests point everything at 127.0.0.1).
 packages=(nodejs ca-certificates bash coreutils procps findutils grep sed)
+# Xvfb for forge-launch --display, xdpyinfo and friends for checking a screen.
+((x11)) && packages+=(xvfb x11-utils)
 
 say() { echo "make-node-image: $*" >&2; }
 
-if [[ "${1:-}" != "--force" ]] && docker image inspect "$image" >/dev/null 2>&1; then
+if ((!force)) && docker image inspect "$image" >/dev/null 2>&1; then
   exit 0
 fi
 command -v debootstrap >/dev/null 2>&1 ||

@@ -355,6 +355,13 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   }
   // The relay listens before the harness starts, at the proxy URL's own address.
   if (proxy_only) exec.argv = WithRelay(exec.argv, proxy_endpoint_, relay_path, socket_path);
+  // A GUI task's virtual display: the wrapper starts Xvfb from the sandbox
+  // (image or host), exports DISPLAY, runs the harness and stops Xvfb.
+  const std::optional<sandbox::Display> display = task.display ? task.display : options_.display;
+  if (display) {
+    exec.argv = sandbox::WithDisplay(*display, exec.argv);
+    record["display"] = display->ToString();
+  }
   exec.timeout_seconds = agent_timeout;
   exec.max_output_bytes = options_.log_bytes;
   exec.cancel = &cancel_;
@@ -434,6 +441,22 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     }
   }
 
+  if (auto failed = display ? sandbox::DisplayFailed(*ran) : std::nullopt) {
+    // The harness never ran. A missing Xvfb is the environment's fault, not
+    // the agent's: an infra_error (not counted as an attempt; a rerun after
+    // the image is fixed redoes it), but not retried now, since a retry
+    // meets the same image. An Xvfb that would not start may be transient.
+    const std::string where =
+        local ? "the host (local backend)"
+              : "image " + (spec.image.empty() ? "built from " + spec.build_context : spec.image);
+    record["error_kind"] = failed->missing_xvfb ? "no_xvfb" : "display_failed";
+    return fail(failed->missing_xvfb
+                    ? Status::Config(where + " has no Xvfb for the " + display->ToString() +
+                                     " display (install xvfb there; forge installs nothing at "
+                                     "rollout time): " + failed->detail)
+                    : Status::Unavailable(where + ": " + failed->detail));
+  }
+
   record["exit_code"] = ran->exit_code;
   record["logs"] = {{"stdout", ran->stdout_data}, {"stderr", ran->stderr_data},
                     {"truncated", ran->truncated}};
@@ -478,6 +501,8 @@ Json Launcher::RunRollout(const Job& job) {
   int retries = 0;
   while (profile.ok()) {
     record["timings"] = Json::object();
+    record.erase("error");  // an earlier try's
+    record.erase("error_kind");
     Status s = TryOnce(job, **profile, rollout_id, record);
     if (s.ok()) break;
     if (cancel_.load() || s.code() == ExitCode::kInterrupted) {
@@ -499,6 +524,11 @@ Json Launcher::RunRollout(const Job& job) {
     while (Clock::now() < until && !cancel_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   record["infra_retries"] = retries;
+  if (record.value("outcome", "") == "infra_error") {
+    // Said once here, whatever the cause: the exit status alone (69) does
+    // not tell which rollout met which wall.
+    cli::Error(fmt::format("{} attempt {}: {}", task.id, job.attempt, record.value("error", "")));
+  }
   if (!record.contains("timings")) record["timings"] = Json::object();
   record["timings"]["total"] = Seconds(started);
   record["task"] = task.record;

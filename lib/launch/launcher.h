@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "launch/harness.h"
 #include "records/jsonl.h"
+#include "sandbox/display.h"
 #include "sandbox/k8s/options.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
@@ -51,6 +52,9 @@ struct LaunchOptions {
   // Host directory of skill folders (each with a SKILL.md), copied into the
   // harness profile's skills_dir for every rollout (tasks may add their own).
   std::string skills_dir;
+  // Start Xvfb with this screen before every harness (a task's own "display"
+  // wins); DISPLAY points the harness at it.
+  std::optional<sandbox::Display> display;
 };
 
 // The skill folders under dir: dir itself if it holds a SKILL.md, else each

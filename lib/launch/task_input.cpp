@@ -48,6 +48,11 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     if (!extra["command"].is_string()) return Status::DataErr(task.source + ": command: expected a string");
     spec.command = extra["command"].get<std::string>();
   }
+  if (extra.contains("display")) {
+    auto display = sandbox::DisplayFromJson(extra["display"]);
+    if (!display.ok()) return Status::DataErr(task.source + ": " + display.status().message());
+    spec.display = *display;
+  }
   // A launcher-only directory field, relative to the task's own file.
   auto directory = [&](const char* field, std::string& into) -> Status {
     if (!extra.contains(field)) return Status::Ok();

@@ -6,8 +6,9 @@
 // Launcher-only fields read from the task object: "files" (a host directory
 // whose contents go to the work directory; relative to the task's source),
 // "skills" (a host directory of skill folders, each holding a SKILL.md, copied
-// to the harness profile's skills_dir) and "command" (the generic harness's
-// shell command).
+// to the harness profile's skills_dir), "command" (the generic harness's
+// shell command) and "display" (a virtual X display for a GUI task: "WxHxD"
+// or {"width", "height", "depth"}; see sandbox/display.h).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "base/status.h"
 #include "records/jsonl.h"
+#include "sandbox/display.h"
 #include "tasks/task.h"
 
 namespace forge::launch {
@@ -37,6 +39,7 @@ struct TaskSpec {
   std::optional<int64_t> memory_bytes;
   std::optional<int64_t> pids;
   std::optional<bool> allow_internet;
+  std::optional<sandbox::Display> display;  // Xvfb started before the harness
   records::Json record;  // the canonical task record, passed through into the rollout record
 };
 

@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   app.add_option("--user", options.user, "User the harness runs as (default: the image's)");
   app.add_option("--skills", options.skills_dir,
                  "Directory of skill folders (each with a SKILL.md) copied to the harness's skills_dir");
+  std::string display;
+  app.add_option("--display", display,
+                 "Start an Xvfb display WxH[xD] (1280x800x24) before each harness; DISPLAY is exported. "
+                 "Xvfb must be in the image (on the host for --backend local)");
   forge::sandbox::k8s::K8sOptions k8s;
   forge::cli::AddK8sFlags(app, k8s);
 
@@ -111,6 +115,11 @@ int main(int argc, char** argv) {
     auto ttl = forge::launch::ParseDuration(hold_ttl);
     if (!ttl.ok()) return ttl.status();
     options.hold_seconds = static_cast<int64_t>(*ttl);
+    if (!display.empty()) {
+      auto parsed = forge::sandbox::ParseDisplay(display);
+      if (!parsed.ok()) return parsed.status().Prefixed("--display");
+      options.display = *parsed;
+    }
     auto logs = forge::launch::ParseBytes(log_bytes);
     if (!logs.ok()) return logs.status();
     options.log_bytes = static_cast<size_t>(*logs);
