@@ -62,17 +62,24 @@ Boundary Classify(const std::vector<int32_t>& previous, size_t last_completion_s
   return Boundary::kFork;
 }
 
-std::vector<Sample> Assemble(std::vector<store::CallRecord> calls, AssemblyMode mode,
+std::vector<Sample> Assemble(std::span<const store::CallRecord> calls, AssemblyMode mode,
                              const std::string& task_id, AssemblyCounts* counts) {
+  // Stores hand calls over in seq order; anything else is put in order by
+  // pointer, leaving the caller's calls (and their buffers) where they are.
+  std::vector<const store::CallRecord*> in_order;
   auto by_seq = [](const store::CallRecord& x, const store::CallRecord& y) { return x.seq < y.seq; };
-  if (!std::is_sorted(calls.begin(), calls.end(), by_seq)) std::stable_sort(calls.begin(), calls.end(), by_seq);
+  if (!std::is_sorted(calls.begin(), calls.end(), by_seq)) {
+    for (const store::CallRecord& c : calls) in_order.push_back(&c);
+    std::stable_sort(in_order.begin(), in_order.end(), [](auto* x, auto* y) { return x->seq < y->seq; });
+  }
   AssemblyCounts local;
   local.rollouts = 1;
   std::vector<Sample> samples;
   size_t last_completion_start = 0;
   bool have_previous = false;
 
-  for (const store::CallRecord& call : calls) {
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const store::CallRecord& call = in_order.empty() ? calls[k] : *in_order[k];
     if (call.side_call) {
       ++local.side_calls;
       continue;

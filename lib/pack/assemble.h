@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,11 +65,15 @@ struct AssemblyCounts {
   void Add(const AssemblyCounts& other);
 };
 
-// Assembles one rollout's calls (in any order; sorted by seq here). A call
-// without recorded ids turns the rollout's remaining chain into
+// Assembles one rollout's calls (in any order; taken in seq order here). A
+// call without recorded ids turns the rollout's remaining chain into
 // message-built samples flagged from_messages.
-std::vector<Sample> Assemble(std::vector<store::CallRecord> calls, AssemblyMode mode,
+std::vector<Sample> Assemble(std::span<const store::CallRecord> calls, AssemblyMode mode,
                              const std::string& task_id, AssemblyCounts* counts);
+inline std::vector<Sample> Assemble(const std::vector<store::CallRecord>& calls, AssemblyMode mode,
+                                    const std::string& task_id, AssemblyCounts* counts) {
+  return Assemble(std::span<const store::CallRecord>(calls), mode, task_id, counts);
+}
 
 // Classifies the boundary between a sample's tokens so far (whose last
 // completion starts at last_completion_start) and the next call's prompt.

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -37,7 +38,7 @@ struct StageTimes {
   StageTime read;      // input records, calls from the stores, prompt delta decoding
   StageTime assemble;  // merge or per-call, boundary classes, validation
   StageTime plan;      // rl: advantages and best-fit-decreasing packing
-  StageTime write;     // rl: safetensors files and the index
+  StageTime write;     // rl: safetensors files and the index; other formats: the records
   StageTime total;
   Json ToJson(double StageTime::*field) const {
     return {{"read", read.*field}, {"assemble", assemble.*field}, {"plan", plan.*field},
@@ -212,6 +213,16 @@ class Stores {
     }
     return std::vector<store::CallRecord>{};
   }
+  // The same, token fields only, into the first N elements of *calls
+  // (reused: see Store::ReadTokenCalls); returns N.
+  Result<size_t> TokenCalls(const std::string& rollout_id, std::vector<store::CallRecord>* calls) {
+    for (auto& store : stores_) {
+      auto n = store->ReadTokenCalls(rollout_id, calls);
+      if (!n.ok()) return n.status().Prefixed(store->path());
+      if (*n) return n;
+    }
+    return size_t{0};
+  }
 
  private:
   std::vector<std::unique_ptr<store::Store>> stores_;
@@ -245,7 +256,7 @@ Json SftTokensRecord(const Sample& s) {
 
 // The task's starting conversation: the record's own prompt or instruction,
 // else the first call's messages up to its first assistant turn.
-Json PromptOf(const RolloutInput& in, const std::vector<store::CallRecord>& calls) {
+Json PromptOf(const RolloutInput& in, std::span<const store::CallRecord> calls) {
   if (const Json* p = Find(in.record, "prompt"); p && p->is_array()) return CanonicalMessages(*p);
   if (const Json* i = Find(in.record, "instruction"); i && i->is_string()) {
     return Json::array({{{"role", "user"}, {"content", *i}}});
@@ -262,7 +273,7 @@ Json PromptOf(const RolloutInput& in, const std::vector<store::CallRecord>& call
   return Json::array();
 }
 
-Json VerlPromptRecord(const RolloutInput& in, const std::vector<store::CallRecord>& calls, size_t index,
+Json VerlPromptRecord(const RolloutInput& in, std::span<const store::CallRecord> calls, size_t index,
                       const PackOptions& o) {
   Json ground_truth = in.task_id;
   if (const Json* g = Find(in.record, "ground_truth")) ground_truth = *g;
@@ -321,83 +332,121 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   std::vector<RlRollout> rl_rollouts;
   std::set<std::string> prompted_tasks;
   int64_t newest_policy = 0;
-  for (const RolloutInput& in : inputs) {
-    if (cli::StopRequested()) return Status::Cancelled("stopped");
-    if (o.passed_only && !in.passed.value_or(false)) {
-      ++stats.filtered_not_passed;
-      continue;
-    }
-    if (o.min_reward && (!in.reward || *in.reward < *o.min_reward)) {
-      ++stats.filtered_below_min_reward;
-      continue;
-    }
-    watch = Stopwatch();
+  // Rollouts go through a chunk at a time: read the chunk's calls, assemble
+  // them, then write what they gave. The stage timers then tick per chunk,
+  // not per rollout (reading a process CPU clock is a system call), and each
+  // slot's calls are reused by the next chunk (see Store::ReadTokenCalls).
+  struct Slot {
+    bool wanted = false;  // not filtered out
     std::vector<store::CallRecord> calls;
-    if (!o.stores.empty()) {
+    size_t n = 0;  // calls[0, n) are this rollout's
+    std::vector<Sample> good;
+  };
+  constexpr size_t kChunk = 16;  // small enough that its calls are still in cache when assembled
+  std::vector<Slot> chunk(std::min(kChunk, inputs.size()));
+  for (size_t begin = 0; begin < inputs.size(); begin += kChunk) {
+    if (cli::StopRequested()) return Status::Cancelled("stopped");
+    const size_t end = std::min(inputs.size(), begin + kChunk);
+    watch = Stopwatch();
+    for (size_t i = begin; i < end; ++i) {
+      const RolloutInput& in = inputs[i];
+      Slot& slot = chunk[i - begin];
+      slot.wanted = false;
+      slot.n = 0;
+      slot.good.clear();
+      if (o.passed_only && !in.passed.value_or(false)) {
+        ++stats.filtered_not_passed;
+        continue;
+      }
+      if (o.min_reward && (!in.reward || *in.reward < *o.min_reward)) {
+        ++stats.filtered_below_min_reward;
+        continue;
+      }
+      slot.wanted = true;
+      if (o.stores.empty()) continue;
       // Token formats need no request/response content, unless a call has no
       // ids and its sample must be built (and counted) from messages.
-      auto got = stores->Calls(in.rollout_id, token_format ? store::Store::CallFields::kTokens
-                                                            : store::Store::CallFields::kAll);
-      if (got.ok() && token_format && std::any_of(got->begin(), got->end(), [](const store::CallRecord& c) {
-            return !c.side_call && (c.prompt_ids.empty() || c.completion_ids.empty());
-          })) {
-        got = stores->Calls(in.rollout_id, store::Store::CallFields::kAll);
+      if (token_format) {
+        auto n = stores->TokenCalls(in.rollout_id, &slot.calls);
+        if (!n.ok()) return n.status();
+        slot.n = *n;
+        auto begin_calls = slot.calls.begin(), end_calls = begin_calls + static_cast<ptrdiff_t>(slot.n);
+        if (std::none_of(begin_calls, end_calls, [](const store::CallRecord& c) {
+              return !c.side_call && (c.prompt_ids.empty() || c.completion_ids.empty());
+            })) {
+          continue;
+        }
       }
+      auto got = stores->Calls(in.rollout_id, store::Store::CallFields::kAll);
       if (!got.ok()) return got.status();
-      calls = std::move(*got);
+      slot.calls = std::move(*got);
+      slot.n = slot.calls.size();
     }
     watch.AddTo(times.read);
-    if (o.format == Format::kVerlPrompts) {
-      if (!prompted_tasks.insert(in.task_id).second) continue;
-      Json row = VerlPromptRecord(in, calls, prompted_tasks.size() - 1, o);
-      if (row["prompt"].empty()) {
-        ++stats.dropped["no_prompt"];
-        cli::Warn(fmt::format("{}: task {} has no prompt, instruction or recorded call", in.where, in.task_id));
-        continue;
-      }
-      FORGE_RETURN_IF_ERROR(out.Write(row));
-      ++stats.written;
-      continue;
-    }
-    if (calls.empty()) {
-      ++stats.rollouts_without_calls;
-      cli::Warn(fmt::format("{}: no recorded calls for rollout {} in any store", in.where, in.rollout_id));
-      continue;
-    }
-    for (const auto& c : calls) newest_policy = std::max(newest_policy, c.policy_version_end);
-    std::vector<Sample> samples = Assemble(std::move(calls), o.mode, in.task_id, &stats.assembly);
 
-    std::vector<Sample> good;
-    for (Sample& s : samples) {
-      std::string reason = s.from_messages && token_format ? "no_token_ids" : InvalidReason(s, o.validation);
-      if (reason.empty() && o.format == Format::kSftMessages &&
-          (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
-        reason = "no_assistant_message";  // ids were recorded but no readable conversation
-      }
-      if (!reason.empty()) {
-        ++stats.dropped[reason];
+    for (size_t i = begin; i < end; ++i) {
+      const RolloutInput& in = inputs[i];
+      Slot& slot = chunk[i - begin];
+      if (!slot.wanted || o.format == Format::kVerlPrompts) continue;
+      if (slot.n == 0) {
+        ++stats.rollouts_without_calls;
+        cli::Warn(fmt::format("{}: no recorded calls for rollout {} in any store", in.where, in.rollout_id));
         continue;
       }
-      good.push_back(std::move(s));
+      std::span<const store::CallRecord> calls(slot.calls.data(), slot.n);
+      for (const auto& c : calls) newest_policy = std::max(newest_policy, c.policy_version_end);
+      std::vector<Sample> samples = Assemble(calls, o.mode, in.task_id, &stats.assembly);
+      for (Sample& s : samples) {
+        std::string reason = s.from_messages && token_format ? "no_token_ids" : InvalidReason(s, o.validation);
+        if (reason.empty() && o.format == Format::kSftMessages &&
+            (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
+          reason = "no_assistant_message";  // ids were recorded but no readable conversation
+        }
+        if (!reason.empty()) {
+          ++stats.dropped[reason];
+          continue;
+        }
+        slot.good.push_back(std::move(s));
+      }
+      if (o.format == Format::kRl) {
+        if (!in.reward) {
+          ++stats.rollouts_without_reward;
+          stats.dropped["no_reward"] += static_cast<int64_t>(slot.good.size());
+          continue;
+        }
+        // Kept even without a good sample: its reward still belongs to the
+        // group's baseline (a truncated attempt is an outcome too).
+        rl_rollouts.push_back({in.rollout_id, in.task_id, *in.reward, std::move(slot.good)});
+        slot.good.clear();
+      }
     }
     watch.AddTo(times.assemble);
-    if (o.format == Format::kRl) {
-      if (!in.reward) {
-        ++stats.rollouts_without_reward;
-        stats.dropped["no_reward"] += static_cast<int64_t>(good.size());
+
+    if (o.format == Format::kRl) continue;  // written once every rollout is in
+    for (size_t i = begin; i < end; ++i) {
+      const RolloutInput& in = inputs[i];
+      Slot& slot = chunk[i - begin];
+      if (!slot.wanted) continue;
+      if (o.format == Format::kVerlPrompts) {
+        if (!prompted_tasks.insert(in.task_id).second) continue;
+        Json row = VerlPromptRecord(in, {slot.calls.data(), slot.n}, prompted_tasks.size() - 1, o);
+        if (row["prompt"].empty()) {
+          ++stats.dropped["no_prompt"];
+          cli::Warn(fmt::format("{}: task {} has no prompt, instruction or recorded call", in.where, in.task_id));
+          continue;
+        }
+        FORGE_RETURN_IF_ERROR(out.Write(row));
+        ++stats.written;
         continue;
       }
-      // Kept even without a good sample: its reward still belongs to the
-      // group's baseline (a truncated attempt is an outcome too).
-      rl_rollouts.push_back({in.rollout_id, in.task_id, *in.reward, std::move(good)});
-      continue;
+      if (slot.good.empty()) continue;
+      for (const Sample& s : slot.good) {
+        FORGE_RETURN_IF_ERROR(out.Write(o.format == Format::kSftTokens ? SftTokensRecord(s) : SftMessagesRecord(s, in)));
+        ++stats.written;
+      }
+      ++stats.written_rollouts;
     }
-    if (good.empty()) continue;
-    for (const Sample& s : good) {
-      FORGE_RETURN_IF_ERROR(out.Write(o.format == Format::kSftTokens ? SftTokensRecord(s) : SftMessagesRecord(s, in)));
-      ++stats.written;
-    }
-    ++stats.written_rollouts;
+    watch.AddTo(times.write);
   }
 
   if (o.format == Format::kRl) {

@@ -90,6 +90,12 @@ std::string_view Statement::BlobView(int column) const {
   return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
 }
 
+std::string_view Statement::TextView(int column) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, column);
+  int n = sqlite3_column_bytes(stmt_, column);
+  return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+}
+
 Result<Database> Database::Open(const std::string& path, bool read_only) {
   sqlite3* db = nullptr;
   int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);

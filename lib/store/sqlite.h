@@ -46,6 +46,7 @@ class Statement {
   std::string Blob(int column) const;
   // The column's bytes without a copy; valid until the next Step or Reset.
   std::string_view BlobView(int column) const;
+  std::string_view TextView(int column) const;
 
  private:
   sqlite3* db_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 #include <thread>
 
 #include "base/hash.h"
@@ -60,6 +61,26 @@ RolloutRow ReadRolloutRow(const Statement& s) {
   row.outcome = s.Text(7);
   row.record = ParseJsonOrNull(s.Text(8));
   return row;
+}
+
+// Copies a little-endian array column into `out`, reusing its capacity.
+template <typename T>
+void AssignFromBlob(std::string_view bytes, std::vector<T>* out) {
+  out->resize(bytes.size() / sizeof(T));
+  if (!out->empty()) std::memcpy(out->data(), bytes.data(), out->size() * sizeof(T));
+}
+
+// Empties what a token read does not fill, keeping the buffers for reuse.
+void ClearForTokens(CallRecord& c) {
+  c.started_at = c.first_token_at = c.ended_at = 0;
+  for (std::string* text : {&c.client_format, &c.upstream, &c.model, &c.retry_key, &c.request_text,
+                            &c.request_skeleton, &c.response_text, &c.upstream_response_text}) {
+    text->clear();
+  }
+  for (Json* value : {&c.request, &c.response, &c.upstream_request, &c.upstream_response, &c.usage,
+                      &c.upstream_request_patch}) {
+    if (!value->is_null()) *value = nullptr;
+  }
 }
 
 constexpr const char* kRolloutColumns =
@@ -413,6 +434,13 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
 }
 
 Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout_id, CallFields fields) {
+  if (fields == CallFields::kTokens) {
+    std::vector<CallRecord> calls;
+    auto n = ReadTokenCalls(rollout_id, &calls);
+    if (!n.ok()) return n.status();
+    calls.resize(*n);
+    return calls;
+  }
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const bool all = fields == CallFields::kAll;
   std::optional<Statement>& query = calls_query_[all ? 0 : 1];
@@ -499,6 +527,86 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
   auto by_seq = [](const CallRecord& a, const CallRecord& b) { return a.seq < b.seq; };
   if (!std::is_sorted(calls.begin(), calls.end(), by_seq)) std::stable_sort(calls.begin(), calls.end(), by_seq);
   return calls;
+}
+
+Result<size_t> Store::ReadTokenCalls(const std::string& rollout_id, std::vector<CallRecord>* calls) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (!token_calls_query_) {
+    // ORDER BY seq is the order of the UNIQUE (rollout_id, seq) index, so
+    // SQLite walks it and needs no sorter (ORDER BY id would need one per
+    // rollout). Only the columns a token sample is built from.
+    auto prepared = db_.Prepare(
+        "SELECT id, seq, policy_version_start, policy_version_end, prompt_base_call, prompt_prefix_len, "
+        "prompt_suffix, completion_ids, logprobs, finish_reason, http_status, error, side_call "
+        "FROM calls WHERE rollout_id = ?1 ORDER BY seq");
+    if (!prepared.ok()) return prepared.status();
+    token_calls_query_.emplace(std::move(*prepared));
+  }
+  Statement& stmt = *token_calls_query_;
+  struct ResetOnExit {
+    Statement& s;
+    ~ResetOnExit() { s.Reset(); }
+  } reset_on_exit{stmt};
+  stmt.Bind(1, rollout_id);
+
+  // Each row's prompt delta (base call id, 0 for none; prefix length); its
+  // stored suffix goes into prompt_ids until the deltas are resolved below.
+  struct Delta {
+    int64_t base_id;
+    size_t prefix;
+  };
+  thread_local std::vector<Delta> deltas;
+  deltas.clear();
+  size_t n = 0;
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (n == calls->size()) calls->emplace_back();
+    CallRecord& c = (*calls)[n++];
+    ClearForTokens(c);
+    c.id = stmt.Int(0);
+    c.rollout_id = rollout_id;
+    c.seq = stmt.Int(1);
+    c.policy_version_start = stmt.Int(2);
+    c.policy_version_end = stmt.Int(3);
+    deltas.push_back({stmt.IsNull(4) ? 0 : stmt.Int(4), static_cast<size_t>(stmt.Int(5))});
+    AssignFromBlob(stmt.BlobView(6), &c.prompt_ids);
+    AssignFromBlob(stmt.BlobView(7), &c.completion_ids);
+    AssignFromBlob(stmt.BlobView(8), &c.logprobs);
+    std::string_view finish = stmt.TextView(9);
+    c.finish_reason.assign(finish.data(), finish.size());
+    c.http_status = static_cast<int>(stmt.Int(10));
+    std::string_view error = stmt.TextView(11);
+    c.error.assign(error.data(), error.size());
+    c.side_call = stmt.Int(12) != 0;
+  }
+
+  // Prompt ids: the base call's first prefix ids, then the stored suffix. A
+  // base is always an earlier call (a smaller id) of the same rollout, so
+  // resolving in id order finds every base already whole. Seq order is id
+  // order unless seqs were given out of order.
+  thread_local std::vector<size_t> order;
+  order.resize(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto by_id = [&](size_t a, size_t b) { return (*calls)[a].id < (*calls)[b].id; };
+  if (!std::is_sorted(order.begin(), order.end(), by_id)) std::sort(order.begin(), order.end(), by_id);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = order[k];
+    const Delta& d = deltas[i];
+    if (d.base_id == 0) continue;
+    CallRecord& c = (*calls)[i];
+    const CallRecord* base = nullptr;
+    for (size_t j = k; j-- > 0 && !base;) {
+      if ((*calls)[order[j]].id == d.base_id) base = &(*calls)[order[j]];
+    }
+    if (!base || base->prompt_ids.size() < d.prefix) {
+      return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
+    }
+    c.prompt_ids.insert(c.prompt_ids.begin(), base->prompt_ids.begin(),
+                        base->prompt_ids.begin() + static_cast<ptrdiff_t>(d.prefix));
+  }
+  return n;
 }
 
 Status Store::PutVerdict(const std::string& rollout_id, const std::string& outcome,

@@ -126,6 +126,14 @@ class Store {
   enum class CallFields { kAll, kTokens };
   Result<std::vector<CallRecord>> CallsOfRollout(const std::string& rollout_id, CallFields fields);
   Result<std::vector<CallRecord>> CallsOfRollout(const std::string& rollout_id);
+  // The kTokens read for a batch reader (forge-pack) that reads thousands of
+  // rollouts in a row: the rollout's calls are written, in seq order, into
+  // the first N elements of `*calls`, which is kept from one rollout to the
+  // next, so their vectors and strings reuse what they already hold and a
+  // long run allocates next to nothing per call. Elements past N are left
+  // as they were (stale). Returns N (0: no calls recorded for the rollout).
+  // The statement walks the (rollout_id, seq) index in order: no sort.
+  Result<size_t> ReadTokenCalls(const std::string& rollout_id, std::vector<CallRecord>* calls);
 
   // Verdicts.
   Status PutVerdict(const std::string& rollout_id, const std::string& outcome,
@@ -174,6 +182,7 @@ class Store {
   // CallsOfRollout's queries (all fields, tokens only), prepared on first use;
   // declared after db_ so they are finalised before it closes.
   std::optional<Statement> calls_query_[2];
+  std::optional<Statement> token_calls_query_;  // ReadTokenCalls'
 };
 
 }  // namespace forge::store

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <span>
 
 #include "pack/advantage.h"
 #include "pack/assemble.h"
@@ -457,6 +458,123 @@ TEST_CASE("store: token-only reads give the same ids as full reads, with no cont
   auto none = store.value()->CallsOfRollout("nobody", forge::store::Store::CallFields::kTokens);
   REQUIRE(none.ok());
   CHECK(none->empty());
+}
+
+TEST_CASE("store: ReadTokenCalls over many rollouts, one reused vector, equals each rollout's full read") {
+  forge::testing::TempDir dir;
+  auto store = forge::store::Store::Open(dir.File("s.db"));
+  REQUIRE(store.ok());
+  // Interleaved rollouts (as concurrent rollouts are recorded), a side call,
+  // a failed call, a rollout of one call and calls whose seq was given out
+  // of append order, so a delta's base call comes later in seq order.
+  CallRecord side = IdCall("a", 2, {1, 2}, {kEnd});
+  side.side_call = true;
+  CallRecord failed = IdCall("b", 1, {5, 6, 7}, {});
+  failed.http_status = 500;
+  failed.error = "upstream died";
+  failed.logprobs.clear();
+  std::vector<CallRecord> calls{IdCall("a", 0, {1, 2, 3}, {4, kEnd}),
+                                IdCall("b", 0, {5, 6}, {7, kEnd}),
+                                IdCall("a", 1, {1, 2, 3, 4, kEnd, 8}, {9, 10, kEnd}, "length"),
+                                side,
+                                failed,
+                                IdCall("a", 3, {1, 2, 3, 4, kEnd, 8, 9, 10, kEnd, 11}, {12, kEnd}),
+                                IdCall("one", 0, {42}, {kEnd}),
+                                IdCall("late", 7, {20, 21, 22}, {23, kEnd}),
+                                IdCall("late", 3, {20, 21, 22, 23, kEnd, 24}, {25, kEnd})};
+  REQUIRE(store.value()->AppendCalls(calls).ok());
+
+  std::vector<CallRecord> reused;
+  // "late" twice (the statement is reused), rollouts without calls between.
+  for (const char* rollout : {"a", "nobody", "b", "late", "one", "", "a", "late"}) {
+    CAPTURE(rollout);
+    auto n = store.value()->ReadTokenCalls(rollout, &reused);
+    auto full = store.value()->CallsOfRollout(rollout);
+    REQUIRE(n.ok());
+    REQUIRE(full.ok());
+    REQUIRE(*n == full->size());
+    for (size_t i = 0; i < *n; ++i) {
+      const CallRecord &t = reused[i], &f = (*full)[i];
+      CAPTURE(i);
+      CHECK(t.id == f.id);
+      CHECK(t.rollout_id == f.rollout_id);
+      CHECK(t.seq == f.seq);
+      CHECK(t.prompt_ids == f.prompt_ids);
+      CHECK(t.completion_ids == f.completion_ids);
+      CHECK(t.logprobs == f.logprobs);
+      CHECK(t.finish_reason == f.finish_reason);
+      CHECK(t.http_status == f.http_status);
+      CHECK(t.error == f.error);
+      CHECK(t.side_call == f.side_call);
+      CHECK(t.policy_version_start == f.policy_version_start);
+      CHECK(t.policy_version_end == f.policy_version_end);
+      CHECK(t.request.is_null());  // no content, even in an element that held some before
+      CHECK(t.model.empty());
+    }
+    if (std::string(rollout) == "a") {
+      REQUIRE(*n == 4);
+      CHECK(reused[3].prompt_ids == std::vector<int32_t>{1, 2, 3, 4, kEnd, 8, 9, 10, kEnd, 11});
+      CHECK(reused[2].side_call);
+    }
+    if (std::string(rollout) == "late") {
+      REQUIRE(*n == 2);
+      CHECK(reused[0].seq == 3);  // seq order, though appended second
+      CHECK(reused[0].prompt_ids == std::vector<int32_t>{20, 21, 22, 23, kEnd, 24});
+      CHECK(reused[1].prompt_ids == std::vector<int32_t>{20, 21, 22});
+    }
+  }
+  // The elements past N keep what the longer rollout left, as documented.
+  CHECK(reused.size() >= 4);
+
+  // Token reads through Assemble give the samples a full read gives.
+  for (const char* rollout : {"a", "b", "late", "one"}) {
+    CAPTURE(rollout);
+    auto n = store.value()->ReadTokenCalls(rollout, &reused);
+    auto full = store.value()->CallsOfRollout(rollout);
+    REQUIRE(n.ok());
+    REQUIRE(full.ok());
+    AssemblyCounts from_tokens, from_full;
+    auto a = forge::pack::Assemble(std::span<const CallRecord>(reused.data(), *n), AssemblyMode::kMerge, "t",
+                                   &from_tokens);
+    auto b = forge::pack::Assemble(*full, AssemblyMode::kMerge, "t", &from_full);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].input_ids == b[i].input_ids);
+      CHECK(a[i].loss_mask == b[i].loss_mask);
+      CHECK(a[i].logprobs == b[i].logprobs);
+      CHECK(a[i].call_seqs == b[i].call_seqs);
+    }
+    CHECK(from_tokens.clean == from_full.clean);
+    CHECK(from_tokens.fork == from_full.fork);
+    CHECK(from_tokens.side_calls == from_full.side_calls);
+    CHECK(from_tokens.error_calls == from_full.error_calls);
+  }
+}
+
+TEST_CASE("store: a token read of a call whose delta base is gone is an error naming the call") {
+  forge::testing::TempDir dir;
+  std::string path = dir.File("s.db");
+  int64_t second_id = 0;
+  {
+    auto store = forge::store::Store::Open(path);
+    REQUIRE(store.ok());
+    std::vector<CallRecord> calls{IdCall("x", 0, {1, 2, 3}, {4, kEnd}), IdCall("x", 1, {1, 2, 3, 4, kEnd, 6}, {kEnd})};
+    REQUIRE(store.value()->AppendCalls(calls).ok());
+    second_id = calls[1].id;
+  }
+  {
+    auto db = forge::store::Database::Open(path, false);
+    REQUIRE(db.ok());
+    REQUIRE(db->Execute("DELETE FROM calls WHERE seq = 0").ok());
+  }
+  auto store = forge::store::Store::Open(path);
+  REQUIRE(store.ok());
+  std::vector<CallRecord> reused;
+  auto n = store.value()->ReadTokenCalls("x", &reused);
+  REQUIRE(!n.ok());
+  CHECK(n.status().code() == forge::ExitCode::kDataErr);
+  CHECK(n.status().message().find("call " + std::to_string(second_id)) != std::string::npos);
+  CHECK(n.status().message().find("broken prompt delta") != std::string::npos);
 }
 
 // Writes the store and records the end-to-end test (tests/e2e/pack.sh) runs
