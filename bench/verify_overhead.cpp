@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     return 69;
   }
   forge::verify::VerifierSpec spec;
-  spec.kind = "harbor";
+  spec.kind = forge::tasks::VerifierKind::kHarbor;
   spec.tests_dir = tests.string();
   spec.timeout_sec = 30;
 
