@@ -11,6 +11,7 @@
 // both sides wrote byte-identical safetensors files and the same index.
 //
 //   bench-pack [CALLS=100000] [BUDGET=8192]
+//   FORGE_BENCH_DIR=DIR: where the files go (default /dev/shm); FORGE_BENCH_KEEP=1 keeps them
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -148,15 +149,25 @@ std::string CompareOutputs(const std::vector<json>& forge_index, const std::vect
 int main(int argc, char** argv) {
   size_t n_calls = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 100000;
   int64_t budget = argc > 2 ? std::strtoll(argv[2], nullptr, 10) : 8192;
-  auto dir = std::filesystem::temp_directory_path() / ("forge-bench-pack-" + std::to_string(getpid()));
+  // Files go to tmpfs when there is one: on a disk, ext4 skips inodes freed in
+  // the last minutes when it creates files, so 1,452 file creations cost
+  // from 0.1 s to over 1 s depending on what was deleted before the run — a
+  // figure of the disk's recent past, not of either packer. FORGE_BENCH_DIR
+  // picks another place (a disk, to see that cost).
+  const char* bench_dir = std::getenv("FORGE_BENCH_DIR");
+  std::filesystem::path parent = bench_dir && *bench_dir           ? std::filesystem::path(bench_dir)
+                                 : std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                             : std::filesystem::temp_directory_path();
+  auto dir = parent / ("forge-bench-pack-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::string store_path = (dir / "forge.db").string(), verdicts = (dir / "verdicts.jsonl").string();
   if (auto s = Generate(n_calls, store_path, verdicts); !s.ok()) {
     std::fprintf(stderr, "bench-pack: %s\n", s.message().c_str());
     return 1;
   }
-  std::printf("bench-pack: %zu synthetic recorded calls in a %.0f MB store, token budget %lld\n", n_calls,
-              static_cast<double>(std::filesystem::file_size(store_path)) / 1e6, static_cast<long long>(budget));
+  std::printf("bench-pack: %zu synthetic recorded calls in a %.0f MB store, token budget %lld, files in %s\n",
+              n_calls, static_cast<double>(std::filesystem::file_size(store_path)) / 1e6,
+              static_cast<long long>(budget), parent.c_str());
 
   // forge: what `forge-pack --store forge.db --format rl --token-budget B
   // --out-dir forge verdicts.jsonl > forge/index.jsonl` runs.
@@ -237,6 +248,10 @@ int main(int argc, char** argv) {
   std::string diff = CompareOutputs(ReadIndex(forge_index), ReadIndex(python_dir + "/index.jsonl"));
   std::printf("byte-identical safetensors files and same index on both sides: %s\n",
               diff.empty() ? "yes" : ("NO: " + diff).c_str());
-  std::filesystem::remove_all(dir);
+  // FORGE_BENCH_KEEP=1 keeps the store and verdicts, to profile forge-pack on them alone.
+  if (const char* keep = std::getenv("FORGE_BENCH_KEEP"); keep != nullptr && *keep == '1')
+    std::printf("kept: %s\n", dir.c_str());
+  else
+    std::filesystem::remove_all(dir);
   return diff.empty() ? 0 : 1;
 }

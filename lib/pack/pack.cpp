@@ -1,10 +1,14 @@
 #include "pack/pack.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <semaphore>
+#include <thread>
 #include <map>
 #include <memory>
 #include <set>
@@ -23,9 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double CpuNow() {
+double CpuNow(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
@@ -45,13 +49,16 @@ struct StageTimes {
             {"write", write.*field}, {"total", total.*field}};
   }
 };
+// CPU time by the process's clock (all threads), or by the calling thread's
+// alone where two threads work on different stages at once.
 class Stopwatch {
  public:
-  Stopwatch() : wall_(Clock::now()), cpu_(CpuNow()) {}
+  explicit Stopwatch(clockid_t cpu_clock = CLOCK_PROCESS_CPUTIME_ID)
+      : cpu_clock_(cpu_clock), wall_(Clock::now()), cpu_(CpuNow(cpu_clock)) {}
   // Adds the time since the start (or the last AddTo) to `stage`, and restarts.
   void AddTo(StageTime& stage) {
     auto wall = Clock::now();
-    double cpu = CpuNow();
+    double cpu = CpuNow(cpu_clock_);
     stage.wall += std::chrono::duration<double>(wall - wall_).count();
     stage.cpu += cpu - cpu_;
     wall_ = wall;
@@ -59,6 +66,7 @@ class Stopwatch {
   }
 
  private:
+  clockid_t cpu_clock_;
   Clock::time_point wall_;
   double cpu_;
 };
@@ -79,6 +87,14 @@ const Json* Find(const Json& j, const char* key) {
 }
 
 // Reads the fields forge-pack needs; a record without a rollout id is bad input.
+enum class Filter { kKept, kNotPassed, kBelowMinReward };
+
+Filter FilterOf(const RolloutInput& in, const PackOptions& o) {
+  if (o.passed_only && !in.passed.value_or(false)) return Filter::kNotPassed;
+  if (o.min_reward && (!in.reward || *in.reward < *o.min_reward)) return Filter::kBelowMinReward;
+  return Filter::kKept;
+}
+
 Result<RolloutInput> ParseRollout(records::Record& r) {
   RolloutInput in;
   in.where = r.where();
@@ -230,8 +246,10 @@ class Stores {
  public:
   Stores() = default;
   Stores(Stores&&) = default;
-  ~Stores() {
+  ~Stores() { Close(); }
+  void Close() {
     for (auto& store : stores_) (void)store->EndRead();  // read-only: nothing to lose
+    stores_.clear();
   }
 };
 
@@ -334,41 +352,41 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   int64_t newest_policy = 0;
   // Rollouts go through a chunk at a time: read the chunk's calls, assemble
   // them, then write what they gave. The stage timers then tick per chunk,
-  // not per rollout (reading a process CPU clock is a system call), and each
-  // slot's calls are reused by the next chunk (see Store::ReadTokenCalls).
+  // not per rollout (reading a CPU clock is a system call), and each slot's
+  // calls are reused (see Store::ReadTokenCalls). A second thread reads the
+  // next chunk from the stores while this one assembles the current chunk;
+  // only that thread touches the stores until the last chunk is in.
   struct Slot {
     bool wanted = false;  // not filtered out
     std::vector<store::CallRecord> calls;
     size_t n = 0;  // calls[0, n) are this rollout's
     std::vector<Sample> good;
   };
-  constexpr size_t kChunk = 16;  // small enough that its calls are still in cache when assembled
-  std::vector<Slot> chunk(std::min(kChunk, inputs.size()));
-  for (size_t begin = 0; begin < inputs.size(); begin += kChunk) {
-    if (cli::StopRequested()) return Status::Cancelled("stopped");
-    const size_t end = std::min(inputs.size(), begin + kChunk);
-    watch = Stopwatch();
-    for (size_t i = begin; i < end; ++i) {
+  struct Chunk {
+    size_t begin = 0, end = 0;
+    std::vector<Slot> slots;
+    Status status = Status::Ok();
+    StageTime read;  // the reading thread's own CPU time
+  };
+  auto read_chunk = [&](Chunk& chunk) {
+    Stopwatch reading(CLOCK_THREAD_CPUTIME_ID);
+    chunk.status = Status::Ok();
+    chunk.read = StageTime();
+    for (size_t i = chunk.begin; i < chunk.end; ++i) {
       const RolloutInput& in = inputs[i];
-      Slot& slot = chunk[i - begin];
-      slot.wanted = false;
+      Slot& slot = chunk.slots[i - chunk.begin];
       slot.n = 0;
       slot.good.clear();
-      if (o.passed_only && !in.passed.value_or(false)) {
-        ++stats.filtered_not_passed;
-        continue;
-      }
-      if (o.min_reward && (!in.reward || *in.reward < *o.min_reward)) {
-        ++stats.filtered_below_min_reward;
-        continue;
-      }
-      slot.wanted = true;
-      if (o.stores.empty()) continue;
+      slot.wanted = FilterOf(in, o) == Filter::kKept;
+      if (!slot.wanted || o.stores.empty()) continue;
       // Token formats need no request/response content, unless a call has no
       // ids and its sample must be built (and counted) from messages.
       if (token_format) {
         auto n = stores->TokenCalls(in.rollout_id, &slot.calls);
-        if (!n.ok()) return n.status();
+        if (!n.ok()) {
+          chunk.status = n.status();
+          break;
+        }
         slot.n = *n;
         auto begin_calls = slot.calls.begin(), end_calls = begin_calls + static_cast<ptrdiff_t>(slot.n);
         if (std::none_of(begin_calls, end_calls, [](const store::CallRecord& c) {
@@ -378,15 +396,72 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
         }
       }
       auto got = stores->Calls(in.rollout_id, store::Store::CallFields::kAll);
-      if (!got.ok()) return got.status();
+      if (!got.ok()) {
+        chunk.status = got.status();
+        break;
+      }
       slot.calls = std::move(*got);
       slot.n = slot.calls.size();
     }
-    watch.AddTo(times.read);
-
+    reading.AddTo(chunk.read);
+  };
+  constexpr size_t kChunk = 32;  // small enough that its calls are still in cache when assembled
+  const size_t n_chunks = (inputs.size() + kChunk - 1) / kChunk;
+  std::array<Chunk, 2> chunks;
+  for (Chunk& c : chunks) c.slots.resize(std::min(kChunk, inputs.size()));
+  // Chunk k is read into chunks[k % 2]; `free_chunks` counts buffers the
+  // reader may fill, `full_chunks` those ready for assembly.
+  std::counting_semaphore<> free_chunks(2), full_chunks(0);
+  std::atomic<bool> stop_reading{false};
+  std::thread call_reader([&] {
+    for (size_t k = 0; k < n_chunks; ++k) {
+      free_chunks.acquire();
+      if (stop_reading) return;
+      Chunk& c = chunks[k % 2];
+      c.begin = k * kChunk;
+      c.end = std::min(inputs.size(), c.begin + kChunk);
+      read_chunk(c);
+      full_chunks.release();
+      if (!c.status.ok()) return;
+    }
+  });
+  struct JoinOnExit {
+    std::thread& thread;
+    std::atomic<bool>& stop;
+    std::counting_semaphore<>& wake;
+    ~JoinOnExit() {
+      stop = true;
+      wake.release();
+      thread.join();
+    }
+  } join_reader{call_reader, stop_reading, free_chunks};
+  for (size_t k = 0; k < n_chunks; ++k) {
+    // Read stage: wall time is what this thread waited for the reader, CPU
+    // time the reader's own.
+    auto wait_started = Clock::now();
+    full_chunks.acquire();
+    Chunk& chunk = chunks[k % 2];
+    times.read.wall += std::chrono::duration<double>(Clock::now() - wait_started).count();
+    times.read.cpu += chunk.read.cpu;
+    if (!chunk.status.ok()) return chunk.status;
+    if (cli::StopRequested()) return Status::Cancelled("stopped");
+    struct ReleaseOnExit {
+      std::counting_semaphore<>& free;
+      ~ReleaseOnExit() { free.release(); }
+    } release_chunk{free_chunks};
+    const size_t begin = chunk.begin, end = chunk.end;
+    std::vector<Slot>& slots = chunk.slots;
+    watch = Stopwatch(CLOCK_THREAD_CPUTIME_ID);
+    for (size_t i = begin; i < end; ++i) {
+      switch (FilterOf(inputs[i], o)) {
+        case Filter::kKept: break;
+        case Filter::kNotPassed: ++stats.filtered_not_passed; break;
+        case Filter::kBelowMinReward: ++stats.filtered_below_min_reward; break;
+      }
+    }
     for (size_t i = begin; i < end; ++i) {
       const RolloutInput& in = inputs[i];
-      Slot& slot = chunk[i - begin];
+      Slot& slot = slots[i - begin];
       if (!slot.wanted || o.format == Format::kVerlPrompts) continue;
       if (slot.n == 0) {
         ++stats.rollouts_without_calls;
@@ -425,7 +500,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     if (o.format == Format::kRl) continue;  // written once every rollout is in
     for (size_t i = begin; i < end; ++i) {
       const RolloutInput& in = inputs[i];
-      Slot& slot = chunk[i - begin];
+      Slot& slot = slots[i - begin];
       if (!slot.wanted) continue;
       if (o.format == Format::kVerlPrompts) {
         if (!prompted_tasks.insert(in.task_id).second) continue;
@@ -448,6 +523,8 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     }
     watch.AddTo(times.write);
   }
+  // Every chunk is in: the reader is done with the stores.
+  stores->Close();
 
   if (o.format == Format::kRl) {
     // Staleness is judged against the newest policy, which is only known now.

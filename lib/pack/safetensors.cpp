@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 
 namespace forge::pack {
 
@@ -114,9 +115,20 @@ char* SafetensorsBuffer::Data(const std::string& name) {
   return it == offset_.end() ? nullptr : storage_->data() + it->second;
 }
 
+namespace {
+// Creating and renaming a file take its directory's lock in the kernel,
+// which spins (burning a core) while another thread holds it; writers that
+// share a directory queue here instead, asleep. Their data writes overlap.
+std::mutex directory_operations;
+}  // namespace
+
 Status SafetensorsBuffer::WriteTo(const std::string& path) const {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd;
+  {
+    std::lock_guard<std::mutex> lock(directory_operations);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
   if (fd < 0) return Status::CantCreate(path + ": " + std::strerror(errno));
   const char* p = storage_->data();
   size_t left = storage_->size();
@@ -137,7 +149,12 @@ Status SafetensorsBuffer::WriteTo(const std::string& path) const {
     std::remove(tmp.c_str());
     return Status::Io(path + ": write failed: " + std::strerror(e));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  int renamed;
+  {
+    std::lock_guard<std::mutex> lock(directory_operations);
+    renamed = std::rename(tmp.c_str(), path.c_str());
+  }
+  if (renamed != 0) {
     int e = errno;
     std::remove(tmp.c_str());
     return Status::Io(path + ": " + std::strerror(e));

@@ -692,3 +692,78 @@ TEST_CASE("pack fixture: recorded calls in a store, packed through RunPack") {
     CHECK(s["seconds"]["write"].get<double>() >= 0);
   }
 }
+
+// RunPack reads the next chunk of rollouts on a second thread while it
+// assembles the current one: many chunks' worth of rollouts must come out
+// whole, in input order, with filters counted once, and a store error in a
+// late chunk must end the run with that error (not hang, not be lost).
+TEST_CASE("pack: rollouts read ahead on a second thread come out whole, and a late store error ends the run") {
+  forge::testing::TempDir dir;
+  const std::string db = dir.File("forge.db");
+  constexpr int kRollouts = 300;  // several chunks
+  {
+    auto store = forge::store::Store::Open(db);
+    REQUIRE(store.ok());
+    std::vector<CallRecord> calls;
+    for (int r = 0; r < kRollouts; ++r) {
+      std::string id = "r" + std::to_string(r);
+      std::vector<int32_t> prompt{1, 2, r};
+      calls.push_back(IdCall(id, 0, prompt, {5, kEnd}));
+      calls.push_back(IdCall(id, 1, Concat({prompt, {5, kEnd}, {7}}), {8, kEnd}));
+    }
+    REQUIRE(store.value()->AppendCalls(calls).ok());
+  }
+  std::ofstream records(dir.File("verdicts.jsonl"));
+  for (int r = 0; r < kRollouts; ++r) {
+    records << Json{{"rollout_id", "r" + std::to_string(r)}, {"task_id", "t" + std::to_string(r / 4)},
+                    {"verdict", {{"passed", r % 2 == 0}, {"reward", r % 2 == 0 ? 1.0 : 0.0}}}}
+                   .dump()
+            << "\n";
+  }
+  records.close();
+
+  forge::pack::PackOptions o;
+  o.inputs = {dir.File("verdicts.jsonl")};
+  o.stores = {db};
+  o.format = forge::pack::Format::kSftTokens;
+  o.passed_only = true;
+  o.quiet = true;
+  o.stats_path = dir.File("stats.json");
+  auto run = [&](const std::string& out_name) {
+    auto out = forge::records::JsonlWriter::Create(dir.File(out_name));
+    REQUIRE(out.ok());
+    return forge::pack::RunPack(o, **out);
+  };
+
+  SUBCASE("every kept rollout, in input order, filters counted once") {
+    auto status = run("tokens.jsonl");
+    REQUIRE_MESSAGE(status.ok(), status.message());
+    Json stats = Json::parse(std::ifstream(o.stats_path));
+    CHECK(stats["filtered"]["not_passed"] == kRollouts / 2);
+    CHECK(stats["written"] == kRollouts / 2);
+    CHECK(stats["boundaries"]["clean"] == kRollouts / 2);
+    std::ifstream in(dir.File("tokens.jsonl"));
+    std::string line;
+    int expected = 0;
+    while (std::getline(in, line)) {
+      Json row = Json::parse(line);
+      CHECK(row["rollout_id"] == "r" + std::to_string(expected));
+      CHECK(row["input_ids"] == std::vector<int32_t>{1, 2, expected, 5, kEnd, 7, 8, kEnd});
+      expected += 2;
+    }
+    CHECK(expected == kRollouts);
+  }
+
+  SUBCASE("a broken prompt delta in a late chunk is the run's error") {
+    {
+      auto database = forge::store::Database::Open(db, false);
+      REQUIRE(database.ok());
+      REQUIRE(database->Execute("DELETE FROM calls WHERE rollout_id = 'r250' AND seq = 0").ok());
+    }
+    auto status = run("broken.jsonl");
+    REQUIRE(!status.ok());
+    CHECK(status.code() == forge::ExitCode::kDataErr);
+    CHECK(status.message().find("broken prompt delta") != std::string::npos);
+    CHECK(status.message().find(db) != std::string::npos);
+  }
+}
