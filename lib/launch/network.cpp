@@ -1,9 +1,13 @@
 #include "launch/network.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 
 #include "cli/diagnostics.h"
 #include "sandbox/one_shot_script.h"
@@ -77,9 +81,33 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
   return wrapped;
 }
 
-Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) {
+namespace {
+
+std::string RelayDirParent() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/forge-relay-XXXXXX";
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+constexpr std::string_view kRelayDirPrefix = "forge-relay-";
+
+// The forge-launch that made a relay directory: its name is
+// forge-relay-PID-XXXXXX. 0 for a name of another shape.
+pid_t RelayDirOwner(const std::string& name) {
+  if (name.rfind(kRelayDirPrefix, 0) != 0) return 0;
+  const char* digits = name.c_str() + kRelayDirPrefix.size();
+  char* end = nullptr;
+  long pid = std::strtol(digits, &end, 10);
+  if (end == digits || *end != '-' || pid <= 0) return 0;
+  return static_cast<pid_t>(pid);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) {
+  // The PID in the name lets `forge-launch gc` tell a killed run's directory
+  // from a running one's.
+  std::string pattern =
+      RelayDirParent() + "/" + std::string(kRelayDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
   if (!mkdtemp(pattern.data())) {
     return Status::CantCreate("cannot create a directory for the proxy relay's socket in " +
                               fs::path(pattern).parent_path().string());
@@ -102,6 +130,24 @@ Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) 
     if (!ran.ok()) cli::Error("proxy relay stopped: " + ran.message());
   });
   return host;
+}
+
+Result<int> RemoveStaleRelayDirs() {
+  const std::string parent = RelayDirParent();
+  std::error_code ec;
+  int removed = 0;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    pid_t owner = RelayDirOwner(it->path().filename().string());
+    if (owner == 0 || !it->is_directory(ec)) continue;
+    // Alive, or not ours to probe (EPERM): left alone.
+    if (kill(owner, 0) == 0 || errno != ESRCH) continue;
+    std::error_code removing;
+    fs::remove_all(it->path(), removing);
+    if (removing) return Status::Io(it->path().string() + ": " + removing.message());
+    ++removed;
+  }
+  if (ec) return Status::Io(parent + ": " + ec.message());
+  return removed;
 }
 
 HostRelay::~HostRelay() {

@@ -75,4 +75,8 @@ class HostRelay {
   std::thread thread_;
 };
 
+// Removes the socket directories ($TMPDIR/forge-relay-PID-*) of forge-launch
+// processes that are gone (kill -9 skips ~HostRelay); returns how many.
+Result<int> RemoveStaleRelayDirs();
+
 }  // namespace forge::launch

@@ -109,6 +109,33 @@ TEST_CASE("network: the host relay's socket directory is reachable by others and
   CHECK(!std::filesystem::exists(socket_dir));
 }
 
+TEST_CASE("network: gc removes the relay socket directories of killed runs only") {
+  forge::testing::TempDir dir;
+  setenv("TMPDIR", dir.path().c_str(), 1);
+  // A PID that is surely gone: a child that has exited and been reaped.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const auto killed = dir.path() / ("forge-relay-" + std::to_string(child) + "-aB3dE9");
+  const auto mine = dir.path() / ("forge-relay-" + std::to_string(getpid()) + "-zz0000");
+  const auto other = dir.path() / "forge-relay-notapid";
+  for (const auto& d : {killed, mine, other}) std::filesystem::create_directories(d);
+  std::ofstream(killed / launch::kRelaySocketName) << "";
+  auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"));
+  REQUIRE(host.ok());
+  CHECK((*host)->dir().find("/forge-relay-" + std::to_string(getpid()) + "-") != std::string::npos);
+
+  auto removed = launch::RemoveStaleRelayDirs();
+  unsetenv("TMPDIR");
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  CHECK(!std::filesystem::exists(killed));
+  CHECK(std::filesystem::exists(mine));
+  CHECK(std::filesystem::exists(other));
+  CHECK(std::filesystem::exists((*host)->dir()));  // a running relay's directory stays
+}
+
 TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo is up") {
   forge::testing::TempDir dir;
   forge::sandbox::local::LocalBackend backend(dir.File("root"));

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   forge::sandbox::k8s::K8sOptions k8s;
   forge::cli::AddK8sFlags(app, k8s);
 
-  CLI::App* gc = app.add_subcommand("gc", "Remove sandboxes left by a run (or by all runs)");
+  CLI::App* gc = app.add_subcommand(
+      "gc", "Remove sandboxes left by a run (or by all runs), and killed runs' relay socket dirs");
   std::string gc_run, gc_older;
   bool gc_all = false;
   gc->add_option("--run-id", gc_run, "Only this run's sandboxes");
@@ -103,7 +104,10 @@ int main(int argc, char** argv) {
       if (!backend.ok()) return backend.status();
       auto removed = forge::launch::CollectGarbage(**backend, gc_run, static_cast<int64_t>(older));
       if (!removed.ok()) return removed.status();
-      forge::cli::Note(fmt::format("removed {} sandbox(es)", *removed));
+      auto relay_dirs = forge::launch::RemoveStaleRelayDirs();
+      if (!relay_dirs.ok()) return relay_dirs.status();
+      forge::cli::Note(fmt::format("removed {} sandbox(es), {} relay socket dir(s) of killed runs", *removed,
+                                   *relay_dirs));
       return forge::Status::Ok();
     }
     auto mem = forge::launch::ParseBytes(memory);
