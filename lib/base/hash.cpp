@@ -24,7 +24,9 @@ std::string ToHex(const unsigned char* data, size_t n) {
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  // Fetched once: EVP_sha256() looks the implementation up on every digest.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_Digest(data.data(), data.size(), digest, &length, sha256 ? sha256 : EVP_sha256(), nullptr);
   return ToHex(digest, length);
 }
 

@@ -1,5 +1,6 @@
 #include "base/json_scan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -376,10 +377,12 @@ const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string
   return nullptr;
 }
 
-std::string DecodeJsonString(std::string_view raw) {
+std::string DecodeJsonString(std::string_view raw) { return DecodeJsonStringPrefix(raw, raw.size()); }
+
+std::string DecodeJsonStringPrefix(std::string_view raw, size_t max_bytes) {
   std::string out;
-  out.reserve(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) {
+  out.reserve(std::min(raw.size(), max_bytes + 4));
+  for (size_t i = 0; i < raw.size() && out.size() < max_bytes; ++i) {
     char c = raw[i];
     if (c != '\\' || i + 1 >= raw.size()) {
       out += c;

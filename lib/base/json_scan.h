@@ -45,6 +45,9 @@ const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string
 
 // The decoded contents of a raw JSON string body (between the quotes).
 std::string DecodeJsonString(std::string_view raw);
+// The same, stopping once at least max_bytes are decoded (a prefix of a long
+// text costs only its own length).
+std::string DecodeJsonStringPrefix(std::string_view raw, size_t max_bytes);
 
 inline bool IsJsonObject(std::string_view v) { return !v.empty() && v.front() == '{'; }
 inline bool IsJsonArray(std::string_view v) { return !v.empty() && v.front() == '['; }

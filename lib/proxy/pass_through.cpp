@@ -97,6 +97,67 @@ void HarvestChoice(const std::vector<JsonMember>& choice, CapturedTokens& into) 
   }
 }
 
+bool IsNonEmptyArray(std::string_view v) {
+  if (!IsJsonArray(v)) return false;
+  size_t next = v.find_first_not_of(" \t\r\n", 1);
+  return next != std::string_view::npos && v[next] != ']';
+}
+
+// Appends the text of a message content (a string, or text parts) to probe,
+// decoding no more than the side-call rule reads.
+void AppendContentProbe(std::string_view content, std::string& probe) {
+  auto append = [&](std::string_view json_string) {
+    if (probe.size() >= wire::kSideCallProbeBytes) return;
+    probe += forge::DecodeJsonStringPrefix(json_string.substr(1, json_string.size() - 2),
+                                           wire::kSideCallProbeBytes - probe.size());
+  };
+  if (IsJsonString(content)) return append(content);
+  if (!IsJsonArray(content)) return;
+  for (std::string_view part : ArrayElements(content)) {
+    if (!IsJsonObject(part)) continue;
+    std::vector<JsonMember> fields = ObjectMembers(part);
+    const JsonMember* type = FindMember(fields, "type");
+    const JsonMember* text = FindMember(fields, "text");
+    if (type && StringValue(type->value) == "text" && text && IsJsonString(text->value)) append(text->value);
+  }
+}
+
+// wire::SideCallSignsOf read from the request's text: only the members the
+// rule looks at are decoded, and of the conversation only the probe's length,
+// so a long request without tools costs no parse.
+wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) {
+  wire::SideCallSigns signs;
+  if (const JsonMember* tools = FindMember(members, "tools"); tools && IsNonEmptyArray(tools->value)) {
+    signs.offers_tools = true;
+    return signs;
+  }
+  for (std::string_view key : {"max_tokens", "max_completion_tokens"}) {
+    const JsonMember* m = FindMember(members, key);
+    auto n = m ? forge::JsonInteger(m->value) : std::nullopt;
+    if (n && *n <= 1) signs.max_tokens_at_most_one = true;
+  }
+  if (const JsonMember* format = FindMember(members, "response_format"); format && IsJsonObject(format->value)) {
+    std::vector<JsonMember> fields = ObjectMembers(format->value);
+    const JsonMember* type = FindMember(fields, "type");
+    signs.structured_output = !(type && IsJsonString(type->value) && StringValue(type->value) == "text");
+  }
+  const JsonMember* messages = FindMember(members, "messages");
+  if (!messages || !IsJsonArray(messages->value)) return signs;
+  bool saw_user = false;
+  for (std::string_view message : ArrayElements(messages->value)) {
+    if (signs.probe.size() >= wire::kSideCallProbeBytes) break;
+    if (!IsJsonObject(message)) continue;
+    std::vector<JsonMember> fields = ObjectMembers(message);
+    const JsonMember* role_member = FindMember(fields, "role");
+    std::string role = role_member ? StringValue(role_member->value) : std::string();
+    const JsonMember* content = FindMember(fields, "content");
+    bool read = role == "system" || role == "developer" || (role == "user" && !saw_user);
+    if (role == "user") saw_user = true;
+    if (read && content) AppendContentProbe(content->value, signs.probe);
+  }
+  return signs;
+}
+
 int64_t ChoiceIndex(const std::vector<JsonMember>& choice) {
   const JsonMember* index = FindMember(choice, "index");
   if (!index) return 0;
@@ -142,11 +203,8 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
 
   PassThroughRequest out;
   out.stream = stream && IsJsonTrue(stream->value);
-  // A call offering tools is a policy turn; only the rest (small: a title or
-  // topic prompt) is parsed to look for a side call.
-  const JsonMember* tools = FindMember(members, "tools");
-  if (!completions && !(tools && IsJsonArray(tools->value) && !ArrayElements(tools->value).empty())) {
-    out.side_call = wire::LooksLikeSideCall(nlohmann::json::parse(object));
+  if (!completions) {
+    out.side_call = wire::IsSideCall(SideCallSignsOfText(members));
   }
   if (const JsonMember* model = FindMember(members, "model")) out.model = StringValue(model->value);
   CaptureWants& wants = out.wants;

@@ -174,13 +174,18 @@ Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
   // does not (a BUSY on COMMIT, or a deadlock-avoidance BUSY) with backoff.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_ * 3);
   int delay_ms = 1;
+  // Compiled once: the proxy commits a transaction per call.
+  auto run = [this](std::string_view sql) -> Status {
+    auto stmt = db_.PrepareCached(sql);
+    return stmt.ok() ? stmt->Run() : stmt.status();
+  };
   for (;;) {
-    Status s = db_.Execute("BEGIN IMMEDIATE");
+    Status s = run("BEGIN IMMEDIATE");
     if (s.ok()) {
       s = fn();
-      if (s.ok()) s = db_.Execute("COMMIT");
+      if (s.ok()) s = run("COMMIT");
       if (s.ok()) return s;
-      (void)db_.Execute("ROLLBACK");
+      (void)run("ROLLBACK");
     }
     if (!IsBusy(s) || std::chrono::steady_clock::now() > deadline) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_scan.h"
+#include "proxy/formats/wire.h"
 #include "proxy/pass_through.h"
 #include "proxy/token_capture.h"
 
@@ -205,4 +206,56 @@ TEST_CASE("pass-through request: a helper call without tools is a side call, a p
   auto plain = ReadPassThroughRequest(R"({"model":"m","messages":[{"role":"user","content":"hello"}]})", false);
   REQUIRE(plain.ok());
   CHECK_FALSE(plain->side_call);
+}
+
+TEST_CASE("pass-through request: the side-call test on bytes agrees with the one on a document") {
+  // The pass-through judges a request from its text without parsing the
+  // conversation; it must decide exactly as wire::LooksLikeSideCall does.
+  std::string long_text(200 * 1024, 'x');
+  std::string escaped_marker = R"(Y\u006fu are a title generator)";  // "You are a title generator"
+  const std::vector<std::string> bodies = {
+      R"({"messages":[{"role":"system","content":"You are a TITLE generator."},{"role":"user","content":"x"}]})",
+      R"({"messages":[{"role":"system","content":")" + escaped_marker + R"("},{"role":"user","content":"x"}]})",
+      R"({"messages":[{"role":"developer","content":[{"type":"text","text":"Write a 5-10 word title"}]}]})",
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","text":"conversation title"},{"type":"text","text":"hi"}]}]})",
+      R"({"messages":[{"role":"user","content":"hello"},{"role":"user","content":"conversation title"}]})",
+      R"({"messages":[{"role":"assistant","content":"conversation title"},{"role":"user","content":"hi"}]})",
+      R"({"messages":[{"role":"user","content":")" + long_text + R"(conversation title"}]})",
+      R"({"messages":[{"role":"system","content":")" + std::string(4090, 'y') + R"(conversation title"}]})",
+      R"({"messages":[{"role":"system","content":")" + std::string(4070, 'y') + R"(\n conversation title"}]})",
+      R"({"messages":[{"role":"system","content":"a"},{"role":"system","content":"new conversation topic"}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":0})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1.0})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":64})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"max_tokens":64})",
+      R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"text"}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"response_format":{}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"response_format":"json"})",
+      R"({"messages":[{"role":"user","content":"title generator"}],"tools":[],"max_tokens":1})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[ {"type":"function"} ],"max_tokens":1})",
+      R"({"messages":[{"role":"user","content":null}]})",
+      R"({"messages":[]})",
+  };
+  for (const std::string& body : bodies) {
+    CAPTURE(body.substr(0, 160));
+    auto read = proxy::ReadPassThroughRequest(body, false);
+    REQUIRE(read.ok());
+    CHECK(read->side_call == proxy::wire::LooksLikeSideCall(Json::parse(body)));
+  }
+  // The cases above exercise both answers.
+  CHECK(proxy::ReadPassThroughRequest(bodies[0], false)->side_call);
+  CHECK_FALSE(proxy::ReadPassThroughRequest(bodies[6], false)->side_call);
+}
+
+TEST_CASE("json scan: a decoded prefix stops early and matches the whole decode") {
+  std::string raw = R"(ab\n\u00e9\ud83d\ude00cd)";
+  std::string whole = DecodeJsonString(raw);
+  for (size_t n = 0; n <= whole.size(); ++n) {
+    std::string prefix = DecodeJsonStringPrefix(raw, n);
+    CHECK(prefix.size() >= n);
+    CHECK(whole.compare(0, prefix.size(), prefix) == 0);
+  }
+  CHECK(DecodeJsonStringPrefix(std::string(100000, 'z'), 10).size() == 10);
 }

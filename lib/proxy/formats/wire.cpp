@@ -156,34 +156,42 @@ constexpr std::array<std::string_view, 7> kSideCallMarkers = {
 
 }  // namespace
 
-bool LooksLikeSideCall(const Json& body) {
+SideCallSigns SideCallSignsOf(const Json& body) {
+  SideCallSigns signs;
   if (const Json* tools = Find(body, "tools"); tools && tools->is_array() && !tools->empty()) {
-    return false;
+    signs.offers_tools = true;
+    return signs;
   }
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (const Json* m = Find(body, key); m && m->is_number_integer() && m->get<int64_t>() <= 1) {
-      return true;
+      signs.max_tokens_at_most_one = true;
     }
   }
   if (const Json* format = Find(body, "response_format");
       format && format->is_object() && format->value("type", "") != "text") {
-    return true;  // a structured classifier call, such as Gemini CLI's model router
+    signs.structured_output = true;
   }
   const Json* messages = Find(body, "messages");
-  if (!messages || !messages->is_array()) return false;
-  std::string probe;
+  if (!messages || !messages->is_array()) return signs;
   bool saw_user = false;
   for (const Json& m : *messages) {
     if (!m.is_object()) continue;
     std::string role = m.value("role", "");
     if (role == "system" || role == "developer") {
-      probe += ContentText(m.value("content", Json()));
+      signs.probe += ContentText(m.value("content", Json()));
     } else if (role == "user" && !saw_user) {
-      probe += ContentText(m.value("content", Json()));
+      signs.probe += ContentText(m.value("content", Json()));
       saw_user = true;
     }
   }
-  probe = Lower(probe.substr(0, 4096));
+  return signs;
+}
+
+bool IsSideCall(const SideCallSigns& signs) {
+  if (signs.offers_tools) return false;
+  if (signs.max_tokens_at_most_one) return true;
+  if (signs.structured_output) return true;  // a classifier call, such as Gemini CLI's model router
+  std::string probe = Lower(signs.probe.substr(0, kSideCallProbeBytes));
   for (std::string_view marker : kSideCallMarkers) {
     if (probe.find(marker) != std::string::npos) return true;
   }

@@ -80,7 +80,19 @@ int64_t EstimateTokens(const Json& chat_body);
 // A helper call, not an agent turn: no tools, and either a one-token probe or a
 // system/first-user text of a known title/topic/summary generator, or a JSON
 // classifier (Gemini CLI's model router). Kept out of the policy trajectory.
-bool LooksLikeSideCall(const Json& chat_body);
+// The rule reads only these signs, so a chat body kept as bytes (the
+// pass-through) is judged without parsing its conversation.
+struct SideCallSigns {
+  bool offers_tools = false;
+  bool max_tokens_at_most_one = false;  // max_tokens or max_completion_tokens
+  bool structured_output = false;       // a response_format other than text
+  std::string probe;                    // system/developer texts, then the first user text
+};
+// How much of the probe text the rule reads.
+inline constexpr size_t kSideCallProbeBytes = 4096;
+bool IsSideCall(const SideCallSigns& signs);
+SideCallSigns SideCallSignsOf(const Json& chat_body);
+inline bool LooksLikeSideCall(const Json& chat_body) { return IsSideCall(SideCallSignsOf(chat_body)); }
 
 // Builds the non-streamed chat.completion from its chunks, exactly as the
 // upstream would have answered with stream:false.
