@@ -17,14 +17,7 @@ using namespace forge;
 
 namespace {
 
-bool NlohmannAccepts(std::string_view text) {
-  try {
-    (void)Json::parse(text);
-    return true;
-  } catch (const Json::exception&) {
-    return false;
-  }
-}
+bool NlohmannAccepts(std::string_view text) { return Json::accept(text); }
 
 }  // namespace
 
