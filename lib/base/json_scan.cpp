@@ -366,8 +366,10 @@ std::vector<std::string_view> ArrayElements(std::string_view array) {
 }
 
 bool JsonMember::KeyIs(std::string_view name) const {
-  if (key.find('\\') == std::string_view::npos) return key == name;
-  return DecodeJsonString(key) == name;
+  // An escape makes a key's text longer than the key it stands for, so a key
+  // no longer than name matches only byte for byte (name has no escapes).
+  if (key.size() <= name.size()) return key == name;
+  return key.find('\\') != std::string_view::npos && DecodeJsonString(key) == name;
 }
 
 const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string_view name) {

@@ -27,7 +27,7 @@ std::optional<std::string> JsonSyntaxError(std::string_view text);
 struct JsonMember {
   std::string_view key;    // raw, between the quotes: escapes not decoded
   std::string_view value;  // the value's text, without surrounding whitespace
-  // Compares the decoded key with name.
+  // Compares the decoded key with name (plain text: no JSON escapes).
   bool KeyIs(std::string_view name) const;
 };
 

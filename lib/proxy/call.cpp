@@ -613,7 +613,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
         if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
         if (!chunk->usage.empty()) usage = Json::parse(chunk->usage, nullptr, false);
         if (chunk->usage_only && !client_wants_usage) continue;
-        upstream_assembled.Add(Json::parse(chunk->text, nullptr, false));
+        if (!upstream_assembled.AddContentDelta(chunk->text)) upstream_assembled.Add(Json::parse(chunk->text, nullptr, false));
         std::string& target = chunk->final ? held : out;
         if (!chunk->final) {
           out += held;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,11 @@ namespace forge::proxy {
 class ChatAssembler {
  public:
   void Add(const nlohmann::json& chunk);
+  // The common chunk, folded from its validated JSON text without building a
+  // document: one choice whose delta is at most a piece of content, with no
+  // logprobs and no finish, after a first chunk that set the head. Returns
+  // false, having changed nothing, for any other chunk: then use Add.
+  bool AddContentDelta(std::string_view chunk);
   // chat.completion for chat chunks, text_completion for completion chunks.
   nlohmann::json Result() const;
   bool empty() const { return chunks_ == 0; }

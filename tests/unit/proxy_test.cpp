@@ -84,6 +84,59 @@ TEST_CASE("capture: what the client asked for is kept") {
   CHECK(r["choices"][0]["logprobs"].is_object());
 }
 
+// The proxy folds most stream chunks from their text (AddContentDelta) and
+// parses the rest; a stream must assemble to the same response either way.
+TEST_CASE("assembler: chunks folded from their text give what parsing every chunk gives") {
+  const std::vector<std::vector<std::string>> streams = {
+      {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"He"},"logprobs":null,"finish_reason":null}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"llo \"q\" \u00e9\n\ud83d\ude00"},"logprobs":null,"finish_reason":null}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a","content":"b"}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":null}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"late","choices":[{"index":0,"delta":{"content":"!"}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":-0.5}]}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":7}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}})"},
+      {R"({"id":"c2","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]})",
+       R"({"id":"c2","model":"m","choices":[{"index":0,"delta":{"reasoning_content":"think"}}]})",
+       R"({"id":"c2","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","type":"function","function":{"name":"f","arguments":"{\"a\""}}]}}]})",
+       R"({"id":"c2","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]})",
+       R"({"id":"c2","model":"m","choices":[{"index":1,"delta":{"content":"second choice"}},{"index":0,"delta":{"content":"first"}}]})",
+       R"({"id":"c2","model":"m","choices":[{"index":1,"delta":{"content":" more"}}]})",
+       R"({"id":"c2","model":"m","choices":[{"index":"1","delta":{"content":"odd index"}}]})",
+       R"({"id":"c2","model":"m","usage":null,"choices":[{"index":0,"delta":{"content":"u"},"unknown":{"k":[1]}}],"extra":true})"},
+      {R"({"id":"c3","object":"text_completion","model":"m","choices":[{"index":0,"text":"ab"}]})",
+       R"({"id":"c3","object":"text_completion","model":"m","choices":[{"index":0,"text":"cd"}]})",
+       R"({"id":"c3","object":"text\u005fcompletion","model":"m","choices":[{"index":0,"delta":{"content":"z"}}]})"},
+  };
+  const std::vector<int> folded_chunks = {4, 2, 0};  // the rest need the parser
+  for (size_t k = 0; k < streams.size(); ++k) {
+    const auto& stream = streams[k];
+    CAPTURE(stream.front());
+    ChatAssembler parsed, folded;
+    int fast = 0;
+    for (const std::string& chunk : stream) {
+      try {
+        parsed.Add(Json::parse(chunk));
+      } catch (const Json::exception&) {
+        // The slow path's own limits (e.g. an index that is a string) are not the subject here.
+        continue;
+      }
+      if (folded.AddContentDelta(chunk)) {
+        ++fast;
+      } else {
+        folded.Add(Json::parse(chunk));
+      }
+    }
+    CHECK(folded.Result() == parsed.Result());
+    CHECK(fast == folded_chunks[k]);
+  }
+  // The first chunk sets the head, so it is never folded from text.
+  ChatAssembler fresh;
+  CHECK(!fresh.AddContentDelta(R"({"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]})"));
+  CHECK(fresh.empty());
+}
+
 TEST_CASE("assembler: content, tool-call fragments, finish reason, usage") {
   ChatAssembler a;
   a.Add(Json::parse(R"({"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"He"}}]})"));
