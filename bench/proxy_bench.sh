@@ -16,6 +16,7 @@ BIN=${1:-${FORGE_BIN:-$SRC/build}}
 SEQ_N=${SEQ_N:-300}
 CLIENTS=${CLIENTS:-1000}
 EVENTS=${EVENTS:-200}
+LOAD_ROUNDS=${LOAD_ROUNDS:-3}
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { echo "nginx not found (scripts/bootstrap.sh installs it)" >&2; exit 69; }
 ulimit -n 65536 2>/dev/null || ulimit -n 16384
@@ -115,33 +116,44 @@ PY
 done
 
 echo
-echo "(b) $CLIENTS concurrent streaming clients x $EVENTS SSE events (recording on)"
+echo "(b) $CLIENTS concurrent streaming clients x $EVENTS SSE events (recording on), $LOAD_ROUNDS rounds"
+echo "    paths take turns, one run each per round; each figure is the median over the rounds"
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" path events/s "p50 ms" "p99 ms" failures wall_s
-read -r de d50 d99 dfail dwall < <("$BIN/bench-proxy_bench" load "http://127.0.0.1:$UP/v1/chat/completions" "$CLIENTS" "$EVENTS" || true)
-printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" direct "$de" "$d50" "$d99" "$dfail" "$dwall"
-read -r ne n50 n99 nfail nwall < <("$BIN/bench-proxy_bench" load "http://127.0.0.1:$NG/v1/chat/completions" "$CLIENTS" "$EVENTS" || true)
-printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" nginx "$ne" "$n50" "$n99" "$nfail" "$nwall"
+load_paths=("direct http://127.0.0.1:$UP/v1/chat/completions" "nginx http://127.0.0.1:$NG/v1/chat/completions"
+            "forge-proxy http://127.0.0.1:$PX/v1/chat/completions")
+[ -n "$BASE" ] && load_paths+=("baseline http://127.0.0.1:$BX/v1/chat/completions")
 rss_before=$(rss_kb $PROXY_PID)
-peak=$rss_before
 ( while kill -0 $PROXY_PID 2>/dev/null; do rss_kb $PROXY_PID; sleep 0.05; done ) > "$W/rss" & SAMPLER=$!
-read -r pe p50 p99 pfail pwall < <(BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" load "http://127.0.0.1:$PX/v1/chat/completions" "$CLIENTS" "$EVENTS" || true)
+for p in "${load_paths[@]}"; do : > "$W/load.${p%% *}"; done
+for round in $(seq 1 "$LOAD_ROUNDS"); do
+  for p in "${load_paths[@]}"; do
+    # events/s p50 p99 failures wall, one line per run
+    BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" load "${p#* }" "$CLIENTS" "$EVENTS" >> "$W/load.${p%% *}" || true
+  done
+done
 kill $SAMPLER 2>/dev/null || true; wait $SAMPLER 2>/dev/null || true
 peak=$(sort -n "$W/rss" | tail -1)
-printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" forge-proxy "$pe" "$p50" "$p99" "$pfail" "$pwall"
-if [ -n "$BASE" ]; then
-  read -r be b50 b99 bfail bwall < <(BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" load "http://127.0.0.1:$BX/v1/chat/completions" "$CLIENTS" "$EVENTS" || true)
-  printf "%-12s %-12s %-14s %-14s %-9s %-8s\n" baseline "$be" "$b50" "$b99" "$bfail" "$bwall"
-  python3 -c "print(f'baseline throughput / nginx: {float(\"$be\" or 0)/float(\"$ne\" or 1):.2f}x')"
-fi
-python3 - <<PY
-ne, pe = float("$ne" or 0), float("$pe" or 0)
-print(f"throughput forge-proxy / nginx: {pe/ne:.2f}x   (target >= 0.8x)" if ne else "nginx run failed")
-print(f"added p50/p99 vs direct: nginx {float('$n50')-float('$d50'):.1f} / {float('$n99')-float('$d99'):.1f} ms, "
-      f"forge-proxy {float('$p50')-float('$d50'):.1f} / {float('$p99')-float('$d99'):.1f} ms")
-before, peak, clients = int("$rss_before"), int("$peak"), int("$CLIENTS")
-print(f"forge-proxy RSS: {before/1024:.1f} MiB idle, {peak/1024:.1f} MiB peak under load -> "
-      f"{(peak-before)/clients:.1f} KiB per open stream (target <= 64 KiB)")
+python3 - "$W" "$rss_before" "$peak" "$CLIENTS" "${load_paths[@]}" <<'PY'
+import sys, statistics
+w, before, peak, clients = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+paths = [p.split()[0] for p in sys.argv[5:]]
+runs = {p: [list(map(float, l.split())) for l in open(f"{w}/load.{p}") if l.strip()] for p in paths}
+med = {p: [statistics.median(r[k] for r in runs[p]) for k in range(5)] if runs[p] else [0] * 5 for p in paths}
+print(f"{'path':<12} {'events/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'failures':>9} {'wall_s':>7}   events/s per round")
+for p in paths:
+    e, p50, p99, fail, wall = med[p]
+    per = " ".join(f"{r[0]:.0f}" for r in runs[p])
+    print(f"{p:<12} {e:>9.0f} {p50:>9.1f} {p99:>9.1f} {sum(r[3] for r in runs[p]):>9.0f} {wall:>7.3f}   {per}")
+ne, pe = med["nginx"][0], med["forge-proxy"][0]
+print(f"throughput forge-proxy / nginx: {pe / ne:.2f}x   (target >= 0.8x; per round: "
+      + ", ".join(f"{f[0] / n[0]:.2f}" for f, n in zip(runs["forge-proxy"], runs["nginx"])) + ")" if ne else "nginx run failed")
+if "baseline" in med:
+    print(f"baseline throughput / nginx: {med['baseline'][0] / ne:.2f}x")
+d50, d99 = med["direct"][1], med["direct"][2]
+print(f"added p50/p99 vs direct: nginx {med['nginx'][1] - d50:.1f} / {med['nginx'][2] - d99:.1f} ms, "
+      f"forge-proxy {med['forge-proxy'][1] - d50:.1f} / {med['forge-proxy'][2] - d99:.1f} ms")
+print(f"forge-proxy RSS: {before / 1024:.1f} MiB idle, {peak / 1024:.1f} MiB peak under load -> "
+      f"{(peak - before) / clients:.1f} KiB per open stream (target <= 64 KiB)")
 PY
 echo "calls recorded during the run: $(curl -s "http://127.0.0.1:$PX/metrics" | awk '/^forge_proxy_records_written_total/ {print $2}')"
 
