@@ -125,60 +125,23 @@ Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& r
   rec.upstream_request = std::move(client_request);
 
   // Connect and send; connection failures go to the next upstream.
-  std::unique_ptr<UpstreamConn> conn;
-  Upstream* upstream = nullptr;
-  std::optional<http::response_parser<http::buffer_body>> parser;
-  std::vector<Upstream*> tried;
-  std::string last_error = "no upstream configured";
   auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
-  bool timed_out = false;
-  int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
-  for (int attempt = 0; attempt < attempts && !conn; ++attempt) {
-    upstream = upstreams_.Pick(rec.rollout_id, tried);
-    if (!upstream) break;
-    bool reused = false;
-    beast::error_code ec;
-    auto c = co_await upstreams_.Connect(*upstream, ec, reused);
-    if (!ec) {
-      http::request<http::string_body> up{http::verb::post, upstream->base_path + path, 11};
-      up.set(http::field::host, upstream->host);
-      up.set(http::field::content_type, "application/json");
-      up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
-      up.set("anthropic-version", version);
-      if (!beta.empty()) up.set("anthropic-beta", beta);
-      if (!upstreams_.api_key().empty()) up.set("x-api-key", upstreams_.api_key());
-      up.keep_alive(true);
-      up.body() = req.body();  // untranslated: the client's bytes
-      up.prepare_payload();
-      c->stream.expires_after(idle);
-      co_await http::async_write(c->stream, up, Into(ec));
-      if (!ec) {
-        parser.emplace();
-        parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-        co_await http::async_read_header(c->stream, c->buffer, *parser, Into(ec));
-      }
-    }
-    if (!ec) {
-      conn = std::move(c);
-      break;
-    }
-    if (ec == beast::error::timeout) {
-      timed_out = true;
-      last_error = "upstream " + upstream->url + " sent nothing for " +
-                   std::to_string(static_cast<int>(config_.upstream_idle_timeout)) + " s";
-      break;
-    }
-    if (reused) {
-      ++attempts;
-      if (attempts > 64) break;
-      continue;
-    }
-    upstream->healthy.store(false);
-    tried.push_back(upstream);
-    last_error = "upstream " + upstream->url + ": " + ec.message();
-    metrics_.upstream_errors.fetch_add(1);
-  }
-  if (!conn) co_return co_await fail_call(timed_out ? 504 : 502, last_error);
+  UpstreamExchange exchange;
+  co_await ExchangeWithUpstream(rec.rollout_id, exchange, [&](const Upstream& u) {
+    Request up{http::verb::post, u.base_path + path, 11};
+    up.set(http::field::host, u.host);
+    up.set(http::field::content_type, "application/json");
+    up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
+    up.set("anthropic-version", version);
+    if (!beta.empty()) up.set("anthropic-beta", beta);
+    if (!upstreams_.api_key().empty()) up.set("x-api-key", upstreams_.api_key());
+    up.body() = req.body();  // untranslated: the client's bytes
+    return up;
+  });
+  std::unique_ptr<UpstreamConn>& conn = exchange.conn;
+  Upstream* upstream = exchange.upstream;
+  std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
+  if (!conn) co_return co_await fail_call(exchange.timed_out ? 504 : 502, exchange.error);
   rec.upstream = upstream->url;
   upstream->outstanding.fetch_add(1);
   struct Outstanding {

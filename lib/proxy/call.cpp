@@ -428,58 +428,20 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
 
   // Connect and send; connection failures are retried on another upstream
   // before any byte of the answer exists.
-  std::unique_ptr<UpstreamConn> conn;
-  Upstream* upstream = nullptr;
-  std::optional<http::response_parser<http::buffer_body>> parser;
-  std::vector<Upstream*> tried;
-  std::string last_error = "no upstream configured";
-  bool timed_out = false;
-  int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
-  for (int attempt = 0; attempt < attempts && !conn; ++attempt) {
-    upstream = upstreams_.Pick(rollout, tried);
-    if (!upstream) break;
-    bool reused = false;
-    beast::error_code ec;
-    auto c = co_await upstreams_.Connect(*upstream, ec, reused);
-    if (!ec) {
-      http::request<http::string_body> up{http::verb::post, upstream->base_path + std::string(route.upstream_path),
-                                          11};
-      up.set(http::field::host, upstream->host + ":" + upstream->port);
-      up.set(http::field::content_type, "application/json");
-      up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
-      if (!upstreams_.api_key().empty()) up.set(http::field::authorization, "Bearer " + upstreams_.api_key());
-      up.keep_alive(true);
-      up.body() = upstream_body;
-      up.prepare_payload();
-      c->stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000)));
-      co_await http::async_write(c->stream, up, Into(ec));
-      if (!ec) {
-        parser.emplace();
-        parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-        co_await http::async_read_header(c->stream, c->buffer, *parser, Into(ec));
-      }
-    }
-    if (!ec) {
-      conn = std::move(c);
-      break;
-    }
-    if (ec == beast::error::timeout) {  // a hang: the generation may be running; do not repeat it
-      timed_out = true;
-      last_error = "upstream " + upstream->url + " sent nothing for " +
-                   std::to_string(static_cast<int>(config_.upstream_idle_timeout)) + " s";
-      break;
-    }
-    if (reused) {  // a kept-alive connection the upstream had closed: not the upstream's fault
-      ++attempts;
-      if (attempts > 64) break;
-      continue;
-    }
-    upstream->healthy.store(false);
-    tried.push_back(upstream);
-    last_error = "upstream " + upstream->url + ": " + ec.message();
-    metrics_.upstream_errors.fetch_add(1);
-  }
-  if (!conn) co_return co_await fail_call(timed_out ? 504 : 502, last_error);
+  UpstreamExchange exchange;
+  co_await ExchangeWithUpstream(rollout, exchange, [&](const Upstream& u) {
+    Request up{http::verb::post, u.base_path + std::string(route.upstream_path), 11};
+    up.set(http::field::host, u.host + ":" + u.port);
+    up.set(http::field::content_type, "application/json");
+    up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
+    if (!upstreams_.api_key().empty()) up.set(http::field::authorization, "Bearer " + upstreams_.api_key());
+    up.body() = upstream_body;
+    return up;
+  });
+  std::unique_ptr<UpstreamConn>& conn = exchange.conn;
+  Upstream* upstream = exchange.upstream;
+  std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
+  if (!conn) co_return co_await fail_call(exchange.timed_out ? 504 : 502, exchange.error);
   rec.upstream = upstream->url;
   upstream->outstanding.fetch_add(1);
   struct Outstanding {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,16 @@
 namespace forge::proxy {
 
 using Request = http::request<http::string_body>;
+
+// An upstream that answered a call with its status line and headers (the
+// body still to read through parser); or, without conn, why none did.
+struct UpstreamExchange {
+  std::unique_ptr<UpstreamConn> conn;
+  Upstream* upstream = nullptr;  // the last one tried
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  std::string error;
+  bool timed_out = false;  // the upstream went silent: a 504, and never sent twice
+};
 
 class Server {
  public:
@@ -62,6 +73,15 @@ class Server {
   Task<bool> HandleAnthropicUpstream(beast::tcp_stream& client, Request& req, const ClientFormat& format,
                                      bool streaming, Json& client_request, store::CallRecord& rec,
                                      const std::string& retry_key, double t0);
+
+  // upstream_exchange.cpp: sends make_request(upstream) to one upstream after
+  // another (rollout-affine first) until one answers with headers, into out
+  // (a beast parser cannot be moved, so it is not returned). A refused
+  // or broken connection marks that upstream unhealthy and moves on; a
+  // kept-alive connection the upstream had closed is retried, not blamed; a
+  // timeout ends the attempts, since the generation may be running.
+  Task<void> ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
+                                  const std::function<Request(const Upstream&)>& make_request);
 
   Task<bool> Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",

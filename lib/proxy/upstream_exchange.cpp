@@ -1,0 +1,57 @@
+// Server::ExchangeWithUpstream: sending a model call to the upstreams until
+// one answers, shared by the OpenAI-format path (call.cpp) and the Anthropic
+// pass-through (anthropic_upstream.cpp).
+#include <chrono>
+#include <limits>
+
+#include "proxy/server.h"
+
+namespace forge::proxy {
+
+Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
+                                        const std::function<Request(const Upstream&)>& make_request) {
+  out.error = "no upstream configured";
+  std::vector<Upstream*> tried;
+  int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
+  for (int attempt = 0; attempt < attempts && !out.conn; ++attempt) {
+    Upstream* upstream = upstreams_.Pick(rollout, tried);
+    if (!upstream) break;
+    out.upstream = upstream;
+    bool reused = false;
+    beast::error_code ec;
+    auto c = co_await upstreams_.Connect(*upstream, ec, reused);
+    if (!ec) {
+      Request up = make_request(*upstream);
+      up.keep_alive(true);
+      up.prepare_payload();
+      c->stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000)));
+      co_await http::async_write(c->stream, up, Into(ec));
+      if (!ec) {
+        out.parser.emplace();
+        out.parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+        co_await http::async_read_header(c->stream, c->buffer, *out.parser, Into(ec));
+      }
+    }
+    if (!ec) {
+      out.conn = std::move(c);
+      break;
+    }
+    if (ec == beast::error::timeout) {  // a hang: the generation may be running; do not repeat it
+      out.timed_out = true;
+      out.error = "upstream " + upstream->url + " sent nothing for " +
+                  std::to_string(static_cast<int>(config_.upstream_idle_timeout)) + " s";
+      break;
+    }
+    if (reused) {  // a kept-alive connection the upstream had closed: not the upstream's fault
+      ++attempts;
+      if (attempts > 64) break;
+      continue;
+    }
+    upstream->healthy.store(false);
+    tried.push_back(upstream);
+    out.error = "upstream " + upstream->url + ": " + ec.message();
+    metrics_.upstream_errors.fetch_add(1);
+  }
+}
+
+}  // namespace forge::proxy
