@@ -8,8 +8,7 @@
 //   (N=0 skips the exact part, HNSW_N=0 the HNSW part; BENCH_HNSW_M and
 //   BENCH_HNSW_EFC override M and ef_construction)
 //
-// Pure random vectors in 384-d have cosines near 0, so a tenth of the vectors
-// are made noisy copies of others: the search then has real pairs to find.
+// The vectors: bench/random_vectors.h.
 #include <cblas.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "dedup/exact_search.h"
 #include "dedup/hnsw_search.h"
 #include "dedup/ngram_embedder.h"
+#include "random_vectors.h"
 
 #ifdef FORGE_HAVE_FAISS
 #include <faiss/IndexFlat.h>
@@ -45,37 +45,6 @@ static double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-static std::vector<float> MakeVectors(size_t n, size_t d, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n * d);
-  for (size_t i = 0; i < n; ++i) {
-    float* row = &x[i * d];
-    if (i >= 10 && i % 10 == 0) {
-      // A noisy copy of an earlier vector: cosine about 0.9-0.99.
-      size_t source = rng() % i;
-      float noise = 0.1f + 0.4f * static_cast<float>(rng() % 1000) / 1000.0f;
-      for (size_t k = 0; k < d; ++k) row[k] = x[source * d + k] + noise * normal(rng) / std::sqrt(float(d));
-    } else {
-      for (size_t k = 0; k < d; ++k) row[k] = normal(rng);
-    }
-    NormaliseL2(std::span<float>(row, d));
-  }
-  return x;
-}
-
-// The machine is shared: every figure is printed with the load it ran under.
-static std::string Load() {
-  std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (!f) return "?";
-  char buf[64] = {0};
-  size_t got = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  std::string s(buf, got);
-  size_t third = s.find(' ', s.find(' ', s.find(' ') + 1) + 1);
-  return "load average " + s.substr(0, third);
-}
-
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   size_t n = argc > 1 ? std::stoul(argv[1]) : 100000;
@@ -88,7 +57,7 @@ int main(int argc, char** argv) {
 
   if (n > 0) {
     std::printf("exact threshold search: N=%zu d=%zu threshold=%.3f threads=%d tile=%zu (%s)\n", n,
-                d, threshold, threads, tile, Load().c_str());
+                d, threshold, threads, tile, LoadAverage().c_str());
     std::vector<float> x = MakeVectors(n, d, 42);
     VectorSet set{x.data(), n, d};
     SearchOptions options;
@@ -105,7 +74,7 @@ int main(int argc, char** argv) {
     }
     std::printf("  %-38s %8.2f s wall %8.2f s cpu  %zu pairs  (%s)\n",
                 "forge blocked ssyrk/sgemm (upper)", forge_seconds, forge_cpu, graph->pairs.size(),
-                Load().c_str());
+                LoadAverage().c_str());
 
 #ifdef FORGE_HAVE_FAISS
     {
@@ -134,7 +103,7 @@ int main(int argc, char** argv) {
       for (const auto& p : graph->pairs) same += faiss_pairs.count({p.earlier, p.later});
       std::printf("  %-38s %8.2f s wall %8.2f s cpu  %zu pairs  (%s)\n",
                   "FAISS IndexFlatIP range_search", faiss_seconds, faiss_cpu, faiss_pairs.size(),
-                  Load().c_str());
+                  LoadAverage().c_str());
       std::printf("  same pairs: %zu of forge %zu / FAISS %zu; forge/FAISS wall %.3f, cpu %.3f "
                   "(target <= 0.5)\n",
                   same, graph->pairs.size(), faiss_pairs.size(), forge_seconds / faiss_seconds,
@@ -151,7 +120,7 @@ int main(int argc, char** argv) {
   if (const char* ef = std::getenv("BENCH_HNSW_EFC")) hnsw.ef_construction = std::stoul(ef);
   std::printf("hnsw (hnswlib, M=%zu, ef_construction=%zu, first beam %zu grown x2 while full of "
               "pairs): N=%zu d=%zu threshold=%.3f (%s)\n",
-              hnsw.m, hnsw.ef_construction, hnsw.ef_search, hnsw_n, d, threshold, Load().c_str());
+              hnsw.m, hnsw.ef_construction, hnsw.ef_search, hnsw_n, d, threshold, LoadAverage().c_str());
   std::vector<float> y = MakeVectors(hnsw_n, d, 7);
   SearchOptions options;
   options.min_threshold = threshold;
@@ -172,7 +141,7 @@ int main(int argc, char** argv) {
               "query every item (self-join)", stats.query_seconds, stats.query_cpu_seconds,
               hnsw_n / stats.query_cpu_seconds, stats.regrown, stats.beam_capped);
   std::printf("  %-38s %8.2f s wall %8.2f s cpu  (%zu pairs)  (%s)\n",
-              "total incl. recall check", total, total_cpu, graph->pairs.size(), Load().c_str());
+              "total incl. recall check", total, total_cpu, graph->pairs.size(), LoadAverage().c_str());
   double recall = stats.exact_pairs ? double(stats.found_pairs) / stats.exact_pairs : 1.0;
   std::printf("  pair recall at %.2f on a %zu-item sample vs exact BLAS search: %.4f (%zu of %zu); "
               "top-1 %.4f (target >= 0.99)\n",
