@@ -21,6 +21,8 @@ packages=(
   # GUI tasks on the local backend: forge-launch --display starts Xvfb; the
   # tests read the screen back with xdpyinfo
   xvfb x11-utils
+  # forge-launch --backend local --bubblewrap
+  bubblewrap
 )
 
 missing=()

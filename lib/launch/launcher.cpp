@@ -275,6 +275,9 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   } else if (proxy_only) {
     relay_path = RelayBinary(options_);
     socket_path = host_relay_->dir() + "/" + kRelaySocketName;
+    // Under bubblewrap /tmp is the sandbox's own: the socket's directory is
+    // bound in at its host path.
+    spec.mounts.push_back({host_relay_->dir(), host_relay_->dir(), true});
   }
   const double agent_timeout =
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
@@ -725,13 +728,18 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
 }
 
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
-                                                      const sandbox::k8s::K8sOptions& k8s_options) {
+                                                      const sandbox::k8s::K8sOptions& k8s_options,
+                                                      bool bubblewrap) {
+  if (bubblewrap && name != "local") return Status::Usage("--bubblewrap is for --backend local");
   if (name == "docker") {
     auto docker = std::make_unique<sandbox::docker::DockerBackend>();
     FORGE_RETURN_IF_ERROR(docker->Ping());
     return std::unique_ptr<sandbox::Backend>(std::move(docker));
   }
-  if (name == "local") return std::unique_ptr<sandbox::Backend>(std::make_unique<sandbox::local::LocalBackend>());
+  if (name == "local") {
+    if (bubblewrap) FORGE_RETURN_IF_ERROR(sandbox::local::LocalBackend::ProbeBubblewrap());
+    return std::unique_ptr<sandbox::Backend>(std::make_unique<sandbox::local::LocalBackend>("", bubblewrap));
+  }
   if (name == "k8s") {
     // What the flags say, then $KUBECONFIG / ~/.kube/config / the in-cluster
     // service account, as kubectl finds them.

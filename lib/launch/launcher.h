@@ -73,9 +73,11 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
                            int64_t older_than_seconds);
 
 // "local", "docker" or "k8s" (k8s: the cluster settings given, else
-// $KUBECONFIG, ~/.kube/config or the in-cluster service account).
+// $KUBECONFIG, ~/.kube/config or the in-cluster service account). bubblewrap:
+// the local backend runs commands under bwrap (probed first).
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
-                                                      const sandbox::k8s::K8sOptions& k8s = {});
+                                                      const sandbox::k8s::K8sOptions& k8s = {},
+                                                      bool bubblewrap = false);
 
 // The rollout id of (run, task, attempt): stable, so a rerun finds it.
 std::string RolloutId(const std::string& run_id, const std::string& task_id, int attempt);

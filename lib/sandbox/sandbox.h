@@ -43,7 +43,7 @@ inline constexpr int kNetworkSetupExit = 197;
 // otherwise: how tools installed on the host (the npm harnesses) reach a
 // container without installing anything from the network at rollout time.
 // The docker backend binds it; the local backend runs on the host's file
-// system already and ignores it.
+// system already and binds it only under bubblewrap (where /tmp is private).
 struct Mount {
   std::string host_path;     // absolute
   std::string sandbox_path;  // absolute

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   app.add_option("-n,--attempts", options.attempts, "Rollouts per task")->capture_default_str();
   app.add_option("-j,--jobs", options.jobs, "Rollouts running at once")->capture_default_str();
   app.add_option("--backend", backend_name, "Sandbox backend: local, docker or k8s")->capture_default_str();
+  bool bubblewrap = false;
+  app.add_flag("--bubblewrap", bubblewrap,
+               "local backend: run each command under bwrap (host read-only, private /tmp, own pid/ipc/uts "
+               "namespaces; own network for --network none or loopback)");
   app.add_option("--proxy", options.proxy, "Base URL of forge-proxy the harness is pointed at");
   app.add_option("--run-id", options.run_id,
                  "Run id (labels, store, resume); rerun with the same id to resume. Default: new");
@@ -133,7 +137,7 @@ int main(int argc, char** argv) {
       forge::cli::Note("run id " + options.run_id + " (pass --run-id to resume it)");
     }
     while (!options.proxy.empty() && options.proxy.back() == '/') options.proxy.pop_back();
-    auto backend = forge::launch::MakeBackend(backend_name, k8s);
+    auto backend = forge::launch::MakeBackend(backend_name, k8s, bubblewrap);
     if (!backend.ok()) return backend.status();
     auto store = forge::store::Store::Open(store_path);
     if (!store.ok()) return store.status().Prefixed(store_path);

@@ -12,12 +12,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace forge::sandbox::local {
 namespace {
@@ -47,6 +51,24 @@ bool SafeName(const std::string& s) {
 std::string HostPath(const std::string& dir, const std::string& sandbox_path) {
   fs::path p = fs::path("/" + sandbox_path).lexically_normal();
   return (fs::path(dir) / "fs" / p.relative_path()).string();
+}
+
+// The command line that runs argv under bubblewrap in sandbox dir (see the
+// header); workdir is a host path inside dir.
+std::vector<std::string> BubblewrapArgv(const std::string& dir, const std::string& workdir, const Json& meta,
+                                        const std::vector<std::string>& argv) {
+  std::vector<std::string> out = {"bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                                  "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                                  "--bind", HostPath(dir, "/tmp"), "/tmp", "--bind", dir, dir};
+  if (meta.value("own_network", false)) out.push_back("--unshare-net");
+  for (const Json& m : meta.value("mounts", Json::array())) {
+    out.push_back(m.value("read_only", true) ? "--ro-bind" : "--bind");
+    out.push_back(m.value("host_path", ""));
+    out.push_back(m.value("sandbox_path", ""));
+  }
+  out.insert(out.end(), {"--chdir", workdir, "--"});
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
 class LocalSandbox : public Sandbox {
@@ -134,7 +156,10 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_strings = request.argv;
+  const bool bubblewrap = meta_.value("bubblewrap", false);
+  if (bubblewrap) fs::create_directories(HostPath(handle_.id, "/tmp"), ec);
+  std::vector<std::string> argv_strings =
+      bubblewrap ? BubblewrapArgv(handle_.id, workdir, meta_, request.argv) : request.argv;
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -275,7 +300,25 @@ Result<Json> ReadMeta(const std::string& dir) {
 
 }  // namespace
 
-LocalBackend::LocalBackend(std::string root) : root_(root.empty() ? DefaultRoot() : std::move(root)) {}
+LocalBackend::LocalBackend(std::string root, bool bubblewrap)
+    : root_(root.empty() ? DefaultRoot() : std::move(root)), bubblewrap_(bubblewrap) {}
+
+Status LocalBackend::ProbeBubblewrap() {
+  std::string output;
+  std::FILE* p = popen("bwrap --die-with-parent --unshare-pid --unshare-ipc --unshare-uts --unshare-net "
+                       "--ro-bind / / --dev /dev --proc /proc true 2>&1", "r");
+  if (!p) return Status::Config(std::string("--bubblewrap: cannot run bwrap: ") + std::strerror(errno));
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, p)) output.append(buffer, n);
+  int status = pclose(p);
+  if (status == 0) return Status::Ok();
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return Status::Config("--bubblewrap: bwrap is not on PATH (Debian: apt-get install bubblewrap)");
+  }
+  return Status::Config("--bubblewrap: bwrap cannot make a sandbox here: " +
+                        (output.empty() ? "exit status " + std::to_string(status) : output));
+}
 
 Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
   if (!SafeName(spec.run_id) || !SafeName(spec.rollout_id)) {
@@ -285,13 +328,21 @@ Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
   std::error_code ec;
   fs::remove_all(dir, ec);  // a leftover of a crashed launcher
   fs::create_directories(HostPath(dir, spec.workdir), ec);
+  if (!ec) fs::create_directories(HostPath(dir, "/tmp"), ec);
   if (ec) return Status::CantCreate(dir + ": " + ec.message());
   Json meta = {{"run_id", spec.run_id}, {"rollout_id", spec.rollout_id},
                {"created", static_cast<int64_t>(std::time(nullptr))},
                {"workdir", spec.workdir}, {"env", spec.env},
                {"memory_bytes", spec.limits.memory_bytes}, {"pids", spec.limits.pids},
                {"cpus", spec.limits.cpus}, {"labels", spec.labels},
-               {"network", spec.network == NetworkPolicy::kProxyOnly ? "proxy-only" : ""}};
+               {"network", spec.network == NetworkPolicy::kProxyOnly ? "proxy-only" : ""},
+               {"bubblewrap", bubblewrap_},
+               {"own_network", spec.network == NetworkPolicy::kNone || spec.network == NetworkPolicy::kLoopback}};
+  Json mounts = Json::array();
+  for (const Mount& m : spec.mounts) {
+    mounts.push_back({{"host_path", m.host_path}, {"sandbox_path", m.sandbox_path}, {"read_only", m.read_only}});
+  }
+  meta["mounts"] = std::move(mounts);
   std::ofstream out(dir + "/" + kMetaFile);
   out << meta.dump() << "\n";
   if (!out) return Status::CantCreate(dir + "/" + kMetaFile + ": write failed");

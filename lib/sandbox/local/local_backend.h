@@ -12,6 +12,14 @@
 // kills the whole group. NetworkPolicy::kProxyOnly alone changes the
 // network: commands run in a network namespace of their own with only lo
 // (root, or unprivileged user namespaces); every other policy is the host's.
+//
+// With bubblewrap on, every command runs under `bwrap`: the host's file
+// system read-only, the sandbox's directory writable, a private /tmp (the
+// sandbox's fs/tmp), /dev and /proc of its own, its own pid, ipc and uts
+// namespaces, and for --network none or loopback its own network with only
+// lo. Spec mounts are bound read-only at their sandbox paths. Still not a
+// container: the harness sees the host's files, but can change none of them
+// outside its sandbox.
 #pragma once
 
 #include <string>
@@ -23,7 +31,12 @@ namespace forge::sandbox::local {
 class LocalBackend : public Backend {
  public:
   // root empty: $FORGE_LOCAL_ROOT, else $TMPDIR/forge-local (TMPDIR default /tmp).
-  explicit LocalBackend(std::string root = "");
+  explicit LocalBackend(std::string root = "", bool bubblewrap = false);
+
+  // Runs a trivial command under bwrap with the options sandboxes use: a
+  // missing bwrap or a kernel without the namespaces it needs is a
+  // configuration error naming the cause, before any rollout starts.
+  static Status ProbeBubblewrap();
 
   std::string name() const override { return "local"; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
@@ -34,6 +47,7 @@ class LocalBackend : public Backend {
 
  private:
   std::string root_;
+  bool bubblewrap_ = false;
 };
 
 }  // namespace forge::sandbox::local
