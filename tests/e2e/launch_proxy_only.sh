@@ -171,14 +171,15 @@ grep -q "^Bearer forge-.* /v1/local-ping$" "$work/seen" || fail "the proxy did n
 
 echo "== the local backend under bubblewrap: the same, with the host read-only and /tmp private"
 if bwrap --ro-bind / / true 2>/dev/null; then
+  outside="/var/tmp/forge-e2e-bwrap-$$"  # not under /tmp: the sandbox has a /tmp of its own
   TMPDIR="$work/tmp" "$LAUNCH" --backend local --bubblewrap --store "$work/forge.db" --run-id "$run_prefix-bwrap" \
     --network proxy-only --proxy "$proxy" \
     --command 'curl -s -H "Authorization: Bearer $OPENAI_API_KEY" "$OPENAI_BASE_URL/bwrap-ping"
 if curl -s "http://127.0.0.1:'"$other"'/from-bwrap"; then echo REACHED; else echo blocked; fi
-if touch "'"$work"'/bwrap-wrote-here" 2>/dev/null; then echo WROTE; else echo read-only; fi' \
+if touch "'"$outside"'" 2>/dev/null; then echo WROTE; else echo read-only; fi' \
     "$work/held.jsonl" >"$work/bwrap.out" 2>"$work/bwrap.err" || fail "bwrap launch: $(cat "$work/bwrap.err")"
   [[ "$(jq -r .logs.stdout "$work/bwrap.out")" == $'pong\nblocked\nread-only' ]] || fail "bwrap stdout: $(jq -r .logs "$work/bwrap.out")"
-  [[ ! -e "$work/bwrap-wrote-here" ]] || fail "the bubblewrapped harness wrote outside its sandbox"
+  [[ ! -e "$outside" ]] || { rm -f "$outside"; fail "the bubblewrapped harness wrote outside its sandbox"; }
   grep -q "^Bearer forge-.* /v1/bwrap-ping$" "$work/seen" || fail "the proxy did not see the bubblewrapped rollout's key"
 else
   echo "skipped: bwrap is not installed or cannot make namespaces here"
