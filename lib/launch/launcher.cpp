@@ -275,9 +275,11 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   } else if (proxy_only) {
     relay_path = RelayBinary(options_);
     socket_path = host_relay_->dir() + "/" + kRelaySocketName;
-    // Under bubblewrap /tmp is the sandbox's own: the socket's directory is
-    // bound in at its host path.
+    // Under bubblewrap /tmp is the sandbox's own: the socket's directory and
+    // the relay binary (both may live under the host's /tmp) are bound in at
+    // their host paths.
     spec.mounts.push_back({host_relay_->dir(), host_relay_->dir(), true});
+    spec.mounts.push_back({relay_path, relay_path, true});
   }
   const double agent_timeout =
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
