@@ -3,6 +3,8 @@
 #   forge-launch (store, secret, labels, limits, instruction copy, exec, logs)
 #   vs (a) xargs -P16 docker run --rm <image> true
 #   vs (b) the engine's own minimum: create/start/wait/remove with curl, -P16.
+# Then (HELD=1, the default) forge-launch --hold, the sandboxes kept for
+# forge-verify and removed afterwards by `forge-launch gc`: the exec path.
 # Usage: bench/launch_docker.sh [N] [J]   (env FORGE_BIN = build dir)
 set -euo pipefail
 N="${1:-200}"; J="${2:-16}"
@@ -12,7 +14,7 @@ IMAGE=forge-busybox:latest
 SOCK=/var/run/docker.sock
 bash "$here/scripts/make-busybox-image.sh"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"; "$BIN/forge-launch" --backend docker gc --run-id "$run" >/dev/null 2>&1 || true' EXIT
+trap 'rm -rf "$work"; for r in "$run" "$run-held"; do "$BIN/forge-launch" --backend docker gc --run-id "$r" >/dev/null 2>&1 || true; done' EXIT
 run="bench-$$"
 now() { date +%s.%N; }
 
@@ -41,6 +43,18 @@ export -f bare; export SOCK IMAGE
 seq "$N" | xargs -P "$J" -I{} bash -c bare
 t3=$(now)
 
+held_line=""
+if [ "${HELD:-1}" = 1 ]; then
+  "$BIN/forge-launch" --backend docker --store "$work/forge.db" --run-id "$run-held" --image "$IMAGE" \
+    --cpus 1 --memory 256m -j "$J" --hold --command true "$work/tasks.jsonl" >"$work/held.jsonl"
+  t4=$(now)
+  "$BIN/forge-launch" --backend docker gc --run-id "$run-held" >/dev/null 2>&1
+  t5=$(now)
+  held_ok=$(grep -c '"outcome":"ok"' "$work/held.jsonl" || true)
+  held_line=$(awk -v l="$(echo "$t4 - $t3" | bc)" -v r="$(echo "$t5 - $t4" | bc)" -v b="$(echo "$t3 - $t2" | bc)" \
+    -v ok="$held_ok" 'BEGIN { printf "  forge-launch --hold, then gc     %7.1f s  (%d ok; %.1f s launch + %.1f s removal)  %.2fx of (b)", l + r, ok, l, r, (l + r) / b }')
+fi
+
 awk -v n="$N" -v j="$J" -v ok="$ok" -v f="$(echo "$t1 - $t0" | bc)" -v a="$(echo "$t2 - $t1" | bc)" \
     -v b="$(echo "$t3 - $t2" | bc)" 'BEGIN {
   printf "%d rollouts of `true` in busybox, -j %d, %d cores\n", n, j, '"$(nproc)"'
@@ -51,5 +65,6 @@ awk -v n="$N" -v j="$J" -v ok="$ok" -v f="$(echo "$t1 - $t0" | bc)" -v a="$(echo
 jq -s -r 'def mean(f): (map(f // 0) | add / length * 1000 | round / 1000);
   "  forge-launch mean phases: create \(mean(.timings.create)) s, setup \(mean(.timings.setup)) s, agent \(mean(.timings.agent)) s, release \(mean(.timings.release)) s"' \
   "$work/rollouts.jsonl"
+[ -n "$held_line" ] && echo "$held_line"
 echo "  engine calls per rollout (one-shot forge-launch): 4 (create, wait, attach, start; +1 archive PUT with host files), (b) 4"
 echo "load after: $(uptime)"
