@@ -39,6 +39,14 @@ int ListenOnLoopback(int* port) {
   return fd;
 }
 
+Spec SpecFor(const std::string& rollout, NetworkPolicy network = NetworkPolicy::kNone) {
+  Spec spec;
+  spec.run_id = "bw";
+  spec.rollout_id = rollout;
+  spec.network = network;
+  return spec;
+}
+
 forge::sandbox::ExecResult Run(forge::sandbox::Sandbox& box, const std::string& script, double timeout = 30) {
   ExecRequest request;
   request.argv = {"/bin/bash", "-c", script};
@@ -57,11 +65,7 @@ TEST_CASE("bubblewrap: the host is read-only, the sandbox and its private /tmp a
   }
   forge::testing::TempDir dir;
   local::LocalBackend backend(dir.File("root"), /*bubblewrap=*/true);
-  Spec spec;
-  spec.run_id = "bw";
-  spec.rollout_id = "r1";
-  spec.network = NetworkPolicy::kHost;
-  auto box = backend.Create(spec);
+  auto box = backend.Create(SpecFor("r1", NetworkPolicy::kHost));
   REQUIRE(box.ok());
   // Outside the sandbox and outside /tmp (which the sandbox has its own of).
   const std::string outside = "/var/tmp/forge-bwrap-outside-" + std::to_string(getpid());
@@ -94,16 +98,10 @@ TEST_CASE("bubblewrap: --network none reaches nothing on the host's loopback; ho
   local::LocalBackend backend(dir.File("root"), true);
   const std::string connect = "if exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) +
                               "; then echo CONNECTED; else echo REFUSED; fi";
-  Spec spec;
-  spec.run_id = "bw";
-  spec.rollout_id = "none";
-  spec.network = NetworkPolicy::kNone;
-  auto isolated = backend.Create(spec);
+  auto isolated = backend.Create(SpecFor("none", NetworkPolicy::kNone));
   REQUIRE(isolated.ok());
   CHECK(Run(**isolated, connect).stdout_data == "REFUSED\n");
-  spec.rollout_id = "host";
-  spec.network = NetworkPolicy::kHost;
-  auto shared = backend.Create(spec);
+  auto shared = backend.Create(SpecFor("host", NetworkPolicy::kHost));
   REQUIRE(shared.ok());
   CHECK(Run(**shared, connect).stdout_data == "CONNECTED\n");
   close(listener);
@@ -113,10 +111,7 @@ TEST_CASE("bubblewrap: the deadline kills the sandboxed command and everything i
   if (!HaveBubblewrap()) return;
   forge::testing::TempDir dir;
   local::LocalBackend backend(dir.File("root"), true);
-  Spec spec;
-  spec.run_id = "bw";
-  spec.rollout_id = "slow";
-  auto box = backend.Create(spec);
+  auto box = backend.Create(SpecFor("slow"));
   REQUIRE(box.ok());
   const std::string marker = "forge-bwrap-sleeper-" + std::to_string(getpid());
   auto started = std::chrono::steady_clock::now();
