@@ -4,7 +4,8 @@
 #   vs (a) xargs -P16 docker run --rm <image> true
 #   vs (b) the engine's own minimum: create/start/wait/remove with curl, -P16.
 # Then (HELD=1, the default) forge-launch --hold, the sandboxes kept for
-# forge-verify and removed afterwards by `forge-launch gc`: the exec path.
+# forge-verify (the harness still the container's own process, then the
+# keep-alive) and removed afterwards by `forge-launch gc`.
 # Usage: bench/launch_docker.sh [N] [J]   (env FORGE_BIN = build dir)
 set -euo pipefail
 N="${1:-200}"; J="${2:-16}"

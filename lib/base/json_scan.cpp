@@ -381,6 +381,10 @@ const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string
 
 std::string DecodeJsonString(std::string_view raw) { return DecodeJsonStringPrefix(raw, raw.size()); }
 
+std::string JsonStringValue(std::string_view value) {
+  return IsJsonString(value) ? DecodeJsonString(value.substr(1, value.size() - 2)) : std::string();
+}
+
 std::string DecodeJsonStringPrefix(std::string_view raw, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(raw.size(), max_bytes + 4));

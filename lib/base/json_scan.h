@@ -45,6 +45,9 @@ const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string
 
 // The decoded contents of a raw JSON string body (between the quotes).
 std::string DecodeJsonString(std::string_view raw);
+// The decoded text of a JSON string value (with its quotes); empty for any
+// other value.
+std::string JsonStringValue(std::string_view value);
 // The same, stopping once at least max_bytes are decoded (a prefix of a long
 // text costs only its own length).
 std::string DecodeJsonStringPrefix(std::string_view raw, size_t max_bytes);

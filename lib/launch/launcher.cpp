@@ -290,7 +290,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // solution for the oracle, skills) and files by content (the instruction,
   // config files that may hold the secret).
   const bool local = backend_.name() == "local";
-  const bool one_shot = !options_.hold && backend_.CanRunOnce();
+  const bool one_shot = backend_.CanRunOnce();
   const std::string root = local ? "{root}" : "";
   std::map<std::string, std::string> vars = {
       {"proxy", options_.proxy},
@@ -385,13 +385,14 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     return status;
   };
   if (one_shot) {
-    // Not held: the harness is the sandbox's own process and the sandbox
-    // goes with it (see sandbox::OneShot); the fewest engine round trips.
+    // The harness is the sandbox's own process and the sandbox goes with it,
+    // or stays for forge-verify when held (see sandbox::OneShot): the fewest
+    // engine round trips.
     plan.on_phase = [&](const std::string& next) {
       if (next == "agent") record["started_at"] = WallNow();
       enter(next);
     };
-    ran = backend_.RunOnce(spec, plan);
+    ran = backend_.RunOnce(spec, plan, options_.hold ? &box : nullptr);
     if (!ran.ok() && ran.status().code() == ExitCode::kCantCreate) {
       // The image's user cannot write the files where profiles expect them;
       // nothing ran, so the sandbox that copies them in as root takes over.

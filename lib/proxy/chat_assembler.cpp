@@ -93,7 +93,7 @@ bool ChatAssembler::AddContentDelta(std::string_view chunk) {
     } else if (m.KeyIs("usage")) {
       if (!IsJsonNull(m.value)) return false;
     } else if (m.KeyIs("object")) {
-      if (!IsJsonString(m.value) || DecodeJsonString(m.value.substr(1, m.value.size() - 2)) == "text_completion") {
+      if (!IsJsonString(m.value) || JsonStringValue(m.value) == "text_completion") {
         return false;
       }
     } else {
@@ -134,7 +134,7 @@ bool ChatAssembler::AddContentDelta(std::string_view chunk) {
   ++chunks_;
   Choice& choice = choices_[static_cast<int>(*i)];
   if (IsJsonString(content)) {
-    choice.content += DecodeJsonString(content.substr(1, content.size() - 2));
+    choice.content += JsonStringValue(content);
     choice.has_content = true;
   }
   return true;

@@ -16,6 +16,7 @@ using forge::IsJsonObject;
 using forge::IsJsonString;
 using forge::IsJsonTrue;
 using forge::JsonMember;
+using forge::JsonStringValue;
 using forge::JsonObjectWriter;
 using forge::ObjectMembers;
 
@@ -31,10 +32,6 @@ bool IsIntegerText(std::string_view v) {
 
 bool IsPositiveInteger(std::string_view v) {
   return IsIntegerText(v) && v.front() != '-' && v.find_first_not_of('0') != std::string_view::npos;
-}
-
-std::string StringValue(std::string_view v) {
-  return IsJsonString(v) ? forge::DecodeJsonString(v.substr(1, v.size() - 2)) : std::string();
 }
 
 void AppendIds(std::string_view array, std::vector<int32_t>& into) {
@@ -118,7 +115,7 @@ void AppendContentProbe(std::string_view content, std::string& probe) {
     std::vector<JsonMember> fields = ObjectMembers(part);
     const JsonMember* type = FindMember(fields, "type");
     const JsonMember* text = FindMember(fields, "text");
-    if (type && StringValue(type->value) == "text" && text && IsJsonString(text->value)) append(text->value);
+    if (type && JsonStringValue(type->value) == "text" && text && IsJsonString(text->value)) append(text->value);
   }
 }
 
@@ -139,7 +136,7 @@ wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) 
   if (const JsonMember* format = FindMember(members, "response_format"); format && IsJsonObject(format->value)) {
     std::vector<JsonMember> fields = ObjectMembers(format->value);
     const JsonMember* type = FindMember(fields, "type");
-    signs.structured_output = !(type && IsJsonString(type->value) && StringValue(type->value) == "text");
+    signs.structured_output = !(type && IsJsonString(type->value) && JsonStringValue(type->value) == "text");
   }
   const JsonMember* messages = FindMember(members, "messages");
   if (!messages || !IsJsonArray(messages->value)) return signs;
@@ -149,7 +146,7 @@ wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) 
     if (!IsJsonObject(message)) continue;
     std::vector<JsonMember> fields = ObjectMembers(message);
     const JsonMember* role_member = FindMember(fields, "role");
-    std::string role = role_member ? StringValue(role_member->value) : std::string();
+    std::string role = role_member ? JsonStringValue(role_member->value) : std::string();
     const JsonMember* content = FindMember(fields, "content");
     bool read = role == "system" || role == "developer" || (role == "user" && !saw_user);
     if (role == "user") saw_user = true;
@@ -206,7 +203,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
   if (!completions) {
     out.side_call = wire::IsSideCall(SideCallSignsOfText(members));
   }
-  if (const JsonMember* model = FindMember(members, "model")) out.model = StringValue(model->value);
+  if (const JsonMember* model = FindMember(members, "model")) out.model = JsonStringValue(model->value);
   CaptureWants& wants = out.wants;
   wants.completions = completions;
   const JsonMember* token_ids = FindMember(members, "return_token_ids");
@@ -293,7 +290,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
       if (ChoiceIndex(choice) == 0) HarvestChoice(choice, tokens);
       const JsonMember* finish = FindMember(choice, "finish_reason");
       if (finish && !IsJsonNull(finish->value)) out.final = true;
-      if (i == 0 && finish && IsJsonString(finish->value)) out.finish_reason = StringValue(finish->value);
+      if (i == 0 && finish && IsJsonString(finish->value)) out.finish_reason = JsonStringValue(finish->value);
       bool edit = false;
       for (const JsonMember& m : choice) {
         if (!wants.token_ids && (m.KeyIs("token_ids") || m.KeyIs("prompt_token_ids"))) edit = true;

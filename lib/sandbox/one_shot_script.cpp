@@ -1,5 +1,7 @@
 #include "sandbox/one_shot_script.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 namespace forge::sandbox {
@@ -25,7 +27,8 @@ std::string OneShotBootstrap() {
          "*) echo 'forge-setup: the script arrived incomplete' >&2; exit 198;; esac";
 }
 
-std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_t lifetime_seconds) {
+std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_t lifetime_seconds,
+                          const std::string& held_marker) {
   std::string script = "unset forge_script\n";
   auto setup_fail = [](const std::string& what) {
     return " || { echo " + ShellQuote("forge-setup: cannot write " + what) + " >&2; exit " +
@@ -48,10 +51,30 @@ std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_
   script += "exec </dev/null\n";
   for (const auto& arg : job.exec.argv) script += ShellQuote(arg) + " ";
   script += "&\nforge_pid=$!\n";
-  // The sandbox's own deadline: outlives nothing once the shell has exited.
-  script += "(sleep " + std::to_string(std::max<int64_t>(1, lifetime_seconds)) +
-            "; kill -KILL $forge_pid) >/dev/null 2>&1 &\n";
-  script += "wait $forge_pid\nexit $?\n# forge-end\n";
+  lifetime_seconds = std::max<int64_t>(1, lifetime_seconds);
+  if (held_marker.empty()) {
+    // The sandbox's own deadline: outlives nothing once the shell has exited.
+    script += "(sleep " + std::to_string(lifetime_seconds) + "; kill -KILL $forge_pid) >/dev/null 2>&1 &\n";
+    script += "wait $forge_pid\nexit $?\n# forge-end\n";
+    return script;
+  }
+  const double timeout = job.exec.timeout_seconds;
+  const int64_t deadline =
+      timeout > 0 ? std::min(lifetime_seconds, static_cast<int64_t>(std::ceil(timeout))) : lifetime_seconds;
+  // The watchdog exits 3 when told the command ended, 4 once it has killed
+  // everything at the deadline; TERM is ignored from the kill on, so the
+  // status says which happened even when both race.
+  script += "(trap 'kill $! 2>/dev/null; exit 3' TERM; sleep " + std::to_string(deadline) +
+            " & wait $!; trap '' TERM; kill -KILL -1; exit 4) >/dev/null 2>&1 &\n";
+  script += "forge_watchdog=$!\nwait $forge_pid\nforge_status=$?\n";
+  script += "kill $forge_watchdog 2>/dev/null\nwait $forge_watchdog\nforge_deadline=$(($? == 4))\n";
+  script += "printf '\\n%s %d %d\\n' " + ShellQuote(held_marker) + " \"$forge_status\" \"$forge_deadline\" >&2\n";
+  // The rest of the lifetime as the keep-alive (see docker_backend.h): in
+  // 10 s steps, so orphans are reaped, and TERM ends it early.
+  const int64_t steps = (std::max<int64_t>(10, lifetime_seconds - deadline) + 9) / 10;
+  script += "exec >/dev/null 2>&1\ntrap 'exit 0' TERM\n";
+  script += "i=0; while [ $i -lt " + std::to_string(steps) + " ]; do sleep 10 & wait $!; i=$((i+1)); done\n";
+  script += "exit 0\n# forge-end\n";
   return script;
 }
 

@@ -21,7 +21,17 @@ std::string OneShotBootstrap();
 // whose launcher died ends by itself; when it exits, the kernel kills whatever
 // the harness left behind. A file it cannot write ends it with
 // kOneShotSetupExit and a "forge-setup:" line on stderr before anything ran.
-std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_t lifetime_seconds);
+//
+// With a held_marker the sandbox outlives the command, for forge-verify: the
+// command's deadline (job.exec.timeout_seconds) is kept by the script itself,
+// which kills every process but PID 1 when it passes (as an exec'd sandbox's
+// deadline does), and once the command has ended the shell writes the line
+// "<held_marker> <exit status> <1 if the deadline killed it, else 0>" on
+// stderr and stays as the keep-alive PID 1 for the rest of the lifetime.
+// Its deadline kill is `kill -KILL -1`: only ever run it as PID 1 of its own
+// pid namespace.
+std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_t lifetime_seconds,
+                          const std::string& held_marker = "");
 
 inline constexpr int kOneShotSetupExit = 199;
 

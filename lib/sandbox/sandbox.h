@@ -97,11 +97,12 @@ struct ExecResult {
   double seconds = 0;
 };
 
-// A rollout that needs no sandbox afterwards, run the way `docker run --rm`
-// runs: files are put in place, the command is the sandbox's own process
-// (under the deadline, and under the sandbox's lifetime even if forge dies),
-// and the sandbox is gone when RunOnce returns. Fewer engine round trips than
-// Create + CopyIn + Exec + Release.
+// A rollout run the way `docker run --rm` runs: files are put in place, the
+// command is the sandbox's own process (under the deadline, and under the
+// sandbox's lifetime even if forge dies), and the sandbox is gone when RunOnce
+// returns — or, when it is held for the verifier, stays with the sandbox's own
+// process keeping it alive. Fewer engine round trips than Create + CopyIn +
+// Exec (+ Release).
 struct OneShot {
   // Host files or trees copied in before the command starts, as CopyIn does:
   // (host path, sandbox directory).
@@ -137,11 +138,13 @@ class Backend {
   virtual Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) = 0;
   // Whether RunOnce is available; callers fall back to Create + Exec.
   virtual bool CanRunOnce() const { return false; }
-  // Runs job in a new sandbox made from spec and removes it. CantCreate when
-  // the files could not be written (e.g. the image's user may not write
-  // there): nothing ran, so the caller may take the Create + Exec path.
-  virtual Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job) {
-    (void)spec, (void)job;
+  // Runs job in a new sandbox made from spec and removes it, or, when hold
+  // is set, leaves it running and hands it over there (a deadline kill keeps
+  // it too, as Exec's does; a cancel removes it). CantCreate when the files
+  // could not be written (e.g. the image's user may not write there):
+  // nothing ran, so the caller may take the Create + Exec path.
+  virtual Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
+    (void)spec, (void)job, (void)hold;
     return Status::Internal(name() + " backend cannot run a one-shot sandbox");
   }
   // Reattaches to a sandbox another process created and held.

@@ -42,7 +42,10 @@ inspect="$(docker inspect "$id")"
 [[ "$(jq -r '.[0].HostConfig.NetworkMode' <<<"$inspect")" == none ]] || fail "NetworkMode"
 [[ "$(jq -r '.[0].Config.Labels["forge.run"]' <<<"$inspect")" == "$run_prefix-limits" ]] || fail "label forge.run"
 [[ "$(jq -r '.[0].Config.Labels["forge.rollout"]' <<<"$inspect")" == "$(jq -r .rollout_id "$work/limits.out")" ]] || fail "label forge.rollout"
-[[ "$(jq -r '.[0].Args | join(" ")' <<<"$inspect")" == *"sleep 10"*forge-keepalive ]] || fail "keep-alive PID 1"
+# The harness ran as the container's own process, which then keeps it alive.
+[[ "$(jq -r '.[0].Args[-1]' <<<"$inspect")" == forge-oneshot ]] || fail "held one-shot PID 1"
+[[ "$(jq -r '.[0].State.Running' <<<"$inspect")" == true ]] || fail "held sandbox not running"
+[[ "$(jq -r '.[0].HostConfig.AutoRemove' <<<"$inspect")" == false ]] || fail "held sandbox must not AutoRemove"
 # The pids limit holds inside: 60 background sleeps cannot all start.
 out="$(docker exec "$id" sh -c 'for i in $(seq 60); do sleep 5 & done 2>&1; wait' 2>&1 || true)"
 grep -qi "resource\|fork\|can't" <<<"$out" || fail "pids limit not enforced: $out"

@@ -59,6 +59,30 @@ TEST_CASE("demux keeps at most the cap per stream and flags the rest") {
   CHECK(demux.truncated());
 }
 
+TEST_CASE("demux finds a watched stderr line across frames, past the cap, and not on stdout") {
+  const std::string stream = Frame(1, "mark-1 9 9\n") + Frame(2, std::string(50, 'e') + "\nmar") +
+                             Frame(2, "k-1 13") + Frame(2, "7 1\nlater\n");
+  const size_t line_end = stream.find("7 1\n") + 3;
+  for (size_t step : {stream.size(), size_t{1}, size_t{5}}) {
+    StreamDemux demux(8);
+    demux.WatchStderr("mark-1 ");
+    auto feed = [&](size_t from, size_t to) {
+      for (size_t at = from; at < to; at += step) demux.Feed(std::string_view(stream).substr(at, std::min(step, to - at)));
+    };
+    feed(0, line_end);
+    CHECK_FALSE(demux.watched().has_value());
+    feed(line_end, stream.size());
+    REQUIRE(demux.watched().has_value());
+    CHECK(*demux.watched() == "137 1");
+    CHECK(demux.err() == std::string(8, 'e'));
+    CHECK(demux.truncated());
+  }
+  StreamDemux unfinished(100);
+  unfinished.WatchStderr("mark-1 ");
+  unfinished.Feed(Frame(2, "mark-1 0"));
+  CHECK_FALSE(unfinished.watched().has_value());
+}
+
 TEST_CASE("demux reports a stream cut inside a frame and unknown stream ids") {
   StreamDemux cut(100);
   cut.Feed(Frame(1, "abcdef").substr(0, 10));

@@ -161,7 +161,7 @@ TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no 
       }).join();
     }
   };
-  auto ran = backend.RunOnce(spec, job);
+  auto ran = backend.RunOnce(spec, job, nullptr);
   REQUIRE_MESSAGE(ran.ok(), ran.status().message());
   CHECK(ran->exit_code == 3);
   CHECK(ran->stdout_data == "alphado 'it'\nkey-ok\n");
@@ -193,7 +193,7 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
     job.exec.argv = {"/bin/sh", "-c", "echo before; (sleep 1000 &); sleep 1000"};
     job.exec.timeout_seconds = 2;
     auto start = std::chrono::steady_clock::now();
-    auto ran = backend.RunOnce(spec, job);
+    auto ran = backend.RunOnce(spec, job, nullptr);
     REQUIRE_MESSAGE(ran.ok(), ran.status().message());
     CHECK(ran->timed_out);
     CHECK(ran->stdout_data == "before\n");
@@ -209,7 +209,7 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
       std::this_thread::sleep_for(std::chrono::seconds(1));
       cancel.store(true);
     });
-    auto ran = backend.RunOnce(spec, job);
+    auto ran = backend.RunOnce(spec, job, nullptr);
     stopper.join();
     CHECK(ran.status().code() == ExitCode::kInterrupted);
   }
@@ -218,7 +218,7 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
     OneShot job;
     job.exec.argv = {"/bin/sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=\"$x$x\"; done"};
     job.exec.timeout_seconds = 60;
-    auto ran = backend.RunOnce(spec, job);
+    auto ran = backend.RunOnce(spec, job, nullptr);
     REQUIRE_MESSAGE(ran.ok(), ran.status().message());
     CHECK(ran->exit_code == 137);
     CHECK(ran->out_of_memory);
@@ -229,7 +229,7 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
     OneShot job;
     job.files = {{"/forge/instruction.md", "x"}};
     job.exec.argv = {"/bin/sh", "-c", "echo ran"};
-    auto ran = backend.RunOnce(spec, job);
+    auto ran = backend.RunOnce(spec, job, nullptr);
     CHECK(ran.status().code() == ExitCode::kCantCreate);
     CHECK(ran.status().message().find("/forge/instruction.md") != std::string::npos);
   }
@@ -237,5 +237,117 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
   for (int i = 0; i < 50 && CountContainers(spec.run_id) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  CHECK(CountContainers(spec.run_id) == 0);
+}
+
+// Held: the harness is still the container's own process, but the container
+// stays, running, for the verifier.
+TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays for exec, then goes") {
+  forge::sandbox::docker::DockerBackend backend;
+  if (!backend.Ping().ok()) {
+    MESSAGE("no Docker engine on the socket; skipped");
+    return;
+  }
+  REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh >/dev/null") == 0);
+  forge::sandbox::Spec spec;
+  spec.run_id = "unit-held-" + forge::RandomHex(4);
+  spec.image = "forge-busybox:latest";
+  spec.limits.memory_bytes = 32LL << 20;
+  spec.limits.cpus = 1;
+  spec.lifetime_seconds = 300;
+  std::unique_ptr<forge::sandbox::Sandbox> held;
+
+  SUBCASE("exit status, output, files; leftovers kept as an exec'd sandbox keeps them") {
+    spec.rollout_id = forge::RandomHex(8);
+    const std::string secret = "forge-" + forge::RandomHex(12);
+    OneShot job;
+    job.files = {{"/root/.cfg/key", secret}};
+    job.exec.env = {{"API_KEY", secret}};
+    job.exec.argv = {"/bin/sh", "-c",
+                     "echo out; echo err >&2; echo made > /work/made; (sleep 1000 &); "
+                     "echo forge-held-not-the-marker 0 0 >&2; exit 5"};
+    job.exec.timeout_seconds = 60;
+    auto ran = backend.RunOnce(spec, job, &held);
+    REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+    REQUIRE(held != nullptr);
+    CHECK(ran->exit_code == 5);
+    CHECK_FALSE(ran->timed_out);
+    CHECK(ran->stdout_data == "out\n");
+    CHECK(ran->stderr_data == "err\nforge-held-not-the-marker 0 0\n");
+    CHECK(CountContainers(spec.run_id) == 1);
+    forge::sandbox::ExecRequest look;
+    look.argv = {"/bin/sh", "-c", "cat /work/made; ps -o args | grep -c '^sleep 1000'; cat /proc/1/cmdline | tr '\\0' ' '"};
+    auto seen = held->Exec(look);
+    REQUIRE_MESSAGE(seen.ok(), seen.status().message());
+    CHECK(seen->stdout_data.rfind("made\n", 0) == 0);
+    CHECK(seen->stdout_data.find("\n1\n") != std::string::npos);  // the leftover
+    CHECK(seen->stdout_data.find("forge-oneshot") != std::string::npos);  // PID 1 is the script's shell
+    FILE* pipe = popen(("docker inspect " + held->handle().id).c_str(), "r");
+    std::string inspected;
+    char buffer[4096];
+    size_t n;
+    while (pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0) inspected.append(buffer, n);
+    if (pipe) pclose(pipe);
+    CHECK(inspected.find("\"AutoRemove\": false") != std::string::npos);
+    CHECK(inspected.find(secret) == std::string::npos);
+  }
+  SUBCASE("the deadline kills every process but the sandbox's own, which stays") {
+    spec.rollout_id = forge::RandomHex(8);
+    OneShot job;
+    job.exec.argv = {"/bin/sh", "-c", "echo before; (sleep 1000 &); sleep 1000"};
+    job.exec.timeout_seconds = 2;
+    auto start = std::chrono::steady_clock::now();
+    auto ran = backend.RunOnce(spec, job, &held);
+    REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+    REQUIRE(held != nullptr);
+    CHECK(ran->timed_out);
+    CHECK(ran->exit_code == 137);
+    CHECK_FALSE(ran->out_of_memory);
+    CHECK(ran->stdout_data == "before\n");
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+    forge::sandbox::ExecRequest look;
+    look.argv = {"/bin/sh", "-c", "ps -o args | grep -c '^sleep 1000'"};
+    auto seen = held->Exec(look);
+    REQUIRE_MESSAGE(seen.ok(), seen.status().message());
+    CHECK(seen->stdout_data == "0\n");
+  }
+  SUBCASE("out of memory is classified and the sandbox stays") {
+    spec.rollout_id = forge::RandomHex(8);
+    OneShot job;
+    job.exec.argv = {"/bin/sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=\"$x$x\"; done"};
+    job.exec.timeout_seconds = 60;
+    auto ran = backend.RunOnce(spec, job, &held);
+    REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+    REQUIRE(held != nullptr);
+    CHECK(ran->exit_code == 137);
+    CHECK(ran->out_of_memory);
+    CHECK_FALSE(ran->timed_out);
+  }
+  SUBCASE("cancel and a setup failure remove it") {
+    spec.rollout_id = forge::RandomHex(8);
+    std::atomic<bool> cancel{false};
+    OneShot job;
+    job.exec.argv = {"/bin/sh", "-c", "sleep 1000"};
+    job.exec.cancel = &cancel;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      cancel.store(true);
+    });
+    auto ran = backend.RunOnce(spec, job, &held);
+    stopper.join();
+    CHECK(ran.status().code() == ExitCode::kInterrupted);
+    CHECK(held == nullptr);
+
+    spec.rollout_id = forge::RandomHex(8);
+    spec.user = "65534";
+    OneShot unwritable;
+    unwritable.files = {{"/forge/instruction.md", "x"}};
+    unwritable.exec.argv = {"/bin/sh", "-c", "echo ran"};
+    ran = backend.RunOnce(spec, unwritable, &held);
+    CHECK(ran.status().code() == ExitCode::kCantCreate);
+    CHECK(held == nullptr);
+    CHECK(CountContainers(spec.run_id) == 0);
+  }
+  if (held) CHECK(held->Release().ok());
   CHECK(CountContainers(spec.run_id) == 0);
 }

@@ -26,6 +26,13 @@ namespace forge::sandbox::docker {
 // otherwise. Config naming the mount when a path is not absolute.
 Result<nlohmann::json> BindMounts(const std::vector<Mount>& mounts);
 
+// How long past a held sandbox's deadline the launcher waits for the
+// script's end line before it gives the sandbox up.
+inline constexpr int kHeldDeadlineGrace = 60;
+
+// Containers gc removes at once.
+inline constexpr size_t kCollectParallelism = 16;
+
 class DockerBackend : public Backend {
  public:
   explicit DockerBackend(std::shared_ptr<Engine> engine = std::make_shared<Engine>());
@@ -34,9 +41,11 @@ class DockerBackend : public Backend {
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
   // create, wait (sent first, read last), attach with the script on stdin,
   // start: the same four engine calls as `docker run --rm -i` (plus one
-  // archive PUT when host files are copied in).
+  // archive PUT when host files are copied in). A held one needs no wait:
+  // the end of the command is a line with a random marker on the attach
+  // stream (one_shot_script.h), after which PID 1 is the keep-alive.
   bool CanRunOnce() const override { return true; }
-  Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job) override;
+  Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
 
@@ -50,8 +59,12 @@ class DockerBackend : public Backend {
 
  private:
   // Creates (does not start) the container: kept (keep-alive PID 1, exec'd
-  // into) or one-shot (a bootstrap that runs the script sent on stdin).
-  Result<std::string> CreateContainer(const Spec& spec, bool one_shot);
+  // into) or one-shot (a bootstrap that runs the script sent on stdin),
+  // removed by the engine when it exits unless held.
+  enum class Shape { kKept, kOneShot, kOneShotHeld };
+  Result<std::string> CreateContainer(const Spec& spec, Shape shape);
+  // Puts the job's host files into the created container as one archive.
+  Status PutCopies(const std::string& id, const std::vector<std::pair<std::string, std::string>>& copies);
   int HostCpus();  // from GET /info, once; 0 if unknown
 
   std::shared_ptr<Engine> engine_;

@@ -4,6 +4,26 @@
 
 namespace forge::sandbox::docker {
 
+void StreamDemux::Watch(std::string_view payload) {
+  if (watched_) return;
+  watch_window_.append(payload);
+  if (!watch_in_line_) {
+    size_t at = watch_window_.find(watch_prefix_);
+    if (at == std::string::npos) {
+      // Keep only what could still be the start of the prefix.
+      size_t keep = std::min(watch_window_.size(), watch_prefix_.size() - 1);
+      watch_window_.erase(0, watch_window_.size() - keep);
+      return;
+    }
+    watch_window_.erase(0, at + watch_prefix_.size());
+    watch_in_line_ = true;
+  }
+  if (size_t end = watch_window_.find('\n'); end != std::string::npos) {
+    watched_ = watch_window_.substr(0, end);
+    watch_window_.clear();
+  }
+}
+
 void StreamDemux::Append(std::string_view payload) {
   std::string* target = nullptr;
   switch (stream_) {
@@ -15,6 +35,7 @@ void StreamDemux::Append(std::string_view payload) {
     case 2:
     case 3:  // "system error" frames from newer engines: treat as stderr
       target = &err_;
+      if (!watch_prefix_.empty()) Watch(payload);
       break;
     default:
       malformed_ = true;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,11 +24,18 @@ class StreamDemux {
   std::string& out() { return out_; }
   std::string& err() { return err_; }
   bool truncated() const { return truncated_; }
+
+  // Looks for a line of stderr that starts with `prefix`, even past the byte
+  // cap and across frames; watched() is the rest of that line once its
+  // newline has come.
+  void WatchStderr(std::string prefix) { watch_prefix_ = std::move(prefix); }
+  const std::optional<std::string>& watched() const { return watched_; }
   // True when the input ended inside a frame or used an unknown stream id.
   bool malformed() const { return malformed_ || header_fill_ != 0 || remaining_ != 0; }
 
  private:
   void Append(std::string_view payload);
+  void Watch(std::string_view stderr_payload);
 
   size_t max_bytes_;
   std::string out_;
@@ -38,6 +46,10 @@ class StreamDemux {
   size_t header_fill_ = 0;
   uint8_t stream_ = 0;
   uint32_t remaining_ = 0;
+  std::string watch_prefix_;
+  std::string watch_window_;  // stderr not yet ruled out as the watched line's start
+  bool watch_in_line_ = false;  // the prefix was found; collecting the rest
+  std::optional<std::string> watched_;
 };
 
 }  // namespace forge::sandbox::docker
