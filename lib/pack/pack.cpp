@@ -1,16 +1,13 @@
 #include "pack/pack.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <atomic>
-#include <semaphore>
-#include <thread>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -18,6 +15,7 @@
 
 #include "cli/diagnostics.h"
 #include "cli/signals.h"
+#include "pack/call_reader.h"
 #include "pack/messages.h"
 #include "pack/rl_batches.h"
 #include "store/store.h"
@@ -203,56 +201,6 @@ void PrintSummary(const Json& s) {
   }
 }
 
-class Stores {
- public:
-  static Result<Stores> Open(const std::vector<std::string>& paths) {
-    Stores s;
-    for (const std::string& path : paths) {
-      if (!std::filesystem::exists(path)) return Status::NoInput(path + ": no such store");
-      store::OpenOptions o;
-      o.read_only = true;
-      auto opened = store::Store::Open(path, o);
-      if (!opened.ok()) return opened.status().Prefixed(path);
-      // One snapshot for the whole run (a proxy may still be recording),
-      // and no lock taken and dropped per rollout's query.
-      if (Status begun = (*opened)->BeginRead(); !begun.ok()) return begun.Prefixed(path);
-      s.stores_.push_back(std::move(*opened));
-    }
-    return s;
-  }
-  // The rollout's calls from the first store holding any.
-  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id, store::Store::CallFields fields) {
-    for (auto& store : stores_) {
-      auto calls = store->CallsOfRollout(rollout_id, fields);
-      if (!calls.ok()) return calls.status().Prefixed(store->path());
-      if (!calls->empty()) return std::move(*calls);
-    }
-    return std::vector<store::CallRecord>{};
-  }
-  // The same, token fields only, into the first N elements of *calls
-  // (reused: see Store::ReadTokenCalls); returns N.
-  Result<size_t> TokenCalls(const std::string& rollout_id, std::vector<store::CallRecord>* calls) {
-    for (auto& store : stores_) {
-      auto n = store->ReadTokenCalls(rollout_id, calls);
-      if (!n.ok()) return n.status().Prefixed(store->path());
-      if (*n) return n;
-    }
-    return size_t{0};
-  }
-
- private:
-  std::vector<std::unique_ptr<store::Store>> stores_;
-
- public:
-  Stores() = default;
-  Stores(Stores&&) = default;
-  ~Stores() { Close(); }
-  void Close() {
-    for (auto& store : stores_) (void)store->EndRead();  // read-only: nothing to lose
-    stores_.clear();
-  }
-};
-
 Json SftMessagesRecord(const Sample& s, const RolloutInput& in) {
   Json j = {{"messages", s.messages}};
   if (!s.tools.is_null()) j["tools"] = s.tools;
@@ -350,107 +298,29 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   std::vector<RlRollout> rl_rollouts;
   std::set<std::string> prompted_tasks;
   int64_t newest_policy = 0;
-  // Rollouts go through a chunk at a time: read the chunk's calls, assemble
-  // them, then write what they gave. The stage timers then tick per chunk,
-  // not per rollout (reading a CPU clock is a system call), and each slot's
-  // calls are reused (see Store::ReadTokenCalls). A second thread reads the
-  // next chunk from the stores while this one assembles the current chunk;
-  // only that thread touches the stores until the last chunk is in.
-  struct Slot {
-    bool wanted = false;  // not filtered out
-    std::vector<store::CallRecord> calls;
-    size_t n = 0;  // calls[0, n) are this rollout's
-    std::vector<Sample> good;
-  };
-  struct Chunk {
-    size_t begin = 0, end = 0;
-    std::vector<Slot> slots;
-    Status status = Status::Ok();
-    StageTime read;  // the reading thread's own CPU time
-  };
-  auto read_chunk = [&](Chunk& chunk) {
-    Stopwatch reading(CLOCK_THREAD_CPUTIME_ID);
-    chunk.status = Status::Ok();
-    chunk.read = StageTime();
-    for (size_t i = chunk.begin; i < chunk.end; ++i) {
-      const RolloutInput& in = inputs[i];
-      Slot& slot = chunk.slots[i - chunk.begin];
-      slot.n = 0;
-      slot.good.clear();
-      slot.wanted = FilterOf(in, o) == Filter::kKept;
-      if (!slot.wanted || o.stores.empty()) continue;
-      // Token formats need no request/response content, unless a call has no
-      // ids and its sample must be built (and counted) from messages.
-      if (token_format) {
-        auto n = stores->TokenCalls(in.rollout_id, &slot.calls);
-        if (!n.ok()) {
-          chunk.status = n.status();
-          break;
-        }
-        slot.n = *n;
-        auto begin_calls = slot.calls.begin(), end_calls = begin_calls + static_cast<ptrdiff_t>(slot.n);
-        if (std::none_of(begin_calls, end_calls, [](const store::CallRecord& c) {
-              return !c.side_call && (c.prompt_ids.empty() || c.completion_ids.empty());
-            })) {
-          continue;
-        }
-      }
-      auto got = stores->Calls(in.rollout_id, store::Store::CallFields::kAll);
-      if (!got.ok()) {
-        chunk.status = got.status();
-        break;
-      }
-      slot.calls = std::move(*got);
-      slot.n = slot.calls.size();
-    }
-    reading.AddTo(chunk.read);
-  };
-  constexpr size_t kChunk = 32;  // small enough that its calls are still in cache when assembled
-  const size_t n_chunks = (inputs.size() + kChunk - 1) / kChunk;
-  std::array<Chunk, 2> chunks;
-  for (Chunk& c : chunks) c.slots.resize(std::min(kChunk, inputs.size()));
-  // Chunk k is read into chunks[k % 2]; `free_chunks` counts buffers the
-  // reader may fill, `full_chunks` those ready for assembly.
-  std::counting_semaphore<> free_chunks(2), full_chunks(0);
-  std::atomic<bool> stop_reading{false};
-  std::thread call_reader([&] {
-    for (size_t k = 0; k < n_chunks; ++k) {
-      free_chunks.acquire();
-      if (stop_reading) return;
-      Chunk& c = chunks[k % 2];
-      c.begin = k * kChunk;
-      c.end = std::min(inputs.size(), c.begin + kChunk);
-      read_chunk(c);
-      full_chunks.release();
-      if (!c.status.ok()) return;
-    }
-  });
-  struct JoinOnExit {
-    std::thread& thread;
-    std::atomic<bool>& stop;
-    std::counting_semaphore<>& wake;
-    ~JoinOnExit() {
-      stop = true;
-      wake.release();
-      thread.join();
-    }
-  } join_reader{call_reader, stop_reading, free_chunks};
-  for (size_t k = 0; k < n_chunks; ++k) {
+  std::vector<std::string> ids;
+  std::vector<bool> wanted;
+  for (const RolloutInput& in : inputs) {
+    ids.push_back(in.rollout_id);
+    wanted.push_back(FilterOf(in, o) == Filter::kKept);
+  }
+  // Rollouts go through a chunk at a time: the reader thread reads the next
+  // chunk's calls while this one assembles the current chunk and writes what
+  // it gave.
+  std::optional<CallReader> calls_reader;
+  calls_reader.emplace(*stores, std::move(ids), std::move(wanted), token_format);
+  std::vector<std::vector<Sample>> good;  // per slot of the current chunk
+  for (size_t k = 0; k < calls_reader->chunk_count(); ++k) {
     // Read stage: wall time is what this thread waited for the reader, CPU
     // time the reader's own.
-    auto wait_started = Clock::now();
-    full_chunks.acquire();
-    Chunk& chunk = chunks[k % 2];
-    times.read.wall += std::chrono::duration<double>(Clock::now() - wait_started).count();
-    times.read.cpu += chunk.read.cpu;
+    double waited = 0;
+    const CallReader::Chunk& chunk = calls_reader->Next(&waited);
+    times.read.wall += waited;
+    times.read.cpu += chunk.read_cpu_seconds;
     if (!chunk.status.ok()) return chunk.status;
     if (cli::StopRequested()) return Status::Cancelled("stopped");
-    struct ReleaseOnExit {
-      std::counting_semaphore<>& free;
-      ~ReleaseOnExit() { free.release(); }
-    } release_chunk{free_chunks};
     const size_t begin = chunk.begin, end = chunk.end;
-    std::vector<Slot>& slots = chunk.slots;
+    good.resize(end - begin);
     watch = Stopwatch(CLOCK_THREAD_CPUTIME_ID);
     for (size_t i = begin; i < end; ++i) {
       switch (FilterOf(inputs[i], o)) {
@@ -461,14 +331,16 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     }
     for (size_t i = begin; i < end; ++i) {
       const RolloutInput& in = inputs[i];
-      Slot& slot = slots[i - begin];
+      const CallReader::Slot& slot = chunk.slots[i - begin];
+      std::vector<Sample>& slot_good = good[i - begin];
+      slot_good.clear();
       if (!slot.wanted || o.format == Format::kVerlPrompts) continue;
       if (slot.n == 0) {
         ++stats.rollouts_without_calls;
         cli::Warn(fmt::format("{}: no recorded calls for rollout {} in any store", in.where, in.rollout_id));
         continue;
       }
-      std::span<const store::CallRecord> calls(slot.calls.data(), slot.n);
+      std::span<const store::CallRecord> calls = slot.Calls();
       for (const auto& c : calls) newest_policy = std::max(newest_policy, c.policy_version_end);
       std::vector<Sample> samples = Assemble(calls, o.mode, in.task_id, &stats.assembly);
       for (Sample& s : samples) {
@@ -481,18 +353,18 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
           ++stats.dropped[reason];
           continue;
         }
-        slot.good.push_back(std::move(s));
+        slot_good.push_back(std::move(s));
       }
       if (o.format == Format::kRl) {
         if (!in.reward) {
           ++stats.rollouts_without_reward;
-          stats.dropped["no_reward"] += static_cast<int64_t>(slot.good.size());
+          stats.dropped["no_reward"] += static_cast<int64_t>(slot_good.size());
           continue;
         }
         // Kept even without a good sample: its reward still belongs to the
         // group's baseline (a truncated attempt is an outcome too).
-        rl_rollouts.push_back({in.rollout_id, in.task_id, *in.reward, std::move(slot.good)});
-        slot.good.clear();
+        rl_rollouts.push_back({in.rollout_id, in.task_id, *in.reward, std::move(slot_good)});
+        slot_good.clear();
       }
     }
     watch.AddTo(times.assemble);
@@ -500,11 +372,11 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     if (o.format == Format::kRl) continue;  // written once every rollout is in
     for (size_t i = begin; i < end; ++i) {
       const RolloutInput& in = inputs[i];
-      Slot& slot = slots[i - begin];
+      const CallReader::Slot& slot = chunk.slots[i - begin];
       if (!slot.wanted) continue;
       if (o.format == Format::kVerlPrompts) {
         if (!prompted_tasks.insert(in.task_id).second) continue;
-        Json row = VerlPromptRecord(in, {slot.calls.data(), slot.n}, prompted_tasks.size() - 1, o);
+        Json row = VerlPromptRecord(in, slot.Calls(), prompted_tasks.size() - 1, o);
         if (row["prompt"].empty()) {
           ++stats.dropped["no_prompt"];
           cli::Warn(fmt::format("{}: task {} has no prompt, instruction or recorded call", in.where, in.task_id));
@@ -514,8 +386,8 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
         ++stats.written;
         continue;
       }
-      if (slot.good.empty()) continue;
-      for (const Sample& s : slot.good) {
+      if (good[i - begin].empty()) continue;
+      for (const Sample& s : good[i - begin]) {
         FORGE_RETURN_IF_ERROR(out.Write(o.format == Format::kSftTokens ? SftTokensRecord(s) : SftMessagesRecord(s, in)));
         ++stats.written;
       }
@@ -524,6 +396,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     watch.AddTo(times.write);
   }
   // Every chunk is in: the reader is done with the stores.
+  calls_reader.reset();
   stores->Close();
 
   if (o.format == Format::kRl) {
