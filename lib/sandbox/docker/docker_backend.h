@@ -1,15 +1,19 @@
 // The docker backend: one container per rollout, driven through the Engine
 // HTTP API (never the docker CLI).
 //
-// Shape of a sandbox: PID 1 is a /bin/sh loop of `sleep 10` steps until the
-// sandbox's lifetime is over (it also reaps orphans), so a container whose
-// launcher died exits by itself at its deadline; AutoRemove stays off and
-// `forge-launch gc` reaps what is left by label (forge.managed, forge.run,
-// forge.rollout, forge.deadline). Limits are set at create: NanoCpus, Memory
-// with MemorySwap equal to it (no swap), PidsLimit; every capability is
-// dropped and no-new-privileges set. Commands run through exec; a deadline
-// kills every process but PID 1 (`kill -KILL -1` from a second exec), so the
-// container survives for the verifier.
+// Shapes of a sandbox: a rollout's harness is the container's own process
+// (RunOnce: a /bin/sh bootstrap runs the script sent on stdin), removed by
+// the engine when it ends or, when held, staying on as the keep-alive below.
+// Create makes the exec'd shape: PID 1 is a /bin/sh loop of `sleep 10` steps
+// until the sandbox's lifetime is over (it also reaps orphans), so a
+// container whose launcher died exits by itself at its deadline. Kept
+// containers have AutoRemove off and `forge-launch gc` reaps what is left by
+// label (forge.managed, forge.run, forge.rollout, forge.deadline). Limits are
+// set at create: NanoCpus, Memory with MemorySwap equal to it (no swap),
+// PidsLimit; every capability is dropped and no-new-privileges set. A
+// deadline kills every process but PID 1 (`kill -KILL -1`: from a second
+// exec, or from the held script's own watchdog), so the container survives
+// for the verifier.
 #pragma once
 
 #include <memory>
