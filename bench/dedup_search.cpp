@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hnsw search failed: %s\n", graph.status().message().c_str());
     return 1;
   }
+  std::printf("  distance kernel: %s\n", stats.kernel.c_str());
   std::printf("  %-38s %8.2f s wall %8.2f s cpu  (%.0f inserts per cpu-s)\n", "build",
               stats.build_seconds, stats.build_cpu_seconds, hnsw_n / stats.build_cpu_seconds);
   std::printf("  %-38s %8.2f s wall %8.2f s cpu  (%.0f queries per cpu-s; %zu regrown, %zu "

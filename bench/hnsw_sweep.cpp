@@ -13,9 +13,9 @@
 // finds a pair from its other end). Query time is per sampled item.
 //
 //   bench-hnsw_sweep [N=1000000] [THRESHOLD=0.9] [SAMPLE=1000]
-//   (BENCH_HNSW_M and BENCH_HNSW_EFC override M=16 and ef_construction=200)
+//   (BENCH_HNSW_M and BENCH_HNSW_EFC override M=16 and ef_construction=200;
+//   BENCH_HNSW_KERNEL=hnswlib keeps hnswlib's own distance kernel)
 #include <cblas.h>
-#include <hnswlib/hnswlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "dedup/exact_search.h"
+#include "dedup/hnsw_space.h"
 #include "random_vectors.h"
 
 using Clock = std::chrono::steady_clock;
@@ -96,7 +97,9 @@ int main(int argc, char** argv) {
               threshold, m, ef_construction, s, threads, LoadAverage().c_str());
   std::vector<float> x = MakeVectors(n, d, 7);
 
-  hnswlib::InnerProductSpace space(d);
+  const char* kernel = std::getenv("BENCH_HNSW_KERNEL");
+  forge::dedup::InnerProductSpace space(d, !kernel || std::string(kernel) != "hnswlib");
+  std::printf("  distance kernel: %s\n", space.kernel().c_str());
   Index index(&space, n, m, ef_construction);
   auto start = Clock::now();
   std::clock_t cpu = std::clock();

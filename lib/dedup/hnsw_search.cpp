@@ -1,7 +1,6 @@
 #include "dedup/hnsw_search.h"
 
 #include <cblas.h>
-#include <hnswlib/hnswlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +13,7 @@
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "dedup/exact_search.h"
+#include "dedup/hnsw_space.h"
 
 namespace forge::dedup {
 
@@ -96,7 +96,7 @@ records::Json HnswStats::ToJson() const {
                      {"query_cpu_seconds", query_cpu_seconds},
                      {"sample", sample}, {"exact_pairs", exact_pairs},
                      {"found_pairs", found_pairs}, {"regrown_queries", regrown},
-                     {"beam_capped_queries", beam_capped}};
+                     {"beam_capped_queries", beam_capped}, {"distance_kernel", kernel}};
   j["pair_recall"] = exact_pairs ? static_cast<double>(found_pairs) / exact_pairs : 1.0;
   j["top1_recall"] = sample ? static_cast<double>(top1_matches) / sample : 1.0;
   return j;
@@ -108,7 +108,8 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   graph.best.assign(v.count, -1.0f);
   if (v.count < 2) return graph;
   const int threads = ThreadCount(options.threads);
-  hnswlib::InnerProductSpace space(v.dim);
+  InnerProductSpace space(v.dim);
+  stats->kernel = space.kernel();
   hnswlib::HierarchicalNSW<float> index(&space, v.count, hnsw.m, hnsw.ef_construction);
 
   auto start = std::chrono::steady_clock::now();

@@ -9,6 +9,8 @@
 // approximation cost.
 #pragma once
 
+#include <string>
+
 #include "base/status.h"
 #include "dedup/similarity_graph.h"
 #include "records/jsonl.h"
@@ -35,6 +37,7 @@ struct HnswStats {
   size_t top1_matches = 0;    // sample items whose highest similarity HNSW found
   size_t regrown = 0;         // queries repeated with a wider beam
   size_t beam_capped = 0;     // queries whose beam reached max_ef still full of pairs
+  std::string kernel;         // the distance kernel (hnsw_space.h)
   records::Json ToJson() const;
 };
 

@@ -5,6 +5,7 @@
 #include "dedup/decision.h"
 #include "dedup/exact_search.h"
 #include "dedup/hnsw_search.h"
+#include "dedup/inner_product_kernel.h"
 #include "dedup/ngram_embedder.h"
 #include "dedup/ranking.h"
 #include "dedup/text.h"
@@ -166,6 +167,26 @@ TEST_CASE("dedup: SemDeDup keeps an item whose only close neighbour was dropped;
   CHECK(low.score[2] == doctest::Approx(0.80f));
 }
 
+TEST_CASE("dedup: the wide HNSW distance kernel agrees with a double-precision dot product at every length") {
+  if (!forge::dedup::WideKernelAvailable()) {
+    MESSAGE("no AVX2/FMA on this CPU; the wide kernel is never chosen");
+    return;
+  }
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (size_t dim : {1, 7, 8, 9, 31, 32, 33, 63, 100, 384, 1000}) {
+    std::vector<float> a(dim), b(dim);
+    double dot = 0;
+    for (size_t i = 0; i < dim; ++i) {
+      a[i] = normal(rng);
+      b[i] = normal(rng);
+      dot += double(a[i]) * b[i];
+    }
+    float got = forge::dedup::InnerProductDistanceAvx2(a.data(), b.data(), &dim);
+    CHECK_MESSAGE(got == doctest::Approx(1.0 - dot).epsilon(1e-4), "dim " << dim);
+  }
+}
+
 TEST_CASE("dedup: HNSW finds the planted pairs and reports its recall") {
   const size_t n = 2000, d = 48;
   std::vector<float> x = RandomUnitVectors(n, d, 3);
@@ -189,6 +210,7 @@ TEST_CASE("dedup: HNSW finds the planted pairs and reports its recall") {
   CHECK(stats.exact_pairs > 0);
   CHECK(stats.found_pairs * 100 >= stats.exact_pairs * 98);
   CHECK(stats.ToJson()["pair_recall"].get<double>() >= 0.98);
+  CHECK(stats.kernel == (forge::dedup::WideKernelAvailable() ? "avx2+fma" : "hnswlib"));
 }
 
 #include "dedup/remote_embedder.h"
