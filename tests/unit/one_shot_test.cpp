@@ -55,6 +55,68 @@ int CountContainers(const std::string& run_id) {
   return n;
 }
 
+// A small busybox sandbox's spec; its run id starts with prefix.
+forge::sandbox::Spec BusyboxSpec(const std::string& prefix, int64_t memory_bytes) {
+  forge::sandbox::Spec spec;
+  spec.run_id = prefix + forge::RandomHex(4);
+  spec.image = "forge-busybox:latest";
+  spec.limits.memory_bytes = memory_bytes;
+  spec.limits.cpus = 1;
+  spec.lifetime_seconds = 300;
+  return spec;
+}
+
+std::string DockerInspect(const std::string& container) {
+  std::string out;
+  FILE* pipe = popen(("docker inspect " + container + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  size_t n;
+  while (pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  if (pipe) pclose(pipe);
+  return out;
+}
+
+// A harness that outlives its deadline, and leaves a process behind.
+OneShot RunawayJob() {
+  OneShot job;
+  job.exec.argv = {"/bin/sh", "-c", "echo before; (sleep 1000 &); sleep 1000"};
+  job.exec.timeout_seconds = 2;
+  return job;
+}
+
+// A harness that grows until the memory limit kills it.
+OneShot MemoryHogJob() {
+  OneShot job;
+  job.exec.argv = {"/bin/sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=\"$x$x\"; done"};
+  job.exec.timeout_seconds = 60;
+  return job;
+}
+
+// RunOnce of a harness that sleeps, cancelled after a second.
+forge::Result<forge::sandbox::ExecResult> RunCancelled(forge::sandbox::docker::DockerBackend& backend,
+                                                        const forge::sandbox::Spec& spec,
+                                                        std::unique_ptr<forge::sandbox::Sandbox>* hold) {
+  std::atomic<bool> cancel{false};
+  OneShot job;
+  job.exec.argv = {"/bin/sh", "-c", "sleep 1000"};
+  job.exec.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    cancel.store(true);
+  });
+  auto ran = backend.RunOnce(spec, job, hold);
+  stopper.join();
+  return ran;
+}
+
+// A job whose instruction file a non-root user may not write.
+OneShot UnwritableJob() {
+  OneShot job;
+  job.files = {{"/forge/instruction.md", "x"}};
+  job.exec.argv = {"/bin/sh", "-c", "echo ran"};
+  return job;
+}
+
 }  // namespace
 
 TEST_CASE("shell quoting survives quotes, newlines, $ and backslashes") {
@@ -126,13 +188,8 @@ TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no 
     return;
   }
   REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh >/dev/null") == 0);
-  forge::sandbox::Spec spec;
-  spec.run_id = "unit-oneshot-" + forge::RandomHex(4);
+  forge::sandbox::Spec spec = BusyboxSpec("unit-oneshot-", 64LL << 20);
   spec.rollout_id = forge::RandomHex(8);
-  spec.image = "forge-busybox:latest";
-  spec.limits.memory_bytes = 64LL << 20;
-  spec.limits.cpus = 1;
-  spec.lifetime_seconds = 300;
   const std::string secret = "forge-" + forge::RandomHex(12);
 
   forge::testing::TempDir dir;
@@ -153,11 +210,7 @@ TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no 
     if (phase == "agent") {
       std::thread([&, name = "forge-" + spec.rollout_id] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        FILE* pipe = popen(("docker inspect " + name + " 2>&1").c_str(), "r");
-        char buffer[4096];
-        size_t n;
-        while (pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0) inspected.append(buffer, n);
-        if (pipe) pclose(pipe);
+        inspected = DockerInspect(name);
       }).join();
     }
   };
@@ -180,20 +233,12 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
     MESSAGE("no Docker engine on the socket; skipped");
     return;
   }
-  forge::sandbox::Spec spec;
-  spec.run_id = "unit-oneshot-" + forge::RandomHex(4);
-  spec.image = "forge-busybox:latest";
-  spec.limits.memory_bytes = 32LL << 20;
-  spec.limits.cpus = 1;
-  spec.lifetime_seconds = 300;
+  forge::sandbox::Spec spec = BusyboxSpec("unit-oneshot-", 32LL << 20);
 
   SUBCASE("deadline") {
     spec.rollout_id = forge::RandomHex(8);
-    OneShot job;
-    job.exec.argv = {"/bin/sh", "-c", "echo before; (sleep 1000 &); sleep 1000"};
-    job.exec.timeout_seconds = 2;
     auto start = std::chrono::steady_clock::now();
-    auto ran = backend.RunOnce(spec, job, nullptr);
+    auto ran = backend.RunOnce(spec, RunawayJob(), nullptr);
     REQUIRE_MESSAGE(ran.ok(), ran.status().message());
     CHECK(ran->timed_out);
     CHECK(ran->stdout_data == "before\n");
@@ -201,24 +246,12 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
   }
   SUBCASE("cancel") {
     spec.rollout_id = forge::RandomHex(8);
-    std::atomic<bool> cancel{false};
-    OneShot job;
-    job.exec.argv = {"/bin/sh", "-c", "sleep 1000"};
-    job.exec.cancel = &cancel;
-    std::thread stopper([&] {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      cancel.store(true);
-    });
-    auto ran = backend.RunOnce(spec, job, nullptr);
-    stopper.join();
+    auto ran = RunCancelled(backend, spec, nullptr);
     CHECK(ran.status().code() == ExitCode::kInterrupted);
   }
   SUBCASE("oom") {
     spec.rollout_id = forge::RandomHex(8);
-    OneShot job;
-    job.exec.argv = {"/bin/sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=\"$x$x\"; done"};
-    job.exec.timeout_seconds = 60;
-    auto ran = backend.RunOnce(spec, job, nullptr);
+    auto ran = backend.RunOnce(spec, MemoryHogJob(), nullptr);
     REQUIRE_MESSAGE(ran.ok(), ran.status().message());
     CHECK(ran->exit_code == 137);
     CHECK(ran->out_of_memory);
@@ -226,10 +259,7 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
   SUBCASE("unwritable file: CantCreate, nothing ran") {
     spec.rollout_id = forge::RandomHex(8);
     spec.user = "65534";
-    OneShot job;
-    job.files = {{"/forge/instruction.md", "x"}};
-    job.exec.argv = {"/bin/sh", "-c", "echo ran"};
-    auto ran = backend.RunOnce(spec, job, nullptr);
+    auto ran = backend.RunOnce(spec, UnwritableJob(), nullptr);
     CHECK(ran.status().code() == ExitCode::kCantCreate);
     CHECK(ran.status().message().find("/forge/instruction.md") != std::string::npos);
   }
@@ -249,12 +279,7 @@ TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays f
     return;
   }
   REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh >/dev/null") == 0);
-  forge::sandbox::Spec spec;
-  spec.run_id = "unit-held-" + forge::RandomHex(4);
-  spec.image = "forge-busybox:latest";
-  spec.limits.memory_bytes = 32LL << 20;
-  spec.limits.cpus = 1;
-  spec.lifetime_seconds = 300;
+  forge::sandbox::Spec spec = BusyboxSpec("unit-held-", 32LL << 20);
   std::unique_ptr<forge::sandbox::Sandbox> held;
 
   SUBCASE("exit status, output, files; leftovers kept as an exec'd sandbox keeps them") {
@@ -282,22 +307,14 @@ TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays f
     CHECK(seen->stdout_data.rfind("made\n", 0) == 0);
     CHECK(seen->stdout_data.find("\n1\n") != std::string::npos);  // the leftover
     CHECK(seen->stdout_data.find("forge-oneshot") != std::string::npos);  // PID 1 is the script's shell
-    FILE* pipe = popen(("docker inspect " + held->handle().id).c_str(), "r");
-    std::string inspected;
-    char buffer[4096];
-    size_t n;
-    while (pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0) inspected.append(buffer, n);
-    if (pipe) pclose(pipe);
+    const std::string inspected = DockerInspect(held->handle().id);
     CHECK(inspected.find("\"AutoRemove\": false") != std::string::npos);
     CHECK(inspected.find(secret) == std::string::npos);
   }
   SUBCASE("the deadline kills every process but the sandbox's own, which stays") {
     spec.rollout_id = forge::RandomHex(8);
-    OneShot job;
-    job.exec.argv = {"/bin/sh", "-c", "echo before; (sleep 1000 &); sleep 1000"};
-    job.exec.timeout_seconds = 2;
     auto start = std::chrono::steady_clock::now();
-    auto ran = backend.RunOnce(spec, job, &held);
+    auto ran = backend.RunOnce(spec, RunawayJob(), &held);
     REQUIRE_MESSAGE(ran.ok(), ran.status().message());
     REQUIRE(held != nullptr);
     CHECK(ran->timed_out);
@@ -313,10 +330,7 @@ TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays f
   }
   SUBCASE("out of memory is classified and the sandbox stays") {
     spec.rollout_id = forge::RandomHex(8);
-    OneShot job;
-    job.exec.argv = {"/bin/sh", "-c", "x=aaaaaaaaaaaaaaaa; while true; do x=\"$x$x\"; done"};
-    job.exec.timeout_seconds = 60;
-    auto ran = backend.RunOnce(spec, job, &held);
+    auto ran = backend.RunOnce(spec, MemoryHogJob(), &held);
     REQUIRE_MESSAGE(ran.ok(), ran.status().message());
     REQUIRE(held != nullptr);
     CHECK(ran->exit_code == 137);
@@ -325,25 +339,13 @@ TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays f
   }
   SUBCASE("cancel and a setup failure remove it") {
     spec.rollout_id = forge::RandomHex(8);
-    std::atomic<bool> cancel{false};
-    OneShot job;
-    job.exec.argv = {"/bin/sh", "-c", "sleep 1000"};
-    job.exec.cancel = &cancel;
-    std::thread stopper([&] {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      cancel.store(true);
-    });
-    auto ran = backend.RunOnce(spec, job, &held);
-    stopper.join();
+    auto ran = RunCancelled(backend, spec, &held);
     CHECK(ran.status().code() == ExitCode::kInterrupted);
     CHECK(held == nullptr);
 
     spec.rollout_id = forge::RandomHex(8);
     spec.user = "65534";
-    OneShot unwritable;
-    unwritable.files = {{"/forge/instruction.md", "x"}};
-    unwritable.exec.argv = {"/bin/sh", "-c", "echo ran"};
-    ran = backend.RunOnce(spec, unwritable, &held);
+    ran = backend.RunOnce(spec, UnwritableJob(), &held);
     CHECK(ran.status().code() == ExitCode::kCantCreate);
     CHECK(held == nullptr);
     CHECK(CountContainers(spec.run_id) == 0);

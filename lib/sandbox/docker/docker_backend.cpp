@@ -56,6 +56,24 @@ struct ExecStop {
   bool cancelled = false;
 };
 
+// Adds a host file as <prefix>/<its name>, or a directory's contents under
+// <prefix> (names sorted, so the archive is the same every time).
+Status AddToArchive(TarWriter& tar, const std::string& host_path, const std::string& prefix) {
+  auto under = [&](const std::string& name) { return prefix.empty() ? name : prefix + "/" + name; };
+  std::error_code ec;
+  if (!std::filesystem::is_directory(host_path, ec)) {
+    return tar.AddHostPath(host_path, under(std::filesystem::path(host_path).filename().string()));
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  if (ec) return Status::NoInput(host_path + ": " + ec.message());
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path + "/" + name, under(name)));
+  return Status::Ok();
+}
+
 std::string ArchivePath(const std::string& dir) {
   std::string path = dir;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -247,19 +265,8 @@ Status DockerSandbox::PutArchive(const std::string& dir, const std::string& tar)
 }
 
 Status DockerSandbox::CopyIn(const std::string& host_path, const std::string& dest_dir) {
-  std::error_code ec;
   TarWriter tar;
-  if (std::filesystem::is_directory(host_path, ec)) {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
-      names.push_back(entry.path().filename().string());
-    }
-    if (ec) return Status::NoInput(host_path + ": " + ec.message());
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path + "/" + name, name));
-  } else {
-    FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path, std::filesystem::path(host_path).filename().string()));
-  }
+  FORGE_RETURN_IF_ERROR(AddToArchive(tar, host_path, ""));
   return PutArchive(ArchivePath(dest_dir), tar.Finish()).Prefixed("copy " + host_path);
 }
 
@@ -551,19 +558,7 @@ Status DockerBackend::PutCopies(const std::string& id,
   for (const auto& [host_path, dest_dir] : copies) {
     std::string dest = ArchivePath(dest_dir);
     while (!dest.empty() && dest.front() == '/') dest.erase(0, 1);
-    auto under = [&](const std::string& name) { return dest.empty() ? name : dest + "/" + name; };
-    std::error_code ec;
-    if (std::filesystem::is_directory(host_path, ec)) {
-      std::vector<std::string> names;
-      for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
-        names.push_back(entry.path().filename().string());
-      }
-      if (ec) return Status::NoInput(host_path + ": " + ec.message());
-      std::sort(names.begin(), names.end());
-      for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path + "/" + name, under(name)));
-    } else {
-      FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path, under(std::filesystem::path(host_path).filename().string())));
-    }
+    FORGE_RETURN_IF_ERROR(AddToArchive(tar, host_path, dest));
   }
   auto put = engine_->Call("PUT", "/containers/" + id + "/archive?path=%2F&noOverwriteDirNonDir=1", tar.Finish(),
                            {"application/x-tar", 300});
