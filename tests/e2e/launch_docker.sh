@@ -123,7 +123,8 @@ finished_before="$(sqlite3 "$work/forge.db" "select count(*) from rollouts where
 # Not held, so each harness was its sandbox's own process: the running ones
 # end by themselves and the engine removes them (AutoRemove), no gc needed.
 for _ in $(seq 300); do (( $(docker ps -q --filter "label=forge.run=$run" | wc -l) == 0 )) && break; sleep 0.1; done
-(( $(docker ps -q --filter "label=forge.run=$run" | wc -l) == 0 )) || fail "sandboxes still running 30 s after kill -9"
+(( $(docker ps -q --filter "label=forge.run=$run" | wc -l) == 0 )) ||
+  fail "sandboxes still running 30 s after kill -9: $(docker ps --filter "label=forge.run=$run" --format '{{.Names}} {{.Status}} {{.Command}}')"
 L --run-id "$run" -j 2 --command 'sleep 1.5' "$work/resume.jsonl" >"$work/second.out" 2>"$work/second.err"
 [[ "$(wc -l <"$work/second.out")" == 6 ]] || fail "rerun did not emit 6 records"
 [[ "$(jq -s '[.[] | select(.resumed == true)] | length' "$work/second.out")" == "$finished_before" ]] || fail "resumed count"
