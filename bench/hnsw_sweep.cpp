@@ -14,7 +14,8 @@
 //
 //   bench-hnsw_sweep [N=1000000] [THRESHOLD=0.9] [SAMPLE=1000]
 //   (BENCH_HNSW_M and BENCH_HNSW_EFC override M=16 and ef_construction=200;
-//   BENCH_HNSW_KERNEL=hnswlib keeps hnswlib's own distance kernel)
+//   BENCH_HNSW_KERNEL=hnswlib keeps hnswlib's own distance kernel;
+//   BENCH_HNSW_ONLY="own 64,own 256" runs only the strategies so named)
 #include <cblas.h>
 
 #include <algorithm>
@@ -150,7 +151,10 @@ int main(int argc, char** argv) {
       {"own 256 + top 256", Both(256, 256)},
   };
   std::printf("  %-26s %12s %14s\n", "strategy", "pair recall", "us per query");
+  // BENCH_HNSW_ONLY="own 64,own 256": only those (a quick look at a graph).
+  const char* only = std::getenv("BENCH_HNSW_ONLY");
   for (const auto& [name, strategy] : strategies) {
+    if (only && ("," + std::string(only) + ",").find("," + name + ",") == std::string::npos) continue;
     size_t found = 0;
     auto t0 = Clock::now();
     for (size_t i = 0; i < s; ++i) {
