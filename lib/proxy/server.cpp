@@ -122,6 +122,11 @@ Task<void> Server::WatchStop() {
   for (net::io_context* context : contexts_) context->stop();
 }
 
+namespace {
+constexpr size_t kLargestReadBuffer = 1 << 20;
+constexpr size_t kIdleReadBuffer = 16 * 1024;
+}  // namespace
+
 Task<void> Server::Session(tcp::socket socket) {
   metrics_.open_connections.fetch_add(1);
   beast::error_code ec;
@@ -133,7 +138,18 @@ Task<void> Server::Session(tcp::socket socket) {
     parser.body_limit(config_.body_limit);
     // An idle keep-alive connection may wait long; a harness thinks between calls.
     client.expires_after(std::chrono::seconds(3600));
-    co_await http::async_read(client, buffer, parser, Into(ec));
+    co_await http::async_read_header(client, buffer, parser, Into(ec));
+    if (!ec && !parser.is_done()) {
+      // beast reads no more than the buffer's free capacity at a time (512
+      // bytes while it is small): 400 reads and wakeups for a 200 KB body.
+      // Room for the whole body, up to a bound, makes that a few reads.
+      if (auto length = parser.content_length(); length && *length > buffer.capacity()) {
+        buffer.reserve(static_cast<size_t>(std::min<uint64_t>(*length, kLargestReadBuffer)));
+      }
+      co_await http::async_read(client, buffer, parser, Into(ec));
+    }
+    // An open connection keeps only a small buffer (a stream may stay open for minutes).
+    if (buffer.capacity() > kIdleReadBuffer && buffer.size() <= kIdleReadBuffer) buffer.shrink_to_fit();
     if (ec == http::error::body_limit) {
       metrics_.client_errors.fetch_add(1);
       Request req;

