@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "cli/diagnostics.h"
+
 namespace forge::proxy {
 
 double NowSeconds() {
@@ -9,7 +11,39 @@ double NowSeconds() {
 }
 
 Recorder::Recorder(store::Store& store, Metrics& metrics, size_t max_batch)
-    : store_(store), metrics_(metrics), max_batch_(max_batch), thread_([this] { Run(); }) {}
+    : store_(store), metrics_(metrics), max_batch_(max_batch), thread_([this] { Run(); }) {
+  StartCheckpointer();
+}
+
+void Recorder::StartCheckpointer() {
+  // Its own connection: a checkpoint then never holds the writer's.
+  auto own = store::Store::Open(store_.path());
+  if (!own.ok()) {
+    cli::Warn("WAL checkpoints stay inside commits: " + own.status().message());
+    return;
+  }
+  checkpoint_store_ = std::move(*own);
+  constexpr int kCheckpointPages = 1000;  // SQLite's own threshold
+  store_.HandOffCheckpoints(kCheckpointPages, [this] {
+    std::lock_guard<std::mutex> lock(checkpoint_mutex_);
+    checkpoint_due_ = true;
+    checkpoint_wake_.notify_one();
+  });
+  checkpointer_ = std::thread([this] { RunCheckpoints(); });
+}
+
+void Recorder::RunCheckpoints() {
+  std::unique_lock<std::mutex> lock(checkpoint_mutex_);
+  for (;;) {
+    checkpoint_wake_.wait(lock, [&] { return checkpoint_due_ || checkpoint_stop_; });
+    if (checkpoint_stop_) return;
+    checkpoint_due_ = false;
+    lock.unlock();
+    Status s = checkpoint_store_->Checkpoint();
+    if (!s.ok()) cli::Warn(s.message());
+    lock.lock();
+  }
+}
 
 Recorder::~Recorder() { Stop(); }
 
@@ -55,6 +89,15 @@ void Recorder::Stop() {
     wake_.notify_one();
   }
   if (thread_.joinable()) thread_.join();
+  if (checkpointer_.joinable()) {
+    store_.HandOffCheckpoints(0, nullptr);
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mutex_);
+      checkpoint_stop_ = true;
+      checkpoint_wake_.notify_one();
+    }
+    checkpointer_.join();
+  }
 }
 
 Status Recorder::Commit(std::vector<Pending>& batch) {

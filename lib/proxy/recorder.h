@@ -3,10 +3,12 @@
 // then tells each call's owner, which only then sends the final bytes of its
 // response. So a call the harness saw complete is always in the store.
 //
-// Two shortcuts keep the commit off a call's critical path: when the writer
-// is idle, a call is committed at once on the caller's thread (no thread
-// hand-off for a lone call); and a big request's content can be stored ahead,
-// while the upstream is still answering, so the final commit is small.
+// Three things keep work off a call's critical path: when the writer is
+// idle, a call is committed at once on the caller's thread (no thread
+// hand-off for a lone call); a big request's content can be stored ahead,
+// while the upstream is still answering, so the final commit is small; and
+// WAL checkpoints run on a thread and connection of their own (by default
+// SQLite runs one, milliseconds long, inside the commit that fills the WAL).
 #pragma once
 
 #include <condition_variable>
@@ -54,6 +56,8 @@ class Recorder {
   };
   void Run();
   Status Commit(std::vector<Pending>& batch);
+  void StartCheckpointer();
+  void RunCheckpoints();
 
   store::Store& store_;
   Metrics& metrics_;
@@ -64,6 +68,13 @@ class Recorder {
   bool busy_ = false;  // a commit is running (on the writer or a caller's thread)
   bool stopping_ = false;
   std::thread thread_;
+
+  std::unique_ptr<store::Store> checkpoint_store_;  // none: checkpoints stay SQLite's
+  std::mutex checkpoint_mutex_;
+  std::condition_variable checkpoint_wake_;
+  bool checkpoint_due_ = false;
+  bool checkpoint_stop_ = false;
+  std::thread checkpointer_;
 };
 
 double NowSeconds();  // wall clock, seconds since the epoch

@@ -169,6 +169,32 @@ Status Store::WriteTransaction(const std::function<Status()>& fn) {
   return WriteTransactionLocked(fn);
 }
 
+void Store::HandOffCheckpoints(int pages, std::function<void()> due) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  checkpoint_pages_ = pages;
+  checkpoint_due_ = std::move(due);
+  if (!checkpoint_due_) {
+    sqlite3_wal_autocheckpoint(db_.raw(), 1000);  // back to SQLite's default
+    return;
+  }
+  // A WAL hook replaces SQLite's automatic checkpoint (which is one itself).
+  sqlite3_wal_hook(
+      db_.raw(),
+      [](void* self, sqlite3*, const char*, int frames) {
+        auto* store = static_cast<Store*>(self);
+        if (frames >= store->checkpoint_pages_) store->checkpoint_due_();
+        return SQLITE_OK;
+      },
+      this);
+}
+
+Status Store::Checkpoint() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  int rc = sqlite3_wal_checkpoint_v2(db_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  if (rc == SQLITE_OK || rc == SQLITE_BUSY) return Status::Ok();  // busy: the next one catches up
+  return Status::Unavailable(path() + ": checkpoint: " + sqlite3_errmsg(db_.raw()));
+}
+
 Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
   // busy_timeout already waits inside SQLite; this loop covers the cases it
   // does not (a BUSY on COMMIT, or a deadlock-avoidance BUSY) with backoff.
@@ -180,13 +206,18 @@ Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
     return stmt.ok() ? stmt->Run() : stmt.status();
   };
   for (;;) {
+    pending_blobs_.clear();
     Status s = run("BEGIN IMMEDIATE");
     if (s.ok()) {
       s = fn();
       if (s.ok()) s = run("COMMIT");
-      if (s.ok()) return s;
+      if (s.ok()) {
+        RememberCommittedBlobs();
+        return s;
+      }
       (void)run("ROLLBACK");
     }
+    pending_blobs_.clear();
     if (!IsBusy(s) || std::chrono::steady_clock::now() > deadline) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, 100);
@@ -285,7 +316,22 @@ Result<std::optional<RolloutRow>> Store::RolloutBySecretHash(const std::string& 
   return std::optional<RolloutRow>(ReadRolloutRow(*stmt));
 }
 
+void Store::RememberCommittedBlobs() {
+  // A bound on memory, not an eviction policy: past it the cache starts over.
+  constexpr size_t kMaxCachedBlobs = 1 << 16;
+  if (committed_blobs_.size() + pending_blobs_.size() > kMaxCachedBlobs) committed_blobs_.clear();
+  for (auto& [hash, id] : pending_blobs_) committed_blobs_.emplace(std::move(hash), id);
+  pending_blobs_.clear();
+}
+
 Result<int64_t> Store::PutBlob(const std::string& hash, std::string_view data) {
+  if (auto known = committed_blobs_.find(hash); known != committed_blobs_.end()) return known->second;
+  auto id = InsertBlob(hash, data);
+  if (id.ok()) pending_blobs_.emplace_back(hash, *id);
+  return id;
+}
+
+Result<int64_t> Store::InsertBlob(const std::string& hash, std::string_view data) {
   auto insert = db_.PrepareCached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
   if (!insert.ok()) return insert.status();
   FORGE_RETURN_IF_ERROR(insert->Bind(1, hash).BindBlob(2, data).Run());

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -162,6 +163,15 @@ class Store {
   // another process holds the write lock. fn may run more than once.
   Status WriteTransaction(const std::function<Status()>& fn);
 
+  // SQLite checkpoints the WAL inside whichever COMMIT makes it 1,000 pages
+  // long: milliseconds and an fsync on that commit's caller. After this call
+  // this connection's commits never do; instead due() is called (on the
+  // committing thread) once the WAL is `pages` long, and another connection
+  // is expected to run Checkpoint. A null due() restores SQLite's default.
+  void HandOffCheckpoints(int pages, std::function<void()> due);
+  // A passive checkpoint: copies what it can and never waits for a writer.
+  Status Checkpoint();
+
  private:
   explicit Store(Database db) : db_(std::move(db)) {}
   Status Migrate(int target_version);
@@ -170,6 +180,8 @@ class Store {
   Result<std::string> PutContentText(std::string_view text);
   Result<Json> GetContent(const std::string& skeleton);
   Result<int64_t> PutBlob(const std::string& hash, std::string_view data);
+  Result<int64_t> InsertBlob(const std::string& hash, std::string_view data);
+  void RememberCommittedBlobs();
   Result<std::string> GetBlob(int64_t id);
   Status AppendCallLocked(CallRecord& call);
 
@@ -179,6 +191,14 @@ class Store {
   // The last few calls' prompt ids per rollout, for delta encoding without
   // reading them back. A miss only costs space: the call is stored whole.
   std::map<std::string, std::deque<std::pair<int64_t, std::vector<int32_t>>>> recent_prompts_;
+  // Blob ids by hash, for parts sent again and again (a system prompt, the
+  // tools, the conversation so far): a hit skips PutBlob's two statements.
+  // Blobs are never deleted, so a committed id stays right; ids a
+  // transaction interns join only when it commits.
+  std::unordered_map<std::string, int64_t> committed_blobs_;
+  std::vector<std::pair<std::string, int64_t>> pending_blobs_;
+  int checkpoint_pages_ = 0;
+  std::function<void()> checkpoint_due_;
   // CallsOfRollout's queries (all fields, tokens only), prepared on first use;
   // declared after db_ so they are finalised before it closes.
   std::optional<Statement> calls_query_[2];

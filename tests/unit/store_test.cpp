@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,6 +159,60 @@ TEST_CASE("resent conversation content is stored once") {
   REQUIRE(back.ok());
   CHECK(back->back().prompt_ids == prompt);
   CHECK(back->back().request["messages"] == history);
+}
+
+TEST_CASE("a blob interned by a transaction that rolled back is stored again, not referred to") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  Json abandoned = Json::array({Message("user", "abandoned " + std::string(200, 'a'))});
+  Json other = Json::array({Message("user", "other " + std::string(200, 'o'))});
+  forge::Status failed = store->WriteTransaction([&]() -> forge::Status {
+    auto skeleton = store->PutRequestText(Json{{"messages", abandoned}}.dump());
+    REQUIRE(skeleton.ok());
+    return forge::Status::DataErr("abandoned");
+  });
+  REQUIRE_FALSE(failed.ok());
+  // The next blob takes the row id the rolled-back one had; a remembered id
+  // for the abandoned message would now point at this one.
+  std::vector<CallRecord> first = {MakeCall("r", other, {1})};
+  REQUIRE(store->AppendCalls(first).ok());
+  std::vector<CallRecord> second = {MakeCall("r", abandoned, {2})};
+  REQUIRE(store->AppendCalls(second).ok());
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[0].request["messages"] == other);
+  CHECK((*back)[1].request["messages"] == abandoned);
+}
+
+TEST_CASE("checkpoints handed off: commits never run one, another connection does") {
+  forge::testing::TempDir dir;
+  std::string path = dir.File("forge.db");
+  auto writer = OpenOrDie(path);
+  auto other = OpenOrDie(path);
+  auto bytes = [](const std::string& file) {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : int64_t{-1};
+  };
+  int due = 0;
+  writer->HandOffCheckpoints(50, [&] { ++due; });
+  // About 1,500 WAL pages: past SQLite's own threshold of 1,000, which would
+  // have checkpointed (and so rewound the WAL) inside a commit.
+  for (int i = 0; i < 300; ++i) {
+    Json history = Json::array({Message("user", std::to_string(i) + std::string(16000, 'x'))});
+    std::vector<CallRecord> calls = {MakeCall("r", history, {i})};
+    REQUIRE(writer->AppendCalls(calls).ok());
+  }
+  CHECK(due > 0);
+  int64_t wal = bytes(path + "-wal"), db = bytes(path);
+  CHECK(wal > 1000 * 4096);
+  REQUIRE(other->Checkpoint().ok());
+  CHECK(bytes(path) > db + 300 * 16000);  // the calls' pages copied into the database
+  // The next commit rewinds the WAL instead of growing it.
+  std::vector<CallRecord> more = {MakeCall("r", Json::array({Message("user", "after")}), {1})};
+  REQUIRE(writer->AppendCalls(more).ok());
+  CHECK(bytes(path + "-wal") == wal);
+  writer->HandOffCheckpoints(0, nullptr);
 }
 
 TEST_CASE("an SDK retry of the same call is recorded once") {
