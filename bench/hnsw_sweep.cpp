@@ -13,7 +13,7 @@
 // finds a pair from its other end). Query time is per sampled item.
 //
 //   bench-hnsw_sweep [N=1000000] [THRESHOLD=0.9] [SAMPLE=1000]
-//   (BENCH_HNSW_M and BENCH_HNSW_EFC override M=16 and ef_construction=200;
+//   (BENCH_HNSW_M and BENCH_HNSW_EFC override forge-dedup's M and ef_construction;
 //   BENCH_HNSW_KERNEL=hnswlib keeps hnswlib's own distance kernel;
 //   BENCH_HNSW_ONLY="own 64,own 256" runs only the strategies so named)
 #include <cblas.h>
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "dedup/exact_search.h"
+#include "dedup/hnsw_search.h"
 #include "dedup/hnsw_space.h"
 #include "random_vectors.h"
 
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   const float threshold = argc > 2 ? std::stof(argv[2]) : 0.9f;
   const size_t s = std::min(n, argc > 3 ? std::stoul(argv[3]) : size_t{1000});
   const size_t d = 384;
-  size_t m = 16, ef_construction = 200;
+  size_t m = forge::dedup::HnswOptions().m, ef_construction = forge::dedup::HnswOptions().ef_construction;
   if (const char* v = std::getenv("BENCH_HNSW_M")) m = std::stoul(v);
   if (const char* v = std::getenv("BENCH_HNSW_EFC")) ef_construction = std::stoul(v);
   const int threads = forge::dedup::ThreadCount(0);

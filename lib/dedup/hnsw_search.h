@@ -18,8 +18,11 @@
 namespace forge::dedup {
 
 struct HnswOptions {
-  size_t m = 16;
-  size_t ef_construction = 200;
+  // A denser graph than hnswlib's usual 16/200: on isotropic 384-d data
+  // 16/200 finds 0.9885 of the threshold pairs at 300,000 items and 0.89 at
+  // 1,000,000; 32/400 finds all at 300,000, for 3.2x the build.
+  size_t m = 32;
+  size_t ef_construction = 400;
   size_t ef_search = 64;      // first beam per item (at least k)
   size_t k = 32;              // neighbours asked for per item
   size_t max_ef = 8192;       // the beam stops growing here

@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(16, 1 << 16));
   app.add_option("--max-pairs", o.search.max_pairs,
                  "Refuse to hold more similar pairs than this (memory bound)");
-  app.add_option("--hnsw-m", o.hnsw.m, "HNSW links per node (16)");
-  app.add_option("--hnsw-ef-construction", o.hnsw.ef_construction, "HNSW build beam (200)");
+  app.add_option("--hnsw-m", o.hnsw.m, "HNSW links per node (32)");
+  app.add_option("--hnsw-ef-construction", o.hnsw.ef_construction, "HNSW build beam (400)");
   app.add_option("--hnsw-ef", o.hnsw.ef_search,
                  "HNSW first query beam (64); doubled while its farthest member still reaches "
                  "the threshold");
