@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
       "  exact search 0.23x FAISS IndexFlatIP range_search CPU time at 30,000 vectors, same\n"
       "  pairs (target <= 0.5x: met; 100,000 not run here, the ratio does not depend on N);\n"
       "  HNSW recall of the threshold pairs 1.000 at 10,000 and 20,000 (target >= 0.99: met);\n"
-      "  1,000,000 vectors with HNSW: pair recall 0.916 with M 16 / ef_construction 200;\n"
-      "  with the M 32 / 400 defaults (all pairs found at 300,000) not yet measured.\n"
+      "  1,000,000 vectors with HNSW (M 32, ef_construction 400): pair recall 1.000 on a\n"
+      "  1,000-item sample (target >= 0.99: met); build 12,020 CPU-s, queries 1,673 CPU-s.\n"
       "See forge-dedup(1) and docs/forge-dedup.md.");
 
   RemoteOptions remote;
