@@ -206,7 +206,7 @@ Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
     return stmt.ok() ? stmt->Run() : stmt.status();
   };
   for (;;) {
-    pending_blobs_.clear();
+    pending_blobs_.clear();  // ids of an attempt that rolled back never join
     Status s = run("BEGIN IMMEDIATE");
     if (s.ok()) {
       s = fn();
@@ -217,7 +217,6 @@ Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
       }
       (void)run("ROLLBACK");
     }
-    pending_blobs_.clear();
     if (!IsBusy(s) || std::chrono::steady_clock::now() > deadline) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, 100);
