@@ -142,25 +142,28 @@ std::string FinishReasonOf(const Json& response) {
 
 }  // namespace
 
-Task<Status> Server::Commit(store::CallRecord call, std::shared_ptr<EarlyRequest> early) {
+Task<Status> Server::Commit(store::CallRecord call) {
+  // The writer's answer arrives by a post to this call's io thread, so it
+  // never races with the wait below.
+  struct Waiting {
+    std::optional<Status> result;
+    std::optional<net::steady_timer> timer;
+  };
   auto executor = co_await net::this_coro::executor;
-  auto timer = std::make_shared<net::steady_timer>(executor, net::steady_timer::time_point::max());
-  auto result = std::make_shared<std::optional<Status>>();
-  auto committed = recorder_->Submit(
-      std::move(call),
-      [timer, result, executor](Status status) {
-        net::post(executor, [timer, result, status] {
-          *result = status;
-          timer->cancel();
-        });
-      },
-      std::move(early));
-  if (committed) co_return *committed;  // committed on this thread: the writer was idle
-  while (!result->has_value()) {
+  auto waiting = std::make_shared<Waiting>();
+  auto logged = recorder_->Submit(std::move(call), [waiting, executor](Status status) {
+    net::post(executor, [waiting, status] {
+      waiting->result = status;
+      if (waiting->timer) waiting->timer->cancel();
+    });
+  });
+  if (logged) co_return *logged;  // the usual case: final at once
+  waiting->timer.emplace(executor, net::steady_timer::time_point::max());
+  while (!waiting->result) {
     beast::error_code ec;
-    co_await timer->async_wait(Into(ec));
+    co_await waiting->timer->async_wait(Into(ec));
   }
-  co_return **result;
+  co_return *waiting->result;
 }
 
 Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
@@ -356,7 +359,6 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   }
 
   // The upstream request: the client's, plus the capture fields.
-  std::shared_ptr<EarlyRequest> early;
   CaptureWants wants;
   bool client_wants_usage = true;
   std::string upstream_body;
@@ -368,14 +370,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     // The store keeps the request as its bytes and the upstream request as
     // the few fields that differ. (req is only read for its headers from here.)
     rec.upstream_request_patch = std::move(raw->upstream_patch);
-    // A big request is stored now, by the writer thread, while the upstream
-    // answers; the call's own commit then only adds the answer.
-    constexpr size_t kEarlyRequestBytes = 32 * 1024;
-    if (req.body().size() >= kEarlyRequestBytes) {
-      early = recorder_->StoreRequestEarly(std::move(req.body()));
-    } else {
-      rec.request_text = std::move(req.body());
-    }
+    rec.request_text = std::move(req.body());
   } else {
     Json body = std::move(chat.body);
     wants = AddCaptureFields(body, route.format == "openai-completions");
@@ -418,7 +413,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     rec.error = message;
     rec.retry_key.clear();  // a failed call never hides a retry that succeeds
     finish(rec);
-    co_await Commit(rec, early);  // best effort: the client is told of the failure either way
+    co_await Commit(rec);  // best effort: the client is told of the failure either way
     co_await stop_keepalive();
     if (!cs->headers_sent) co_return co_await fail(status, message);
     auto translator = format->NewStream();
@@ -503,7 +498,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
       rec.http_status = 200;
       rec.retry_key = retry_key;
       finish(rec);
-      Status committed = co_await Commit(std::move(rec), early);
+      Status committed = co_await Commit(std::move(rec));
       if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
       co_return co_await Send(client, req, http::status::ok, std::move(chunk->text));
     }
@@ -526,7 +521,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     rec.retry_key = retry_key;
     finish(rec);
     std::string bytes = out->dump();
-    Status committed = co_await Commit(std::move(rec), early);
+    Status committed = co_await Commit(std::move(rec));
     if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
     format->Finished(chat, response);
     co_return co_await Send(client, req, http::status::ok, std::move(bytes));
@@ -643,7 +638,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     rec.http_status = cs->failed ? 499 : 502;
     rec.error = stream_error;
     finish(rec);
-    co_await Commit(std::move(rec), early);
+    co_await Commit(std::move(rec));
     if (!cs->failed) co_await WriteSseBytes(*cs, held + translator->OnError(stream_error), true);
     co_return false;  // the upstream connection is not reusable; close the client's too
   }
@@ -653,7 +648,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   rec.http_status = 200;
   rec.retry_key = retry_key;
   finish(rec);
-  Status committed = co_await Commit(std::move(rec), early);
+  Status committed = co_await Commit(std::move(rec));
   if (!committed.ok()) {
     co_await WriteSseBytes(*cs, translator->OnError("the call could not be recorded: " + committed.message()), true);
     co_return false;

@@ -53,7 +53,7 @@ Status RunProxy(const ProxyConfig& config) {
 
   auto* server_owner = new Server(config, contexts, **writer, **reader, *upstreams, replay.get());
   Server& server = *server_owner;
-  FORGE_RETURN_IF_ERROR(server.Listen());
+  FORGE_RETURN_IF_ERROR(server.Open());
   server.Start();
   cli::Note("listening on http://" + config.listen_host + ":" + std::to_string(config.port) + ", recording to " +
             config.store_path);

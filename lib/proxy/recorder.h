@@ -1,16 +1,16 @@
-// The proxy's one store writer. Calls from every connection queue here; a
-// thread commits whatever has queued in one transaction (group commit) and
-// then tells each call's owner, which only then sends the final bytes of its
-// response. So a call the harness saw complete is always in the store.
+// The proxy's one store writer. A call is made durable by appending it to
+// the store's call log (store/call_log.h) on the caller's thread, one write
+// before the final bytes of its response go out, so a call the harness saw
+// complete is never lost; a thread then moves logged calls into the database
+// in batches, one transaction each (group commit), off every call's path.
 //
-// Three things keep work off a call's critical path: when the writer is
-// idle, a call is committed at once on the caller's thread (no thread
-// hand-off for a lone call); a big request's content can be stored ahead,
-// while the upstream is still answering, so the final commit is small; and
-// WAL checkpoints run on a thread and connection of their own (by default
-// SQLite runs one, milliseconds long, inside the commit that fills the WAL).
+// The queue between the two is bounded: past kMaxQueuedBytes a call waits
+// for the database like a synchronous commit would. WAL checkpoints run on a
+// thread and connection of their own (by default SQLite runs one,
+// milliseconds long, inside the commit that fills the WAL).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -20,40 +20,39 @@
 #include <thread>
 
 #include "proxy/metrics.h"
+#include "store/call_log.h"
 #include "store/store.h"
 
 namespace forge::proxy {
-
-// A request's content stored ahead of its call (Store::PutRequestText).
-struct EarlyRequest {
-  std::string text;      // the request's JSON text (given back to the call if storing failed)
-  std::string skeleton;  // set by the writer once stored
-  bool stored = false;
-};
 
 class Recorder {
  public:
   using Done = std::function<void(Status)>;
 
-  Recorder(store::Store& store, Metrics& metrics, size_t max_batch = 512);
-  ~Recorder();  // commits what is queued, then stops
+  // Creates the call log beside the store's database.
+  static Result<std::unique_ptr<Recorder>> Create(store::Store& store, Metrics& metrics);
+  ~Recorder();  // stops (see Stop)
 
-  // Queues the request's content to be stored now; pass the handle to Submit.
-  std::shared_ptr<EarlyRequest> StoreRequestEarly(std::string text);
-  // Commits a call. When the writer is idle and nothing is queued, commits on
-  // this thread and returns the status (done is not called); else queues it
-  // and returns nullopt, and done runs on the writer thread after the commit.
-  std::optional<Status> Submit(store::CallRecord call, Done done, std::shared_ptr<EarlyRequest> early = nullptr);
-  // Commits what is queued and stops the writer; later Submits fail at once.
+  // Logs a call. Returns its status when that is final (logged, or failed);
+  // returns nullopt when the queue is full, and then done runs on the writer
+  // thread once the database holds the call.
+  std::optional<Status> Submit(store::CallRecord call, Done done);
+  // Calls logged but not yet in the database.
+  int64_t pending() const { return metrics_.store_queue.load(); }
+  // Moves every logged call into the database, deletes the log and stops the
+  // writer; later Submits fail at once.
   void Stop();
 
  private:
   struct Pending {
-    std::optional<store::CallRecord> call;  // none: an early request
-    std::shared_ptr<EarlyRequest> early;
-    Done done;
+    store::CallRecord call;
+    store::LogPosition logged;
+    size_t bytes;
+    Done done;  // set only for a call that waits for the database
     double queued_at;
+    std::chrono::steady_clock::time_point gather_until;
   };
+  Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log);
   void Run();
   Status Commit(std::vector<Pending>& batch);
   void StartCheckpointer();
@@ -61,12 +60,14 @@ class Recorder {
 
   store::Store& store_;
   Metrics& metrics_;
-  size_t max_batch_;
-  std::mutex mutex_;
+  std::unique_ptr<store::CallLog> log_;
+  std::mutex mutex_;  // log_, queue_ and the rest below
   std::condition_variable wake_;
   std::deque<Pending> queue_;
-  bool busy_ = false;  // a commit is running (on the writer or a caller's thread)
+  size_t queued_bytes_ = 0;
   bool stopping_ = false;
+  bool stopped_ = false;
+  Status broken_log_;  // once not ok, every Submit fails with it
   std::thread thread_;
 
   std::unique_ptr<store::Store> checkpoint_store_;  // none: checkpoints stay SQLite's

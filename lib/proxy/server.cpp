@@ -47,7 +47,7 @@ Server::Server(const ProxyConfig& config, std::vector<net::io_context*> contexts
       reader_store_(reader_store),
       upstreams_(upstreams),
       replay_(replay),
-      recorder_(std::make_unique<Recorder>(writer_store, metrics_)),
+      writer_store_(writer_store),
       secrets_(reader_store, config.secret_cache_ttl),
       acceptor_(net::make_strand(io_)) {
   if (auto v = reader_store_.GetMeta(std::string(kPolicyVersionKey)); v.ok() && v->has_value()) {
@@ -55,7 +55,10 @@ Server::Server(const ProxyConfig& config, std::vector<net::io_context*> contexts
   }
 }
 
-Status Server::Listen() {
+Status Server::Open() {
+  auto recorder = Recorder::Create(writer_store_, metrics_);
+  if (!recorder.ok()) return recorder.status();
+  recorder_ = std::move(*recorder);
   beast::error_code ec;
   auto address = net::ip::make_address(config_.listen_host, ec);
   if (ec) return Status::Config("--listen " + config_.listen_host + ": " + ec.message());
@@ -80,7 +83,9 @@ void Server::Start() {
   }
 }
 
-void Server::Finish() { recorder_->Stop(); }
+void Server::Finish() {
+  if (recorder_) recorder_->Stop();
+}
 
 Task<void> Server::AcceptLoop() {
   for (;;) {
@@ -279,10 +284,11 @@ Task<bool> Server::HandleAdmin(beast::tcp_stream& client, Request& req, std::str
     co_return co_await Send(client, req, http::status::ok, state().dump());
   }
   if (post && path == "/admin/drain") {
-    // Waits until no call is in flight (pause first, or new calls keep arriving).
+    // Waits until no call is in flight and the database holds every call
+    // (pause first, or new calls keep arriving).
     double deadline = MonotonicSeconds() + 600;
     net::steady_timer timer(co_await net::this_coro::executor);
-    while (metrics_.in_flight.load() > 0 && MonotonicSeconds() < deadline) {
+    while ((metrics_.in_flight.load() > 0 || recorder_->pending() > 0) && MonotonicSeconds() < deadline) {
       timer.expires_after(std::chrono::milliseconds(10));
       beast::error_code ec;
       co_await timer.async_wait(Into(ec));

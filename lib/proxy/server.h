@@ -48,7 +48,8 @@ class Server {
   Server(const ProxyConfig& config, std::vector<net::io_context*> contexts, store::Store& writer_store,
          store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay);
 
-  Status Listen();
+  // Creates the store's call log and the listening socket.
+  Status Open();
   void Start();             // spawns the accept loop, the stop watcher and health checks
   void Finish();            // after io threads return: stops the recorder
   Metrics& metrics() { return metrics_; }
@@ -66,7 +67,7 @@ class Server {
   // call.cpp
   Task<bool> HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
                         std::string path_rollout);
-  Task<Status> Commit(store::CallRecord call, std::shared_ptr<EarlyRequest> early = nullptr);
+  Task<Status> Commit(store::CallRecord call);
   // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
   // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
   // non-trivial by-value coroutine parameters passed this way.
@@ -95,7 +96,8 @@ class Server {
   UpstreamPool& upstreams_;
   ReplayIndex* replay_;
   Metrics metrics_;
-  std::unique_ptr<Recorder> recorder_;
+  store::Store& writer_store_;
+  std::unique_ptr<Recorder> recorder_;  // made by Open
   SecretResolver secrets_;
   RetryKeys retry_keys_;
   tcp::acceptor acceptor_;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "store/call_log.h"
 #include "store/content.h"
 #include "store/schema.h"
 
@@ -96,6 +97,12 @@ size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions options) {
+  if (options.read_only && HasOrphanCallLogs(path)) {
+    OpenOptions writable = options;
+    writable.read_only = false;
+    auto recovered = Open(path, writable);
+    if (!recovered.ok()) return recovered.status();
+  }
   auto db = Database::Open(path, options.read_only);
   if (!db.ok()) return db.status();
   std::unique_ptr<Store> store(new Store(std::move(*db)));
@@ -108,6 +115,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions 
     if (!s.ok()) return s.Prefixed("opening store");
     int target = options.target_version < 0 ? LatestSchemaVersion() : options.target_version;
     FORGE_RETURN_IF_ERROR(store->Migrate(target));
+    if (target >= 2) {  // the meta table
+      auto recovered = RecoverCallLogs(*store);
+      if (!recovered.ok()) return recovered.status().Prefixed(path);
+    }
   } else {
     // Readers (forge-pack, forge-dedup) scan much of the file: map it
     // rather than copy every page through read(2).
@@ -118,6 +129,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions 
                              " (expected " + std::to_string(LatestSchemaVersion()) +
                              "); open it read-write once to migrate");
     }
+  }
+  if (store->schema_version() >= 2) {
+    constexpr double kCatchUpSeconds = 5;
+    FORGE_RETURN_IF_ERROR(WaitForLiveCallLogs(*store, kCatchUpSeconds).Prefixed(path));
   }
   return store;
 }
@@ -385,13 +400,16 @@ Result<Json> Store::GetContent(const std::string& skeleton_text) {
   return value;
 }
 
-Status Store::AppendCalls(std::vector<CallRecord>& calls) {
+Status Store::AppendCalls(std::vector<CallRecord>& calls, const LogMark* mark) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto saved_prompts = recent_prompts_;
   Status s = WriteTransactionLocked([&]() -> Status {
     recent_prompts_ = saved_prompts;  // a retried transaction starts from the same cache
     for (CallRecord& call : calls) FORGE_RETURN_IF_ERROR(AppendCallLocked(call));
-    return Status::Ok();
+    if (!mark) return Status::Ok();
+    auto stmt = db_.PrepareCached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
+    if (!stmt.ok()) return stmt.status();
+    return stmt->Bind(1, mark->key).Bind(2, mark->value).Run();
   });
   if (!s.ok()) recent_prompts_ = std::move(saved_prompts);
   return s;
@@ -719,6 +737,14 @@ Status Store::SetMeta(const std::string& key, const std::string& value) {
     auto stmt = db_.Prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
     if (!stmt.ok()) return stmt.status();
     return stmt->Bind(1, key).Bind(2, value).Run();
+  });
+}
+
+Status Store::DeleteMeta(const std::string& key) {
+  return WriteTransaction([&]() -> Status {
+    auto stmt = db_.Prepare("DELETE FROM meta WHERE key = ?1");
+    if (!stmt.ok()) return stmt.status();
+    return stmt->Bind(1, key).Run();
   });
 }
 

@@ -81,6 +81,13 @@ struct CallRecord {
   Json upstream_request_patch;
 };
 
+// A meta row written in the same transaction as a batch of calls: how far a
+// call log (call_log.h) has been taken into the database.
+struct LogMark {
+  std::string key;
+  std::string value;
+};
+
 struct StoreStats {
   int64_t file_bytes = 0;  // database + WAL
   int64_t blob_count = 0;
@@ -91,6 +98,11 @@ struct StoreStats {
 
 class Store {
  public:
+  // Opening moves into the database whatever a call log left by a stopped
+  // forge-proxy still holds (call_log.h); a read-only opener does it through
+  // a read-write connection of its own. It also waits (up to 5 s) for a
+  // running forge-proxy to move the calls it has logged so far, so a call a
+  // harness saw complete is visible to whoever opens the store next.
   static Result<std::unique_ptr<Store>> Open(const std::string& path, OpenOptions options = {});
   ~Store();
 
@@ -112,8 +124,9 @@ class Store {
 
   // Calls. Appends all in one transaction (the proxy's group commit); assigns
   // ids and sequence numbers. A call whose (rollout, retry_key) is already
-  // stored is skipped and its id left 0.
-  Status AppendCalls(std::vector<CallRecord>& calls);
+  // stored is skipped and its id left 0. A mark, when given, is written in
+  // the same transaction.
+  Status AppendCalls(std::vector<CallRecord>& calls, const LogMark* mark = nullptr);
   // Stores a request's parts ahead of its call (a proxy does it while the
   // upstream answers, so the call's own commit stays small); returns the
   // value for CallRecord::request_skeleton. Run it inside WriteTransaction.
@@ -150,6 +163,7 @@ class Store {
   // Small key/value settings (e.g. the proxy's policy version).
   Status SetMeta(const std::string& key, const std::string& value);
   Result<std::optional<std::string>> GetMeta(const std::string& key);
+  Status DeleteMeta(const std::string& key);
 
   Result<StoreStats> Stats();
 

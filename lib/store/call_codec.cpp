@@ -1,0 +1,163 @@
+#include "store/call_codec.h"
+
+#include <cstring>
+
+namespace forge::store {
+namespace {
+
+// Texts shorter than this are copied into the small buffer: a writev piece
+// of its own costs more than the copy.
+constexpr size_t kLongText = 2048;
+
+std::string JsonText(const Json& value) {
+  return value.is_null() ? std::string() : value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+template <typename T>
+std::string_view ArrayBytes(const std::vector<T>& values) {
+  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : rest_(bytes) {}
+
+  bool U64(uint64_t* value) {
+    if (rest_.size() < 8) return false;
+    std::memcpy(value, rest_.data(), 8);  // little-endian, like the rest of the store
+    rest_.remove_prefix(8);
+    return true;
+  }
+  bool F64(double* value) {
+    uint64_t bits;
+    if (!U64(&bits)) return false;
+    std::memcpy(value, &bits, 8);
+    return true;
+  }
+  bool Bytes(std::string_view* bytes) {
+    uint64_t n;
+    if (!U64(&n) || n > rest_.size()) return false;
+    *bytes = rest_.substr(0, n);
+    rest_.remove_prefix(n);
+    return true;
+  }
+  bool done() const { return rest_.empty(); }
+
+ private:
+  std::string_view rest_;
+};
+
+template <typename T>
+bool ToArray(std::string_view bytes, std::vector<T>* out) {
+  if (bytes.size() % sizeof(T) != 0) return false;
+  out->resize(bytes.size() / sizeof(T));
+  if (!out->empty()) std::memcpy(out->data(), bytes.data(), bytes.size());
+  return true;
+}
+
+}  // namespace
+
+// The order of the fields is the format: DecodeCall reads them back in it.
+EncodedCall::EncodedCall(const CallRecord& c) {
+  for (const std::string* text : {&c.rollout_id, &c.client_format, &c.upstream, &c.model, &c.finish_reason,
+                                  &c.error, &c.retry_key, &c.request_text, &c.request_skeleton,
+                                  &c.response_text, &c.upstream_response_text}) {
+    Bytes(*text);
+  }
+  for (int64_t value : {c.seq, c.policy_version_start, c.policy_version_end, static_cast<int64_t>(c.http_status),
+                        static_cast<int64_t>(c.side_call ? 1 : 0)}) {
+    U64(static_cast<uint64_t>(value));
+  }
+  for (double value : {c.started_at, c.first_token_at, c.ended_at}) F64(value);
+  for (const Json* value : {&c.request, &c.response, &c.upstream_request, &c.upstream_response, &c.usage,
+                            &c.upstream_request_patch}) {
+    json_texts_.push_back(JsonText(*value));
+    Bytes(json_texts_.back());
+  }
+  Bytes(ArrayBytes(c.prompt_ids));
+  Bytes(ArrayBytes(c.completion_ids));
+  Bytes(ArrayBytes(c.logprobs));
+
+  size_t at = 0;
+  for (const auto& [offset, text] : long_texts_) {
+    if (offset > at) pieces_.push_back({small_.data() + at, offset - at});
+    pieces_.push_back({const_cast<char*>(text.data()), text.size()});
+    at = offset;
+  }
+  if (small_.size() > at) pieces_.push_back({small_.data() + at, small_.size() - at});
+  size_ = small_.size();
+  for (const auto& [offset, text] : long_texts_) size_ += text.size();
+}
+
+void EncodedCall::U64(uint64_t value) {
+  char bytes[8];
+  std::memcpy(bytes, &value, 8);
+  small_.append(bytes, 8);
+}
+
+void EncodedCall::F64(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, 8);
+  U64(bits);
+}
+
+void EncodedCall::Bytes(std::string_view bytes) {
+  U64(bytes.size());
+  if (bytes.size() < kLongText) {
+    small_.append(bytes);
+  } else {
+    long_texts_.emplace_back(small_.size(), bytes);
+  }
+}
+
+Result<CallRecord> DecodeCall(std::string_view bytes) {
+  CallRecord c;
+  Reader in(bytes);
+  auto cut = [](const char* field) { return Status::DataErr(std::string("call record cut short at ") + field); };
+  struct TextField {
+    const char* name;
+    std::string* value;
+  };
+  for (const TextField& f : {TextField{"rollout_id", &c.rollout_id}, {"client_format", &c.client_format},
+                             {"upstream", &c.upstream}, {"model", &c.model}, {"finish_reason", &c.finish_reason},
+                             {"error", &c.error}, {"retry_key", &c.retry_key}, {"request_text", &c.request_text},
+                             {"request_skeleton", &c.request_skeleton}, {"response_text", &c.response_text},
+                             {"upstream_response_text", &c.upstream_response_text}}) {
+    std::string_view text;
+    if (!in.Bytes(&text)) return cut(f.name);
+    f.value->assign(text);
+  }
+  uint64_t ints[5];
+  for (uint64_t& value : ints) {
+    if (!in.U64(&value)) return cut("seq/versions/status");
+  }
+  c.seq = static_cast<int64_t>(ints[0]);
+  c.policy_version_start = static_cast<int64_t>(ints[1]);
+  c.policy_version_end = static_cast<int64_t>(ints[2]);
+  c.http_status = static_cast<int>(ints[3]);
+  c.side_call = ints[4] != 0;
+  for (double* value : {&c.started_at, &c.first_token_at, &c.ended_at}) {
+    if (!in.F64(value)) return cut("times");
+  }
+  struct JsonField {
+    const char* name;
+    Json* value;
+  };
+  for (const JsonField& f : {JsonField{"request", &c.request}, {"response", &c.response},
+                             {"upstream_request", &c.upstream_request}, {"upstream_response", &c.upstream_response},
+                             {"usage", &c.usage}, {"upstream_request_patch", &c.upstream_request_patch}}) {
+    std::string_view text;
+    if (!in.Bytes(&text)) return cut(f.name);
+    if (text.empty()) continue;
+    *f.value = Json::parse(text, nullptr, false);
+    if (f.value->is_discarded()) return Status::DataErr(std::string("call record: field ") + f.name + " is not JSON");
+  }
+  std::string_view prompt, completion, logprobs;
+  if (!in.Bytes(&prompt) || !ToArray(prompt, &c.prompt_ids)) return cut("prompt_ids");
+  if (!in.Bytes(&completion) || !ToArray(completion, &c.completion_ids)) return cut("completion_ids");
+  if (!in.Bytes(&logprobs) || !ToArray(logprobs, &c.logprobs)) return cut("logprobs");
+  if (!in.done()) return Status::DataErr("call record: bytes left after its last field");
+  return c;
+}
+
+}  // namespace forge::store

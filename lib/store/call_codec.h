@@ -1,0 +1,47 @@
+// A call record as bytes, for the call log (call_log.h): every field in a
+// fixed order, strings and arrays with their lengths, Json as its text.
+// Encoding copies only the small fields; a long text (a 200 KB request) is
+// handed to writev(2) from where it already is.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "store/store.h"
+
+namespace forge::store {
+
+class EncodedCall {
+ public:
+  // Refers to the call's strings: the call must outlive this object.
+  explicit EncodedCall(const CallRecord& call);
+  EncodedCall(const EncodedCall&) = delete;
+  EncodedCall& operator=(const EncodedCall&) = delete;
+
+  // The encoding, in order, as pieces for writev(2).
+  const std::vector<iovec>& pieces() const { return pieces_; }
+  size_t size() const { return size_; }
+
+ private:
+  void U64(uint64_t value);
+  void F64(double value);
+  void Bytes(std::string_view bytes);
+
+  std::string small_;  // everything but the long texts
+  std::deque<std::string> json_texts_;  // a deque: elements never move
+  // Long texts, each spliced in at an offset of small_.
+  std::vector<std::pair<size_t, std::string_view>> long_texts_;
+  std::vector<iovec> pieces_;
+  size_t size_ = 0;
+};
+
+// The call an EncodedCall's bytes hold. DataErr names the field that does
+// not fit (a torn or foreign record).
+Result<CallRecord> DecodeCall(std::string_view bytes);
+
+}  // namespace forge::store

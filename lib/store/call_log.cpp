@@ -1,0 +1,332 @@
+#include "store/call_log.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "store/call_codec.h"
+
+namespace forge::store {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '1'};
+constexpr uint64_t kHeaderBytes = 16;
+constexpr uint64_t kRecordHeaderBytes = 16;
+constexpr std::string_view kInfix = "-calls-";
+constexpr size_t kIdDigits = 16;
+// A batch read back from a dead writer's log: bounded so a long log does
+// not sit in memory whole.
+constexpr size_t kRecoveryBatchCalls = 512;
+constexpr size_t kRecoveryBatchBytes = 64 << 20;
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+uint64_t RandomId() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+std::string Hex(uint64_t value) {
+  char text[kIdDigits + 1];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+void SplitPath(const std::string& path, std::string* dir, std::string* base) {
+  size_t slash = path.rfind('/');
+  *dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  *base = slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string MetaKey(const std::string& log_path) {
+  size_t slash = log_path.rfind('/');
+  return "call-log:" + (slash == std::string::npos ? log_path : log_path.substr(slash + 1));
+}
+
+// The logs beside db_path, oldest name first (names are random: order only
+// matters within one log).
+std::vector<std::string> LogPaths(const std::string& db_path) {
+  std::string dir, base;
+  SplitPath(db_path, &dir, &base);
+  std::string prefix = base + std::string(kInfix);
+  std::vector<std::string> paths;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return paths;
+  while (dirent* entry = readdir(d)) {
+    std::string_view name = entry->d_name;
+    if (name.size() != prefix.size() + kIdDigits || name.substr(0, prefix.size()) != prefix) continue;
+    if (name.substr(prefix.size()).find_first_not_of("0123456789abcdef") != std::string_view::npos) continue;
+    paths.push_back(dir + "/" + std::string(name));
+  }
+  closedir(d);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// Opens a log and takes its lock if no live writer holds it; -1 otherwise.
+int OpenOrphan(const std::string& path) {
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool ReadAll(int fd, uint64_t offset, char* out, size_t n) {
+  while (n > 0) {
+    ssize_t got = pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    offset += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+uint64_t Load64(const char* bytes) {
+  uint64_t value;
+  std::memcpy(&value, bytes, 8);
+  return value;
+}
+
+// Parses "<generation hex>:<offset>"; false when the row is absent or odd.
+bool ParseMark(const std::optional<std::string>& value, uint64_t* generation, uint64_t* offset) {
+  if (!value) return false;
+  unsigned long long g = 0, o = 0;
+  if (std::sscanf(value->c_str(), "%llx:%llu", &g, &o) != 2) return false;
+  *generation = g;
+  *offset = o;
+  return true;
+}
+
+// Moves one orphan log (locked, open as fd) into the store.
+Status Recover(Store& store, int fd, const std::string& path, RecoveryReport* report) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return Status::Io(path + ": " + ErrnoText());
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  char header[kHeaderBytes];
+  if (size >= kHeaderBytes) {
+    if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::Io(path + ": cannot read the header");
+    if (std::memcmp(header, kMagic, sizeof kMagic) != 0) return Status::Ok();  // not ours: left alone
+    uint64_t generation = Load64(header + 8);
+    LogMark mark{MetaKey(path), ""};
+    auto stored = store.GetMeta(mark.key);
+    if (!stored.ok()) return stored.status().Prefixed(path);
+    uint64_t taken_generation = 0, offset = kHeaderBytes;
+    if (ParseMark(*stored, &taken_generation, &offset) && taken_generation == generation) {
+      offset = std::max(offset, kHeaderBytes);
+    } else {
+      offset = kHeaderBytes;  // the database has taken nothing of this generation
+    }
+    std::vector<CallRecord> batch;
+    size_t batch_bytes = 0;
+    auto flush = [&]() -> Status {
+      if (batch.empty()) return Status::Ok();
+      mark.value = Hex(generation) + ":" + std::to_string(offset);
+      FORGE_RETURN_IF_ERROR(store.AppendCalls(batch, &mark));
+      report->calls += static_cast<int64_t>(batch.size());
+      batch.clear();
+      batch_bytes = 0;
+      return Status::Ok();
+    };
+    std::string body;
+    while (offset + kRecordHeaderBytes <= size) {
+      char record_header[kRecordHeaderBytes];
+      if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
+      uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
+      if (length > size - offset - kRecordHeaderBytes) break;  // cut short
+      body.resize(length);
+      if (!ReadAll(fd, offset + kRecordHeaderBytes, body.data(), length)) break;
+      if (XXH3_64bits_withSeed(body.data(), body.size(), length) != checksum) break;
+      auto call = DecodeCall(body);
+      if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
+      batch.push_back(std::move(*call));
+      batch_bytes += length;
+      offset += kRecordHeaderBytes + length;
+      if (batch.size() >= kRecoveryBatchCalls || batch_bytes >= kRecoveryBatchBytes) FORGE_RETURN_IF_ERROR(flush());
+    }
+    FORGE_RETURN_IF_ERROR(flush());
+    report->dropped_bytes += static_cast<int64_t>(size - std::min(size, offset));
+  }
+  // Everything is in the database: the log and its row go.
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::Io(path + ": " + ErrnoText());
+  FORGE_RETURN_IF_ERROR(store.DeleteMeta(MetaKey(path)));
+  report->logs++;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path) {
+  // Made under a name recovery does not match, locked, then renamed: a
+  // recovering process never sees a log before its writer holds the lock.
+  std::string path = db_path + std::string(kInfix) + Hex(RandomId());
+  std::string fresh = path + ".new";
+  int fd = open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::CantCreate(fresh + ": " + ErrnoText());
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(fresh.c_str(), path.c_str()) != 0) {
+    Status error = Status::CantCreate(path + ": " + ErrnoText());
+    close(fd);
+    unlink(fresh.c_str());
+    return error;
+  }
+  std::unique_ptr<CallLog> log(new CallLog(fd, path, RandomId()));
+  if (Status s = log->WriteHeader(); !s.ok()) {
+    unlink(path.c_str());
+    return s;
+  }
+  return log;
+}
+
+CallLog::~CallLog() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status CallLog::WriteHeader() {
+  char header[kHeaderBytes];
+  std::memcpy(header, kMagic, sizeof kMagic);
+  std::memcpy(header + 8, &generation_, 8);
+  if (pwrite(fd_, header, kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes)) {
+    return Status::Io(path_ + ": " + ErrnoText());
+  }
+  end_ = kHeaderBytes;
+  return Status::Ok();
+}
+
+Result<LogPosition> CallLog::Append(const CallRecord& call) {
+  EncodedCall body(call);
+  XXH3_state_t state;
+  XXH3_64bits_reset_withSeed(&state, body.size());
+  for (const iovec& piece : body.pieces()) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
+  uint64_t record_header[2] = {body.size(), XXH3_64bits_digest(&state)};
+
+  std::vector<iovec> pieces;
+  pieces.reserve(body.pieces().size() + 1);
+  pieces.push_back({record_header, sizeof record_header});
+  pieces.insert(pieces.end(), body.pieces().begin(), body.pieces().end());
+  // writev takes at most IOV_MAX pieces and may write less than asked.
+  size_t first = 0;
+  uint64_t written = 0;
+  while (first < pieces.size()) {
+    int count = static_cast<int>(std::min<size_t>(pieces.size() - first, IOV_MAX));
+    ssize_t n = writev(fd_, pieces.data() + first, count);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status error = Status::Io(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
+      // A torn record would hide every later one from recovery.
+      if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
+        return Status::Io(path_ + ": cannot cut a failed append: " + ErrnoText());
+      }
+      return error;
+    }
+    written += static_cast<uint64_t>(n);
+    for (size_t left = static_cast<size_t>(n); left > 0;) {
+      iovec& piece = pieces[first];
+      if (left >= piece.iov_len) {
+        left -= piece.iov_len;
+        ++first;
+      } else {
+        piece.iov_base = static_cast<char*>(piece.iov_base) + left;
+        piece.iov_len -= left;
+        left = 0;
+      }
+    }
+    while (first < pieces.size() && pieces[first].iov_len == 0) ++first;
+  }
+  end_ += written;
+  return LogPosition{generation_, end_};
+}
+
+LogMark CallLog::MarkAt(LogPosition at) const {
+  return {MetaKey(path_), Hex(at.generation) + ":" + std::to_string(at.end)};
+}
+
+Status CallLog::Rewind() {
+  if (ftruncate(fd_, 0) != 0) return Status::Io(path_ + ": " + ErrnoText());
+  generation_ = RandomId();
+  return WriteHeader();
+}
+
+Status CallLog::Remove(Store& store) {
+  if (unlink(path_.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
+  close(fd_);
+  fd_ = -1;
+  return store.DeleteMeta(MetaKey(path_));
+}
+
+Result<RecoveryReport> RecoverCallLogs(Store& store) {
+  RecoveryReport report;
+  for (const std::string& path : LogPaths(store.path())) {
+    int fd = OpenOrphan(path);
+    if (fd < 0) continue;  // a live writer's, or gone already
+    Status s = Recover(store, fd, path, &report);
+    close(fd);
+    if (!s.ok()) return s.Prefixed("recovering a call log");
+  }
+  return report;
+}
+
+Status WaitForLiveCallLogs(Store& store, double timeout_seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (const std::string& path : LogPaths(store.path())) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    char header[kHeaderBytes];
+    auto generation_now = [&](uint64_t* generation) {
+      if (!ReadAll(fd, 0, header, kHeaderBytes) || std::memcmp(header, kMagic, sizeof kMagic) != 0) return false;
+      *generation = Load64(header + 8);
+      return true;
+    };
+    uint64_t generation = 0;
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) <= kHeaderBytes || !generation_now(&generation)) {
+      close(fd);
+      continue;
+    }
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    std::string key = MetaKey(path);
+    for (;;) {
+      auto stored = store.GetMeta(key);
+      if (!stored.ok()) {
+        close(fd);
+        return stored.status();
+      }
+      uint64_t taken_generation = 0, offset = 0;
+      if (ParseMark(*stored, &taken_generation, &offset) && taken_generation == generation && offset >= size) break;
+      // A rewind, or the file gone, means the database took everything.
+      uint64_t current = 0;
+      if (!generation_now(&current) || current != generation) break;
+      if (std::chrono::steady_clock::now() >= deadline) break;  // a stalled writer must not hang readers
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    close(fd);
+  }
+  return Status::Ok();
+}
+
+bool HasOrphanCallLogs(const std::string& db_path) {
+  for (const std::string& path : LogPaths(db_path)) {
+    int fd = OpenOrphan(path);
+    if (fd >= 0) {
+      close(fd);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace forge::store

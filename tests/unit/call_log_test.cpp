@@ -1,0 +1,294 @@
+#include <doctest/doctest.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "store/call_codec.h"
+#include "store/call_log.h"
+#include "store/sqlite.h"
+#include "store/store.h"
+#include "support/temp_dir.h"
+
+using forge::store::CallLog;
+using forge::store::CallRecord;
+using forge::store::Json;
+using forge::store::Store;
+
+namespace {
+
+std::unique_ptr<Store> OpenStore(const std::string& path, bool read_only = false) {
+  forge::store::OpenOptions options;
+  options.read_only = read_only;
+  auto store = Store::Open(path, options);
+  REQUIRE_MESSAGE(store.ok(), store.status().message());
+  return std::move(*store);
+}
+
+std::unique_ptr<CallLog> CreateLog(const std::string& db_path) {
+  auto log = CallLog::Create(db_path);
+  REQUIRE_MESSAGE(log.ok(), log.status().message());
+  return std::move(*log);
+}
+
+// A call as forge-proxy logs one: the request and answers as their bytes,
+// one of them long enough to be written from where it is.
+CallRecord ProxyCall(const std::string& rollout, const std::string& tag) {
+  CallRecord call;
+  call.rollout_id = rollout;
+  call.client_format = "openai-chat";
+  call.upstream = "http://127.0.0.1:1";
+  call.model = "policy";
+  call.started_at = 1.5;
+  call.first_token_at = 1.75;
+  call.ended_at = 2.25;
+  call.policy_version_start = 3;
+  call.policy_version_end = 4;
+  call.request_text = R"({"model":"policy","messages":[{"role":"user","content":")" + tag + std::string(5000, 'x') + R"("}]})";
+  call.response_text = R"({"choices":[{"message":{"role":"assistant","content":"ok )" + tag + R"("},"finish_reason":"stop"}]})";
+  call.upstream_response_text = call.response_text;
+  call.upstream_request_patch = {{"set", {{"logprobs", true}}}, {"unset", Json::array()}};
+  call.prompt_ids = {1, 2, 3, 4};
+  call.completion_ids = {7, 8};
+  call.logprobs = {-0.5f, -0.25f};
+  call.finish_reason = "stop";
+  call.usage = {{"prompt_tokens", 4}, {"completion_tokens", 2}};
+  call.http_status = 200;
+  call.retry_key = "key-" + tag;
+  return call;
+}
+
+std::vector<std::string> Tags(Store& store, const std::string& rollout) {
+  auto calls = store.CallsOfRollout(rollout);
+  REQUIRE_MESSAGE(calls.ok(), calls.status().message());
+  std::vector<std::string> tags;
+  for (const CallRecord& c : *calls) {
+    std::string content = c.response["choices"][0]["message"]["content"];
+    tags.push_back(content.substr(3));
+  }
+  return tags;
+}
+
+int LogFiles(const std::string& dir) {
+  int n = 0;
+  DIR* d = opendir(dir.c_str());
+  while (dirent* e = readdir(d)) n += std::strstr(e->d_name, "-calls-") != nullptr;
+  closedir(d);
+  return n;
+}
+
+std::string Bytes(const forge::store::EncodedCall& encoded) {
+  std::string bytes;
+  for (const iovec& piece : encoded.pieces()) bytes.append(static_cast<const char*>(piece.iov_base), piece.iov_len);
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a call survives its encoding field for field, and a cut one is refused naming the field") {
+  CallRecord call = ProxyCall("r1", "a");
+  call.request = {{"messages", Json::array({{{"role", "user"}, {"content", std::string(3000, 'q')}}})}};
+  call.upstream_request = {{"model", "policy"}};
+  call.side_call = true;
+  call.error = "upstream hung up";
+  forge::store::EncodedCall encoded(call);
+  std::string bytes = Bytes(encoded);
+  CHECK(bytes.size() == encoded.size());
+  CHECK(encoded.pieces().size() > 1);  // the long texts are pieces of their own
+  auto back = forge::store::DecodeCall(bytes);
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  CHECK(back->rollout_id == "r1");
+  CHECK(back->request_text == call.request_text);
+  CHECK(back->response_text == call.response_text);
+  CHECK(back->upstream_response_text == call.upstream_response_text);
+  CHECK(back->request == call.request);
+  CHECK(back->upstream_request == call.upstream_request);
+  CHECK(back->response.is_null());
+  CHECK(back->upstream_request_patch == call.upstream_request_patch);
+  CHECK(back->usage == call.usage);
+  CHECK(back->prompt_ids == call.prompt_ids);
+  CHECK(back->completion_ids == call.completion_ids);
+  CHECK(back->logprobs == call.logprobs);
+  CHECK(back->started_at == 1.5);
+  CHECK(back->first_token_at == 1.75);
+  CHECK(back->ended_at == 2.25);
+  CHECK(back->policy_version_start == 3);
+  CHECK(back->policy_version_end == 4);
+  CHECK(back->http_status == 200);
+  CHECK(back->seq == -1);
+  CHECK(back->side_call);
+  CHECK(back->error == "upstream hung up");
+  CHECK(back->retry_key == "key-a");
+
+  auto cut = forge::store::DecodeCall(std::string_view(bytes).substr(0, 2000));
+  REQUIRE(!cut.ok());
+  CHECK(cut.status().message().find("request_text") != std::string::npos);
+  auto longer = forge::store::DecodeCall(bytes + "x");
+  CHECK(!longer.ok());
+}
+
+TEST_CASE("calls logged by a writer that died are moved into the database by the next open, once") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);  // the schema
+  {
+    auto store = OpenStore(db);
+    auto log = CreateLog(db);
+    CHECK(LogFiles(dir.path().string()) == 1);
+    std::vector<CallRecord> taken = {ProxyCall("r", "1"), ProxyCall("r", "2")};
+    REQUIRE(log->Append(taken[0]).ok());
+    auto second = log->Append(taken[1]);
+    REQUIRE(second.ok());
+    REQUIRE(log->Append(ProxyCall("r", "3")).ok());
+    REQUIRE(log->Append(ProxyCall("r", "4")).ok());
+    // The database takes the first two, with the mark, as the proxy's writer does.
+    auto mark = log->MarkAt(*second);
+    REQUIRE(store->AppendCalls(taken, &mark).ok());
+    // While the writer lives, nobody else touches its log.
+    auto other = OpenStore(db);
+    CHECK(Tags(*other, "r") == std::vector<std::string>{"1", "2"});
+    CHECK(LogFiles(dir.path().string()) == 1);
+    // The writer dies: its descriptor (and lock) go, the file stays.
+  }
+  CHECK(LogFiles(dir.path().string()) == 1);
+  auto reader = OpenStore(db, /*read_only=*/true);  // a reader recovers through a connection of its own
+  CHECK(Tags(*reader, "r") == std::vector<std::string>{"1", "2", "3", "4"});
+  CHECK(LogFiles(dir.path().string()) == 0);
+  auto calls = reader->CallsOfRollout("r");
+  REQUIRE(calls.ok());
+  const CallRecord& third = (*calls)[2];
+  CHECK(third.seq == 2);
+  CHECK(third.prompt_ids == std::vector<int32_t>{1, 2, 3, 4});
+  CHECK(third.completion_ids == std::vector<int32_t>{7, 8});
+  CHECK(third.logprobs == std::vector<float>{-0.5f, -0.25f});
+  CHECK(third.request["messages"][0]["content"].get<std::string>().substr(0, 1) == "3");
+  CHECK(third.usage["completion_tokens"] == 2);
+  // No mark is left behind for the deleted log.
+  auto db_handle = forge::store::Database::Open(db, true);
+  REQUIRE(db_handle.ok());
+  auto marks = db_handle->Prepare("SELECT count(*) FROM meta WHERE key LIKE 'call-log:%'");
+  REQUIRE(marks.ok());
+  REQUIRE(*marks->Step());
+  CHECK(marks->Int(0) == 0);
+}
+
+TEST_CASE("a record cut short by the crash is dropped; the ones before it are kept") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  std::string log_path;
+  {
+    auto log = CreateLog(db);
+    log_path = log->path();
+    REQUIRE(log->Append(ProxyCall("r", "1")).ok());
+    REQUIRE(log->Append(ProxyCall("r", "2")).ok());
+  }
+  // A third record whose writev the kill cut: its header promises more than follows.
+  std::string whole = Bytes(forge::store::EncodedCall(ProxyCall("r", "3")));
+  int fd = open(log_path.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  uint64_t header[2] = {whole.size(), 0};
+  REQUIRE(write(fd, header, sizeof header) == sizeof header);
+  REQUIRE(write(fd, whole.data(), 300) == 300);
+  close(fd);
+  auto store = OpenStore(db);
+  CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2"});
+  CHECK(LogFiles(dir.path().string()) == 0);
+}
+
+TEST_CASE("a record whose bytes changed is not taken for a call") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  std::string log_path;
+  uint64_t first_end = 0;
+  {
+    auto log = CreateLog(db);
+    log_path = log->path();
+    auto first = log->Append(ProxyCall("r", "1"));
+    REQUIRE(first.ok());
+    first_end = first->end;
+    REQUIRE(log->Append(ProxyCall("r", "2")).ok());
+  }
+  // Flip one byte inside the second record's request (what a torn page would do).
+  int fd = open(log_path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  char byte;
+  off_t at = static_cast<off_t>(first_end + 16 + 200);
+  REQUIRE(pread(fd, &byte, 1, at) == 1);
+  byte ^= 0x20;
+  REQUIRE(pwrite(fd, &byte, 1, at) == 1);
+  close(fd);
+  auto store = OpenStore(db);
+  CHECK(Tags(*store, "r") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("a rewound log replays only what it holds since the rewind") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  {
+    auto store = OpenStore(db);
+    auto log = CreateLog(db);
+    std::vector<CallRecord> taken = {ProxyCall("r", "1"), ProxyCall("r", "2")};
+    REQUIRE(log->Append(taken[0]).ok());
+    auto second = log->Append(taken[1]);
+    REQUIRE(second.ok());
+    auto mark = log->MarkAt(*second);
+    REQUIRE(store->AppendCalls(taken, &mark).ok());
+    REQUIRE(log->Rewind().ok());
+    CHECK(log->bytes() == 16);
+    // The database's mark still names the old generation and an offset past the new end.
+    REQUIRE(log->Append(ProxyCall("r", "3")).ok());
+  }
+  auto store = OpenStore(db);
+  CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2", "3"});
+}
+
+TEST_CASE("a log removed after its calls are in the database leaves nothing behind") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  auto store = OpenStore(db);
+  auto log = CreateLog(db);
+  std::vector<CallRecord> calls = {ProxyCall("r", "1")};
+  auto at = log->Append(calls[0]);
+  REQUIRE(at.ok());
+  auto mark = log->MarkAt(*at);
+  REQUIRE(store->AppendCalls(calls, &mark).ok());
+  auto stored_mark = store->GetMeta(mark.key);
+  REQUIRE(stored_mark.ok());
+  CHECK(stored_mark->value_or("") == mark.value);
+  REQUIRE(log->Remove(*store).ok());
+  CHECK(LogFiles(dir.path().string()) == 0);
+  auto gone = store->GetMeta(mark.key);
+  REQUIRE(gone.ok());
+  CHECK(!gone->has_value());
+  auto again = OpenStore(db);
+  CHECK(Tags(*again, "r") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("opening the store waits for a live writer to move what it has logged") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  auto writer = OpenStore(db);
+  auto log = CreateLog(db);
+  std::vector<CallRecord> calls = {ProxyCall("r", "1")};
+  auto at = log->Append(calls[0]);
+  REQUIRE(at.ok());
+  // The writer takes its time; a reader that opens meanwhile must still see the call.
+  std::thread ingest([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    auto mark = log->MarkAt(*at);
+    REQUIRE(writer->AppendCalls(calls, &mark).ok());
+  });
+  auto started = std::chrono::steady_clock::now();
+  auto reader = OpenStore(db, /*read_only=*/true);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ingest.join();
+  CHECK(waited > 0.1);
+  CHECK(Tags(*reader, "r") == std::vector<std::string>{"1"});
+  CHECK(LogFiles(dir.path().string()) == 1);  // still the live writer's
+}
