@@ -24,14 +24,14 @@ std::string Metrics::Render() const {
           "counter", upstream_errors.load());
   counter("forge_proxy_client_errors_total", "Requests answered with a 4xx.", "counter",
           client_errors.load());
-  counter("forge_proxy_records_written_total", "Calls committed to the store.", "counter",
+  counter("forge_proxy_records_written_total", "Calls moved from the call log into the database.", "counter",
           records_written.load());
-  counter("forge_proxy_records_failed_total", "Calls the store failed to commit.", "counter",
+  counter("forge_proxy_records_failed_total", "Calls the call log failed to take.", "counter",
           records_failed.load());
-  counter("forge_proxy_store_queue", "Calls waiting for the store writer.", "gauge", store_queue.load());
+  counter("forge_proxy_store_queue", "Calls in the call log, not yet in the database.", "gauge", store_queue.load());
   counter("forge_proxy_open_connections", "Client connections open.", "gauge", open_connections.load());
   out += fmt::format(
-      "# HELP forge_proxy_store_lag_seconds Enqueue-to-commit time of the last group commit.\n"
+      "# HELP forge_proxy_store_lag_seconds Log-to-database time of the first call of the last batch.\n"
       "# TYPE forge_proxy_store_lag_seconds gauge\nforge_proxy_store_lag_seconds {:.6f}\n",
       static_cast<double>(store_lag_us.load()) / 1e6);
   out += "# HELP forge_proxy_call_latency_seconds Model call latency, request to last byte.\n"

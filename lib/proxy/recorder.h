@@ -4,10 +4,12 @@
 // complete is never lost; a thread then moves logged calls into the database
 // in batches, one transaction each (group commit), off every call's path.
 //
-// The queue between the two is bounded: past kMaxQueuedBytes a call waits
-// for the database like a synchronous commit would. WAL checkpoints run on a
-// thread and connection of their own (by default SQLite runs one,
-// milliseconds long, inside the commit that fills the WAL).
+// A batch gathers for a few milliseconds, and the writer runs under
+// SCHED_IDLE unless it falls behind (recorder.cpp says why). The queue is
+// bounded: past kMaxQueuedBytes a call waits for the database like a
+// synchronous commit would. WAL checkpoints run on a thread and connection
+// of their own (by default SQLite runs one, milliseconds long, inside the
+// commit that fills the WAL).
 #pragma once
 
 #include <chrono>
