@@ -307,9 +307,12 @@ Status WaitForLiveCallLogs(Store& store, double timeout_seconds) {
       }
       uint64_t taken_generation = 0, offset = 0;
       if (ParseMark(*stored, &taken_generation, &offset) && taken_generation == generation && offset >= size) break;
-      // A rewind, or the file gone, means the database took everything.
+      // A rewind, or the log removed (its writer stopped), means the
+      // database took everything.
       uint64_t current = 0;
       if (!generation_now(&current) || current != generation) break;
+      struct stat now {};
+      if (stat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino) break;
       if (std::chrono::steady_clock::now() >= deadline) break;  // a stalled writer must not hang readers
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

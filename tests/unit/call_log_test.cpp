@@ -292,3 +292,23 @@ TEST_CASE("opening the store waits for a live writer to move what it has logged"
   CHECK(Tags(*reader, "r") == std::vector<std::string>{"1"});
   CHECK(LogFiles(dir.path().string()) == 1);  // still the live writer's
 }
+
+TEST_CASE("a reader does not wait for a log its writer removed on the way out") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  auto writer = OpenStore(db);
+  auto log = CreateLog(db);
+  std::vector<CallRecord> calls = {ProxyCall("r", "1")};
+  REQUIRE(log->Append(calls[0]).ok());
+  std::thread stop([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(writer->AppendCalls(calls).ok());
+    REQUIRE(log->Remove(*writer).ok());  // its mark goes with it
+  });
+  auto started = std::chrono::steady_clock::now();
+  auto reader = OpenStore(db, /*read_only=*/true);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  stop.join();
+  CHECK(waited < 2.0);  // the catch-up wait gives up only after 5 s
+  CHECK(Tags(*reader, "r") == std::vector<std::string>{"1"});
+}
