@@ -16,9 +16,11 @@ constexpr size_t kMaxBatch = 512;
 // A batch gathers calls for this long (or until it is full): a transaction
 // per call would cost the writer as much CPU as the calls themselves.
 constexpr auto kGatherTime = std::chrono::milliseconds(5);
-// Once the database holds everything, a log this long is emptied: its
-// pages are dropped before the kernel writes them back.
-constexpr uint64_t kRewindBytes = 8 << 20;
+// Once the database holds everything, a log this long is replaced by a new
+// one and removed: its pages are dropped before the kernel writes them back.
+// (Emptying it in place took 1–1.4 ms of ftruncate under the appenders' lock
+// with 8 MiB of 200 KB calls: the 200 KB p99.)
+constexpr uint64_t kRotateBytes = 8 << 20;
 constexpr int kCheckpointPages = 1000;  // SQLite's own threshold
 // Below this backlog the writer only takes CPU no call is waiting for.
 constexpr size_t kIdleBacklogBytes = 16 << 20;
@@ -87,7 +89,6 @@ Recorder::~Recorder() { Stop(); }
 std::optional<Status> Recorder::Submit(store::CallRecord call, Done done) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) return Status::Unavailable("the store writer has stopped");
-  if (!broken_log_.ok()) return broken_log_;
   uint64_t before = log_->bytes();
   auto logged = log_->Append(call);
   if (!logged.ok()) {
@@ -146,6 +147,25 @@ Status Recorder::Commit(std::vector<Pending>& batch) {
   return status;
 }
 
+void Recorder::Rotate() {
+  // The new log is made and the old one removed outside the appenders' lock.
+  auto fresh = store::CallLog::Create(store_.path());
+  if (!fresh.ok()) {
+    cli::Warn("call log: " + fresh.status().message() + " (the current log keeps growing)");
+    return;
+  }
+  std::unique_ptr<store::CallLog> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (queue_.empty()) {  // nothing appended since: the database holds all of the old log
+      retired = std::move(log_);
+      log_ = std::move(*fresh);
+    }
+  }
+  store::CallLog& unused = retired ? *retired : **fresh;
+  if (Status s = unused.Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+}
+
 void Recorder::Run() {
   std::vector<Pending> batch;
   int failures = 0;
@@ -186,14 +206,13 @@ void Recorder::Run() {
       continue;
     }
     failures = 0;
+    bool rotate = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const Pending& p : batch) queued_bytes_ -= p.bytes;
-      if (queue_.empty() && log_->bytes() >= kRewindBytes) {
-        // A log that failed to rewind may have lost its header: no more appends.
-        if (Status s = log_->Rewind(); !s.ok()) broken_log_ = s.Prefixed("call log");
-      }
+      rotate = queue_.empty() && log_->bytes() >= kRotateBytes;
     }
+    if (rotate) Rotate();
     for (Pending& p : batch) {
       if (p.done) p.done(status);
     }

@@ -57,6 +57,7 @@ class Recorder {
   Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log);
   void Run();
   Status Commit(std::vector<Pending>& batch);
+  void Rotate();  // replaces a long log the database has taken all of
   void StartCheckpointer();
   void RunCheckpoints();
 
@@ -69,7 +70,6 @@ class Recorder {
   size_t queued_bytes_ = 0;
   bool stopping_ = false;
   bool stopped_ = false;
-  Status broken_log_;  // once not ok, every Submit fails with it
   std::thread thread_;
 
   std::unique_ptr<store::Store> checkpoint_store_;  // none: checkpoints stay SQLite's

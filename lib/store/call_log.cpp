@@ -255,12 +255,6 @@ LogMark CallLog::MarkAt(LogPosition at) const {
   return {MetaKey(path_), Hex(at.generation) + ":" + std::to_string(at.end)};
 }
 
-Status CallLog::Rewind() {
-  if (ftruncate(fd_, 0) != 0) return Status::Io(path_ + ": " + ErrnoText());
-  generation_ = RandomId();
-  return WriteHeader();
-}
-
 Status CallLog::Remove(Store& store) {
   if (unlink(path_.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
   close(fd_);

@@ -11,9 +11,11 @@
 // 64-bit generation), then records: u64 body length, u64 XXH3-64 of the body
 // seeded with its length, the body (call_codec.h). The database keeps how far
 // it has taken each log, in the transaction that stores the calls (meta row
-// "call-log:<file name>" = "<generation>:<offset>"); once it has taken all,
-// the writer may rewind the file to its header under a new generation, so
-// the file stays small and its pages are rarely written back. A live writer
+// "call-log:<file name>" = "<generation>:<offset>"; the generation, random
+// per file, keeps a mark from ever matching another file of the name). Once
+// the database has taken all of a long log, its writer starts a new one and
+// removes the old, so logs stay small and their pages are rarely written
+// back. A live writer
 // holds an flock(2) on its log; Store::Open moves whatever a log whose writer
 // has gone still holds into the database (as SQLite replays a hot journal),
 // then deletes it. A record cut short by the crash was never acknowledged to
@@ -49,9 +51,6 @@ class CallLog {
   Result<LogPosition> Append(const CallRecord& call);
   // The meta row that records that the database has taken the log up to `at`.
   LogMark MarkAt(LogPosition at) const;
-  // Empties the log under a new generation. Only when the database holds
-  // every call appended so far.
-  Status Rewind();
   // Deletes the file and its meta row. Only when the database holds every
   // call appended so far; the object is unusable afterwards.
   Status Remove(Store& store);

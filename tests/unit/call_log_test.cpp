@@ -226,28 +226,6 @@ TEST_CASE("a record whose bytes changed is not taken for a call") {
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1"});
 }
 
-TEST_CASE("a rewound log replays only what it holds since the rewind") {
-  forge::testing::TempDir dir;
-  std::string db = dir.File("forge.db");
-  OpenStore(db);
-  {
-    auto store = OpenStore(db);
-    auto log = CreateLog(db);
-    std::vector<CallRecord> taken = {ProxyCall("r", "1"), ProxyCall("r", "2")};
-    REQUIRE(log->Append(taken[0]).ok());
-    auto second = log->Append(taken[1]);
-    REQUIRE(second.ok());
-    auto mark = log->MarkAt(*second);
-    REQUIRE(store->AppendCalls(taken, &mark).ok());
-    REQUIRE(log->Rewind().ok());
-    CHECK(log->bytes() == 16);
-    // The database's mark still names the old generation and an offset past the new end.
-    REQUIRE(log->Append(ProxyCall("r", "3")).ok());
-  }
-  auto store = OpenStore(db);
-  CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2", "3"});
-}
-
 TEST_CASE("a log removed after its calls are in the database leaves nothing behind") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");

@@ -1,0 +1,71 @@
+#include <doctest/doctest.h>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "proxy/recorder.h"
+#include "support/temp_dir.h"
+
+using forge::store::CallRecord;
+
+namespace {
+
+// The call logs beside the database, as (name, bytes).
+std::vector<std::pair<std::string, long>> Logs(const std::string& dir) {
+  std::vector<std::pair<std::string, long>> logs;
+  DIR* d = opendir(dir.c_str());
+  while (dirent* e = readdir(d)) {
+    if (!std::strstr(e->d_name, "-calls-")) continue;
+    struct stat st {};
+    stat((dir + "/" + e->d_name).c_str(), &st);
+    logs.emplace_back(e->d_name, static_cast<long>(st.st_size));
+  }
+  closedir(d);
+  return logs;
+}
+
+}  // namespace
+
+TEST_CASE("the recorder moves logged calls into the database and keeps its log small") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  auto store = forge::store::Store::Open(db);
+  REQUIRE(store.ok());
+  forge::proxy::Metrics metrics;
+  auto recorder = forge::proxy::Recorder::Create(**store, metrics);
+  REQUIRE_MESSAGE(recorder.ok(), recorder.status().message());
+  // 60 calls of 200 KB: past the size at which a taken log is replaced.
+  constexpr int kCalls = 60;
+  for (int i = 0; i < kCalls; ++i) {
+    CallRecord call;
+    call.rollout_id = "r";
+    call.client_format = "openai-chat";
+    call.request_text = R"({"messages":[{"role":"user","content":")" + std::to_string(i) + std::string(200000, 'x') + R"("}]})";
+    call.response_text = R"({"choices":[]})";
+    call.http_status = 200;
+    auto logged = (*recorder)->Submit(std::move(call), [](forge::Status) {});
+    REQUIRE(logged.has_value());
+    REQUIRE(logged->ok());
+    if (i % 10 == 9) {  // let the writer catch up now and then, as between a harness's calls
+      for (int wait = 0; wait < 2000 && (*recorder)->pending() > 0; ++wait) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  for (int wait = 0; wait < 5000 && (*recorder)->pending() > 0; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(metrics.records_written.load() == kCalls);
+  auto logs = Logs(dir.path().string());
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].second < 9L * 1024 * 1024);  // 60 × 200 KB = 12 MB were appended in all
+  auto calls = (*store)->CallsOfRollout("r");
+  REQUIRE(calls.ok());
+  REQUIRE(calls->size() == kCalls);
+  CHECK((*calls)[59].request["messages"][0]["content"].get<std::string>().substr(0, 2) == "59");
+  (*recorder)->Stop();
+  CHECK(Logs(dir.path().string()).empty());  // a clean stop leaves no log
+}
