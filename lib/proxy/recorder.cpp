@@ -97,8 +97,8 @@ std::optional<Status> Recorder::Submit(store::CallRecord call, Done done) {
   }
   size_t bytes = static_cast<size_t>(logged->end - before);
   bool wait = queued_bytes_ + bytes > kMaxQueuedBytes && !queue_.empty();
-  queue_.push_back({std::move(call), *logged, bytes, wait ? std::move(done) : nullptr, NowSeconds(),
-                    std::chrono::steady_clock::now() + kGatherTime});
+  queue_.push_back({std::move(call), *logged, bytes, wait ? std::move(done) : nullptr,
+                    std::chrono::steady_clock::now()});
   queued_bytes_ += bytes;
   metrics_.store_queue.fetch_add(1);
   if (queue_.size() == 1 || queue_.size() >= kMaxBatch || wait) wake_.notify_one();
@@ -142,7 +142,8 @@ Status Recorder::Commit(std::vector<Pending>& batch) {
     return status;
   }
   metrics_.store_queue.fetch_sub(static_cast<int64_t>(batch.size()));
-  metrics_.store_lag_us.store(static_cast<int64_t>((NowSeconds() - batch.front().queued_at) * 1e6));
+  auto lag = std::chrono::steady_clock::now() - batch.front().logged_at;
+  metrics_.store_lag_us.store(std::chrono::duration_cast<std::chrono::microseconds>(lag).count());
   metrics_.records_written.fetch_add(static_cast<int64_t>(batch.size()));
   return status;
 }
@@ -180,7 +181,7 @@ void Recorder::Run() {
       if (batch.empty()) {
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and the database holds every call
-        wake_.wait_until(lock, queue_.front().gather_until, [&] {
+        wake_.wait_until(lock, queue_.front().logged_at + kGatherTime, [&] {
           return stopping_ || queue_.size() >= kMaxBatch || queue_.back().done;
         });
         while (!queue_.empty() && batch.size() < kMaxBatch) {

@@ -51,8 +51,7 @@ class Recorder {
     store::LogPosition logged;
     size_t bytes;
     Done done;  // set only for a call that waits for the database
-    double queued_at;
-    std::chrono::steady_clock::time_point gather_until;
+    std::chrono::steady_clock::time_point logged_at;
   };
   Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log);
   void Run();

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "store/little_endian.h"
+
 namespace forge::store {
 namespace {
 
@@ -11,11 +13,6 @@ constexpr size_t kLongText = 2048;
 
 std::string JsonText(const Json& value) {
   return value.is_null() ? std::string() : value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-template <typename T>
-std::string_view ArrayBytes(const std::vector<T>& values) {
-  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
 }
 
 class Reader {
@@ -47,14 +44,6 @@ class Reader {
   std::string_view rest_;
 };
 
-template <typename T>
-bool ToArray(std::string_view bytes, std::vector<T>* out) {
-  if (bytes.size() % sizeof(T) != 0) return false;
-  out->resize(bytes.size() / sizeof(T));
-  if (!out->empty()) std::memcpy(out->data(), bytes.data(), bytes.size());
-  return true;
-}
-
 }  // namespace
 
 // The order of the fields is the format: DecodeCall reads them back in it.
@@ -74,9 +63,9 @@ EncodedCall::EncodedCall(const CallRecord& c) {
     json_texts_.push_back(JsonText(*value));
     Bytes(json_texts_.back());
   }
-  Bytes(ArrayBytes(c.prompt_ids));
-  Bytes(ArrayBytes(c.completion_ids));
-  Bytes(ArrayBytes(c.logprobs));
+  Bytes(BytesOf(c.prompt_ids));
+  Bytes(BytesOf(c.completion_ids));
+  Bytes(BytesOf(c.logprobs));
 
   size_t at = 0;
   for (const auto& [offset, text] : long_texts_) {
@@ -153,9 +142,9 @@ Result<CallRecord> DecodeCall(std::string_view bytes) {
     if (f.value->is_discarded()) return Status::DataErr(std::string("call record: field ") + f.name + " is not JSON");
   }
   std::string_view prompt, completion, logprobs;
-  if (!in.Bytes(&prompt) || !ToArray(prompt, &c.prompt_ids)) return cut("prompt_ids");
-  if (!in.Bytes(&completion) || !ToArray(completion, &c.completion_ids)) return cut("completion_ids");
-  if (!in.Bytes(&logprobs) || !ToArray(logprobs, &c.logprobs)) return cut("logprobs");
+  if (!in.Bytes(&prompt) || !AssignFromBytes(prompt, &c.prompt_ids)) return cut("prompt_ids");
+  if (!in.Bytes(&completion) || !AssignFromBytes(completion, &c.completion_ids)) return cut("completion_ids");
+  if (!in.Bytes(&logprobs) || !AssignFromBytes(logprobs, &c.logprobs)) return cut("logprobs");
   if (!in.done()) return Status::DataErr("call record: bytes left after its last field");
   return c;
 }

@@ -12,16 +12,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <thread>
 
+#include "base/hash.h"
 #include "store/call_codec.h"
 
 namespace forge::store {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '1'};
-constexpr uint64_t kHeaderBytes = 16;
+constexpr uint64_t kHeaderBytes = sizeof kMagic;
 constexpr uint64_t kRecordHeaderBytes = 16;
 constexpr std::string_view kInfix = "-calls-";
 constexpr size_t kIdDigits = 16;
@@ -32,34 +32,22 @@ constexpr size_t kRecoveryBatchBytes = 64 << 20;
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-uint64_t RandomId() {
-  std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ device();
-}
-
-std::string Hex(uint64_t value) {
-  char text[kIdDigits + 1];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-void SplitPath(const std::string& path, std::string* dir, std::string* base) {
+std::string BaseName(const std::string& path) {
   size_t slash = path.rfind('/');
-  *dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  *base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string MetaKey(const std::string& log_path) {
-  size_t slash = log_path.rfind('/');
-  return "call-log:" + (slash == std::string::npos ? log_path : log_path.substr(slash + 1));
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
-// The logs beside db_path, oldest name first (names are random: order only
-// matters within one log).
+std::string MetaKey(const std::string& log_path) { return "call-log:" + BaseName(log_path); }
+
+// The logs beside db_path (each is replayed on its own: their order does not matter).
 std::vector<std::string> LogPaths(const std::string& db_path) {
-  std::string dir, base;
-  SplitPath(db_path, &dir, &base);
-  std::string prefix = base + std::string(kInfix);
+  std::string dir = DirName(db_path);
+  std::string prefix = BaseName(db_path) + std::string(kInfix);
   std::vector<std::string> paths;
   DIR* d = opendir(dir.c_str());
   if (!d) return paths;
@@ -70,7 +58,6 @@ std::vector<std::string> LogPaths(const std::string& db_path) {
     paths.push_back(dir + "/" + std::string(name));
   }
   closedir(d);
-  std::sort(paths.begin(), paths.end());
   return paths;
 }
 
@@ -103,18 +90,15 @@ uint64_t Load64(const char* bytes) {
   return value;
 }
 
-// Parses "<generation hex>:<offset>"; false when the row is absent or odd.
-bool ParseMark(const std::optional<std::string>& value, uint64_t* generation, uint64_t* offset) {
-  if (!value) return false;
-  unsigned long long g = 0, o = 0;
-  if (std::sscanf(value->c_str(), "%llx:%llu", &g, &o) != 2) return false;
-  *generation = g;
-  *offset = o;
-  return true;
+// How far the database has taken the log (0: nothing, or no row).
+Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
+  auto stored = store.GetMeta(key);
+  if (!stored.ok()) return stored.status();
+  return stored->has_value() ? std::strtoull((*stored)->c_str(), nullptr, 10) : 0;
 }
 
 // Moves one orphan log (locked, open as fd) into the store.
-Status Recover(Store& store, int fd, const std::string& path, RecoveryReport* report) {
+Status Recover(Store& store, int fd, const std::string& path) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return Status::Io(path + ": " + ErrnoText());
   uint64_t size = static_cast<uint64_t>(st.st_size);
@@ -122,23 +106,16 @@ Status Recover(Store& store, int fd, const std::string& path, RecoveryReport* re
   if (size >= kHeaderBytes) {
     if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::Io(path + ": cannot read the header");
     if (std::memcmp(header, kMagic, sizeof kMagic) != 0) return Status::Ok();  // not ours: left alone
-    uint64_t generation = Load64(header + 8);
     LogMark mark{MetaKey(path), ""};
-    auto stored = store.GetMeta(mark.key);
-    if (!stored.ok()) return stored.status().Prefixed(path);
-    uint64_t taken_generation = 0, offset = kHeaderBytes;
-    if (ParseMark(*stored, &taken_generation, &offset) && taken_generation == generation) {
-      offset = std::max(offset, kHeaderBytes);
-    } else {
-      offset = kHeaderBytes;  // the database has taken nothing of this generation
-    }
+    auto taken = TakenOffset(store, mark.key);
+    if (!taken.ok()) return taken.status().Prefixed(path);
+    uint64_t offset = std::max(*taken, kHeaderBytes);
     std::vector<CallRecord> batch;
     size_t batch_bytes = 0;
     auto flush = [&]() -> Status {
       if (batch.empty()) return Status::Ok();
-      mark.value = Hex(generation) + ":" + std::to_string(offset);
+      mark.value = std::to_string(offset);
       FORGE_RETURN_IF_ERROR(store.AppendCalls(batch, &mark));
-      report->calls += static_cast<int64_t>(batch.size());
       batch.clear();
       batch_bytes = 0;
       return Status::Ok();
@@ -159,14 +136,11 @@ Status Recover(Store& store, int fd, const std::string& path, RecoveryReport* re
       offset += kRecordHeaderBytes + length;
       if (batch.size() >= kRecoveryBatchCalls || batch_bytes >= kRecoveryBatchBytes) FORGE_RETURN_IF_ERROR(flush());
     }
-    FORGE_RETURN_IF_ERROR(flush());
-    report->dropped_bytes += static_cast<int64_t>(size - std::min(size, offset));
+    FORGE_RETURN_IF_ERROR(flush());  // what is left past offset is a torn or damaged record
   }
   // Everything is in the database: the log and its row go.
   if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::Io(path + ": " + ErrnoText());
-  FORGE_RETURN_IF_ERROR(store.DeleteMeta(MetaKey(path)));
-  report->logs++;
-  return Status::Ok();
+  return store.DeleteMeta(MetaKey(path));
 }
 
 }  // namespace
@@ -174,7 +148,7 @@ Status Recover(Store& store, int fd, const std::string& path, RecoveryReport* re
 Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path) {
   // Made under a name recovery does not match, locked, then renamed: a
   // recovering process never sees a log before its writer holds the lock.
-  std::string path = db_path + std::string(kInfix) + Hex(RandomId());
+  std::string path = db_path + std::string(kInfix) + RandomHex(kIdDigits / 2);
   std::string fresh = path + ".new";
   int fd = open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return Status::CantCreate(fresh + ": " + ErrnoText());
@@ -184,27 +158,17 @@ Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path) {
     unlink(fresh.c_str());
     return error;
   }
-  std::unique_ptr<CallLog> log(new CallLog(fd, path, RandomId()));
-  if (Status s = log->WriteHeader(); !s.ok()) {
+  if (pwrite(fd, kMagic, kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes)) {
+    Status error = Status::Io(path + ": " + ErrnoText());
+    close(fd);
     unlink(path.c_str());
-    return s;
+    return error;
   }
-  return log;
+  return std::unique_ptr<CallLog>(new CallLog(fd, path, kHeaderBytes));
 }
 
 CallLog::~CallLog() {
   if (fd_ >= 0) close(fd_);
-}
-
-Status CallLog::WriteHeader() {
-  char header[kHeaderBytes];
-  std::memcpy(header, kMagic, sizeof kMagic);
-  std::memcpy(header + 8, &generation_, 8);
-  if (pwrite(fd_, header, kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes)) {
-    return Status::Io(path_ + ": " + ErrnoText());
-  }
-  end_ = kHeaderBytes;
-  return Status::Ok();
 }
 
 Result<LogPosition> CallLog::Append(const CallRecord& call) {
@@ -248,11 +212,11 @@ Result<LogPosition> CallLog::Append(const CallRecord& call) {
     while (first < pieces.size() && pieces[first].iov_len == 0) ++first;
   }
   end_ += written;
-  return LogPosition{generation_, end_};
+  return LogPosition{end_};
 }
 
 LogMark CallLog::MarkAt(LogPosition at) const {
-  return {MetaKey(path_), Hex(at.generation) + ":" + std::to_string(at.end)};
+  return {MetaKey(path_), std::to_string(at.end)};
 }
 
 Status CallLog::Remove(Store& store) {
@@ -262,55 +226,33 @@ Status CallLog::Remove(Store& store) {
   return store.DeleteMeta(MetaKey(path_));
 }
 
-Result<RecoveryReport> RecoverCallLogs(Store& store) {
-  RecoveryReport report;
+Status RecoverCallLogs(Store& store) {
   for (const std::string& path : LogPaths(store.path())) {
     int fd = OpenOrphan(path);
     if (fd < 0) continue;  // a live writer's, or gone already
-    Status s = Recover(store, fd, path, &report);
+    Status s = Recover(store, fd, path);
     close(fd);
     if (!s.ok()) return s.Prefixed("recovering a call log");
   }
-  return report;
+  return Status::Ok();
 }
 
 Status WaitForLiveCallLogs(Store& store, double timeout_seconds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   for (const std::string& path : LogPaths(store.path())) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    struct stat st {};
-    char header[kHeaderBytes];
-    auto generation_now = [&](uint64_t* generation) {
-      if (!ReadAll(fd, 0, header, kHeaderBytes) || std::memcmp(header, kMagic, sizeof kMagic) != 0) return false;
-      *generation = Load64(header + 8);
-      return true;
-    };
-    uint64_t generation = 0;
-    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) <= kHeaderBytes || !generation_now(&generation)) {
-      close(fd);
-      continue;
-    }
-    uint64_t size = static_cast<uint64_t>(st.st_size);
+    struct stat at_open {};
+    if (stat(path.c_str(), &at_open) != 0 || static_cast<uint64_t>(at_open.st_size) <= kHeaderBytes) continue;
     std::string key = MetaKey(path);
     for (;;) {
-      auto stored = store.GetMeta(key);
-      if (!stored.ok()) {
-        close(fd);
-        return stored.status();
-      }
-      uint64_t taken_generation = 0, offset = 0;
-      if (ParseMark(*stored, &taken_generation, &offset) && taken_generation == generation && offset >= size) break;
-      // A rewind, or the log removed (its writer stopped), means the
-      // database took everything.
-      uint64_t current = 0;
-      if (!generation_now(&current) || current != generation) break;
+      auto taken = TakenOffset(store, key);
+      if (!taken.ok()) return taken.status();
+      if (*taken >= static_cast<uint64_t>(at_open.st_size)) break;
+      // The log removed (its writer stopped) means the database took everything.
       struct stat now {};
-      if (stat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino) break;
+      if (stat(path.c_str(), &now) != 0 || now.st_ino != at_open.st_ino) break;
       if (std::chrono::steady_clock::now() >= deadline) break;  // a stalled writer must not hang readers
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    close(fd);
   }
   return Status::Ok();
 }

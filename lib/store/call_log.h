@@ -7,15 +7,13 @@
 // saves is the transaction on the call's path (locks, B-tree inserts, WAL
 // frames): ~250 µs of a 1 KB call's ~400.
 //
-// File "<database>-calls-<16 hex digits>": a 16-byte header ("FORGECL1", a
-// 64-bit generation), then records: u64 body length, u64 XXH3-64 of the body
-// seeded with its length, the body (call_codec.h). The database keeps how far
-// it has taken each log, in the transaction that stores the calls (meta row
-// "call-log:<file name>" = "<generation>:<offset>"; the generation, random
-// per file, keeps a mark from ever matching another file of the name). Once
-// the database has taken all of a long log, its writer starts a new one and
-// removes the old, so logs stay small and their pages are rarely written
-// back. A live writer
+// File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL1",
+// then records: u64 body length, u64 XXH3-64 of the body seeded with its
+// length, the body (call_codec.h). The database keeps how far it has taken
+// each log, in the transaction that stores the calls (meta row
+// "call-log:<file name>" = the byte offset). Once the database has taken all
+// of a long log, its writer starts a new one and removes the old, so logs
+// stay small and their pages are rarely written back. A live writer
 // holds an flock(2) on its log; Store::Open moves whatever a log whose writer
 // has gone still holds into the database (as SQLite replays a hot journal),
 // then deletes it. A record cut short by the crash was never acknowledged to
@@ -34,7 +32,6 @@ namespace forge::store {
 // Where a log stood after an append: what the database has taken once it
 // holds every call up to it.
 struct LogPosition {
-  uint64_t generation = 0;
   uint64_t end = 0;
 };
 
@@ -59,25 +56,17 @@ class CallLog {
   uint64_t bytes() const { return end_; }
 
  private:
-  CallLog(int fd, std::string path, uint64_t generation) : fd_(fd), path_(std::move(path)), generation_(generation) {}
-  Status WriteHeader();
+  CallLog(int fd, std::string path, uint64_t end) : fd_(fd), path_(std::move(path)), end_(end) {}
 
   int fd_;
   std::string path_;
-  uint64_t generation_;
-  uint64_t end_ = 0;
-};
-
-struct RecoveryReport {
-  int logs = 0;             // logs of writers that had gone
-  int64_t calls = 0;        // calls moved into the database
-  int64_t dropped_bytes = 0;  // torn records at a log's end
+  uint64_t end_;
 };
 
 // Moves what the logs of store's database hold, for each log whose writer
 // has gone, into the database, and deletes them. Logs of live writers are
 // left alone.
-Result<RecoveryReport> RecoverCallLogs(Store& store);
+Status RecoverCallLogs(Store& store);
 // Waits until the database holds every call that live writers' logs held
 // when this was called, so a process that opens the store right after a
 // harness saw its last answer sees that call (the writer takes a few ms).

@@ -11,6 +11,7 @@
 #include "base/hash.h"
 #include "store/call_log.h"
 #include "store/content.h"
+#include "store/little_endian.h"
 #include "store/schema.h"
 
 namespace forge::store {
@@ -19,20 +20,6 @@ namespace {
 double Now() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-template <typename T>
-std::string PackVector(const std::vector<T>& values) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  // The store is little-endian on disk; every machine forge runs on is too.
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-template <typename T>
-std::vector<T> UnpackVector(std::string_view bytes) {
-  std::vector<T> values(bytes.size() / sizeof(T));
-  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
-  return values;
 }
 
 std::string DumpJson(const Json& value) {
@@ -62,13 +49,6 @@ RolloutRow ReadRolloutRow(const Statement& s) {
   row.outcome = s.Text(7);
   row.record = ParseJsonOrNull(s.Text(8));
   return row;
-}
-
-// Copies a little-endian array column into `out`, reusing its capacity.
-template <typename T>
-void AssignFromBlob(std::string_view bytes, std::vector<T>* out) {
-  out->resize(bytes.size() / sizeof(T));
-  if (!out->empty()) std::memcpy(out->data(), bytes.data(), out->size() * sizeof(T));
 }
 
 // Empties what a token read does not fill, keeping the buffers for reuse.
@@ -116,8 +96,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions 
     int target = options.target_version < 0 ? LatestSchemaVersion() : options.target_version;
     FORGE_RETURN_IF_ERROR(store->Migrate(target));
     if (target >= 2) {  // the meta table
-      auto recovered = RecoverCallLogs(*store);
-      if (!recovered.ok()) return recovered.status().Prefixed(path);
+      FORGE_RETURN_IF_ERROR(RecoverCallLogs(*store).Prefixed(path));
     }
   } else {
     // Readers (forge-pack, forge-dedup) scan much of the file: map it
@@ -481,8 +460,8 @@ Status Store::AppendCallLocked(CallRecord& call) {
   stmt->Bind(11, *request).Bind(12, *response).Bind(13, *upstream_request).Bind(14, *upstream_response);
   if (base_call == 0) stmt->BindNull(15); else stmt->Bind(15, base_call);
   stmt->Bind(16, static_cast<int64_t>(prefix));
-  stmt->BindBlob(17, PackVector(suffix)).BindBlob(18, PackVector(call.completion_ids));
-  stmt->BindBlob(19, PackVector(call.logprobs)).Bind(20, call.finish_reason);
+  stmt->BindBlob(17, BytesOf(suffix)).BindBlob(18, BytesOf(call.completion_ids));
+  stmt->BindBlob(19, BytesOf(call.logprobs)).Bind(20, call.finish_reason);
   if (call.usage.is_null()) stmt->BindNull(21); else stmt->Bind(21, DumpJson(call.usage));
   stmt->Bind(22, static_cast<int64_t>(call.http_status)).Bind(23, call.error);
   stmt->Bind(24, static_cast<int64_t>(call.side_call ? 1 : 0));
@@ -585,8 +564,8 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
     if (suffix_len) {
       std::memcpy(c.prompt_ids.data() + c.prompt_ids.size() - suffix_len, suffix.data(), suffix_len * sizeof(int32_t));
     }
-    c.completion_ids = UnpackVector<int32_t>(stmt.BlobView(17));
-    c.logprobs = UnpackVector<float>(stmt.BlobView(18));
+    AssignFromBytes(stmt.BlobView(17), &c.completion_ids);
+    AssignFromBytes(stmt.BlobView(18), &c.logprobs);
     c.finish_reason = stmt.Text(19);
     if (all) c.usage = ParseJsonOrNull(stmt.Text(20));
     c.http_status = static_cast<int>(stmt.Int(21));
@@ -642,9 +621,9 @@ Result<size_t> Store::ReadTokenCalls(const std::string& rollout_id, std::vector<
     c.policy_version_start = stmt.Int(2);
     c.policy_version_end = stmt.Int(3);
     deltas.push_back({stmt.IsNull(4) ? 0 : stmt.Int(4), static_cast<size_t>(stmt.Int(5))});
-    AssignFromBlob(stmt.BlobView(6), &c.prompt_ids);
-    AssignFromBlob(stmt.BlobView(7), &c.completion_ids);
-    AssignFromBlob(stmt.BlobView(8), &c.logprobs);
+    AssignFromBytes(stmt.BlobView(6), &c.prompt_ids);
+    AssignFromBytes(stmt.BlobView(7), &c.completion_ids);
+    AssignFromBytes(stmt.BlobView(8), &c.logprobs);
     std::string_view finish = stmt.TextView(9);
     c.finish_reason.assign(finish.data(), finish.size());
     c.http_status = static_cast<int>(stmt.Int(10));
@@ -714,7 +693,9 @@ Result<std::optional<std::vector<float>>> Store::GetEmbedding(const std::string&
   auto row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row) return std::optional<std::vector<float>>();
-  return std::optional<std::vector<float>>(UnpackVector<float>(stmt->Blob(0)));
+  std::vector<float> vector;
+  AssignFromBytes(stmt->BlobView(0), &vector);
+  return std::optional<std::vector<float>>(std::move(vector));
 }
 
 Status Store::PutEmbeddings(const std::string& model,
@@ -726,7 +707,7 @@ Status Store::PutEmbeddings(const std::string& model,
     for (const auto& [hash, vector] : items) {
       stmt->Reset();
       stmt->Bind(1, hash).Bind(2, model).Bind(3, static_cast<int64_t>(vector.size()));
-      FORGE_RETURN_IF_ERROR(stmt->BindBlob(4, PackVector(vector)).Run());
+      FORGE_RETURN_IF_ERROR(stmt->BindBlob(4, BytesOf(vector)).Run());
     }
     return Status::Ok();
   });

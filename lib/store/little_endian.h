@@ -1,0 +1,28 @@
+// Arrays of numbers as the store keeps them (token ids, logprobs, vectors):
+// their bytes, little-endian, which every machine forge runs on is.
+#pragma once
+
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace forge::store {
+
+template <typename T>
+std::string_view BytesOf(const std::vector<T>& values) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
+}
+
+// Fills *out from bytes, reusing its capacity; false when the bytes are not
+// a whole number of elements (the whole ones are still copied).
+template <typename T>
+bool AssignFromBytes(std::string_view bytes, std::vector<T>* out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out->resize(bytes.size() / sizeof(T));
+  if (!out->empty()) std::memcpy(out->data(), bytes.data(), out->size() * sizeof(T));
+  return bytes.size() % sizeof(T) == 0;
+}
+
+}  // namespace forge::store
