@@ -128,16 +128,15 @@ Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& r
   auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
   UpstreamExchange exchange;
   co_await ExchangeWithUpstream(rec.rollout_id, exchange, [&](const Upstream& u) {
-    Request up{http::verb::post, u.base_path + path, 11};
+    RequestHeader up{http::verb::post, u.base_path + path, 11};
     up.set(http::field::host, u.host);
     up.set(http::field::content_type, "application/json");
     up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
     up.set("anthropic-version", version);
     if (!beta.empty()) up.set("anthropic-beta", beta);
     if (!upstreams_.api_key().empty()) up.set("x-api-key", upstreams_.api_key());
-    up.body() = req.body();  // untranslated: the client's bytes
     return up;
-  });
+  }, req.body());  // untranslated: the client's bytes
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;

@@ -1,6 +1,8 @@
 // Rollout attribution: a harness presents its rollout's secret as its API key;
 // the store keeps only SHA-256 hashes of secrets. Positive lookups are cached
-// for a few seconds so a busy rollout does not query SQLite on every call.
+// for a few seconds, by the secret itself (only in memory, and only secrets
+// that resolved), so a busy rollout neither queries SQLite nor hashes on
+// every call.
 #pragma once
 
 #include <chrono>
@@ -27,7 +29,7 @@ class SecretResolver {
   store::Store& store_;
   std::chrono::duration<double> ttl_;
   std::mutex mutex_;
-  std::unordered_map<std::string, Entry> cache_;
+  std::unordered_map<std::string, Entry> cache_;  // by secret
 };
 
 }  // namespace forge::proxy

@@ -2,12 +2,15 @@
 // upstream's form, ask for token ids and logprobs, relay the answer (streamed
 // event by event, or whole), strip what the client did not ask for, and
 // commit the call to the store before the response's final bytes go out.
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 
 #include "base/hash.h"
 #include "proxy/chat_assembler.h"
 #include "proxy/formats/gemini.h"
+#include "proxy/http_write.h"
 #include "proxy/pass_through.h"
 #include "proxy/request_limits.h"
 #include "proxy/server.h"
@@ -69,7 +72,8 @@ Task<void> WaitWhile(const bool& flag) {
 Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
   if (cs.failed) co_return;
   cs.writing = true;
-  beast::error_code ec;
+  // The header (first time), the chunk and the last chunk go in one write.
+  std::string before;
   if (!cs.headers_sent) {
     http::response<http::empty_body> res{http::status::ok, cs.version};
     res.set(http::field::server, "forge-proxy");
@@ -77,12 +81,20 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
     res.set(http::field::cache_control, "no-cache");
     res.chunked(true);
     res.keep_alive(true);
-    http::response_serializer<http::empty_body> sr(res);
-    co_await http::async_write_header(*cs.stream, sr, Into(ec));
+    before = HeaderText(res.base());
     cs.headers_sent = true;
   }
-  if (!ec && !bytes.empty()) co_await net::async_write(*cs.stream, http::make_chunk(net::buffer(bytes)), Into(ec));
-  if (!ec && last) co_await net::async_write(*cs.stream, http::make_chunk_last(), Into(ec));
+  std::string_view after;
+  if (!bytes.empty()) {
+    char size_line[24];
+    before.append(size_line, static_cast<size_t>(std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size())));
+    after = last ? "\r\n0\r\n\r\n" : "\r\n";
+  } else if (last) {
+    after = "0\r\n\r\n";
+  }
+  std::array<net::const_buffer, 3> pieces{net::buffer(before), net::buffer(bytes), net::buffer(after.data(), after.size())};
+  beast::error_code ec;
+  co_await net::async_write(*cs.stream, pieces, Into(ec));
   if (ec) cs.failed = true;
   cs.writing = false;
 }
@@ -425,14 +437,13 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   // before any byte of the answer exists.
   UpstreamExchange exchange;
   co_await ExchangeWithUpstream(rollout, exchange, [&](const Upstream& u) {
-    Request up{http::verb::post, u.base_path + std::string(route.upstream_path), 11};
+    RequestHeader up{http::verb::post, u.base_path + std::string(route.upstream_path), 11};
     up.set(http::field::host, u.host + ":" + u.port);
     up.set(http::field::content_type, "application/json");
     up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
     if (!upstreams_.api_key().empty()) up.set(http::field::authorization, "Bearer " + upstreams_.api_key());
-    up.body() = upstream_body;
     return up;
-  });
+  }, upstream_body);
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
@@ -449,18 +460,31 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   bool upstream_streams = content_type.find("text/event-stream") != std::string::npos;
   auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
 
+  // Reads body bytes into buf, and returns how many: first what came in with
+  // the header (often the whole body: no I/O round for it), then from the upstream.
+  auto read_body = [&](std::vector<char>& buf, beast::error_code& ec) -> Task<size_t> {
+    parser->get().body().data = buf.data();
+    parser->get().body().size = buf.size();
+    if (conn->buffer.size() > 0) {
+      parser->eager(true);
+      size_t used = parser->put(conn->buffer.data(), ec);
+      conn->buffer.consume(used);
+      if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+      size_t n = buf.size() - parser->get().body().size;
+      if (n > 0 || ec || parser->is_done()) co_return n;
+    }
+    conn->stream.expires_after(idle);
+    co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
+    if (ec == http::error::need_buffer) ec = {};
+    co_return buf.size() - parser->get().body().size;
+  };
   // Reads the rest of the upstream body into a string (errors, whole responses).
   auto read_all = [&](std::string& out) -> Task<beast::error_code> {
     beast::error_code ec;
     std::vector<char> buf(16384);
-    while (!parser->is_done()) {
-      parser->get().body().data = buf.data();
-      parser->get().body().size = buf.size();
-      conn->stream.expires_after(idle);
-      co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
-      if (ec == http::error::need_buffer) ec = {};
-      out.append(buf.data(), buf.size() - parser->get().body().size);
-      if (ec) break;
+    while (!parser->is_done() && !ec) {
+      size_t n = co_await read_body(buf, ec);
+      out.append(buf.data(), n);
     }
     co_return ec;
   };
@@ -542,13 +566,8 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   std::string stream_error;
   std::vector<char> buf(16384);
   while (!parser->is_done() && !saw_done) {
-    parser->get().body().data = buf.data();
-    parser->get().body().size = buf.size();
-    conn->stream.expires_after(idle);
     beast::error_code ec;
-    co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
-    if (ec == http::error::need_buffer) ec = {};
-    size_t n = buf.size() - parser->get().body().size;
+    size_t n = co_await read_body(buf, ec);
     events.clear();
     sse.Feed(std::string_view(buf.data(), n), events);
     std::string out;

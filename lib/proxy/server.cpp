@@ -4,6 +4,7 @@
 
 #include "cli/diagnostics.h"
 #include "cli/signals.h"
+#include "proxy/http_write.h"
 #include "proxy/formats/openai_errors.h"
 
 namespace forge::proxy {
@@ -77,6 +78,7 @@ Status Server::Open() {
 void Server::Start() {
   net::co_spawn(acceptor_.get_executor(), AcceptLoop(), net::detached);
   net::co_spawn(net::make_strand(io_), WatchStop(), net::detached);
+  for (net::io_context* context : contexts_) net::co_spawn(*context, HoldTimerFloor(), net::detached);
   if (!upstreams_.empty() && config_.health_interval > 0) {
     net::co_spawn(net::make_strand(io_), upstreams_.HealthLoop(config_.health_path, config_.health_interval, stopping_),
                   net::detached);
@@ -99,6 +101,19 @@ Task<void> Server::AcceptLoop() {
     }
     auto executor = socket.get_executor();
     net::co_spawn(executor, Session(std::move(socket)), net::detached);
+  }
+}
+
+// Asio re-arms its timerfd (a system call) whenever a new timer becomes the
+// earliest on its context, and every connection's idle timeout and upstream
+// read timeout would be, several times per call. A timer that always expires
+// sooner keeps them from being the earliest; it wakes its thread once a second.
+Task<void> Server::HoldTimerFloor() {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  for (;;) {
+    timer.expires_after(std::chrono::seconds(1));
+    beast::error_code ec;
+    co_await timer.async_wait(Into(ec));
   }
 }
 
@@ -179,15 +194,15 @@ Task<void> Server::Session(tcp::socket socket) {
 Task<bool> Server::Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
                         std::string_view content_type,
                         std::vector<std::pair<std::string, std::string>> headers) {
-  http::response<http::string_body> res{status, req.version()};
+  http::response<http::empty_body> res{status, req.version()};
   res.set(http::field::server, "forge-proxy");
   res.set(http::field::content_type, std::string(content_type));
   for (auto& [name, value] : headers) res.set(name, value);
   res.keep_alive(req.keep_alive() && !stopping_.load());
-  res.body() = std::move(body);
-  res.prepare_payload();
+  res.content_length(body.size());
+  std::string header = HeaderText(res.base());
   beast::error_code ec;
-  co_await http::async_write(client, res, Into(ec));
+  co_await WriteMessage(client, header, body, ec);
   co_return !ec && res.keep_alive();
 }
 

@@ -31,6 +31,7 @@
 namespace forge::proxy {
 
 using Request = http::request<http::string_body>;
+using RequestHeader = http::request<http::empty_body>;  // a request whose body is sent from elsewhere
 
 // An upstream that answered a call with its status line and headers (the
 // body still to read through parser); or, without conn, why none did.
@@ -57,6 +58,7 @@ class Server {
  private:
   Task<void> AcceptLoop();
   Task<void> WatchStop();
+  Task<void> HoldTimerFloor();
   Task<void> Session(tcp::socket socket);
   // Answers one request; false when the connection must close.
   Task<bool> Handle(beast::tcp_stream& client, Request& req);
@@ -75,14 +77,15 @@ class Server {
                                      bool streaming, Json& client_request, store::CallRecord& rec,
                                      const std::string& retry_key, double t0);
 
-  // upstream_exchange.cpp: sends make_request(upstream) to one upstream after
+  // upstream_exchange.cpp: sends make_request(upstream) and body to one upstream after
   // another (rollout-affine first) until one answers with headers, into out
   // (a beast parser cannot be moved, so it is not returned). A refused
   // or broken connection marks that upstream unhealthy and moves on; a
   // kept-alive connection the upstream had closed is retried, not blamed; a
   // timeout ends the attempts, since the generation may be running.
   Task<void> ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
-                                  const std::function<Request(const Upstream&)>& make_request);
+                                  const std::function<RequestHeader(const Upstream&)>& make_request,
+                                  std::string_view body);
 
   Task<bool> Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <limits>
 
+#include "proxy/http_write.h"
 #include "proxy/server.h"
 
 namespace forge::proxy {
 
 Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
-                                        const std::function<Request(const Upstream&)>& make_request) {
+                                        const std::function<RequestHeader(const Upstream&)>& make_request,
+                                        std::string_view body) {
   out.error = "no upstream configured";
   std::vector<Upstream*> tried;
   int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
@@ -21,11 +23,12 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
     beast::error_code ec;
     auto c = co_await upstreams_.Connect(*upstream, ec, reused);
     if (!ec) {
-      Request up = make_request(*upstream);
+      RequestHeader up = make_request(*upstream);
       up.keep_alive(true);
-      up.prepare_payload();
+      up.content_length(body.size());
+      std::string header = HeaderText(up.base());
       c->stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000)));
-      co_await http::async_write(c->stream, up, Into(ec));
+      co_await WriteMessage(c->stream, header, body, ec);
       if (!ec) {
         out.parser.emplace();
         out.parser->body_limit(std::numeric_limits<std::uint64_t>::max());

@@ -135,10 +135,13 @@ int64_t EstimateTokens(const Json& chat_body) {
 
 namespace {
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
+// ASCII only (the markers are ASCII): std::tolower consults the locale per byte.
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
 }
 
 // Phrases from the helper prompts of harnesses we know (Claude Code's topic
@@ -191,7 +194,7 @@ bool IsSideCall(const SideCallSigns& signs) {
   if (signs.offers_tools) return false;
   if (signs.max_tokens_at_most_one) return true;
   if (signs.structured_output) return true;  // a classifier call, such as Gemini CLI's model router
-  std::string probe = Lower(signs.probe.substr(0, kSideCallProbeBytes));
+  std::string probe = Lower(std::string_view(signs.probe).substr(0, kSideCallProbeBytes));
   for (std::string_view marker : kSideCallMarkers) {
     if (probe.find(marker) != std::string::npos) return true;
   }

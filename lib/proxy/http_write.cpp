@@ -1,0 +1,48 @@
+#include "proxy/http_write.h"
+
+namespace forge::proxy {
+namespace {
+
+std::string_view VersionText(unsigned version) { return version == 10 ? "HTTP/1.0" : "HTTP/1.1"; }
+
+void AppendFields(const http::fields& fields, std::string& out) {
+  for (const auto& field : fields) {
+    out.append(field.name_string().data(), field.name_string().size());
+    out += ": ";
+    out.append(field.value().data(), field.value().size());
+    out += "\r\n";
+  }
+  out += "\r\n";
+}
+
+}  // namespace
+
+std::string HeaderText(const http::request_header<>& header) {
+  std::string out;
+  out.reserve(256);
+  auto method = header.method_string();
+  out.append(method.data(), method.size());
+  out += ' ';
+  out.append(header.target().data(), header.target().size());
+  out += ' ';
+  out += VersionText(header.version());
+  out += "\r\n";
+  AppendFields(header, out);
+  return out;
+}
+
+std::string HeaderText(const http::response_header<>& header) {
+  std::string out;
+  out.reserve(256);
+  out += VersionText(header.version());
+  out += ' ';
+  out += std::to_string(header.result_int());
+  out += ' ';
+  auto reason = header.reason();
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  AppendFields(header, out);
+  return out;
+}
+
+}  // namespace forge::proxy

@@ -1,0 +1,58 @@
+// HeaderText: the header the proxy writes itself must be the one Beast's
+// serializer would write for the same message.
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "proxy/http_write.h"
+
+namespace http = forge::proxy::http;
+using forge::proxy::HeaderText;
+
+namespace {
+
+template <bool isRequest>
+std::string BeastHeader(const http::message<isRequest, http::empty_body>& message) {
+  std::ostringstream out;
+  out << message.base();
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("HeaderText writes a request header as Beast does") {
+  http::request<http::empty_body> req{http::verb::post, "/v1/chat/completions?x=1", 11};
+  req.set(http::field::host, "127.0.0.1:8000");
+  req.set(http::field::content_type, "application/json");
+  req.set("anthropic-version", "2023-06-01");
+  req.keep_alive(true);
+  req.content_length(1018);
+  std::string text = HeaderText(req.base());
+  CHECK(text == BeastHeader(req));
+  CHECK(text.rfind("POST /v1/chat/completions?x=1 HTTP/1.1\r\n", 0) == 0);
+  CHECK(text.find("Content-Length: 1018\r\n") != std::string::npos);
+  CHECK(text.size() >= 4);
+  CHECK(text.substr(text.size() - 4) == "\r\n\r\n");
+}
+
+TEST_CASE("HeaderText writes response headers as Beast does: status, reason, keep-alive, chunked") {
+  http::response<http::empty_body> closing{http::status::not_found, 11};
+  closing.set(http::field::server, "forge-proxy");
+  closing.keep_alive(false);
+  closing.content_length(42);
+  CHECK(HeaderText(closing.base()) == BeastHeader(closing));
+  CHECK(HeaderText(closing.base()).find("Connection: close\r\n") != std::string::npos);
+
+  http::response<http::empty_body> old_client{http::status::too_many_requests, 10};
+  old_client.set("Retry-After", "2");
+  old_client.keep_alive(true);
+  old_client.content_length(0);
+  CHECK(HeaderText(old_client.base()) == BeastHeader(old_client));
+  CHECK(HeaderText(old_client.base()).rfind("HTTP/1.0 429 Too Many Requests\r\n", 0) == 0);
+
+  http::response<http::empty_body> stream{http::status::ok, 11};
+  stream.set(http::field::content_type, "text/event-stream");
+  stream.chunked(true);
+  CHECK(HeaderText(stream.base()) == BeastHeader(stream));
+  CHECK(HeaderText(stream.base()).find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+}
