@@ -599,6 +599,7 @@ Status Launcher::Run() {
     auto relay = HostRelay::Start(proxy_endpoint_);
     if (!relay.ok()) return relay.status();
     host_relay_ = std::move(*relay);
+    if (options_.hold) FORGE_RETURN_IF_ERROR(host_relay_->KeepFor(options_.hold_seconds + 3600));
   }
   progress_ = std::make_unique<cli::Progress>("rollouts", jobs.size());
   std::atomic<size_t> next{0};

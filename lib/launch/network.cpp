@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include "cli/diagnostics.h"
@@ -89,6 +90,14 @@ std::string RelayDirParent() {
 }
 
 constexpr std::string_view kRelayDirPrefix = "forge-relay-";
+constexpr const char* kHeldUntilFile = "held-until";  // unix seconds, as text
+
+// Whether a kept directory's time has not come yet.
+bool HeldStill(const fs::path& dir) {
+  std::ifstream in(dir / kHeldUntilFile);
+  long long until = 0;
+  return in >> until && until > static_cast<long long>(std::time(nullptr));
+}
 
 // The forge-launch that made a relay directory: its name is
 // forge-relay-PID-XXXXXX. 0 for a name of another shape.
@@ -141,6 +150,7 @@ Result<int> RemoveStaleRelayDirs() {
     if (owner == 0 || !it->is_directory(ec)) continue;
     // Alive, or not ours to probe (EPERM): left alone.
     if (kill(owner, 0) == 0 || errno != ESRCH) continue;
+    if (HeldStill(it->path())) continue;
     std::error_code removing;
     fs::remove_all(it->path(), removing);
     if (removing) return Status::Io(it->path().string() + ": " + removing.message());
@@ -150,12 +160,26 @@ Result<int> RemoveStaleRelayDirs() {
   return removed;
 }
 
+Status HostRelay::KeepFor(int64_t seconds) {
+  const std::string marker = dir_ + "/" + kHeldUntilFile;
+  std::ofstream out(marker);
+  out << static_cast<long long>(std::time(nullptr)) + seconds << "\n";
+  if (!out.flush()) return Status::Io(marker + ": cannot write");
+  keep_ = true;
+  return Status::Ok();
+}
+
 HostRelay::~HostRelay() {
   if (relay_) relay_->Stop();
   if (thread_.joinable()) thread_.join();
   relay_.reset();
   std::error_code ec;
-  if (!dir_.empty()) fs::remove_all(dir_, ec);
+  if (dir_.empty()) return;
+  if (keep_) {
+    fs::remove(dir_ + "/" + kRelaySocketName, ec);
+  } else {
+    fs::remove_all(dir_, ec);
+  }
 }
 
 }  // namespace forge::launch

@@ -64,19 +64,28 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
 class HostRelay {
  public:
   static Result<std::unique_ptr<HostRelay>> Start(const net::Endpoint& proxy);
-  ~HostRelay();  // stops the thread and removes the directory
+  // Stops the thread and removes the directory, or, after KeepFor, only
+  // the socket.
+  ~HostRelay();
+  // Keeps the directory for `seconds` after this run: held sandboxes mount
+  // it, and Docker cannot copy into a container whose bind-mount source is
+  // gone (forge-verify uploads a task's tests that way). Records the time
+  // in the directory (file "held-until") for RemoveStaleRelayDirs.
+  Status KeepFor(int64_t seconds);
   const std::string& dir() const { return dir_; }
   const net::Relay& relay() const { return *relay_; }
 
  private:
   HostRelay() = default;
   std::string dir_;
+  bool keep_ = false;
   std::unique_ptr<net::Relay> relay_;
   std::thread thread_;
 };
 
 // Removes the socket directories ($TMPDIR/forge-relay-PID-*) of forge-launch
-// processes that are gone (kill -9 skips ~HostRelay); returns how many.
+// processes that are gone (kill -9 skips ~HostRelay), except those kept for
+// held sandboxes until their time; returns how many.
 Result<int> RemoveStaleRelayDirs();
 
 }  // namespace forge::launch

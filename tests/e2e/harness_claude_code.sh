@@ -6,9 +6,11 @@
 #   forge-launch --harness claude-code; then forge-verify.
 # Checks the file the harness wrote, the verdict, and that every model call is
 # in the store under the rollout, in the anthropic format, with token ids; and
-# that the harness spoke only to the proxy on 127.0.0.1.
+# that the harness spoke only to the proxy on 127.0.0.1, inside a
+# loopback-only network namespace (tests/support/loopback_netns.sh).
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
+source "$FORGE_SRC/tests/support/loopback_netns.sh"
 install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}"
 claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 [[ -x "$claude" ]] || { echo "FAIL: $claude missing: run scripts/install-harnesses.sh" >&2; exit 1; }

@@ -148,7 +148,18 @@ inspect="$(docker inspect "$id")"
 [[ "$(jq -r '[.[0].Mounts[] | select(.Destination == "/forge/bin/forge-relay") | .RW] | .[0]' <<<"$inspect")" == false ]] || fail "relay binary not mounted read-only"
 [[ "$(jq -r '[.[0].Mounts[] | select(.Destination == "/forge/run") | .RW] | .[0]' <<<"$inspect")" == false ]] || fail "socket dir not mounted read-only"
 ! grep -q "from-held" "$work/other.seen" || fail "the held sandbox reached the other service"
+# forge-launch has exited; forge-verify will copy a task's tests in with
+# Docker's archive API, which fails ("Could not find the file") when a
+# bind-mount source is gone: the relay's directory stays, without its socket.
+relay_dir="$(jq -r '.[0].Mounts[] | select(.Destination == "/forge/run") | .Source' <<<"$inspect")"
+[[ -d "$relay_dir" && ! -e "$relay_dir/proxy.sock" ]] || fail "held run's relay directory: $(ls -la "$relay_dir" 2>&1)"
+[[ "$(cat "$relay_dir/held-until")" -gt "$(date +%s)" ]] || fail "held-until: $(cat "$relay_dir/held-until")"
+echo probe >"$work/probe.txt"
+docker cp "$work/probe.txt" "$id:/tmp/probe.txt" 2>"$work/cp.err" || fail "cannot copy into the held sandbox: $(cat "$work/cp.err")"
+[[ "$(docker exec "$id" cat /tmp/probe.txt)" == probe ]] || fail "the copied file is not in the held sandbox"
 "$LAUNCH" --backend docker gc --run-id "$run_prefix-held" 2>/dev/null
+[[ -d "$relay_dir" ]] || fail "gc removed a relay directory before its held-until time"
+rm -rf "$relay_dir"
 
 echo "== a non-root user in the sandbox reaches the proxy too (socket 0666, directory 0755)"
 L --run-id "$run_prefix-nobody" --user 65534 --network proxy-only --proxy "$proxy" \

@@ -54,7 +54,7 @@ for _ in $(seq 100); do curl -s -o /dev/null "$proxy/healthz" && break; sleep 0.
 
 echo "== forge-launch --backend docker --harness claude-code"
 task="$FORGE_SRC/tests/e2e/tasks/claude-hello"
-"$FORGE_BIN/forge-launch" --backend docker --network host --image "$image" --store "$work/forge.db" \
+"$FORGE_BIN/forge-launch" --backend docker --network proxy-only --image "$image" --store "$work/forge.db" \
   --run-id "$run" --harness claude-code --harness-install-dir "$install_dir" --proxy "$proxy" \
   --hold "$task" >"$work/rollouts.jsonl" 2>"$work/launch.err" || fail "forge-launch exit $?"
 rollout=$(jq -r .rollout_id "$work/rollouts.jsonl")
@@ -72,7 +72,7 @@ docker exec "$box" test ! -e /usr/local/bin/claude || fail "claude found in the 
 
 echo "== forge-verify in the held container"
 "$FORGE_BIN/forge-verify" --store "$work/forge.db" "$work/rollouts.jsonl" >"$work/verdicts.jsonl" \
-  2>"$work/verify.err" || fail "forge-verify exit $?"
+  2>"$work/verify.err" || fail "forge-verify exit $?: $(jq -c .verdict "$work/verdicts.jsonl" | head -c 1500)"
 [[ "$(jq -r .verdict.outcome "$work/verdicts.jsonl")" == passed ]] || fail "verdict: $(cat "$work/verdicts.jsonl")"
 [[ -z "$(docker ps -aq --filter "label=forge.run=$run")" ]] || fail "held container not released"
 

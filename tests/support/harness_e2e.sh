@@ -2,13 +2,15 @@
 # the scripted fake upstream (--scenario) → forge-proxy → forge-launch
 # --backend local --harness NAME on "create hello.txt" → forge-verify (files
 # verifier), then checks on what the store recorded. Everything listens on
-# 127.0.0.1; the profiles keep the harnesses off the network.
+# 127.0.0.1 inside a loopback-only network namespace (loopback_netns.sh);
+# the profiles keep the harnesses off the network besides.
 #
 #   harness_e2e NAME WRITE_TOOL ARGS_TEMPLATE [FAIL_ONCE]
 # ARGS_TEMPLATE is the write tool's arguments as JSON with @FILE@ for the
 # absolute path of hello.txt; FAIL_ONCE makes the fake answer the first agent
 # call with that HTTP status (to record how the harness retries).
 # Afterwards: $ROLLOUT, $CALLS (the rollout's calls as JSONL), $UPSTREAM_LOG.
+source "$FORGE_SRC/tests/support/loopback_netns.sh"
 source "$FORGE_SRC/tests/support/proxy_env.sh"
 
 HARNESSES=${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}

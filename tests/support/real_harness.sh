@@ -5,19 +5,11 @@
 # scripted fake upstream (tests/fake_upstream/fake_upstream.py --scenario).
 # forge-verify then checks the file.
 #
-# The network rule is enforced, not just configured: when the kernel allows
-# it, the whole test re-runs itself inside a fresh network namespace whose
-# only interface is loopback, so a harness that tried to reach anything else
-# would fail to connect rather than leak.
+# The whole test runs in a loopback-only network namespace (loopback_netns.sh).
 set -euo pipefail
 : "${FORGE_BIN:?FORGE_BIN must point at the build directory}"
 : "${FORGE_SRC:?FORGE_SRC must point at the source directory}"
-
-if [[ -z "${FORGE_HARNESS_NETNS:-}" ]] && unshare -n true 2>/dev/null && command -v ip >/dev/null; then
-  # $0 is the test script itself; BASH_SOURCE[1] would be the same.
-  exec env FORGE_HARNESS_NETNS=loopback-only unshare -n \
-    bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-fi
+source "$FORGE_SRC/tests/support/loopback_netns.sh"
 
 WORK=$(mktemp -d /tmp/forge-harness-e2e.XXXXXX)
 PIDS=()
@@ -43,7 +35,6 @@ fail() {
 }
 pass() { echo "ok - $*"; }
 
-echo "network: ${FORGE_HARNESS_NETNS:-host (no private network namespace available)}"
 
 HARNESS_INSTALL_DIR=${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -134,6 +135,40 @@ TEST_CASE("network: gc removes the relay socket directories of killed runs only"
   CHECK(std::filesystem::exists(mine));
   CHECK(std::filesystem::exists(other));
   CHECK(std::filesystem::exists((*host)->dir()));  // a running relay's directory stays
+}
+
+TEST_CASE("network: a relay directory kept for held sandboxes outlives its run until its time") {
+  forge::testing::TempDir dir;
+  setenv("TMPDIR", dir.path().c_str(), 1);
+  std::string kept;
+  {
+    auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"));
+    REQUIRE(host.ok());
+    kept = (*host)->dir();
+    REQUIRE((*host)->KeepFor(3600).ok());
+  }
+  // The run is over: the socket is gone, the directory a held container mounts is not.
+  CHECK(std::filesystem::is_directory(kept));
+  CHECK(!std::filesystem::exists(kept + "/" + launch::kRelaySocketName));
+
+  // Its owner is gone (as after forge-launch exits): gc leaves it while its
+  // time runs, and removes it once the time has passed.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const auto orphan = dir.path() / ("forge-relay-" + std::to_string(child) + "-kEpT01");
+  std::filesystem::rename(kept, orphan);
+  auto first = launch::RemoveStaleRelayDirs();
+  REQUIRE(first.ok());
+  CHECK(*first == 0);
+  CHECK(std::filesystem::exists(orphan));
+  std::ofstream(orphan / "held-until") << std::time(nullptr) - 1 << "\n";
+  auto second = launch::RemoveStaleRelayDirs();
+  unsetenv("TMPDIR");
+  REQUIRE(second.ok());
+  CHECK(*second == 1);
+  CHECK(!std::filesystem::exists(orphan));
 }
 
 TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo is up") {
