@@ -30,9 +30,7 @@ Result<sandbox::Backend*> Backends::Get(const std::string& name) {
 #endif
 #ifdef FORGE_VERIFY_HAVE_K8S
   if (name == "k8s") {
-    // The cluster comes from $KUBECONFIG, ~/.kube/config or the in-cluster
-    // service account, as for forge-launch's defaults.
-    sandbox::k8s::K8sOptions options;
+    sandbox::k8s::K8sOptions options = k8s_;
     options.stop_requested = [] { return cli::StopRequested(); };
     auto made = sandbox::k8s::MakeK8sBackend(options);
     if (!made.ok()) return made.status().Prefixed("k8s backend");

@@ -9,12 +9,17 @@
 #include <string>
 
 #include "base/status.h"
+#include "sandbox/k8s/options.h"
 #include "sandbox/sandbox.h"
 
 namespace forge::verify {
 
 class Backends {
  public:
+  // k8s: how to reach the cluster (forge-verify's --kubeconfig and the rest
+  // of the shared Kubernetes flags); the defaults find it as forge-launch's do.
+  explicit Backends(sandbox::k8s::K8sOptions k8s = {}) : k8s_(std::move(k8s)) {}
+
   // The backend for name, created on first use. Config error for a name this
   // build does not know.
   Result<sandbox::Backend*> Get(const std::string& name);
@@ -23,6 +28,7 @@ class Backends {
   void Set(const std::string& name, std::unique_ptr<sandbox::Backend> backend);
 
  private:
+  sandbox::k8s::K8sOptions k8s_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<sandbox::Backend>> backends_;
 };

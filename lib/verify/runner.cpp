@@ -88,7 +88,11 @@ std::string FinalAnswerFromCalls(const std::vector<store::CallRecord>& calls) {
 }
 
 Runner::Runner(RunOptions options, store::Store* store, records::JsonlWriter* out)
-    : options_(std::move(options)), store_(store), out_(out), judge_(options_.judge, store) {}
+    : options_(std::move(options)),
+      store_(store),
+      out_(out),
+      backends_(options_.k8s),
+      judge_(options_.judge, store) {}
 
 Status Runner::LoadTasks() {
   if (options_.task_files.empty()) return Status::Ok();

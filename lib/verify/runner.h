@@ -31,6 +31,7 @@ struct RunOptions {
   double timeout_override = 0; // > 0: replaces every task's verifier timeout
   bool strict = false;         // the first bad input line is an error
   JudgeOptions judge;
+  sandbox::k8s::K8sOptions k8s;  // reaching the cluster of k8s sandboxes
 };
 
 struct RunSummary {

@@ -82,6 +82,17 @@ for flag in --kubeconfig --k8s-context --k8s-namespace --k8s-qps --k8s-burst --k
   roff="${flag//-/\\-}"
   grep -qF -- "$roff" "$SRC/man/forge-launch.1" || fail "man page lacks $flag"
 done
+# forge-verify attaches to k8s rollouts' pods with the same flags.
+"$(dirname "$LAUNCH")/forge-verify" run --help >"$work/verify-help"
+for flag in --kubeconfig --k8s-context --k8s-namespace --k8s-server --k8s-token --k8s-ca --k8s-in-cluster; do
+  grep -q -- "$flag" "$work/verify-help" || fail "forge-verify run --help lacks $flag"
+  grep -qF -- "${flag//-/\\-}" "$SRC/man/forge-verify.1" || fail "forge-verify's man page lacks $flag"
+done
+echo '{"rollout_id":"r-k8s","task_id":"t","run_id":"x","attempt":0,"outcome":"ok","sandbox":{"backend":"k8s","id":"ns/forge-pod"},"task":{"id":"t","instruction":"x","verifier":{"kind":"command","command":"true"}}}' >"$work/k8s-rollout.jsonl"
+rc=0; "$(dirname "$LAUNCH")/forge-verify" --kubeconfig "$work/missing-kubeconfig" "$work/k8s-rollout.jsonl" \
+  >/dev/null 2>"$work/k8s-verify.err" || rc=$?
+[[ "$rc" == 78 ]] && grep -q "missing-kubeconfig" "$work/k8s-verify.err" ||
+  fail "forge-verify --kubeconfig missing: exit $rc $(cat "$work/k8s-verify.err")"
 rc=0; "$LAUNCH" --backend k8s --kubeconfig "$work/missing-kubeconfig" gc --all 2>"$work/k8s1.err" || rc=$?
 [[ "$rc" == 78 ]] || fail "missing kubeconfig: exit $rc"
 grep -q "missing-kubeconfig" "$work/k8s1.err" || fail "missing kubeconfig not named"

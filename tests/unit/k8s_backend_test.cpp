@@ -16,6 +16,7 @@
 #include "sandbox/k8s/pod_watcher.h"
 #include "sandbox/k8s/rate_limiter.h"
 #include "sandbox/k8s/websocket.h"
+#include "verify/backends.h"
 
 namespace fs = std::filesystem;
 using forge::ExitCode;
@@ -515,6 +516,25 @@ TEST_CASE("k8s: attach by handle, and errors for missing pods and bad tokens") {
   REQUIRE_FALSE(denied.ok());
   CHECK(denied.status().code() == ExitCode::kConfig);
   CHECK(denied.status().message().find("401") != std::string::npos);
+}
+
+TEST_CASE("k8s: forge-verify's backends reach the cluster its flags name") {
+  FakeK8s fake;
+  auto sandbox = Backend(fake.Options())->Create(TestSpec("run-v", "r"));
+  REQUIRE(sandbox.ok());
+  forge::verify::Backends named(fake.Options());  // as from --k8s-server, --k8s-token, ...
+  auto backend = named.Get("k8s");
+  REQUIRE_MESSAGE(backend.ok(), backend.status().message());
+  auto attached = (*backend)->Attach((*sandbox)->handle());
+  REQUIRE_MESSAGE(attached.ok(), attached.status().message());
+  CHECK((*attached)->Exec(Command({"true"}))->exit_code == 0);
+
+  k8s::K8sOptions missing;
+  missing.kubeconfig = "/nonexistent/forge-kubeconfig";
+  forge::verify::Backends misdirected(missing);
+  auto none = misdirected.Get("k8s");
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().find("/nonexistent/forge-kubeconfig") != std::string::npos);
 }
 
 TEST_CASE("k8s: a kubeconfig file leads to the fake server") {

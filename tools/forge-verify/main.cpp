@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/diagnostics.h"
+#include "cli/k8s_flags.h"
 #include "cli/tool.h"
 #include "records/jsonl.h"
 #include "store/store.h"
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
                       "Judge model when the task names none [$FORGE_JUDGE_MODEL]");
   run_cmd->add_option("--judge-key-env", judge_key_env, "Environment variable holding the judge's API key")
       ->capture_default_str();
+  // The sandboxes of k8s rollouts: the same cluster flags as forge-launch's.
+  forge::cli::AddK8sFlags(*run_cmd, run.k8s);
 
   // report
   forge::verify::ReportOptions report;
