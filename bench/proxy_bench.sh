@@ -155,7 +155,10 @@ print(f"added p50/p99 vs direct: nginx {med['nginx'][1] - d50:.1f} / {med['nginx
 print(f"forge-proxy RSS: {before / 1024:.1f} MiB idle, {peak / 1024:.1f} MiB peak under load -> "
       f"{(peak - before) / clients:.1f} KiB per open stream (target <= 64 KiB)")
 PY
-echo "calls recorded during the run: $(curl -s "http://127.0.0.1:$PX/metrics" | awk '/^forge_proxy_records_written_total/ {print $2}')"
+# Counted once the database holds every logged call: the writer thread
+# yields to the calls (SCHED_IDLE), so under load it trails by a few seconds.
+curl -s -o /dev/null -X POST "http://127.0.0.1:$PX/admin/drain"
+echo "calls recorded during the run: $(curl -s "http://127.0.0.1:$PX/metrics" | awk '/^forge_proxy_records_written_total/ {print $2}') (in the database after POST /admin/drain)"
 
 echo
 echo "(c) store bytes of a 50-call rollout, harness-like: a 12 KB system prompt and 12 tools resent every"

@@ -600,20 +600,33 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
         target += "\n\n";
         continue;
       }
-      Json chunk = Json::parse(event.data, nullptr, false);
-      if (chunk.is_discarded()) {
+      // Token ids and logprobs are read and cut from the bytes, so the
+      // document the translation needs is parsed from the smaller chunk.
+      auto stripped = CaptureAndStrip(event.data, wants, false, tokens);
+      if (!stripped.ok()) {
         stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
         break;
       }
-      if (chunk.contains("error")) {
-        stream_error = "upstream " + upstream->url + " error: " + chunk["error"].dump();
+      if (stripped->is_error) {
+        stream_error = "upstream " + upstream->url + " error: " + Json::parse(stripped->text, nullptr, false).dump();
         break;
       }
       if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
-      HarvestTokens(chunk, tokens);
-      StripCaptureFields(chunk, wants);
+      // Most chunks are a piece of content: the translator takes the text alone.
+      std::string content_bytes;
+      if (auto content = ContentDeltaText(stripped->text);
+          content && translator->OnContentDelta(*content, content_bytes)) {
+        if (!upstream_assembled.AddContentDelta(stripped->text)) {
+          upstream_assembled.Add(Json::parse(stripped->text, nullptr, false));
+        }
+        out += held;
+        held.clear();
+        out += content_bytes;
+        continue;
+      }
+      Json chunk = Json::parse(stripped->text, nullptr, false);
       if (chunk.contains("usage") && !chunk["usage"].is_null()) usage = chunk["usage"];
-      if (!pass_through) upstream_assembled.Add(chunk);
+      if (!pass_through && !upstream_assembled.AddContentDelta(stripped->text)) upstream_assembled.Add(chunk);
       bool usage_only = chunk.contains("choices") && chunk["choices"].is_array() && chunk["choices"].empty();
       if (usage_only && !client_wants_usage) continue;
       if (!client_wants_usage && chunk.contains("usage")) chunk.erase("usage");

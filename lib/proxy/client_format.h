@@ -35,6 +35,12 @@ class StreamTranslator {
   virtual ~StreamTranslator() = default;
   // One upstream chat.completion.chunk (already stripped of fields the client did not ask for).
   virtual std::string OnChunk(const Json& chunk) = 0;
+  // A chunk that is nothing but a piece of content (ContentDeltaText in
+  // pass_through.h: most of a stream), taken without its document when the
+  // translator can: appends what OnChunk would return to out, and returns
+  // true. False (the default; also before the stream has started) leaves
+  // the chunk to OnChunk.
+  virtual bool OnContentDelta(const std::string& /*content*/, std::string& /*out*/) { return false; }
   // The upstream stream ended normally ([DONE]).
   virtual std::string OnEnd() = 0;
   // The upstream failed after the stream began: a well-formed error event in

@@ -333,4 +333,45 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   return out;
 }
 
+std::optional<std::string> ContentDeltaText(std::string_view chunk) {
+  std::string_view object = forge::TrimJson(chunk);
+  if (!IsJsonObject(object)) return std::nullopt;
+  std::string_view choices;
+  for (const JsonMember& m : ObjectMembers(object)) {
+    if (m.KeyIs("choices")) {
+      choices = m.value;
+    } else if (m.KeyIs("usage")) {
+      if (!IsJsonNull(m.value)) return std::nullopt;
+    } else if (m.KeyIs("object")) {
+      if (!IsJsonString(m.value) || JsonStringValue(m.value) != "chat.completion.chunk") return std::nullopt;
+    } else if (!m.KeyIs("id") && !m.KeyIs("created") && !m.KeyIs("model") && !m.KeyIs("system_fingerprint")) {
+      return std::nullopt;
+    }
+  }
+  if (!IsJsonArray(choices)) return std::nullopt;
+  std::vector<std::string_view> elements = ArrayElements(choices);
+  if (elements.size() != 1 || !IsJsonObject(elements[0])) return std::nullopt;
+  // The last of duplicate members counts, as for the parser.
+  std::string_view delta;
+  for (const JsonMember& m : ObjectMembers(elements[0])) {
+    if (m.KeyIs("index")) {
+      if (forge::JsonInteger(m.value) != 0) return std::nullopt;
+    } else if (m.KeyIs("delta")) {
+      delta = m.value;
+    } else if (m.KeyIs("logprobs") || m.KeyIs("finish_reason") || m.KeyIs("stop_reason")) {
+      if (!IsJsonNull(m.value)) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!IsJsonObject(delta)) return std::nullopt;
+  std::string_view content;
+  for (const JsonMember& m : ObjectMembers(delta)) {
+    if (!m.KeyIs("content")) return std::nullopt;
+    content = m.value;
+  }
+  if (!IsJsonString(content)) return std::nullopt;
+  return JsonStringValue(content);
+}
+
 }  // namespace forge::proxy

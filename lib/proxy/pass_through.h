@@ -7,6 +7,7 @@
 // what the upstream sent, minus what the proxy added.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -54,5 +55,13 @@ struct PassThroughChunk {
 // when drop_usage). body must be valid JSON (an object); Status otherwise.
 Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWants& wants, bool drop_usage,
                                          CapturedTokens& tokens);
+
+// The text of a chat chunk (valid JSON, as CaptureAndStrip leaves it) that is
+// nothing but a piece of content: one choice, index 0, a delta holding only
+// "content", no finish, no logprobs, no usage, no member besides the head
+// (id, object, created, model, system_fingerprint). Most chunks of a stream
+// are; a translating format answers them without a document. nullopt for any
+// other chunk.
+std::optional<std::string> ContentDeltaText(std::string_view chunk);
 
 }  // namespace forge::proxy

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "proxy/formats/anthropic.h"
+#include "proxy/formats/wire.h"
 #include "support/chat_script.h"
 
 using forge::ExitCode;
@@ -317,4 +318,26 @@ TEST_CASE("anthropic: title, topic and quota helper calls are side calls") {
   // The same words in an agent call with tools are the agent's business.
   topic["tools"] = {{{"name", "Bash"}, {"input_schema", {{"type", "object"}}}}};
   CHECK_FALSE(format.ToChat(topic)->side_call);
+}
+
+TEST_CASE("anthropic: a token's delta frame is the bytes of the document it stands for") {
+  // Written directly on the per-token path; it must equal SseFrame of the
+  // same document, escapes included.
+  const std::string tricky = "say \"hi\"\\n\n\t\x01 é 😀";
+  AnthropicFormat format;
+  auto stream = format.NewStream();
+  stream->OnChunk(Chunk({{"role", "assistant"}, {"content", ""}}));
+  std::string text = stream->OnChunk(Chunk({{"content", tricky}}));
+  std::string want = forge::proxy::wire::SseFrame(
+      "content_block_delta",
+      {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", tricky}}}});
+  CHECK(text.size() >= want.size());
+  CHECK(text.substr(text.size() - want.size()) == want);  // after the block's start
+  std::string args = stream->OnChunk(Chunk(ToolDelta(0, {{"id", "call_1"}, {"type", "function"},
+                                                          {"function", {{"name", "w"}, {"arguments", tricky}}}})));
+  std::string want_args = forge::proxy::wire::SseFrame(
+      "content_block_delta", {{"type", "content_block_delta"},
+                              {"index", 1},
+                              {"delta", {{"type", "input_json_delta"}, {"partial_json", tricky}}}});
+  CHECK(args.substr(args.size() - want_args.size()) == want_args);
 }

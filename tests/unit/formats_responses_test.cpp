@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "proxy/formats/responses.h"
+#include "proxy/formats/wire.h"
 #include "support/chat_script.h"
 
 using forge::ExitCode;
@@ -265,4 +266,25 @@ TEST_CASE("responses: error bodies and side calls") {
   Json title = {{"model", "small"}, {"instructions", "You are a title generator. Output a title."},
                 {"input", "fix the tests"}};
   CHECK(format.ToChat(title)->side_call);
+}
+
+TEST_CASE("responses: a token's delta event is the bytes of the document it stands for") {
+  const std::string tricky = "say \"hi\"\\n\n\t\x01 é 😀";
+  ResponsesFormat format;
+  auto stream = format.NewStream();
+  std::string start = stream->OnChunk(Chunk({{"role", "assistant"}, {"content", ""}}));
+  std::string first = stream->OnChunk(Chunk({{"content", tricky}}));
+  // The events before it: created, in_progress, output_item.added, content_part.added.
+  auto events = ParseEvents(start + first);
+  REQUIRE(events.size() == 5);
+  const Json& item_added = events[2].data;
+  std::string want = forge::proxy::wire::SseFrame(
+      "response.output_text.delta", {{"type", "response.output_text.delta"},
+                                     {"sequence_number", 4},
+                                     {"item_id", item_added["item"]["id"]},
+                                     {"output_index", 0},
+                                     {"content_index", 0},
+                                     {"delta", tricky},
+                                     {"logprobs", Json::array()}});
+  CHECK(first.substr(first.size() - want.size()) == want);
 }

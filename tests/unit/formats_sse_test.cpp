@@ -49,3 +49,15 @@ TEST_CASE("sse: frames written by SseFrame read back") {
   CHECK(out[0].event == "ping");
   CHECK(Json::parse(out[0].data) == data);
 }
+
+TEST_CASE("sse: AppendJsonString writes a string as nlohmann's dump does") {
+  std::vector<std::string> texts = {"", "plain", "quote \" and backslash \\", "\b\f\n\r\t", "\x7f", "é ∑ 😀",
+                                    "tail\\", "\"", "a\"b\\c\n"};
+  for (int c = 0; c < 0x20; ++c) texts.push_back("x" + std::string(1, static_cast<char>(c)) + "y");
+  for (const std::string& text : texts) {
+    CAPTURE(text);
+    std::string out = "prefix:";
+    forge::proxy::wire::AppendJsonString(out, text);
+    CHECK(out == "prefix:" + Json(text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  }
+}

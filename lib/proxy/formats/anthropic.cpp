@@ -365,6 +365,13 @@ class AnthropicStream : public StreamTranslator {
     return out;
   }
 
+  bool OnContentDelta(const std::string& content, std::string& out) override {
+    if (ended_ || !started_) return false;
+    acc_.AddContent(content);
+    out += Content(content);
+    return true;
+  }
+
   std::string OnEnd() override {
     if (ended_) return "";
     std::string out;
@@ -440,19 +447,40 @@ class AnthropicStream : public StreamTranslator {
                     {{"type", "content_block_delta"}, {"index", index}, {"delta", std::move(delta)}});
   }
 
+  // A token's delta, {"type": type, key: value}, written without building
+  // the document: the bytes BlockDelta makes of it (nlohmann sorts the keys,
+  // and each key here sorts before "type").
+  std::string TextBlockDelta(int index, std::string_view type, std::string_view key, const std::string& value) {
+    std::string out = "event: content_block_delta\ndata: {\"delta\":{\"";
+    out += key;
+    out += "\":";
+    AppendJsonString(out, value);
+    out += ",\"type\":\"";
+    out += type;
+    out += "\"},\"index\":";
+    out += std::to_string(index);
+    out += ",\"type\":\"content_block_delta\"}\n\n";
+    return out;
+  }
+
+  std::string Content(const std::string& text) {
+    if (text.empty()) return "";
+    std::string out;
+    if (open_ != Block::kText) out += Open(Block::kText, {{"type", "text"}, {"text", ""}});
+    out += TextBlockDelta(open_index_, "text_delta", "text", text);
+    return out;
+  }
+
   std::string Delta(const Json& delta) {
     std::string out;
-    if (const Json* r = ReasoningField(delta); r && !r->get<std::string>().empty()) {
+    if (const Json* r = ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
       if (open_ != Block::kThinking) {
         out += Open(Block::kThinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
       }
-      out += BlockDelta(open_index_, {{"type", "thinking_delta"}, {"thinking", *r}});
-      thinking_ += r->get<std::string>();
+      out += TextBlockDelta(open_index_, "thinking_delta", "thinking", r->get_ref<const std::string&>());
+      thinking_ += r->get_ref<const std::string&>();
     }
-    if (const Json* c = Find(delta, "content"); c && c->is_string() && !c->get<std::string>().empty()) {
-      if (open_ != Block::kText) out += Open(Block::kText, {{"type", "text"}, {"text", ""}});
-      out += BlockDelta(open_index_, {{"type", "text_delta"}, {"text", *c}});
-    }
+    if (const Json* c = Find(delta, "content"); c && c->is_string()) out += Content(c->get_ref<const std::string&>());
     const Json* calls = Find(delta, "tool_calls");
     if (!calls || !calls->is_array()) return out;
     for (const Json& call : *calls) {
@@ -469,10 +497,10 @@ class AnthropicStream : public StreamTranslator {
       }
       const Json* fn = Find(call, "function");
       if (const Json* args = fn ? Find(*fn, "arguments") : nullptr;
-          args && args->is_string() && !args->get<std::string>().empty()) {
+          args && args->is_string() && !args->get_ref<const std::string&>().empty()) {
         // A fragment for an earlier call (servers that interleave parallel
         // calls) still goes out at once, addressed by its block index.
-        out += BlockDelta(block->second, {{"type", "input_json_delta"}, {"partial_json", *args}});
+        out += TextBlockDelta(block->second, "input_json_delta", "partial_json", args->get_ref<const std::string&>());
       }
     }
     return out;

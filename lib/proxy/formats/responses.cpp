@@ -412,6 +412,13 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
+  bool OnContentDelta(const std::string& content, std::string& out) override {
+    if (ended_ || !started_) return false;
+    acc_.AddContent(content);
+    out += Content(content);
+    return true;
+  }
+
   std::string OnEnd() override {
     if (ended_) return "";
     std::string out;
@@ -451,6 +458,30 @@ class ResponsesStream : public StreamTranslator {
     Json data = {{"type", type}, {"sequence_number", sequence_++}};
     data.update(fields);
     return SseFrame(type, data);
+  }
+
+  // A token's delta event written without building the document: the bytes
+  // Event makes of {item_id, output_index, delta[, content_index, logprobs: []]}
+  // (nlohmann sorts the keys).
+  std::string DeltaEvent(std::string_view type, const std::string& item_id, int output_index,
+                         const std::string& delta, bool text_part, bool logprobs) {
+    std::string out = "event: ";
+    out += type;
+    out += "\ndata: {";
+    if (text_part) out += "\"content_index\":0,";
+    out += "\"delta\":";
+    AppendJsonString(out, delta);
+    out += ",\"item_id\":";
+    AppendJsonString(out, item_id);
+    if (logprobs) out += ",\"logprobs\":[]";
+    out += ",\"output_index\":";
+    out += std::to_string(output_index);
+    out += ",\"sequence_number\":";
+    out += std::to_string(sequence_++);
+    out += ",\"type\":\"";
+    out += type;
+    out += "\"}\n\n";
+    return out;
   }
 
   std::string Start() {
@@ -519,29 +550,28 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
+  std::string Content(const std::string& text) {
+    if (text.empty()) return "";
+    std::string out;
+    if (open_ != Item::kText) {
+      out += Open(Item::kText, MessageItem(ItemId("msg_", acc_.id(), text_items_++), "", "in_progress"));
+    }
+    text_ += text;
+    out += DeltaEvent("response.output_text.delta", open_id_, open_index_, text, true, true);
+    return out;
+  }
+
   std::string Delta(const Json& delta) {
     std::string out;
-    if (const Json* r = ReasoningField(delta); r && !r->get<std::string>().empty()) {
+    if (const Json* r = ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
       if (open_ != Item::kReasoning) {
         out += Open(Item::kReasoning, ReasoningItem(ItemId("rs_", acc_.id(), reasoning_items_++), "", false));
       }
-      text_ += r->get<std::string>();
-      out += Event("response.reasoning_text.delta", {{"item_id", open_id_},
-                                                     {"output_index", open_index_},
-                                                     {"content_index", 0},
-                                                     {"delta", *r}});
+      text_ += r->get_ref<const std::string&>();
+      out += DeltaEvent("response.reasoning_text.delta", open_id_, open_index_, r->get_ref<const std::string&>(),
+                        true, false);
     }
-    if (const Json* c = Find(delta, "content"); c && c->is_string() && !c->get<std::string>().empty()) {
-      if (open_ != Item::kText) {
-        out += Open(Item::kText, MessageItem(ItemId("msg_", acc_.id(), text_items_++), "", "in_progress"));
-      }
-      text_ += c->get<std::string>();
-      out += Event("response.output_text.delta", {{"item_id", open_id_},
-                                                  {"output_index", open_index_},
-                                                  {"content_index", 0},
-                                                  {"delta", *c},
-                                                  {"logprobs", Json::array()}});
-    }
+    if (const Json* c = Find(delta, "content"); c && c->is_string()) out += Content(c->get_ref<const std::string&>());
     const Json* calls = Find(delta, "tool_calls");
     if (!calls || !calls->is_array()) return out;
     for (const Json& call : *calls) {
@@ -556,12 +586,11 @@ class ResponsesStream : public StreamTranslator {
         known = tool_items_.emplace(index, open_index_).first;
       }
       const Json* args = fn ? Find(*fn, "arguments") : nullptr;
-      if (!args || !args->is_string() || args->get<std::string>().empty()) continue;
-      if (open_ == Item::kTool && known->second == open_index_) text_ += args->get<std::string>();
-      out += Event("response.function_call_arguments.delta",
-                   {{"item_id", output_[known->second]["id"]},
-                    {"output_index", known->second},
-                    {"delta", *args}});
+      if (!args || !args->is_string() || args->get_ref<const std::string&>().empty()) continue;
+      if (open_ == Item::kTool && known->second == open_index_) text_ += args->get_ref<const std::string&>();
+      out += DeltaEvent("response.function_call_arguments.delta",
+                        output_[known->second]["id"].get_ref<const std::string&>(), known->second,
+                        args->get_ref<const std::string&>(), false, false);
     }
     return out;
   }

@@ -65,6 +65,11 @@ const Json& ChatMessage(const Json& chat_response);
 
 // "event: <name>\ndata: <json>\n\n"; no event line when name is empty.
 std::string SseFrame(std::string_view event, const Json& data);
+// Appends s as a JSON string exactly as nlohmann::json's dump writes one
+// (\" \\ \b \f \n \r \t, other control characters as \u00xx, UTF-8 as it is),
+// for the per-token events written without building a document. s comes
+// from a parsed document, so it is valid UTF-8.
+void AppendJsonString(std::string& out, std::string_view s);
 
 // Ids the proxy makes. Derived from the upstream id so that the streamed and
 // the unstreamed translation of the same completion agree byte for byte.
@@ -99,6 +104,11 @@ inline bool LooksLikeSideCall(const Json& chat_body) { return IsSideCall(SideCal
 class ChatAccumulator {
  public:
   void Add(const Json& chunk);
+  // What Add does with a started stream's chunk that holds only this content.
+  void AddContent(std::string_view text) {
+    content_ += text;
+    has_content_ = true;
+  }
   bool started() const { return started_; }
   Json Response() const;
   const std::string& id() const { return id_; }
