@@ -66,7 +66,9 @@ size_t SkipPlainBytes(const unsigned char* p, size_t i, size_t n) {
     // A signed compare: bytes >= 0x80 (not ASCII) count as below 0x20 too.
     __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)),
                                    _mm_cmplt_epi8(block, space));
-    if (int mask = _mm_movemask_epi8(special)) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    if (int mask = _mm_movemask_epi8(special)) {
+      return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    }
   }
 #endif
   for (uint64_t word; i + 8 <= n; i += 8) {

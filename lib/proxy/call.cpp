@@ -87,12 +87,14 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
   std::string_view after;
   if (!bytes.empty()) {
     char size_line[24];
-    before.append(size_line, static_cast<size_t>(std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size())));
+    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size());
+    before.append(size_line, static_cast<size_t>(n));
     after = last ? "\r\n0\r\n\r\n" : "\r\n";
   } else if (last) {
     after = "0\r\n\r\n";
   }
-  std::array<net::const_buffer, 3> pieces{net::buffer(before), net::buffer(bytes), net::buffer(after.data(), after.size())};
+  std::array<net::const_buffer, 3> pieces{net::buffer(before), net::buffer(bytes),
+                                          net::buffer(after.data(), after.size())};
   beast::error_code ec;
   co_await net::async_write(*cs.stream, pieces, Into(ec));
   if (ec) cs.failed = true;
@@ -626,7 +628,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
       }
       Json chunk = Json::parse(stripped->text, nullptr, false);
       if (chunk.contains("usage") && !chunk["usage"].is_null()) usage = chunk["usage"];
-      if (!pass_through && !upstream_assembled.AddContentDelta(stripped->text)) upstream_assembled.Add(chunk);
+      if (!pass_through) upstream_assembled.Add(chunk);
       bool usage_only = chunk.contains("choices") && chunk["choices"].is_array() && chunk["choices"].empty();
       if (usage_only && !client_wants_usage) continue;
       if (!client_wants_usage && chunk.contains("usage")) chunk.erase("usage");

@@ -4,8 +4,8 @@
 
 #include "cli/diagnostics.h"
 #include "cli/signals.h"
-#include "proxy/http_write.h"
 #include "proxy/formats/openai_errors.h"
+#include "proxy/http_write.h"
 
 namespace forge::proxy {
 
