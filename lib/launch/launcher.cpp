@@ -599,7 +599,9 @@ Status Launcher::Run() {
     auto relay = HostRelay::Start(proxy_endpoint_);
     if (!relay.ok()) return relay.status();
     host_relay_ = std::move(*relay);
-    if (options_.hold) FORGE_RETURN_IF_ERROR(host_relay_->KeepFor(options_.hold_seconds + 3600));
+    // Held sandboxes live --hold-ttl past their harness; the hour covers the run itself.
+    constexpr int64_t kRunMargin = 3600;
+    if (options_.hold) FORGE_RETURN_IF_ERROR(host_relay_->KeepFor(options_.hold_seconds + kRunMargin));
   }
   progress_ = std::make_unique<cli::Progress>("rollouts", jobs.size());
   std::atomic<size_t> next{0};

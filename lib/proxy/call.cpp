@@ -164,11 +164,14 @@ Task<Status> Server::Commit(store::CallRecord call) {
     std::optional<net::steady_timer> timer;
   };
   auto executor = co_await net::this_coro::executor;
-  auto waiting = std::make_shared<Waiting>();
-  auto logged = recorder_->Submit(std::move(call), [waiting, executor](Status status) {
-    net::post(executor, [waiting, status] {
-      waiting->result = status;
-      if (waiting->timer) waiting->timer->cancel();
+  std::shared_ptr<Waiting> waiting;
+  auto logged = recorder_->Submit(std::move(call), [&] {
+    waiting = std::make_shared<Waiting>();
+    return Recorder::Done([waiting, executor](Status status) {
+      net::post(executor, [waiting, status] {
+        waiting->result = status;
+        if (waiting->timer) waiting->timer->cancel();
+      });
     });
   });
   if (logged) co_return *logged;  // the usual case: final at once
@@ -616,9 +619,10 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
       if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
       // Most chunks are a piece of content: the translator takes the text alone.
       std::string content_bytes;
-      if (auto content = ContentDeltaText(stripped->text);
+      auto piece = ReadContentDelta(stripped->text);
+      if (auto content = piece ? ContentDeltaText(*piece) : std::nullopt;
           content && translator->OnContentDelta(*content, content_bytes)) {
-        if (!upstream_assembled.AddContentDelta(stripped->text)) {
+        if (!upstream_assembled.AddContentDelta(*piece)) {
           upstream_assembled.Add(Json::parse(stripped->text, nullptr, false));
         }
         out += held;

@@ -1,9 +1,5 @@
 #include "proxy/chat_assembler.h"
 
-#include <cstdint>
-#include <optional>
-#include <vector>
-
 #include "base/json_scan.h"
 
 namespace forge::proxy {
@@ -85,56 +81,20 @@ void ChatAssembler::Add(const Json& chunk) {
 }
 
 bool ChatAssembler::AddContentDelta(std::string_view chunk) {
+  auto delta = ReadContentDelta(chunk);
+  return delta && AddContentDelta(*delta);
+}
+
+bool ChatAssembler::AddContentDelta(const ContentDelta& delta) {
   if (chunks_ == 0) return false;
-  std::string_view choices;
-  for (const JsonMember& m : ObjectMembers(chunk)) {
-    if (m.KeyIs("choices")) {
-      choices = m.value;
-    } else if (m.KeyIs("usage")) {
-      if (!IsJsonNull(m.value)) return false;
-    } else if (m.KeyIs("object")) {
-      if (!IsJsonString(m.value) || JsonStringValue(m.value) == "text_completion") {
-        return false;
-      }
-    } else {
-      for (const char* head_key : {"id", "created", "model", "system_fingerprint"}) {
-        if (m.KeyIs(head_key) && !head_.contains(head_key)) return false;
-      }
-    }
+  // A head member the first chunk did not set would change the head: Add's work.
+  for (size_t k = 0; k < ContentDelta::kHeadKeys.size(); ++k) {
+    if ((delta.head_members >> k & 1u) && !head_.contains(ContentDelta::kHeadKeys[k])) return false;
   }
-  if (!IsJsonArray(choices)) return false;
-  std::vector<std::string_view> elements = ArrayElements(choices);
-  if (elements.size() != 1 || !IsJsonObject(elements[0])) return false;
-  // Members of the choice and of its delta: the last of duplicates counts, as
-  // for the parser.
-  std::string_view index = "0", delta, content;
-  for (const JsonMember& m : ObjectMembers(elements[0])) {
-    if (m.KeyIs("index")) {
-      index = m.value;
-    } else if (m.KeyIs("delta")) {
-      delta = m.value;
-    } else if (m.KeyIs("logprobs") || m.KeyIs("finish_reason") || m.KeyIs("stop_reason")) {
-      if (!IsJsonNull(m.value)) return false;
-    } else if (m.KeyIs("text")) {
-      return false;
-    }
-  }
-  std::optional<int64_t> i = JsonInteger(index);
-  if (!i || *i < INT32_MIN || *i > INT32_MAX) return false;
-  if (IsJsonObject(delta)) {
-    for (const JsonMember& m : ObjectMembers(delta)) {
-      if (m.KeyIs("content")) {
-        content = m.value;
-      } else if (m.KeyIs("role") || m.KeyIs("reasoning") || m.KeyIs("reasoning_content") || m.KeyIs("tool_calls")) {
-        return false;
-      }
-    }
-  }
-  if (!content.empty() && !IsJsonNull(content) && !IsJsonString(content)) return false;
   ++chunks_;
-  Choice& choice = choices_[static_cast<int>(*i)];
-  if (IsJsonString(content)) {
-    choice.content += JsonStringValue(content);
+  Choice& choice = choices_[delta.index];
+  if (IsJsonString(delta.content)) {
+    choice.content += JsonStringValue(delta.content);
     choice.has_content = true;
   }
   return true;

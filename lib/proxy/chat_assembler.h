@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proxy/pass_through.h"
+
 namespace forge::proxy {
 
 class ChatAssembler {
@@ -21,6 +23,7 @@ class ChatAssembler {
   // logprobs and no finish, after a first chunk that set the head. Returns
   // false, having changed nothing, for any other chunk: then use Add.
   bool AddContentDelta(std::string_view chunk);
+  bool AddContentDelta(const ContentDelta& delta);  // the same chunk, read already
   // chat.completion for chat chunks, text_completion for completion chunks.
   nlohmann::json Result() const;
   bool empty() const { return chunks_ == 0; }

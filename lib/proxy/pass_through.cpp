@@ -1,5 +1,6 @@
 #include "proxy/pass_through.h"
 
+#include <cstdint>
 #include <cstdlib>
 
 #include "base/json_scan.h"
@@ -333,9 +334,10 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   return out;
 }
 
-std::optional<std::string> ContentDeltaText(std::string_view chunk) {
+std::optional<ContentDelta> ReadContentDelta(std::string_view chunk) {
   std::string_view object = forge::TrimJson(chunk);
   if (!IsJsonObject(object)) return std::nullopt;
+  ContentDelta out;
   std::string_view choices;
   for (const JsonMember& m : ObjectMembers(object)) {
     if (m.KeyIs("choices")) {
@@ -343,35 +345,62 @@ std::optional<std::string> ContentDeltaText(std::string_view chunk) {
     } else if (m.KeyIs("usage")) {
       if (!IsJsonNull(m.value)) return std::nullopt;
     } else if (m.KeyIs("object")) {
-      if (!IsJsonString(m.value) || JsonStringValue(m.value) != "chat.completion.chunk") return std::nullopt;
-    } else if (!m.KeyIs("id") && !m.KeyIs("created") && !m.KeyIs("model") && !m.KeyIs("system_fingerprint")) {
-      return std::nullopt;
+      if (!IsJsonString(m.value) || JsonStringValue(m.value) == "text_completion") return std::nullopt;
+    } else {
+      bool head = false;
+      for (size_t k = 0; k < ContentDelta::kHeadKeys.size(); ++k) {
+        if (m.KeyIs(ContentDelta::kHeadKeys[k])) {
+          out.head_members |= 1u << k;
+          head = true;
+        }
+      }
+      out.only_content = out.only_content && head;
     }
   }
   if (!IsJsonArray(choices)) return std::nullopt;
   std::vector<std::string_view> elements = ArrayElements(choices);
   if (elements.size() != 1 || !IsJsonObject(elements[0])) return std::nullopt;
   // The last of duplicate members counts, as for the parser.
-  std::string_view delta;
+  std::string_view index = "0", delta;
   for (const JsonMember& m : ObjectMembers(elements[0])) {
     if (m.KeyIs("index")) {
-      if (forge::JsonInteger(m.value) != 0) return std::nullopt;
+      index = m.value;
     } else if (m.KeyIs("delta")) {
       delta = m.value;
     } else if (m.KeyIs("logprobs") || m.KeyIs("finish_reason") || m.KeyIs("stop_reason")) {
       if (!IsJsonNull(m.value)) return std::nullopt;
-    } else {
+    } else if (m.KeyIs("text")) {
       return std::nullopt;
+    } else {
+      out.only_content = false;
     }
   }
-  if (!IsJsonObject(delta)) return std::nullopt;
-  std::string_view content;
-  for (const JsonMember& m : ObjectMembers(delta)) {
-    if (!m.KeyIs("content")) return std::nullopt;
-    content = m.value;
+  std::optional<int64_t> i = forge::JsonInteger(index);
+  if (!i || *i < INT32_MIN || *i > INT32_MAX) return std::nullopt;
+  out.index = static_cast<int>(*i);
+  if (IsJsonObject(delta)) {
+    for (const JsonMember& m : ObjectMembers(delta)) {
+      if (m.KeyIs("content")) {
+        out.content = m.value;
+      } else if (m.KeyIs("role") || m.KeyIs("reasoning") || m.KeyIs("reasoning_content") || m.KeyIs("tool_calls")) {
+        return std::nullopt;
+      } else {
+        out.only_content = false;
+      }
+    }
   }
-  if (!IsJsonString(content)) return std::nullopt;
-  return JsonStringValue(content);
+  if (!out.content.empty() && !IsJsonNull(out.content) && !IsJsonString(out.content)) return std::nullopt;
+  return out;
+}
+
+std::optional<std::string> ContentDeltaText(const ContentDelta& delta) {
+  if (delta.index != 0 || !delta.only_content || !IsJsonString(delta.content)) return std::nullopt;
+  return JsonStringValue(delta.content);
+}
+
+std::optional<std::string> ContentDeltaText(std::string_view chunk) {
+  auto delta = ReadContentDelta(chunk);
+  return delta ? ContentDeltaText(*delta) : std::nullopt;
 }
 
 }  // namespace forge::proxy

@@ -7,6 +7,7 @@
 // what the upstream sent, minus what the proxy added.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,12 +57,25 @@ struct PassThroughChunk {
 Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWants& wants, bool drop_usage,
                                          CapturedTokens& tokens);
 
-// The text of a chat chunk (valid JSON, as CaptureAndStrip leaves it) that is
-// nothing but a piece of content: one choice, index 0, a delta holding only
-// "content", no finish, no logprobs, no usage, no member besides the head
-// (id, object, created, model, system_fingerprint). Most chunks of a stream
-// are; a translating format answers them without a document. nullopt for any
-// other chunk.
+// A chat chunk that carries at most a piece of content for one choice, as
+// most chunks of a stream do: no finish, logprobs or usage, no role,
+// reasoning or tool calls. Read from its bytes (valid JSON, as
+// CaptureAndStrip leaves it), so the chunk needs no document.
+struct ContentDelta {
+  // The head members a chunk may carry, as bits of head_members.
+  static constexpr std::array<const char*, 4> kHeadKeys = {"id", "created", "model", "system_fingerprint"};
+  int index = 0;              // the choice's
+  std::string_view content;   // delta.content as JSON text: a string, null, or empty when absent
+  unsigned head_members = 0;  // bit k: kHeadKeys[k] is present
+  bool only_content = true;   // no member besides those above and "object"
+};
+// nullopt for any other chunk (a completion chunk among them).
+std::optional<ContentDelta> ReadContentDelta(std::string_view chunk);
+
+// The content of a chunk that is nothing but a piece of content for choice 0
+// (delta.content a string, no other member): what a translating format can
+// answer without a document. nullopt for any other chunk.
+std::optional<std::string> ContentDeltaText(const ContentDelta& delta);
 std::optional<std::string> ContentDeltaText(std::string_view chunk);
 
 }  // namespace forge::proxy

@@ -86,7 +86,7 @@ void Recorder::RunCheckpoints() {
 
 Recorder::~Recorder() { Stop(); }
 
-std::optional<Status> Recorder::Submit(store::CallRecord call, Done done) {
+std::optional<Status> Recorder::Submit(store::CallRecord call, const std::function<Done()>& when_waiting) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) return Status::Unavailable("the store writer has stopped");
   uint64_t before = log_->bytes();
@@ -97,7 +97,7 @@ std::optional<Status> Recorder::Submit(store::CallRecord call, Done done) {
   }
   size_t bytes = static_cast<size_t>(logged->end - before);
   bool wait = queued_bytes_ + bytes > kMaxQueuedBytes && !queue_.empty();
-  queue_.push_back({std::move(call), *logged, bytes, wait ? std::move(done) : nullptr,
+  queue_.push_back({std::move(call), *logged, bytes, wait ? when_waiting() : nullptr,
                     std::chrono::steady_clock::now()});
   queued_bytes_ += bytes;
   metrics_.store_queue.fetch_add(1);

@@ -36,9 +36,10 @@ class Recorder {
   ~Recorder();  // stops (see Stop)
 
   // Logs a call. Returns its status when that is final (logged, or failed);
-  // returns nullopt when the queue is full, and then done runs on the writer
-  // thread once the database holds the call.
-  std::optional<Status> Submit(store::CallRecord call, Done done);
+  // returns nullopt when the queue is full, having asked when_waiting for the
+  // callback that runs on the writer thread once the database holds the call
+  // (made only then: the usual call needs none).
+  std::optional<Status> Submit(store::CallRecord call, const std::function<Done()>& when_waiting);
   // Calls logged but not yet in the database.
   int64_t pending() const { return metrics_.store_queue.load(); }
   // Moves every logged call into the database, deletes the log and stops the

@@ -1,6 +1,8 @@
 #include "store/call_codec.h"
 
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "store/little_endian.h"
 
@@ -44,22 +46,51 @@ class Reader {
   std::string_view rest_;
 };
 
+// The order of the fields is the format: these lists serve the writer and
+// the reader alike (Call is CallRecord or const CallRecord). Between the texts
+// and the times come five integers, after the documents three arrays.
+template <typename Call>
+auto TextFields(Call& c) {
+  using Field = std::pair<const char*, decltype(&c.rollout_id)>;
+  return std::array<Field, 11>{{{"rollout_id", &c.rollout_id},
+                                {"client_format", &c.client_format},
+                                {"upstream", &c.upstream},
+                                {"model", &c.model},
+                                {"finish_reason", &c.finish_reason},
+                                {"error", &c.error},
+                                {"retry_key", &c.retry_key},
+                                {"request_text", &c.request_text},
+                                {"request_skeleton", &c.request_skeleton},
+                                {"response_text", &c.response_text},
+                                {"upstream_response_text", &c.upstream_response_text}}};
+}
+
+template <typename Call>
+auto TimeFields(Call& c) {
+  return std::array<decltype(&c.started_at), 3>{&c.started_at, &c.first_token_at, &c.ended_at};
+}
+
+template <typename Call>
+auto JsonFields(Call& c) {
+  using Field = std::pair<const char*, decltype(&c.request)>;
+  return std::array<Field, 6>{{{"request", &c.request},
+                               {"response", &c.response},
+                               {"upstream_request", &c.upstream_request},
+                               {"upstream_response", &c.upstream_response},
+                               {"usage", &c.usage},
+                               {"upstream_request_patch", &c.upstream_request_patch}}};
+}
+
 }  // namespace
 
-// The order of the fields is the format: DecodeCall reads them back in it.
 EncodedCall::EncodedCall(const CallRecord& c) {
-  for (const std::string* text : {&c.rollout_id, &c.client_format, &c.upstream, &c.model, &c.finish_reason,
-                                  &c.error, &c.retry_key, &c.request_text, &c.request_skeleton,
-                                  &c.response_text, &c.upstream_response_text}) {
-    Bytes(*text);
-  }
+  for (const auto& [name, text] : TextFields(c)) Bytes(*text);
   for (int64_t value : {c.seq, c.policy_version_start, c.policy_version_end, static_cast<int64_t>(c.http_status),
                         static_cast<int64_t>(c.side_call ? 1 : 0)}) {
     U64(static_cast<uint64_t>(value));
   }
-  for (double value : {c.started_at, c.first_token_at, c.ended_at}) F64(value);
-  for (const Json* value : {&c.request, &c.response, &c.upstream_request, &c.upstream_response, &c.usage,
-                            &c.upstream_request_patch}) {
+  for (const double* value : TimeFields(c)) F64(*value);
+  for (const auto& [name, value] : JsonFields(c)) {
     json_texts_.push_back(JsonText(*value));
     Bytes(json_texts_.back());
   }
@@ -103,18 +134,10 @@ Result<CallRecord> DecodeCall(std::string_view bytes) {
   CallRecord c;
   Reader in(bytes);
   auto cut = [](const char* field) { return Status::DataErr(std::string("call record cut short at ") + field); };
-  struct TextField {
-    const char* name;
-    std::string* value;
-  };
-  for (const TextField& f : {TextField{"rollout_id", &c.rollout_id}, {"client_format", &c.client_format},
-                             {"upstream", &c.upstream}, {"model", &c.model}, {"finish_reason", &c.finish_reason},
-                             {"error", &c.error}, {"retry_key", &c.retry_key}, {"request_text", &c.request_text},
-                             {"request_skeleton", &c.request_skeleton}, {"response_text", &c.response_text},
-                             {"upstream_response_text", &c.upstream_response_text}}) {
+  for (const auto& [name, value] : TextFields(c)) {
     std::string_view text;
-    if (!in.Bytes(&text)) return cut(f.name);
-    f.value->assign(text);
+    if (!in.Bytes(&text)) return cut(name);
+    value->assign(text);
   }
   uint64_t ints[5];
   for (uint64_t& value : ints) {
@@ -125,21 +148,15 @@ Result<CallRecord> DecodeCall(std::string_view bytes) {
   c.policy_version_end = static_cast<int64_t>(ints[2]);
   c.http_status = static_cast<int>(ints[3]);
   c.side_call = ints[4] != 0;
-  for (double* value : {&c.started_at, &c.first_token_at, &c.ended_at}) {
+  for (double* value : TimeFields(c)) {
     if (!in.F64(value)) return cut("times");
   }
-  struct JsonField {
-    const char* name;
-    Json* value;
-  };
-  for (const JsonField& f : {JsonField{"request", &c.request}, {"response", &c.response},
-                             {"upstream_request", &c.upstream_request}, {"upstream_response", &c.upstream_response},
-                             {"usage", &c.usage}, {"upstream_request_patch", &c.upstream_request_patch}}) {
+  for (const auto& [name, value] : JsonFields(c)) {
     std::string_view text;
-    if (!in.Bytes(&text)) return cut(f.name);
+    if (!in.Bytes(&text)) return cut(name);
     if (text.empty()) continue;
-    *f.value = Json::parse(text, nullptr, false);
-    if (f.value->is_discarded()) return Status::DataErr(std::string("call record: field ") + f.name + " is not JSON");
+    *value = Json::parse(text, nullptr, false);
+    if (value->is_discarded()) return Status::DataErr(std::string("call record: field ") + name + " is not JSON");
   }
   std::string_view prompt, completion, logprobs;
   if (!in.Bytes(&prompt) || !AssignFromBytes(prompt, &c.prompt_ids)) return cut("prompt_ids");

@@ -8,8 +8,8 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -97,46 +97,53 @@ Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
   return stored->has_value() ? std::strtoull((*stored)->c_str(), nullptr, 10) : 0;
 }
 
-// Moves one orphan log (locked, open as fd) into the store.
+// Moves the records of a log (past its magic, `size` bytes long) that the
+// database has not taken yet into it, in bounded batches, each with its mark.
+// Stops at a record cut short or damaged: it was never answered.
+Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size) {
+  LogMark mark{MetaKey(path), ""};
+  auto taken = TakenOffset(store, mark.key);
+  if (!taken.ok()) return taken.status().Prefixed(path);
+  uint64_t offset = std::max(*taken, kHeaderBytes);
+  std::vector<CallRecord> batch;
+  size_t batch_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (batch.empty()) return Status::Ok();
+    mark.value = std::to_string(offset);
+    FORGE_RETURN_IF_ERROR(store.AppendCalls(batch, &mark));
+    batch.clear();
+    batch_bytes = 0;
+    return Status::Ok();
+  };
+  std::string body;
+  while (offset + kRecordHeaderBytes <= size) {
+    char record_header[kRecordHeaderBytes];
+    if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
+    uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
+    if (length > size - offset - kRecordHeaderBytes) break;  // cut short
+    body.resize(length);
+    if (!ReadAll(fd, offset + kRecordHeaderBytes, body.data(), length)) break;
+    if (XXH3_64bits_withSeed(body.data(), body.size(), length) != checksum) break;
+    auto call = DecodeCall(body);
+    if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
+    batch.push_back(std::move(*call));
+    batch_bytes += length;
+    offset += kRecordHeaderBytes + length;
+    if (batch.size() >= kRecoveryBatchCalls || batch_bytes >= kRecoveryBatchBytes) FORGE_RETURN_IF_ERROR(flush());
+  }
+  return flush();
+}
+
+// Moves one orphan log (locked, open as fd) into the store, then deletes it.
 Status Recover(Store& store, int fd, const std::string& path) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return Status::Io(path + ": " + ErrnoText());
   uint64_t size = static_cast<uint64_t>(st.st_size);
-  char header[kHeaderBytes];
-  if (size >= kHeaderBytes) {
+  if (size >= kHeaderBytes) {  // (shorter: its writer died before the magic; nothing in it)
+    char header[kHeaderBytes];
     if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::Io(path + ": cannot read the header");
     if (std::memcmp(header, kMagic, sizeof kMagic) != 0) return Status::Ok();  // not ours: left alone
-    LogMark mark{MetaKey(path), ""};
-    auto taken = TakenOffset(store, mark.key);
-    if (!taken.ok()) return taken.status().Prefixed(path);
-    uint64_t offset = std::max(*taken, kHeaderBytes);
-    std::vector<CallRecord> batch;
-    size_t batch_bytes = 0;
-    auto flush = [&]() -> Status {
-      if (batch.empty()) return Status::Ok();
-      mark.value = std::to_string(offset);
-      FORGE_RETURN_IF_ERROR(store.AppendCalls(batch, &mark));
-      batch.clear();
-      batch_bytes = 0;
-      return Status::Ok();
-    };
-    std::string body;
-    while (offset + kRecordHeaderBytes <= size) {
-      char record_header[kRecordHeaderBytes];
-      if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
-      uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
-      if (length > size - offset - kRecordHeaderBytes) break;  // cut short
-      body.resize(length);
-      if (!ReadAll(fd, offset + kRecordHeaderBytes, body.data(), length)) break;
-      if (XXH3_64bits_withSeed(body.data(), body.size(), length) != checksum) break;
-      auto call = DecodeCall(body);
-      if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
-      batch.push_back(std::move(*call));
-      batch_bytes += length;
-      offset += kRecordHeaderBytes + length;
-      if (batch.size() >= kRecoveryBatchCalls || batch_bytes >= kRecoveryBatchBytes) FORGE_RETURN_IF_ERROR(flush());
-    }
-    FORGE_RETURN_IF_ERROR(flush());  // what is left past offset is a torn or damaged record
+    FORGE_RETURN_IF_ERROR(MoveRecords(store, fd, path, size));
   }
   // Everything is in the database: the log and its row go.
   if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::Io(path + ": " + ErrnoText());

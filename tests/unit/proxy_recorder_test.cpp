@@ -46,7 +46,8 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
     call.request_text = R"({"messages":[{"role":"user","content":")" + std::to_string(i) + std::string(200000, 'x') + R"("}]})";
     call.response_text = R"({"choices":[]})";
     call.http_status = 200;
-    auto logged = (*recorder)->Submit(std::move(call), [](forge::Status) {});
+    auto logged =
+        (*recorder)->Submit(std::move(call), [] { return forge::proxy::Recorder::Done([](forge::Status) {}); });
     REQUIRE(logged.has_value());
     REQUIRE(logged->ok());
     if (i % 10 == 9) {  // let the writer catch up now and then, as between a harness's calls
