@@ -3,9 +3,9 @@
 // HandleCall (call.cpp) before this is called.
 #include "proxy/anthropic_upstream.h"
 
-#include <chrono>
 #include <limits>
 
+#include "proxy/http_read.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
 
@@ -82,7 +82,7 @@ void FillFromMessage(store::CallRecord& rec, const Json& message) {
 
 }  // namespace
 
-Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& req, const ClientFormat& format,
+Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, const ClientFormat& format,
                                            bool streaming, Json& client_request, store::CallRecord& rec,
                                            const std::string& retry_key, double t0) {
   auto finish = [&](store::CallRecord& r) {
@@ -125,7 +125,6 @@ Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& r
   rec.upstream_request = std::move(client_request);
 
   // Connect and send; connection failures go to the next upstream.
-  auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
   UpstreamExchange exchange;
   co_await ExchangeWithUpstream(rec.rollout_id, exchange, [&](const Upstream& u) {
     RequestHeader up{http::verb::post, u.base_path + path, 11};
@@ -156,8 +155,7 @@ Task<bool> Server::HandleAnthropicUpstream(beast::tcp_stream& client, Request& r
     beast::error_code ec;
     parser->get().body().data = buf.data();
     parser->get().body().size = buf.size();
-    conn->stream.expires_after(idle);
-    co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
+    co_await ReadHttp(conn->stream, conn->buffer, *parser, ReadUntil::kSome, ec);
     if (ec == http::error::need_buffer) ec = {};
     out.append(buf.data(), buf.size() - parser->get().body().size);
     co_return ec;

@@ -10,6 +10,7 @@
 #include "base/hash.h"
 #include "proxy/chat_assembler.h"
 #include "proxy/formats/gemini.h"
+#include "proxy/http_read.h"
 #include "proxy/http_write.h"
 #include "proxy/pass_through.h"
 #include "proxy/request_limits.h"
@@ -49,7 +50,7 @@ class InFlight {
 // The client side of a streamed response. A keepalive coroutine may write
 // comments before the first event; once the call writes, it stops.
 struct ClientStream {
-  beast::tcp_stream* stream = nullptr;
+  tcp::socket* socket = nullptr;
   bool headers_sent = false;
   bool writing = false;
   bool call_started_writing = false;
@@ -96,7 +97,7 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
   std::array<net::const_buffer, 3> pieces{net::buffer(before), net::buffer(bytes),
                                           net::buffer(after.data(), after.size())};
   beast::error_code ec;
-  co_await net::async_write(*cs.stream, pieces, Into(ec));
+  co_await WriteAllReady(*cs.socket, pieces, 0, ec);
   if (ec) cs.failed = true;
   cs.writing = false;
 }
@@ -183,7 +184,7 @@ Task<Status> Server::Commit(store::CallRecord call) {
   co_return *waiting->result;
 }
 
-Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
+Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& route,
                               std::string path_rollout) {
   double t0 = MonotonicSeconds();
   // Gemini names the model and the method in the URL, not the body: the
@@ -359,7 +360,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
     format->Finished(chat, recorded->response);
     if (!streaming) co_return co_await Send(client, req, http::status::ok, std::move(bytes));
     ClientStream cs;
-    cs.stream = &client;
+    cs.socket = &client;
     cs.version = req.version();
     cs.content_type = stream_content_type;
     co_await WriteSseBytes(cs, std::move(bytes), true);
@@ -409,7 +410,7 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   }
 
   auto cs = std::make_shared<ClientStream>();
-  cs->stream = &client;
+  cs->socket = &client;
   cs->version = req.version();
   cs->content_type = stream_content_type;
   if (streaming && config_.keepalive_interval > 0 && cs->content_type == "text/event-stream") {
@@ -463,23 +464,13 @@ Task<bool> Server::HandleCall(beast::tcp_stream& client, Request& req, const Rou
   int upstream_status = parser->get().result_int();
   std::string content_type(parser->get()[http::field::content_type]);
   bool upstream_streams = content_type.find("text/event-stream") != std::string::npos;
-  auto idle = std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000));
 
-  // Reads body bytes into buf, and returns how many: first what came in with
-  // the header (often the whole body: no I/O round for it), then from the upstream.
+  // Reads body bytes into buf, and returns how many: what came in with the
+  // header first (often the whole body), then from the upstream.
   auto read_body = [&](std::vector<char>& buf, beast::error_code& ec) -> Task<size_t> {
     parser->get().body().data = buf.data();
     parser->get().body().size = buf.size();
-    if (conn->buffer.size() > 0) {
-      parser->eager(true);
-      size_t used = parser->put(conn->buffer.data(), ec);
-      conn->buffer.consume(used);
-      if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
-      size_t n = buf.size() - parser->get().body().size;
-      if (n > 0 || ec || parser->is_done()) co_return n;
-    }
-    conn->stream.expires_after(idle);
-    co_await http::async_read(conn->stream, conn->buffer, *parser, Into(ec));
+    co_await ReadHttp(conn->stream, conn->buffer, *parser, ReadUntil::kSome, ec);
     if (ec == http::error::need_buffer) ec = {};
     co_return buf.size() - parser->get().body().size;
   };

@@ -9,6 +9,8 @@
 #include <string_view>
 
 #include "proxy/net.h"
+#include "proxy/ready_io.h"
+#include "proxy/upstream_stream.h"
 
 namespace forge::proxy {
 
@@ -16,11 +18,17 @@ namespace forge::proxy {
 std::string HeaderText(const http::request_header<>& header);
 std::string HeaderText(const http::response_header<>& header);
 
-// Writes header then body; ec tells how it went.
-template <typename Stream>
-Task<void> WriteMessage(Stream& stream, const std::string& header, std::string_view body, beast::error_code& ec) {
+// Writes header then body to a client; ec tells how it went.
+inline Task<void> WriteMessage(tcp::socket& client, const std::string& header, std::string_view body,
+                               beast::error_code& ec) {
   std::array<net::const_buffer, 2> pieces{net::buffer(header), net::buffer(body.data(), body.size())};
-  co_await net::async_write(stream, pieces, Into(ec));
+  co_await WriteAllReady(client, pieces, 0, ec);
+}
+
+// The same to an upstream, within its timeout.
+inline Task<void> WriteMessage(UpstreamStream& upstream, const std::string& header, std::string_view body, beast::error_code& ec) {
+  std::array<net::const_buffer, 2> pieces{net::buffer(header), net::buffer(body.data(), body.size())};
+  co_await upstream.WriteAll(pieces, ec);
 }
 
 }  // namespace forge::proxy

@@ -1,10 +1,12 @@
 #include "proxy/server.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "cli/diagnostics.h"
 #include "cli/signals.h"
 #include "proxy/formats/openai_errors.h"
+#include "proxy/http_read.h"
 #include "proxy/http_write.h"
 
 namespace forge::proxy {
@@ -78,7 +80,7 @@ Status Server::Open() {
 void Server::Start() {
   net::co_spawn(acceptor_.get_executor(), AcceptLoop(), net::detached);
   net::co_spawn(net::make_strand(io_), WatchStop(), net::detached);
-  for (net::io_context* context : contexts_) net::co_spawn(*context, HoldTimerFloor(), net::detached);
+  for (net::io_context* context : contexts_) net::co_spawn(*context, SweepWaits(), net::detached);
   if (!upstreams_.empty() && config_.health_interval > 0) {
     net::co_spawn(net::make_strand(io_), upstreams_.HealthLoop(config_.health_path, config_.health_interval, stopping_),
                   net::detached);
@@ -104,16 +106,20 @@ Task<void> Server::AcceptLoop() {
   }
 }
 
-// Asio re-arms its timerfd (a system call) whenever a new timer becomes the
-// earliest on its context, and every connection's idle timeout and upstream
-// read timeout would be, several times per call. A timer that always expires
-// sooner keeps them from being the earliest; it wakes its thread once a second.
-Task<void> Server::HoldTimerFloor() {
+// Ends the socket waits past their deadline on this context's thread
+// (ready_io.h), often enough for the shortest timeout to hold within a
+// quarter of itself. Being the earliest timer, it also keeps the keepalive
+// and pause timers from re-arming asio's timerfd (a system call) each time.
+Task<void> Server::SweepWaits() {
+  double period = std::clamp(config_.upstream_idle_timeout / 4, 0.01, 1.0);
+  if (config_.upstream_idle_timeout <= 0) period = 1.0;
+  auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(period));
   net::steady_timer timer(co_await net::this_coro::executor);
   for (;;) {
-    timer.expires_after(std::chrono::seconds(1));
+    timer.expires_after(interval);
     beast::error_code ec;
     co_await timer.async_wait(Into(ec));
+    SweepExpiredWaits(std::chrono::steady_clock::now());
   }
 }
 
@@ -145,36 +151,47 @@ Task<void> Server::WatchStop() {
 namespace {
 constexpr size_t kLargestReadBuffer = 1 << 20;
 constexpr size_t kIdleReadBuffer = 16 * 1024;
+
+// Reads the client's requests from its socket, within the idle timeout.
+struct ClientReader {
+  tcp::socket& socket;
+  double timeout;
+  Task<size_t> ReadSome(net::mutable_buffer into, beast::error_code& ec) {
+    return ReadSomeReady(socket, into, timeout, ec);
+  }
+};
+
 }  // namespace
 
 Task<void> Server::Session(tcp::socket socket) {
   metrics_.open_connections.fetch_add(1);
   beast::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
-  beast::tcp_stream client(std::move(socket));
+  socket.non_blocking(true, ec);
+  // An idle keep-alive connection may wait long; a harness thinks between calls.
+  ClientReader reader{socket, 3600};
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(config_.body_limit);
-    // An idle keep-alive connection may wait long; a harness thinks between calls.
-    client.expires_after(std::chrono::seconds(3600));
-    co_await http::async_read_header(client, buffer, parser, Into(ec));
+    co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, ec);
     if (!ec && !parser.is_done()) {
-      // beast reads no more than the buffer's free capacity at a time (512
-      // bytes while it is small): 400 reads and wakeups for a 200 KB body.
-      // Room for the whole body, up to a bound, makes that a few reads.
+      // Room for the whole body, up to a bound: a few reads for a large one.
       if (auto length = parser.content_length(); length && *length > buffer.capacity()) {
         buffer.reserve(static_cast<size_t>(std::min<uint64_t>(*length, kLargestReadBuffer)));
       }
-      co_await http::async_read(client, buffer, parser, Into(ec));
+      co_await ReadHttp(reader, buffer, parser, ReadUntil::kMessage, ec);
     }
-    // An open connection keeps only a small buffer (a stream may stay open for minutes).
-    if (buffer.capacity() > kIdleReadBuffer && buffer.size() <= kIdleReadBuffer) buffer.shrink_to_fit();
+    // An open connection keeps no more than a small buffer, and none when it
+    // holds nothing (a stream may stay open for minutes).
+    if (buffer.size() == 0 || (buffer.capacity() > kIdleReadBuffer && buffer.size() <= kIdleReadBuffer)) {
+      buffer.shrink_to_fit();
+    }
     if (ec == http::error::body_limit) {
       metrics_.client_errors.fetch_add(1);
       Request req;
       req.keep_alive(false);
-      co_await Send(client, req, http::status::payload_too_large,
+      co_await Send(socket, req, http::status::payload_too_large,
                     OpenAIErrorBody(413, "request body exceeds the proxy's limit of " +
                                              std::to_string(config_.body_limit) + " bytes (--body-limit)")
                         .dump());
@@ -183,15 +200,14 @@ Task<void> Server::Session(tcp::socket socket) {
     if (ec) break;
     metrics_.requests.fetch_add(1);
     Request req = parser.release();
-    client.expires_never();
-    bool keep = co_await Handle(client, req);
+    bool keep = co_await Handle(socket, req);
     if (!keep || !req.keep_alive()) break;
   }
-  client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
   metrics_.open_connections.fetch_sub(1);
 }
 
-Task<bool> Server::Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
+Task<bool> Server::Send(tcp::socket& client, Request& req, http::status status, std::string body,
                         std::string_view content_type,
                         std::vector<std::pair<std::string, std::string>> headers) {
   http::response<http::empty_body> res{status, req.version()};
@@ -206,7 +222,7 @@ Task<bool> Server::Send(beast::tcp_stream& client, Request& req, http::status st
   co_return !ec && res.keep_alive();
 }
 
-Task<bool> Server::Handle(beast::tcp_stream& client, Request& req) {
+Task<bool> Server::Handle(tcp::socket& client, Request& req) {
   std::string_view target(req.target().data(), req.target().size());
   size_t q = target.find('?');
   std::string_view path = target.substr(0, q);
@@ -238,7 +254,7 @@ Task<bool> Server::Handle(beast::tcp_stream& client, Request& req) {
                               .dump());
 }
 
-Task<bool> Server::HandleModels(beast::tcp_stream& client, Request& req) {
+Task<bool> Server::HandleModels(tcp::socket& client, Request& req) {
   if (replay_ || upstreams_.empty()) {
     co_return co_await Send(client, req, http::status::ok,
                             ModelList(replay_ ? replay_->models() : std::vector<std::string>()));
@@ -266,14 +282,14 @@ Task<bool> Server::HandleModels(beast::tcp_stream& client, Request& req) {
   co_return co_await Send(client, req, res.result(), std::move(res.body()));
 }
 
-Task<bool> Server::HandleAdmin(beast::tcp_stream& client, Request& req, std::string_view path,
+Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_view path,
                                std::string_view query) {
   bool allowed;
   if (!config_.admin_token.empty()) {
     allowed = req[http::field::authorization] == "Bearer " + config_.admin_token;
   } else {
     beast::error_code ec;
-    auto remote = client.socket().remote_endpoint(ec);
+    auto remote = client.remote_endpoint(ec);
     allowed = !ec && remote.address().is_loopback();
   }
   if (!allowed) {

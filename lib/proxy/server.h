@@ -58,22 +58,22 @@ class Server {
  private:
   Task<void> AcceptLoop();
   Task<void> WatchStop();
-  Task<void> HoldTimerFloor();
+  Task<void> SweepWaits();
   Task<void> Session(tcp::socket socket);
   // Answers one request; false when the connection must close.
-  Task<bool> Handle(beast::tcp_stream& client, Request& req);
-  Task<bool> HandleAdmin(beast::tcp_stream& client, Request& req, std::string_view path,
+  Task<bool> Handle(tcp::socket& client, Request& req);
+  Task<bool> HandleAdmin(tcp::socket& client, Request& req, std::string_view path,
                          std::string_view query);
-  Task<bool> HandleModels(beast::tcp_stream& client, Request& req);
+  Task<bool> HandleModels(tcp::socket& client, Request& req);
 
   // call.cpp
-  Task<bool> HandleCall(beast::tcp_stream& client, Request& req, const Route& route,
+  Task<bool> HandleCall(tcp::socket& client, Request& req, const Route& route,
                         std::string path_rollout);
   Task<Status> Commit(store::CallRecord call);
   // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
   // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
   // non-trivial by-value coroutine parameters passed this way.
-  Task<bool> HandleAnthropicUpstream(beast::tcp_stream& client, Request& req, const ClientFormat& format,
+  Task<bool> HandleAnthropicUpstream(tcp::socket& client, Request& req, const ClientFormat& format,
                                      bool streaming, Json& client_request, store::CallRecord& rec,
                                      const std::string& retry_key, double t0);
 
@@ -87,7 +87,7 @@ class Server {
                                   const std::function<RequestHeader(const Upstream&)>& make_request,
                                   std::string_view body);
 
-  Task<bool> Send(beast::tcp_stream& client, Request& req, http::status status, std::string body,
+  Task<bool> Send(tcp::socket& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",
                   std::vector<std::pair<std::string, std::string>> headers = {});
 

@@ -1,9 +1,9 @@
 // Server::ExchangeWithUpstream: sending a model call to the upstreams until
 // one answers, shared by the OpenAI-format path (call.cpp) and the Anthropic
 // pass-through (anthropic_upstream.cpp).
-#include <chrono>
 #include <limits>
 
+#include "proxy/http_read.h"
 #include "proxy/http_write.h"
 #include "proxy/server.h"
 
@@ -27,12 +27,12 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
       up.keep_alive(true);
       up.content_length(body.size());
       std::string header = HeaderText(up.base());
-      c->stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(config_.upstream_idle_timeout * 1000)));
+      c->stream.set_timeout(config_.upstream_idle_timeout);
       co_await WriteMessage(c->stream, header, body, ec);
       if (!ec) {
         out.parser.emplace();
         out.parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-        co_await http::async_read_header(c->stream, c->buffer, *out.parser, Into(ec));
+        co_await ReadHttp(c->stream, c->buffer, *out.parser, ReadUntil::kHeader, ec);
       }
     }
     if (!ec) {

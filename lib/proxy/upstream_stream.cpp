@@ -1,9 +1,28 @@
 #include "proxy/upstream_stream.h"
 
+#include <chrono>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 namespace forge::proxy {
+
+void UpstreamStream::ExpireAfterTimeout() {
+  if (timeout_ > 0) {
+    tcp_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(timeout_)));
+  } else {
+    tcp_.expires_never();
+  }
+}
+
+Task<size_t> UpstreamStream::ReadSome(net::mutable_buffer buffer, beast::error_code& ec) {
+  if (!tls_) co_return co_await ReadSomeReady(tcp_.socket(), buffer, timeout_, ec);
+  ExpireAfterTimeout();
+  size_t n = co_await tls_->async_read_some(buffer, Into(ec));
+  tcp_.expires_never();
+  co_return n;
+}
 
 Task<void> UpstreamStream::Handshake(ssl::context& context, const std::string& host, beast::error_code& ec) {
   tls_.emplace(tcp_, context);

@@ -1,6 +1,8 @@
 // The byte stream to one upstream: plain TCP, or TLS over TCP for an https://
 // upstream (a hosted API). Beast's HTTP reads and writes work on either; the
-// timeouts live on the TCP layer, so they hold under TLS as well.
+// timeouts live on the TCP layer, so they hold under TLS as well. The call
+// path reads and writes through ReadSome and WriteAll, which on plain TCP
+// skip asio's asynchronous operations when the socket is ready (ready_io.h).
 #pragma once
 
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include "base/status.h"
 #include "proxy/net.h"
+#include "proxy/ready_io.h"
 
 #include <boost/asio/ssl.hpp>
 
@@ -30,6 +33,21 @@ class UpstreamStream {
   void expires_after(Duration d) { tcp_.expires_after(d); }
   void expires_never() { tcp_.expires_never(); }
 
+  // The longest ReadSome and WriteAll wait for the upstream, in seconds (0: no limit).
+  void set_timeout(double seconds) { timeout_ = seconds; }
+
+  // Reads some bytes; beast::error::timeout after the timeout without any.
+  Task<size_t> ReadSome(net::mutable_buffer buffer, beast::error_code& ec);
+
+  // Writes every byte of buffers.
+  template <typename ConstBuffers>
+  Task<void> WriteAll(const ConstBuffers& buffers, beast::error_code& ec) {
+    if (!tls_) co_return co_await WriteAllReady(tcp_.socket(), buffers, timeout_, ec);
+    ExpireAfterTimeout();
+    co_await net::async_write(*tls_, buffers, Into(ec));
+    tcp_.expires_never();
+  }
+
   // Starts TLS on the connected TCP stream: SNI and certificate checks
   // against host (a name, or an IP address the certificate must list).
   Task<void> Handshake(ssl::context& context, const std::string& host, beast::error_code& ec);
@@ -46,8 +64,11 @@ class UpstreamStream {
   }
 
  private:
+  void ExpireAfterTimeout();
+
   beast::tcp_stream tcp_;
   std::optional<ssl::stream<beast::tcp_stream&>> tls_;
+  double timeout_ = 0;
 };
 
 // A client TLS context that checks certificates against the system's CAs,

@@ -50,6 +50,33 @@ calls "$STORE" r1 | tail -1 | py 'd["completion_ids"]==list(range(1000,1006)) an
   || fail "stream record: $(calls "$STORE" r1 | tail -1)"
 pass "streaming chat relayed and recorded (ids as deltas, prompt ids from the first chunk)"
 
+# 3b. Events go out as the upstream sends them, not when the stream ends: the
+# fake spends ~1 s on 20 tokens (50 ms apart); the first must reach the client
+# long before [DONE]. (A proxy that waited to fill its read buffer showed both
+# at the same moment.)
+python3 - "$PROXY" <<'PY' || fail "stream events were held back instead of relayed as they came"
+import http.client, json, sys, time
+host, port = sys.argv[1].split("//")[1].split(":")
+conn = http.client.HTTPConnection(host, int(port), timeout=30)
+body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "script:slow:20"}]})
+conn.request("POST", "/v1/chat/completions", body, {"Authorization": "Bearer secret-one"})
+response = conn.getresponse()
+first_token = done = None
+while True:
+    line = response.fp.readline()
+    if not line:
+        break
+    now = time.monotonic()
+    if line.startswith(b"data: [DONE]"):
+        done = now
+        break
+    if first_token is None and b'"w0 "' in line:
+        first_token = now
+print(f"first token {first_token}, [DONE] {done}", file=sys.stderr)
+sys.exit(0 if first_token and done and done - first_token > 0.5 else 1)
+PY
+pass "stream events relayed as they arrive (first token well before [DONE])"
+
 # 4. Tool call streamed in fragments.
 curl -sN -H 'Authorization: Bearer secret-one' -d '{"model":"m","stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"script:tool"}]}' \
   "$PROXY/v1/chat/completions" > "$WORK/sse"

@@ -1,0 +1,59 @@
+// Reading an HTTP message into a Beast parser from any stream with
+// `Task<size_t> ReadSome(net::mutable_buffer, beast::error_code&)`: what is
+// already buffered is parsed first and the stream is read only for more.
+// The same steps as Beast's own read, without an asynchronous operation
+// (and its trip through the scheduler) when the bytes are already there.
+#pragma once
+
+#include <algorithm>
+
+#include "proxy/net.h"
+
+namespace forge::proxy {
+
+enum class ReadUntil {
+  kHeader,
+  kMessage,
+  kSome,  // parses what is buffered, or else what one read brings: a stream's next events
+};
+
+// Reads until the parser has the header, the whole message, or some more of
+// it (at least one byte parsed, or the end). Errors are
+// Beast's: end_of_stream when the peer closed before a byte of the message,
+// partial_message when it closed in the middle, need_buffer when a
+// buffer_body's space is full (give it more and call again), body_limit.
+template <typename Stream, bool isRequest>
+Task<void> ReadHttp(Stream& stream, beast::flat_buffer& buffer, http::basic_parser<isRequest>& parser,
+                    ReadUntil until, beast::error_code& ec) {
+  ec = {};
+  auto reached = [&] { return until == ReadUntil::kHeader ? parser.is_header_done() : parser.is_done(); };
+  parser.eager(until != ReadUntil::kHeader);
+  for (;;) {
+    if (reached()) co_return;
+    if (buffer.size() > 0) {
+      size_t used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (ec && ec != http::error::need_more) co_return;
+      ec = {};
+      if (used > 0 && until == ReadUntil::kSome) co_return;
+      if (used > 0) continue;
+    }
+    // As much as the buffer has room for, and at least a small request's worth
+    // (Beast reads 512 bytes at a time into a new buffer).
+    size_t room = std::max<size_t>(buffer.capacity() - buffer.size(), 4096);
+    size_t n = co_await stream.ReadSome(buffer.prepare(std::min(room, buffer.max_size() - buffer.size())), ec);
+    if (ec == net::error::eof) {
+      if (!parser.got_some() && buffer.size() == 0) {
+        ec = http::error::end_of_stream;
+        co_return;
+      }
+      ec = {};
+      parser.put_eof(ec);
+      co_return;
+    }
+    if (ec) co_return;
+    buffer.commit(n);
+  }
+}
+
+}  // namespace forge::proxy

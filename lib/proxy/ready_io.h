@@ -1,0 +1,45 @@
+// Socket I/O that finishes at once when the socket is ready and waits only
+// when it is not. Asio completes every asynchronous operation through its
+// scheduler, even one whose bytes were already there (a post, then a pass
+// over the reactor before the coroutine resumes), and Beast's timed stream
+// adds a timer wait and its cancellation to each. On a model call most
+// reads and writes need no wait: the proxy makes the non-blocking system
+// call first and, only on EAGAIN, waits for readiness. A wait's deadline
+// goes in a list of this thread's waits that one timer per io thread sweeps
+// (SweepExpiredWaits), not in a timer of its own.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "proxy/net.h"
+
+namespace forge::proxy {
+
+// Ends the waits on this thread whose deadline has passed (their socket's
+// operations are cancelled; the wait reports beast::error::timeout).
+void SweepExpiredWaits(std::chrono::steady_clock::time_point now);
+
+// Waits until socket can be read or written; timeout in seconds, 0 for none.
+Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double timeout, beast::error_code& ec);
+
+// Reads some bytes (at least one, or an error: eof when the peer closed).
+Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec);
+
+// Writes every byte of buffers, waiting only while the socket's send buffer is full.
+template <typename ConstBuffers>
+Task<void> WriteAllReady(tcp::socket& socket, const ConstBuffers& buffers, double timeout, beast::error_code& ec) {
+  ec = {};
+  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+  beast::buffers_suffix<ConstBuffers> rest(buffers);
+  while (!ec && beast::buffer_bytes(rest) > 0) {
+    size_t n = socket.write_some(rest, ec);
+    if (ec == net::error::would_block || ec == net::error::try_again) {
+      co_await WaitReady(socket, tcp::socket::wait_write, timeout, ec);
+      continue;
+    }
+    rest.consume(n);
+  }
+}
+
+}  // namespace forge::proxy
