@@ -144,44 +144,39 @@ TEST_CASE("ReadHttp kSome hands over a stream's first event before the next one 
   CHECK(all == "data: first\n\ndata: second\n\n");
 }
 
+namespace {
+
+// Reads one request from pair.ours as the server does; returns how it ended.
+beast::error_code ReadRequest(LoopbackPair& pair, ReadUntil until, uint64_t body_limit = 1 << 20) {
+  beast::error_code ec;
+  pair.Run([&]() -> Task<void> {
+    SocketReader reader{pair.ours};
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(body_limit);
+    co_await ReadHttp(reader, buffer, parser, until, ec);
+  }());
+  return ec;
+}
+
+}  // namespace
+
 TEST_CASE("ReadHttp names how a peer that closed early ended the message") {
   SUBCASE("closed before sending anything: end_of_stream") {
     LoopbackPair pair;
     pair.peer.close();
-    beast::error_code ec;
-    pair.Run([&]() -> Task<void> {
-      SocketReader reader{pair.ours};
-      beast::flat_buffer buffer;
-      http::request_parser<http::string_body> parser;
-      co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, ec);
-    }());
-    CHECK(ec == http::error::end_of_stream);
+    CHECK(ReadRequest(pair, ReadUntil::kHeader) == http::error::end_of_stream);
   }
   SUBCASE("closed in the middle of the body: partial_message") {
     LoopbackPair pair;
     SendAll(pair.peer, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly part");
     pair.peer.close();
-    beast::error_code ec;
-    pair.Run([&]() -> Task<void> {
-      SocketReader reader{pair.ours};
-      beast::flat_buffer buffer;
-      http::request_parser<http::string_body> parser;
-      co_await ReadHttp(reader, buffer, parser, ReadUntil::kMessage, ec);
-    }());
-    CHECK(ec == http::error::partial_message);
+    CHECK(ReadRequest(pair, ReadUntil::kMessage) == http::error::partial_message);
   }
   SUBCASE("a body over the parser's limit: body_limit") {
     LoopbackPair pair;
     SendAll(pair.peer, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n");
-    beast::error_code ec;
-    pair.Run([&]() -> Task<void> {
-      SocketReader reader{pair.ours};
-      beast::flat_buffer buffer;
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(10);
-      co_await ReadHttp(reader, buffer, parser, ReadUntil::kMessage, ec);
-    }());
-    CHECK(ec == http::error::body_limit);
+    CHECK(ReadRequest(pair, ReadUntil::kMessage, 10) == http::error::body_limit);
   }
 }
 
