@@ -74,6 +74,14 @@ PY
 if sqlite3 "$STORE" .dump | grep -q sk-ant-only-the-proxy; then fail "the upstream key was recorded"; fi
 pass "streamed Messages relayed event by event; assembled message, stop reason and usage recorded; key never recorded"
 
+# 2b. Relayed as the upstream sends it: 18 events 100 ms apart; message_start
+# must reach the client well before message_stop.
+python3 "$FORGE_SRC/tests/support/stream_timing.py" "$PROXY/v1/messages" \
+  '{"model":"claude-teacher","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"script:slow"}]}' \
+  'event: message_start' 'event: message_stop' 1.0 'anthropic-version:2023-06-01' \
+  || fail "Anthropic stream events were held back instead of relayed as they came"
+pass "Anthropic stream events relayed as they arrive"
+
 # 3. count_tokens passes through and is a side call.
 code=$(post /v1/messages/count_tokens '{"model":"claude-teacher","messages":[{"role":"user","content":"hi"}]}')
 [ "$code" = 200 ] && jq -e '.input_tokens == 42' "$WORK/out" >/dev/null || fail "count_tokens: $code $(cat "$WORK/out")"

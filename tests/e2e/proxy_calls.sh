@@ -54,28 +54,15 @@ pass "streaming chat relayed and recorded (ids as deltas, prompt ids from the fi
 # fake spends ~1 s on 20 tokens (50 ms apart); the first must reach the client
 # long before [DONE]. (A proxy that waited to fill its read buffer showed both
 # at the same moment.)
-python3 - "$PROXY" <<'PY' || fail "stream events were held back instead of relayed as they came"
-import http.client, json, sys, time
-host, port = sys.argv[1].split("//")[1].split(":")
-conn = http.client.HTTPConnection(host, int(port), timeout=30)
-body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "script:slow:20"}]})
-conn.request("POST", "/v1/chat/completions", body, {"Authorization": "Bearer secret-one"})
-response = conn.getresponse()
-first_token = done = None
-while True:
-    line = response.fp.readline()
-    if not line:
-        break
-    now = time.monotonic()
-    if line.startswith(b"data: [DONE]"):
-        done = now
-        break
-    if first_token is None and b'"w0 "' in line:
-        first_token = now
-print(f"first token {first_token}, [DONE] {done}", file=sys.stderr)
-sys.exit(0 if first_token and done and done - first_token > 0.5 else 1)
-PY
-pass "stream events relayed as they arrive (first token well before [DONE])"
+python3 "$FORGE_SRC/tests/support/stream_timing.py" "$PROXY/v1/chat/completions" \
+  '{"model":"m","stream":true,"messages":[{"role":"user","content":"script:slow:20"}]}' '"w0 "' 'data: [DONE]' 0.5 \
+  'Authorization:Bearer secret-one' || fail "stream events were held back instead of relayed as they came"
+# The same through a translated format (an Anthropic client, the chat upstream).
+python3 "$FORGE_SRC/tests/support/stream_timing.py" "$PROXY/v1/messages" \
+  '{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"script:slow:20"}]}' \
+  'content_block_delta' 'event: message_stop' 0.5 'x-api-key:secret-one' \
+  || fail "translated stream events were held back instead of relayed as they came"
+pass "stream events relayed as they arrive, chat and translated (first token well before the end)"
 
 # 4. Tool call streamed in fragments.
 curl -sN -H 'Authorization: Bearer secret-one' -d '{"model":"m","stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"script:tool"}]}' \

@@ -7,10 +7,12 @@ arrives in fragments, message_delta, message_stop) and
 headers, the body's exact text). The last user text picks a script:
   script:401  an authentication error in Anthropic's shape
   script:cut  message_start, then the connection is dropped mid-stream
+  script:slow the stream's events 100 ms apart
 """
 import argparse
 import json
 import os
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MESSAGE = {
@@ -108,6 +110,8 @@ class Handler(BaseHTTPRequestHandler):
             frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
             self.wfile.flush()
+            if script == "script:slow":
+                time.sleep(0.1)
             if script == "script:cut" and name == "message_start":
                 self.close_connection = True
                 return
