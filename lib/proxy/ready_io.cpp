@@ -5,43 +5,70 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A wait with a deadline, linked into its thread's list for as long as it
-// waits. It lives in the waiting coroutine's frame, which does not move.
+class WaitList;
+
+// A wait with a deadline, linked into its io_context's list for as long as
+// it waits. It lives in the waiting coroutine's frame, which does not move;
+// a frame destroyed while waiting (its context stopped) unlinks it.
 struct TimedWait {
-  tcp::socket* socket = nullptr;
+  TimedWait(WaitList& list, tcp::socket& socket, Clock::time_point deadline);
+  ~TimedWait();
+  TimedWait(const TimedWait&) = delete;
+  TimedWait& operator=(const TimedWait&) = delete;
+
+  WaitList* list;  // null once the context has shut down
+  tcp::socket& socket;
   Clock::time_point deadline;
   bool expired = false;
   TimedWait* prev = nullptr;
   TimedWait* next = nullptr;
 };
 
-// Each io thread runs one io_context, and a connection's coroutines run on
-// its context's thread only: the list needs no lock.
-thread_local TimedWait* timed_waits = nullptr;
+// The timed waits of one io_context, owned by it (an asio service). A
+// context runs on one thread and a connection's coroutines on its context
+// only, so the list needs no lock.
+class WaitList : public net::execution_context::service {
+ public:
+  using key_type = WaitList;
+  static inline net::execution_context::id id;
 
-void Link(TimedWait& wait) {
-  wait.next = timed_waits;
-  if (timed_waits) timed_waits->prev = &wait;
-  timed_waits = &wait;
+  explicit WaitList(net::execution_context& context) : service(context) {}
+
+  TimedWait* head = nullptr;
+
+ private:
+  // Before the context destroys the frames still waiting: they must not
+  // unlink themselves from a list that is gone.
+  void shutdown() override {
+    for (TimedWait* wait = head; wait; wait = wait->next) wait->list = nullptr;
+    head = nullptr;
+  }
+};
+
+TimedWait::TimedWait(WaitList& list, tcp::socket& socket, Clock::time_point deadline)
+    : list(&list), socket(socket), deadline(deadline), next(list.head) {
+  if (next) next->prev = this;
+  list.head = this;
 }
 
-void Unlink(TimedWait& wait) {
-  if (wait.prev) {
-    wait.prev->next = wait.next;
+TimedWait::~TimedWait() {
+  if (!list) return;
+  if (prev) {
+    prev->next = next;
   } else {
-    timed_waits = wait.next;
+    list->head = next;
   }
-  if (wait.next) wait.next->prev = wait.prev;
+  if (next) next->prev = prev;
 }
 
 }  // namespace
 
-void SweepExpiredWaits(Clock::time_point now) {
-  for (TimedWait* wait = timed_waits; wait; wait = wait->next) {
+void SweepExpiredWaits(net::execution_context& context, Clock::time_point now) {
+  for (TimedWait* wait = net::use_service<WaitList>(context).head; wait; wait = wait->next) {
     if (wait->expired || wait->deadline > now) continue;
     wait->expired = true;
     beast::error_code ignored;
-    wait->socket->cancel(ignored);
+    wait->socket.cancel(ignored);
   }
 }
 
@@ -50,12 +77,9 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
     co_await socket.async_wait(what, Into(ec));
     co_return;
   }
-  TimedWait wait;
-  wait.socket = &socket;
-  wait.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
-  Link(wait);
+  TimedWait wait(net::use_service<WaitList>(socket.get_executor().context()), socket,
+                 Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout)));
   co_await socket.async_wait(what, Into(ec));
-  Unlink(wait);
   if (wait.expired) ec = beast::error::timeout;
 }
 

@@ -5,8 +5,8 @@
 // adds a timer wait and its cancellation to each. On a model call most
 // reads and writes need no wait: the proxy makes the non-blocking system
 // call first and, only on EAGAIN, waits for readiness. A wait's deadline
-// goes in a list of this thread's waits that one timer per io thread sweeps
-// (SweepExpiredWaits), not in a timer of its own.
+// goes in a list of its io_context's waits that one timer per context
+// sweeps (SweepExpiredWaits), not in a timer of its own.
 #pragma once
 
 #include <chrono>
@@ -16,9 +16,10 @@
 
 namespace forge::proxy {
 
-// Ends the waits on this thread whose deadline has passed (their socket's
-// operations are cancelled; the wait reports beast::error::timeout).
-void SweepExpiredWaits(std::chrono::steady_clock::time_point now);
+// Ends the waits on context whose deadline has passed (their socket's
+// operations are cancelled; the wait reports beast::error::timeout). Call
+// it on the context's own thread.
+void SweepExpiredWaits(net::execution_context& context, std::chrono::steady_clock::time_point now);
 
 // Waits until socket can be read or written; timeout in seconds, 0 for none.
 Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double timeout, beast::error_code& ec);

@@ -53,14 +53,15 @@ struct SocketReader {
 
 void SendAll(tcp::socket& socket, std::string_view bytes) { net::write(socket, net::buffer(bytes.data(), bytes.size())); }
 
-// Sweeps this thread's timed waits every 10 ms, as the server's SweepWaits does.
+// Sweeps the context's timed waits every 10 ms, as the server's SweepWaits does.
 Task<void> Sweeper(const bool& stop) {
-  net::steady_timer timer(co_await net::this_coro::executor);
+  auto executor = co_await net::this_coro::executor;
+  net::steady_timer timer(executor);
   while (!stop) {
     timer.expires_after(std::chrono::milliseconds(10));
     beast::error_code ec;
     co_await timer.async_wait(forge::proxy::Into(ec));
-    forge::proxy::SweepExpiredWaits(std::chrono::steady_clock::now());
+    forge::proxy::SweepExpiredWaits(executor.context(), std::chrono::steady_clock::now());
   }
 }
 
@@ -230,4 +231,29 @@ TEST_CASE("A read with a timeout ends with beast::error::timeout when the peer s
   CHECK_FALSE(answered_ec);
   CHECK(answered == 2);
   CHECK(silent_ec == beast::error::timeout);
+}
+
+TEST_CASE("A context shut down with a timed wait pending leaves the next context's waits intact") {
+  // The wait's frame is destroyed with its context, on this thread; a later
+  // context on the same thread must sweep only its own waits.
+  {
+    LoopbackPair stopped;
+    beast::error_code never;
+    net::co_spawn(stopped.io, [&]() -> Task<void> {
+      char byte[1];
+      co_await ReadSomeReady(stopped.ours, net::buffer(byte), 60.0, never);
+    }, net::detached);
+    stopped.io.run_for(std::chrono::milliseconds(20));  // the read is now waiting
+    CHECK_FALSE(stopped.io.stopped());
+  }
+  LoopbackPair pair;
+  beast::error_code ec;
+  bool stop = false;
+  net::co_spawn(pair.io, Sweeper(stop), net::detached);
+  pair.Run([&]() -> Task<void> {
+    char byte[1];
+    co_await ReadSomeReady(pair.ours, net::buffer(byte), 0.05, ec);
+    stop = true;
+  }());
+  CHECK(ec == beast::error::timeout);
 }
