@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "proxy/client_stream.h"
 #include "proxy/http_read.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
@@ -80,6 +81,12 @@ void FillFromMessage(store::CallRecord& rec, const Json& message) {
   if (auto usage = message.find("usage"); usage != message.end()) rec.usage = *usage;
 }
 
+// An Anthropic stream's error event, as the API sends one.
+std::string ErrorEvent(const std::string& message) {
+  Json event = {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}};
+  return "event: error\ndata: " + event.dump() + "\n\n";
+}
+
 }  // namespace
 
 Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, const ClientFormat& format,
@@ -93,9 +100,11 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   auto reply_error = [&](int status, const std::string& message) -> Task<bool> {
     co_return co_await Send(client, req, static_cast<http::status>(status), format.ErrorBody(status, message).dump());
   };
+  ClientStream cs;
+  cs.socket = &client;
+  cs.version = req.version();
   // Ends the call as failed and recorded; the client gets an error unless
   // the stream already began (then an error event).
-  bool stream_started = false;
   auto fail_call = [&](int status, std::string message) -> Task<bool> {
     metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
     rec.http_status = status;
@@ -103,12 +112,8 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     rec.retry_key.clear();
     finish(rec);
     co_await Commit(rec);
-    if (!stream_started) co_return co_await reply_error(status, message);
-    Json event = {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}};
-    std::string bytes = "event: error\ndata: " + event.dump() + "\n\n";
-    beast::error_code ec;
-    co_await net::async_write(client, http::make_chunk(net::buffer(bytes)), Into(ec));
-    if (!ec) co_await net::async_write(client, http::make_chunk_last(), Into(ec));
+    if (!cs.headers_sent) co_return co_await reply_error(status, message);
+    co_await WriteSseBytes(cs, ErrorEvent(message), true);
     co_return false;
   };
 
@@ -193,19 +198,8 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
 
   // A stream: each event goes to the client as it arrives; message_stop is
   // held until the call is committed.
-  {
-    http::response<http::empty_body> res{http::status::ok, req.version()};
-    res.set(http::field::server, "forge-proxy");
-    res.set(http::field::content_type, "text/event-stream");
-    res.set(http::field::cache_control, "no-cache");
-    res.chunked(true);
-    res.keep_alive(true);
-    http::response_serializer<http::empty_body> sr(res);
-    beast::error_code ec;
-    co_await http::async_write_header(client, sr, Into(ec));
-    if (ec) co_return co_await fail_call(499, "the client closed the connection");
-    stream_started = true;
-  }
+  co_await WriteSseBytes(cs, "", false);  // the header
+  if (cs.failed) co_return co_await fail_call(499, "the client closed the connection");
   AnthropicMessageAssembler assembled;
   SseParser sse;
   std::vector<SseEvent> events;
@@ -234,9 +228,8 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
       (assembled.stopped() ? held : out) += frame;
     }
     if (!out.empty()) {
-      beast::error_code wec;
-      co_await net::async_write(client, http::make_chunk(net::buffer(out)), Into(wec));
-      if (wec) {
+      co_await WriteSseBytes(cs, std::move(out), false);
+      if (cs.failed) {
         stream_error = "the client closed the connection mid-stream";
         break;
       }
@@ -261,17 +254,10 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);
     finish(rec);
     co_await Commit(std::move(rec));
-    if (upstream_sent_error) {  // already relayed; end the stream
-      beast::error_code ec;
-      co_await net::async_write(client, http::make_chunk_last(), Into(ec));
-      co_return false;
-    }
-    stream_started = true;
-    Json event = {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", stream_error}}}};
-    std::string bytes = "event: error\ndata: " + event.dump() + "\n\n";
-    beast::error_code ec;
-    co_await net::async_write(client, http::make_chunk(net::buffer(bytes)), Into(ec));
-    if (!ec) co_await net::async_write(client, http::make_chunk_last(), Into(ec));
+    // (An error event the upstream sent was relayed already: the stream just ends.)
+    // (Not a conditional expression inside the co_await: g++12 destroys its temporary twice.)
+    std::string event = upstream_sent_error ? std::string() : ErrorEvent(stream_error);
+    co_await WriteSseBytes(cs, std::move(event), true);
     co_return false;
   }
   if (parser->is_done() && parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
@@ -279,15 +265,9 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   rec.retry_key = retry_key;
   finish(rec);
   Status committed = co_await Commit(std::move(rec));
-  if (!committed.ok()) {
-    Json event = {{"type", "error"},
-                  {"error", {{"type", "api_error"}, {"message", "the call could not be recorded: " + committed.message()}}}};
-    held = "event: error\ndata: " + event.dump() + "\n\n";
-  }
-  beast::error_code ec;
-  if (!held.empty()) co_await net::async_write(client, http::make_chunk(net::buffer(held)), Into(ec));
-  if (!ec) co_await net::async_write(client, http::make_chunk_last(), Into(ec));
-  co_return !ec && committed.ok();
+  if (!committed.ok()) held = ErrorEvent("the call could not be recorded: " + committed.message());
+  co_await WriteSseBytes(cs, std::move(held), true);
+  co_return !cs.failed && committed.ok();
 }
 
 }  // namespace forge::proxy

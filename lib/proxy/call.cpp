@@ -9,6 +9,7 @@
 
 #include "base/hash.h"
 #include "proxy/chat_assembler.h"
+#include "proxy/client_stream.h"
 #include "proxy/formats/gemini.h"
 #include "proxy/http_read.h"
 #include "proxy/http_write.h"
@@ -47,20 +48,6 @@ class InFlight {
   int count_ = 0;
 };
 
-// The client side of a streamed response. A keepalive coroutine may write
-// comments before the first event; once the call writes, it stops.
-struct ClientStream {
-  tcp::socket* socket = nullptr;
-  bool headers_sent = false;
-  bool writing = false;
-  bool call_started_writing = false;
-  bool keepalive_running = false;
-  bool failed = false;  // the client went away
-  unsigned version = 11;
-  std::string content_type = "text/event-stream";
-  std::unique_ptr<net::steady_timer> keepalive_timer;
-};
-
 Task<void> WaitWhile(const bool& flag) {
   net::steady_timer timer(co_await net::this_coro::executor);
   while (flag) {
@@ -68,38 +55,6 @@ Task<void> WaitWhile(const bool& flag) {
     beast::error_code ec;
     co_await timer.async_wait(Into(ec));
   }
-}
-
-Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
-  if (cs.failed) co_return;
-  cs.writing = true;
-  // The header (first time), the chunk and the last chunk go in one write.
-  std::string before;
-  if (!cs.headers_sent) {
-    http::response<http::empty_body> res{http::status::ok, cs.version};
-    res.set(http::field::server, "forge-proxy");
-    res.set(http::field::content_type, cs.content_type);
-    res.set(http::field::cache_control, "no-cache");
-    res.chunked(true);
-    res.keep_alive(true);
-    before = HeaderText(res.base());
-    cs.headers_sent = true;
-  }
-  std::string_view after;
-  if (!bytes.empty()) {
-    char size_line[24];
-    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", bytes.size());
-    before.append(size_line, static_cast<size_t>(n));
-    after = last ? "\r\n0\r\n\r\n" : "\r\n";
-  } else if (last) {
-    after = "0\r\n\r\n";
-  }
-  std::array<net::const_buffer, 3> pieces{net::buffer(before), net::buffer(bytes),
-                                          net::buffer(after.data(), after.size())};
-  beast::error_code ec;
-  co_await WriteAllReady(*cs.socket, pieces, 0, ec);
-  if (ec) cs.failed = true;
-  cs.writing = false;
 }
 
 Task<void> KeepAlive(std::shared_ptr<ClientStream> cs, double interval) {
