@@ -3,7 +3,8 @@
 # fake upstream directly, all in one run on this machine, 127.0.0.1 only:
 #  (a) added latency of sequential non-streaming calls, 1 KB and 200 KB requests
 #  (b) 1,000 concurrent streaming clients x 200 SSE events: throughput,
-#      p50/p99 per-stream time, proxy RSS per open stream (recording on)
+#      p50/p99 per-stream time and time to the first event, proxy RSS per
+#      open stream (recording on)
 #  (c) store bytes of a 50-call rollout against its largest request
 #  (d) translation CPU per token: streaming Anthropic and Responses clients
 #      against the chat pass-through (bench/proxy_formats_bench.sh)
@@ -127,7 +128,7 @@ rss_before=$(rss_kb $PROXY_PID)
 for p in "${load_paths[@]}"; do : > "$W/load.${p%% *}"; done
 for round in $(seq 1 "$LOAD_ROUNDS"); do
   for p in "${load_paths[@]}"; do
-    # events/s p50 p99 failures wall, one line per run
+    # events/s p50 p99 failures wall first-event-p50 first-event-p99, one line per run
     BENCH_KEY=$SECRET "$BIN/bench-proxy_bench" load "${p#* }" "$CLIENTS" "$EVENTS" >> "$W/load.${p%% *}" || true
   done
 done
@@ -138,12 +139,13 @@ import sys, statistics
 w, before, peak, clients = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 paths = [p.split()[0] for p in sys.argv[5:]]
 runs = {p: [list(map(float, l.split())) for l in open(f"{w}/load.{p}") if l.strip()] for p in paths}
-med = {p: [statistics.median(r[k] for r in runs[p]) for k in range(5)] if runs[p] else [0] * 5 for p in paths}
-print(f"{'path':<12} {'events/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'failures':>9} {'wall_s':>7}   events/s per round")
+med = {p: [statistics.median(r[k] for r in runs[p]) for k in range(7)] if runs[p] else [0] * 7 for p in paths}
+print(f"{'path':<12} {'events/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'first p50':>9} {'first p99':>9} {'failures':>9} {'wall_s':>7}   events/s per round")
 for p in paths:
-    e, p50, p99, fail, wall = med[p]
+    e, p50, p99, fail, wall, f50, f99 = med[p]
     per = " ".join(f"{r[0]:.0f}" for r in runs[p])
-    print(f"{p:<12} {e:>9.0f} {p50:>9.1f} {p99:>9.1f} {sum(r[3] for r in runs[p]):>9.0f} {wall:>7.3f}   {per}")
+    print(f"{p:<12} {e:>9.0f} {p50:>9.1f} {p99:>9.1f} {f50:>9.1f} {f99:>9.1f} {sum(r[3] for r in runs[p]):>9.0f} {wall:>7.3f}   {per}")
+print("('first': ms from sending the request to the first event; a proxy that holds events back shows it here)")
 ne, pe = med["nginx"][0], med["forge-proxy"][0]
 print(f"throughput forge-proxy / nginx: {pe / ne:.2f}x   (target >= 0.8x; per round: "
       + ", ".join(f"{f[0] / n[0]:.2f}" for f, n in zip(runs["forge-proxy"], runs["nginx"])) + ")" if ne else "nginx run failed")
