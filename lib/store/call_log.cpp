@@ -195,6 +195,11 @@ CallLog::~CallLog() {
 Result<LogPosition> CallLog::Append(const CallRecord& call) {
   EncodedCall body(call);
   XXH3_state_t state;
+  // A state on the stack must be initialised before a seeded reset: XXH3
+  // keeps the secret it derived for the seed the state already holds, so
+  // stack garbage equal to this length (the last record's, often) left a
+  // stale secret, and a wrong checksum hid the record from recovery.
+  XXH3_INITSTATE(&state);
   XXH3_64bits_reset_withSeed(&state, body.size());
   for (const iovec& piece : body.pieces()) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
   uint64_t record_header[2] = {body.size(), XXH3_64bits_digest(&state)};
