@@ -112,7 +112,7 @@ std::string FinishReasonOf(const Json& response) {
 
 }  // namespace
 
-Task<Status> Server::Commit(store::CallRecord call) {
+Task<Status> Server::Commit(store::CallRecord call, std::optional<LoggedRequest> request) {
   // The writer's answer arrives by a post to this call's io thread, so it
   // never races with the wait below.
   struct Waiting {
@@ -129,7 +129,7 @@ Task<Status> Server::Commit(store::CallRecord call) {
         if (waiting->timer) waiting->timer->cancel();
       });
     });
-  });
+  }, request);
   if (logged) co_return *logged;  // the usual case: final at once
   waiting->timer.emplace(executor, net::steady_timer::time_point::max());
   while (!waiting->result) {
@@ -378,6 +378,14 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     co_await WaitWhile(cs->keepalive_running);
   };
 
+  // The request text (pass-through calls) goes into the call log while the
+  // upstream works, so the call's own record, logged before its last bytes
+  // go out, is short.
+  std::optional<LoggedRequest> logged_request;
+  auto log_request = [&] {
+    if (!logged_request && !rec.request_text.empty()) logged_request = recorder_->LogRequestText(rec.request_text);
+  };
+
   // Ends the call with an error: a JSON error if nothing was streamed yet,
   // else a well-formed error event; the call is recorded as failed.
   auto fail_call = [&](int status, std::string message) -> Task<bool> {
@@ -386,7 +394,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.error = message;
     rec.retry_key.clear();  // a failed call never hides a retry that succeeds
     finish(rec);
-    co_await Commit(rec);  // best effort: the client is told of the failure either way
+    co_await Commit(rec, logged_request);  // best effort: the client is told of the failure either way
     co_await stop_keepalive();
     if (!cs->headers_sent) co_return co_await fail(status, message);
     auto translator = format->NewStream();
@@ -404,7 +412,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
     if (!upstreams_.api_key().empty()) up.set(http::field::authorization, "Bearer " + upstreams_.api_key());
     return up;
-  }, upstream_body);
+  }, upstream_body, log_request);
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
@@ -473,7 +481,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       rec.http_status = 200;
       rec.retry_key = retry_key;
       finish(rec);
-      Status committed = co_await Commit(std::move(rec));
+      Status committed = co_await Commit(std::move(rec), logged_request);
       if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
       co_return co_await Send(client, req, http::status::ok, std::move(chunk->text));
     }
@@ -496,7 +504,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.retry_key = retry_key;
     finish(rec);
     std::string bytes = out->dump();
-    Status committed = co_await Commit(std::move(rec));
+    Status committed = co_await Commit(std::move(rec), logged_request);
     if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
     format->Finished(chat, response);
     co_return co_await Send(client, req, http::status::ok, std::move(bytes));
@@ -622,7 +630,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.http_status = cs->failed ? 499 : 502;
     rec.error = stream_error;
     finish(rec);
-    co_await Commit(std::move(rec));
+    co_await Commit(std::move(rec), logged_request);
     if (!cs->failed) co_await WriteSseBytes(*cs, held + translator->OnError(stream_error), true);
     co_return false;  // the upstream connection is not reusable; close the client's too
   }
@@ -632,7 +640,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   rec.http_status = 200;
   rec.retry_key = retry_key;
   finish(rec);
-  Status committed = co_await Commit(std::move(rec));
+  Status committed = co_await Commit(std::move(rec), logged_request);
   if (!committed.ok()) {
     co_await WriteSseBytes(*cs, translator->OnError("the call could not be recorded: " + committed.message()), true);
     co_return false;

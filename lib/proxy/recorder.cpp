@@ -86,11 +86,21 @@ void Recorder::RunCheckpoints() {
 
 Recorder::~Recorder() { Stop(); }
 
-std::optional<Status> Recorder::Submit(store::CallRecord call, const std::function<Done()>& when_waiting) {
+std::optional<LoggedRequest> Recorder::LogRequestText(std::string_view text) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return std::nullopt;
+  auto at = log_->AppendRequestText(text);
+  if (!at.ok()) return std::nullopt;
+  return LoggedRequest{log_generation_, *at};
+}
+
+std::optional<Status> Recorder::Submit(store::CallRecord call, const std::function<Done()>& when_waiting,
+                                       std::optional<LoggedRequest> request) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) return Status::Unavailable("the store writer has stopped");
   uint64_t before = log_->bytes();
-  auto logged = log_->Append(call);
+  uint64_t request_text_at = request && request->log_generation == log_generation_ ? request->at : 0;
+  auto logged = log_->Append(call, request_text_at);
   if (!logged.ok()) {
     metrics_.records_failed.fetch_add(1);
     return logged.status();
@@ -161,6 +171,7 @@ void Recorder::Rotate() {
     if (queue_.empty()) {  // nothing appended since: the database holds all of the old log
       retired = std::move(log_);
       log_ = std::move(*fresh);
+      ++log_generation_;
     }
   }
   store::CallLog& unused = retired ? *retired : **fresh;

@@ -27,6 +27,12 @@
 
 namespace forge::proxy {
 
+// A call's request text already in the call log (Recorder::LogRequestText).
+struct LoggedRequest {
+  uint64_t log_generation = 0;
+  uint64_t at = 0;
+};
+
 class Recorder {
  public:
   using Done = std::function<void(Status)>;
@@ -39,7 +45,14 @@ class Recorder {
   // returns nullopt when the queue is full, having asked when_waiting for the
   // callback that runs on the writer thread once the database holds the call
   // (made only then: the usual call needs none).
-  std::optional<Status> Submit(store::CallRecord call, const std::function<Done()>& when_waiting);
+  // With request, the call's request text is not logged again when it is in
+  // the current log (a log replaced since holds it whole).
+  std::optional<Status> Submit(store::CallRecord call, const std::function<Done()>& when_waiting,
+                               std::optional<LoggedRequest> request = std::nullopt);
+  // Logs a call's request text ahead of the call, while the upstream works,
+  // so that Submit's append, on the call's path, is short. nullopt if it
+  // could not (Submit then logs the text with the call).
+  std::optional<LoggedRequest> LogRequestText(std::string_view text);
   // Calls logged but not yet in the database.
   int64_t pending() const { return metrics_.store_queue.load(); }
   // Moves every logged call into the database, deletes the log and stops the
@@ -64,6 +77,7 @@ class Recorder {
   store::Store& store_;
   Metrics& metrics_;
   std::unique_ptr<store::CallLog> log_;
+  uint64_t log_generation_ = 1;  // counts the logs: a request logged in a replaced one is gone
   std::mutex mutex_;  // log_, queue_ and the rest below
   std::condition_variable wake_;
   std::deque<Pending> queue_;

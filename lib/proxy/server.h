@@ -69,7 +69,8 @@ class Server {
   // call.cpp
   Task<bool> HandleCall(tcp::socket& client, Request& req, const Route& route,
                         std::string path_rollout);
-  Task<Status> Commit(store::CallRecord call);
+  // request: the call's request text already in the call log (LogRequestText).
+  Task<Status> Commit(store::CallRecord call, std::optional<LoggedRequest> request = std::nullopt);
   // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
   // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
   // non-trivial by-value coroutine parameters passed this way.
@@ -78,14 +79,15 @@ class Server {
                                      const std::string& retry_key, double t0);
 
   // upstream_exchange.cpp: sends make_request(upstream) and body to one upstream after
-  // another (rollout-affine first) until one answers with headers, into out
+  // another (rollout-affine first) until one answers with headers, into out;
+  // after_send runs once a request is sent, while the upstream works
   // (a beast parser cannot be moved, so it is not returned). A refused
   // or broken connection marks that upstream unhealthy and moves on; a
   // kept-alive connection the upstream had closed is retried, not blamed; a
   // timeout ends the attempts, since the generation may be running.
   Task<void> ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
                                   const std::function<RequestHeader(const Upstream&)>& make_request,
-                                  std::string_view body);
+                                  std::string_view body, const std::function<void()>& after_send = nullptr);
 
   Task<bool> Send(tcp::socket& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",

@@ -11,7 +11,7 @@ namespace forge::proxy {
 
 Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
                                         const std::function<RequestHeader(const Upstream&)>& make_request,
-                                        std::string_view body) {
+                                        std::string_view body, const std::function<void()>& after_send) {
   out.error = "no upstream configured";
   std::vector<Upstream*> tried;
   int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
@@ -29,6 +29,7 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
       std::string header = HeaderText(up.base());
       c->stream.set_timeout(config_.upstream_idle_timeout);
       co_await WriteMessage(c->stream, header, body, ec);
+      if (!ec && after_send) after_send();
       if (!ec) {
         out.parser.emplace();
         out.parser->body_limit(std::numeric_limits<std::uint64_t>::max());

@@ -12,6 +12,9 @@ namespace {
 // Texts shorter than this are copied into the small buffer: a writev piece
 // of its own costs more than the copy.
 constexpr size_t kLongText = 2048;
+// In place of the request text's length: the text is in the request record
+// at the offset that follows.
+constexpr uint64_t kTextInRequestRecord = ~uint64_t{0};
 
 std::string JsonText(const Json& value) {
   return value.is_null() ? std::string() : value.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -21,6 +24,12 @@ class Reader {
  public:
   explicit Reader(std::string_view bytes) : rest_(bytes) {}
 
+  // The next 8 bytes as a number without taking them (0 when fewer are left).
+  uint64_t Peek64() const {
+    uint64_t value = 0;
+    if (rest_.size() >= 8) std::memcpy(&value, rest_.data(), 8);
+    return value;
+  }
   bool U64(uint64_t* value) {
     if (rest_.size() < 8) return false;
     std::memcpy(value, rest_.data(), 8);  // little-endian, like the rest of the store
@@ -83,8 +92,15 @@ auto JsonFields(Call& c) {
 
 }  // namespace
 
-EncodedCall::EncodedCall(const CallRecord& c) {
-  for (const auto& [name, text] : TextFields(c)) Bytes(*text);
+EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at) {
+  for (const auto& [name, text] : TextFields(c)) {
+    if (text == &c.request_text && request_text_at != 0) {
+      U64(kTextInRequestRecord);
+      U64(request_text_at);
+      continue;
+    }
+    Bytes(*text);
+  }
   for (int64_t value : {c.seq, c.policy_version_start, c.policy_version_end, static_cast<int64_t>(c.http_status),
                         static_cast<int64_t>(c.side_call ? 1 : 0)}) {
     U64(static_cast<uint64_t>(value));
@@ -130,11 +146,19 @@ void EncodedCall::Bytes(std::string_view bytes) {
   }
 }
 
-Result<CallRecord> DecodeCall(std::string_view bytes) {
+Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at) {
   CallRecord c;
   Reader in(bytes);
   auto cut = [](const char* field) { return Status::DataErr(std::string("call record cut short at ") + field); };
+  if (request_text_at) *request_text_at = 0;
   for (const auto& [name, value] : TextFields(c)) {
+    if (value == &c.request_text && in.Peek64() == kTextInRequestRecord) {
+      uint64_t marker, at;
+      if (!in.U64(&marker) || !in.U64(&at)) return cut(name);
+      if (!request_text_at) return Status::DataErr("call record: its request text is in a request record");
+      *request_text_at = at;
+      continue;
+    }
     std::string_view text;
     if (!in.Bytes(&text)) return cut(name);
     value->assign(text);

@@ -18,8 +18,10 @@ namespace forge::store {
 
 class EncodedCall {
  public:
-  // Refers to the call's strings: the call must outlive this object.
-  explicit EncodedCall(const CallRecord& call);
+  // Refers to the call's strings: the call must outlive this object. With
+  // request_text_at, the request text is not encoded but referred to: it is
+  // in the log's request record at that byte offset (call_log.h).
+  explicit EncodedCall(const CallRecord& call, uint64_t request_text_at = 0);
   EncodedCall(const EncodedCall&) = delete;
   EncodedCall& operator=(const EncodedCall&) = delete;
 
@@ -41,7 +43,9 @@ class EncodedCall {
 };
 
 // The call an EncodedCall's bytes hold. DataErr names the field that does
-// not fit (a torn or foreign record).
-Result<CallRecord> DecodeCall(std::string_view bytes);
+// not fit (a torn or foreign record). A call whose request text is in a
+// request record comes back without it, and that record's offset in
+// *request_text_at (DataErr if request_text_at is null).
+Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at = nullptr);
 
 }  // namespace forge::store

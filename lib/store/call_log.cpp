@@ -20,8 +20,14 @@
 namespace forge::store {
 namespace {
 
-constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '1'};
+// Logs with request records are version 2; version 1 (no request records)
+// is still read. A version 1 reader leaves a version 2 log alone rather than
+// stopping at its first request record.
+constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '2'};
+constexpr char kMagicV1[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '1'};
 constexpr uint64_t kHeaderBytes = sizeof kMagic;
+// Set in a record's length: a request record (the request text alone).
+constexpr uint64_t kRequestRecordBit = uint64_t{1} << 63;
 constexpr uint64_t kRecordHeaderBytes = 16;
 constexpr std::string_view kInfix = "-calls-";
 constexpr size_t kIdDigits = 16;
@@ -99,6 +105,21 @@ Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
   return stored->has_value() ? std::strtoull((*stored)->c_str(), nullptr, 10) : 0;
 }
 
+// Reads the request record at `at`, which must end before `before` (the
+// call that refers to it), into text; false if it is not there whole.
+bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text) {
+  char record_header[kRecordHeaderBytes];
+  if (at < kHeaderBytes || at + kRecordHeaderBytes > before) return false;
+  if (!ReadAll(fd, at, record_header, kRecordHeaderBytes)) return false;
+  uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
+  if (!(length & kRequestRecordBit)) return false;
+  length &= ~kRequestRecordBit;
+  if (length > before - at - kRecordHeaderBytes) return false;
+  text->resize(length);
+  if (!ReadAll(fd, at + kRecordHeaderBytes, text->data(), length)) return false;
+  return XXH3_64bits_withSeed(text->data(), text->size(), length) == checksum;
+}
+
 // Moves the records of a log (past its magic, `size` bytes long) that the
 // database has not taken yet into it, in bounded batches, each with its mark.
 // Stops at a record cut short or damaged: it was never answered.
@@ -122,12 +143,24 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     char record_header[kRecordHeaderBytes];
     if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
     uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
+    if (length & kRequestRecordBit) {  // read when the call that refers to it comes
+      length &= ~kRequestRecordBit;
+      if (length > size - offset - kRecordHeaderBytes) break;  // cut short
+      offset += kRecordHeaderBytes + length;
+      continue;
+    }
     if (length > size - offset - kRecordHeaderBytes) break;  // cut short
     body.resize(length);
     if (!ReadAll(fd, offset + kRecordHeaderBytes, body.data(), length)) break;
     if (XXH3_64bits_withSeed(body.data(), body.size(), length) != checksum) break;
-    auto call = DecodeCall(body);
+    uint64_t request_text_at = 0;
+    auto call = DecodeCall(body, &request_text_at);
     if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
+    if (request_text_at != 0 && !ReadRequestText(fd, request_text_at, offset, &call->request_text)) {
+      return Status::DataErr(path + ": the call at byte " + std::to_string(offset) +
+                             " refers to a request record at byte " + std::to_string(request_text_at) +
+                             " that is not there whole");
+    }
     batch.push_back(std::move(*call));
     batch_bytes += length;
     offset += kRecordHeaderBytes + length;
@@ -144,12 +177,34 @@ Status Recover(Store& store, int fd, const std::string& path) {
   if (size >= kHeaderBytes) {  // (shorter: its writer died before the magic; nothing in it)
     char header[kHeaderBytes];
     if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::Io(path + ": cannot read the header");
-    if (std::memcmp(header, kMagic, sizeof kMagic) != 0) return Status::Ok();  // not ours: left alone
+    if (std::memcmp(header, kMagic, sizeof kMagic) != 0 && std::memcmp(header, kMagicV1, sizeof kMagicV1) != 0) {
+      return Status::Ok();  // not ours: left alone
+    }
     FORGE_RETURN_IF_ERROR(MoveRecords(store, fd, path, size));
   }
   // Everything is in the database: the log and its row go.
   if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::Io(path + ": " + ErrnoText());
   return store.DeleteMeta(MetaKey(path));
+}
+
+// Where the last call record between `from` and `size` ends (`from` when
+// there is none): the records of a log, read from their headers only.
+uint64_t EndOfLastCall(const std::string& path, uint64_t from, uint64_t size) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return size;  // unreadable: wait for all of it, as before request records
+  uint64_t offset = std::max(from, kHeaderBytes), calls_end = from;
+  while (offset + kRecordHeaderBytes <= size) {
+    char record_header[kRecordHeaderBytes];
+    if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
+    uint64_t length = Load64(record_header);
+    bool request = (length & kRequestRecordBit) != 0;
+    length &= ~kRequestRecordBit;
+    if (length > size - offset - kRecordHeaderBytes) break;  // being written
+    offset += kRecordHeaderBytes + length;
+    if (!request) calls_end = offset;
+  }
+  close(fd);
+  return calls_end;
 }
 
 }  // namespace
@@ -192,8 +247,16 @@ CallLog::~CallLog() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<LogPosition> CallLog::Append(const CallRecord& call) {
-  EncodedCall body(call);
+Result<uint64_t> CallLog::AppendRequestText(std::string_view text) {
+  uint64_t at = end_;
+  uint64_t record_header[2] = {text.size() | kRequestRecordBit, XXH3_64bits_withSeed(text.data(), text.size(), text.size())};
+  std::vector<iovec> pieces = {{record_header, sizeof record_header}, {const_cast<char*>(text.data()), text.size()}};
+  FORGE_RETURN_IF_ERROR(AppendRecord(pieces));
+  return at;
+}
+
+Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_text_at) {
+  EncodedCall body(call, request_text_at);
   XXH3_state_t state;
   // A state on the stack must be initialised before a seeded reset: XXH3
   // keeps the secret it derived for the seed the state already holds, so
@@ -203,12 +266,18 @@ Result<LogPosition> CallLog::Append(const CallRecord& call) {
   XXH3_64bits_reset_withSeed(&state, body.size());
   for (const iovec& piece : body.pieces()) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
   uint64_t record_header[2] = {body.size(), XXH3_64bits_digest(&state)};
-  ReserveUpTo(end_ + sizeof record_header + body.size());
-
   std::vector<iovec> pieces;
   pieces.reserve(body.pieces().size() + 1);
   pieces.push_back({record_header, sizeof record_header});
   pieces.insert(pieces.end(), body.pieces().begin(), body.pieces().end());
+  FORGE_RETURN_IF_ERROR(AppendRecord(pieces));
+  return LogPosition{end_};
+}
+
+Status CallLog::AppendRecord(std::vector<iovec>& pieces) {
+  uint64_t bytes = 0;
+  for (const iovec& piece : pieces) bytes += piece.iov_len;
+  ReserveUpTo(end_ + bytes);
   // writev takes at most IOV_MAX pieces and may write less than asked.
   size_t first = 0;
   uint64_t written = 0;
@@ -240,7 +309,7 @@ Result<LogPosition> CallLog::Append(const CallRecord& call) {
     while (first < pieces.size() && pieces[first].iov_len == 0) ++first;
   }
   end_ += written;
-  return LogPosition{end_};
+  return Status::Ok();
 }
 
 LogMark CallLog::MarkAt(LogPosition at) const {
@@ -271,10 +340,15 @@ Status WaitForLiveCallLogs(Store& store, double timeout_seconds) {
     struct stat at_open {};
     if (stat(path.c_str(), &at_open) != 0 || static_cast<uint64_t>(at_open.st_size) <= kHeaderBytes) continue;
     std::string key = MetaKey(path);
+    auto taken_at_open = TakenOffset(store, key);
+    if (!taken_at_open.ok()) return taken_at_open.status();
+    // Request records of calls still in flight may follow the last call: the
+    // wait is for the calls the log held.
+    uint64_t calls_end = EndOfLastCall(path, *taken_at_open, static_cast<uint64_t>(at_open.st_size));
     for (;;) {
       auto taken = TakenOffset(store, key);
       if (!taken.ok()) return taken.status();
-      if (*taken >= static_cast<uint64_t>(at_open.st_size)) break;
+      if (*taken >= calls_end) break;
       // The log removed (its writer stopped) means the database took everything.
       struct stat now {};
       if (stat(path.c_str(), &now) != 0 || now.st_ino != at_open.st_ino) break;

@@ -7,9 +7,14 @@
 // saves is the transaction on the call's path (locks, B-tree inserts, WAL
 // frames): ~250 µs of a 1 KB call's ~400.
 //
-// File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL1",
+// File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL2",
 // then records: u64 body length, u64 XXH3-64 of the body seeded with its
-// length, the body (call_codec.h). The database keeps how far it has taken
+// length, the body. A call record's body is the call (call_codec.h); a
+// request record (top bit of the length set) is a call's request text,
+// appended while the upstream works, and the call's record, appended when it
+// ends, refers to it by offset instead of holding the text: a 200 KB request
+// is no longer written on the call's path. ("FORGECL1" logs, without request
+// records, are still read.) The database keeps how far it has taken
 // each log, in the transaction that stores the calls (meta row
 // "call-log:<file name>" = the byte offset). Once the database has taken all
 // of a long log, its writer starts a new one and removes the old, so logs
@@ -22,9 +27,13 @@
 // a client (its append had not returned) and is dropped.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "store/store.h"
@@ -46,8 +55,15 @@ class CallLog {
   CallLog(const CallLog&) = delete;
   CallLog& operator=(const CallLog&) = delete;
 
-  // Appends one call; on failure the file is as it was before.
-  Result<LogPosition> Append(const CallRecord& call);
+  // Appends a request record: a call's request text, logged while the
+  // upstream works so the call's own record, appended when it ends, is
+  // short. Returns the record's offset, for Append. On failure the file is
+  // as it was before.
+  Result<uint64_t> AppendRequestText(std::string_view text);
+  // Appends one call; with request_text_at, its request text is the request
+  // record at that offset in this log, not written again. On failure the file
+  // is as it was before.
+  Result<LogPosition> Append(const CallRecord& call, uint64_t request_text_at = 0);
   // The meta row that records that the database has taken the log up to `at`.
   LogMark MarkAt(LogPosition at) const;
   // Deletes the file and its meta row. Only when the database holds every
@@ -61,6 +77,7 @@ class CallLog {
   CallLog(int fd, std::string path, uint64_t end) : fd_(fd), path_(std::move(path)), end_(end) {}
   // Allocates disk blocks past the end (the file's size stays) up to at least `bytes`.
   void ReserveUpTo(uint64_t bytes);
+  Status AppendRecord(std::vector<iovec>& pieces);
 
   int fd_;
   std::string path_;
