@@ -87,6 +87,20 @@ std::string Bytes(const forge::store::EncodedCall& encoded) {
   return bytes;
 }
 
+// Appends calls to the log and has the database take them, with the mark,
+// as the proxy's writer does; returns the mark.
+forge::store::LogMark AppendTaken(Store& store, CallLog& log, std::vector<CallRecord> calls) {
+  forge::store::LogPosition end;
+  for (const CallRecord& call : calls) {
+    auto at = log.Append(call);
+    REQUIRE(at.ok());
+    end = *at;
+  }
+  auto mark = log.MarkAt(end);
+  REQUIRE(store.AppendCalls(calls, &mark).ok());
+  return mark;
+}
+
 }  // namespace
 
 TEST_CASE("a call survives its encoding field for field, and a cut one is refused naming the field") {
@@ -190,11 +204,7 @@ TEST_CASE("a reader does not wait for request records of calls still in flight")
   std::string db = dir.File("forge.db");
   auto store = OpenStore(db);
   auto log = CreateLog(db);
-  std::vector<CallRecord> taken = {ProxyCall("r", "1")};
-  auto end = log->Append(taken[0]);
-  REQUIRE(end.ok());
-  auto mark = log->MarkAt(*end);
-  REQUIRE(store->AppendCalls(taken, &mark).ok());
+  AppendTaken(*store, *log, {ProxyCall("r", "1")});
   REQUIRE(log->AppendRequestText(ProxyCall("r", "2").request_text).ok());  // its call is running
   auto start = std::chrono::steady_clock::now();
   REQUIRE(forge::store::WaitForLiveCallLogs(*store, 30).ok());
@@ -319,11 +329,7 @@ TEST_CASE("a log removed after its calls are in the database leaves nothing behi
   std::string db = dir.File("forge.db");
   auto store = OpenStore(db);
   auto log = CreateLog(db);
-  std::vector<CallRecord> calls = {ProxyCall("r", "1")};
-  auto at = log->Append(calls[0]);
-  REQUIRE(at.ok());
-  auto mark = log->MarkAt(*at);
-  REQUIRE(store->AppendCalls(calls, &mark).ok());
+  auto mark = AppendTaken(*store, *log, {ProxyCall("r", "1")});
   auto stored_mark = store->GetMeta(mark.key);
   REQUIRE(stored_mark.ok());
   CHECK(stored_mark->value_or("") == mark.value);
