@@ -3,6 +3,7 @@
 #include "proxy/replay.h"
 #include "proxy/token_capture.h"
 #include "records/jsonl.h"
+#include "store/call_log.h"
 #include "store/sqlite.h"
 
 namespace forge::proxy {
@@ -78,6 +79,26 @@ Status ExportCalls(const std::string& store_path) {
     auto calls = (*st)->CallsOfRollout(rollout);
     if (!calls.ok()) return calls.status();
     for (const auto& call : *calls) FORGE_RETURN_IF_ERROR(out.Write(CallToJson(call)));
+  }
+  return Status::Ok();
+}
+
+Status CheckCallLogs(const std::string& store_path) {
+  auto scans = store::ScanCallLogs(store_path);
+  if (!scans.ok()) return scans.status();
+  size_t bad = 0;
+  std::string first_bad;
+  records::JsonlWriter out;
+  for (const store::CallLogScan& scan : *scans) {
+    Json line = {{"log", scan.path},        {"calls", scan.calls}, {"request_records", scan.request_records},
+                 {"bad_records", scan.bad}, {"end", scan.end},     {"cut_short", scan.cut_short}};
+    FORGE_RETURN_IF_ERROR(out.Write(line));
+    if (!scan.bad.empty() && first_bad.empty()) first_bad = scan.path + " at byte " + std::to_string(scan.bad.front());
+    bad += scan.bad.size();
+  }
+  if (bad > 0) {
+    return Status::DataErr(std::to_string(bad) + " call log record(s) fail their checksum; the first: " + first_bad +
+                           " (recovery stops there: the calls after it would be lost)");
   }
   return Status::Ok();
 }

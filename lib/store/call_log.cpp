@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "base/hash.h"
@@ -98,6 +99,23 @@ uint64_t Load64(const char* bytes) {
   return value;
 }
 
+struct RecordHeader {
+  uint64_t length = 0;  // of the body
+  uint64_t checksum = 0;
+  bool request = false;  // a request record
+};
+
+// The header of the record at offset, if the whole record lies before end.
+std::optional<RecordHeader> ReadRecordHeader(int fd, uint64_t offset, uint64_t end) {
+  char bytes[kRecordHeaderBytes];
+  if (offset + kRecordHeaderBytes > end || !ReadAll(fd, offset, bytes, kRecordHeaderBytes)) return std::nullopt;
+  RecordHeader header{Load64(bytes), Load64(bytes + 8), false};
+  header.request = (header.length & kRequestRecordBit) != 0;
+  header.length &= ~kRequestRecordBit;
+  if (header.length > end - offset - kRecordHeaderBytes) return std::nullopt;
+  return header;
+}
+
 // How far the database has taken the log (0: nothing, or no row).
 Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
   auto stored = store.GetMeta(key);
@@ -108,16 +126,12 @@ Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
 // Reads the request record at `at`, which must end before `before` (the
 // call that refers to it), into text; false if it is not there whole.
 bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text) {
-  char record_header[kRecordHeaderBytes];
-  if (at < kHeaderBytes || at + kRecordHeaderBytes > before) return false;
-  if (!ReadAll(fd, at, record_header, kRecordHeaderBytes)) return false;
-  uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
-  if (!(length & kRequestRecordBit)) return false;
-  length &= ~kRequestRecordBit;
-  if (length > before - at - kRecordHeaderBytes) return false;
-  text->resize(length);
-  if (!ReadAll(fd, at + kRecordHeaderBytes, text->data(), length)) return false;
-  return XXH3_64bits_withSeed(text->data(), text->size(), length) == checksum;
+  if (at < kHeaderBytes) return false;
+  auto header = ReadRecordHeader(fd, at, before);
+  if (!header || !header->request) return false;
+  text->resize(header->length);
+  if (!ReadAll(fd, at + kRecordHeaderBytes, text->data(), header->length)) return false;
+  return XXH3_64bits_withSeed(text->data(), text->size(), header->length) == header->checksum;
 }
 
 // Moves the records of a log (past its magic, `size` bytes long) that the
@@ -139,20 +153,15 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     return Status::Ok();
   };
   std::string body;
-  while (offset + kRecordHeaderBytes <= size) {
-    char record_header[kRecordHeaderBytes];
-    if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
-    uint64_t length = Load64(record_header), checksum = Load64(record_header + 8);
-    if (length & kRequestRecordBit) {  // read when the call that refers to it comes
-      length &= ~kRequestRecordBit;
-      if (length > size - offset - kRecordHeaderBytes) break;  // cut short
+  while (auto header = ReadRecordHeader(fd, offset, size)) {  // none: cut short
+    uint64_t length = header->length;
+    if (header->request) {  // read when the call that refers to it comes
       offset += kRecordHeaderBytes + length;
       continue;
     }
-    if (length > size - offset - kRecordHeaderBytes) break;  // cut short
     body.resize(length);
     if (!ReadAll(fd, offset + kRecordHeaderBytes, body.data(), length)) break;
-    if (XXH3_64bits_withSeed(body.data(), body.size(), length) != checksum) break;
+    if (XXH3_64bits_withSeed(body.data(), body.size(), length) != header->checksum) break;
     uint64_t request_text_at = 0;
     auto call = DecodeCall(body, &request_text_at);
     if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
@@ -193,15 +202,9 @@ uint64_t EndOfLastCall(const std::string& path, uint64_t from, uint64_t size) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return size;  // unreadable: wait for all of it, as before request records
   uint64_t offset = std::max(from, kHeaderBytes), calls_end = from;
-  while (offset + kRecordHeaderBytes <= size) {
-    char record_header[kRecordHeaderBytes];
-    if (!ReadAll(fd, offset, record_header, kRecordHeaderBytes)) break;
-    uint64_t length = Load64(record_header);
-    bool request = (length & kRequestRecordBit) != 0;
-    length &= ~kRequestRecordBit;
-    if (length > size - offset - kRecordHeaderBytes) break;  // being written
-    offset += kRecordHeaderBytes + length;
-    if (!request) calls_end = offset;
+  while (auto header = ReadRecordHeader(fd, offset, size)) {  // none: the end, or one being written
+    offset += kRecordHeaderBytes + header->length;
+    if (!header->request) calls_end = offset;
   }
   close(fd);
   return calls_end;
@@ -357,6 +360,40 @@ Status WaitForLiveCallLogs(Store& store, double timeout_seconds) {
     }
   }
   return Status::Ok();
+}
+
+Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
+  std::vector<CallLogScan> scans;
+  for (const std::string& path : LogPaths(db_path)) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // removed meanwhile
+    struct stat st {};
+    char magic[kHeaderBytes];
+    if (fstat(fd, &st) != 0 || !ReadAll(fd, 0, magic, kHeaderBytes) ||
+        (std::memcmp(magic, kMagic, sizeof kMagic) != 0 && std::memcmp(magic, kMagicV1, sizeof kMagicV1) != 0)) {
+      close(fd);
+      return Status::DataErr(path + ": not a forge call log");
+    }
+    CallLogScan scan;
+    scan.path = path;
+    uint64_t size = static_cast<uint64_t>(st.st_size), offset = kHeaderBytes;
+    std::string body;
+    while (auto header = ReadRecordHeader(fd, offset, size)) {
+      body.resize(header->length);
+      bool intact = ReadAll(fd, offset + kRecordHeaderBytes, body.data(), body.size()) &&
+                    XXH3_64bits_withSeed(body.data(), body.size(), header->length) == header->checksum;
+      uint64_t request_text_at = 0;
+      if (intact && !header->request) intact = DecodeCall(body, &request_text_at).ok();
+      if (!intact) scan.bad.push_back(offset);
+      ++(header->request ? scan.request_records : scan.calls);
+      offset += kRecordHeaderBytes + header->length;
+    }
+    scan.end = offset;
+    scan.cut_short = offset < size;
+    close(fd);
+    scans.push_back(std::move(scan));
+  }
+  return scans;
 }
 
 bool HasOrphanCallLogs(const std::string& db_path) {

@@ -95,6 +95,19 @@ Status RecoverCallLogs(Store& store);
 // Gives up quietly after timeout_seconds: a stalled writer must not hang
 // its readers.
 Status WaitForLiveCallLogs(Store& store, double timeout_seconds);
+// What a log holds, every record's checksum checked, without moving
+// anything into the database (forge-proxy --check-call-log).
+struct CallLogScan {
+  std::string path;
+  uint64_t calls = 0;
+  uint64_t request_records = 0;
+  std::vector<uint64_t> bad;  // offsets of records whose checksum or encoding fails
+  uint64_t end = 0;           // where the whole records end
+  bool cut_short = false;     // a last record cut short (a crash while it was appended)
+};
+// Scans every log beside db_path.
+Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path);
+
 // Whether any log beside db_path is not held by a live writer (a cheap test
 // for read-only openers, which cannot recover themselves).
 bool HasOrphanCallLogs(const std::string& db_path);

@@ -37,6 +37,26 @@ cat "$WORK"/seen.* | sort > "$WORK/seen"
 # moves what the proxy's call log still held into it.
 [ "$(ls "$STORE"-calls-* 2>/dev/null | wc -l)" = 1 ] || fail "kill -9 left no call log beside the store"
 in_db_at_kill=$(sqlite3 "$STORE" "SELECT count(*) FROM calls")
+# Every record the kill left is whole and checks out (a wrong checksum in the
+# middle would stop recovery there and lose the calls after it).
+mkdir "$WORK/copy" && cp "$STORE"* "$WORK/copy/"
+"$FORGE_BIN/forge-proxy" --store "$STORE" --check-call-log > "$WORK/check" || fail "call log check: $(cat "$WORK/check")"
+py 'd["calls"] > 0 and d["bad_records"] == []' < "$WORK/check" || fail "call log check: $(cat "$WORK/check")"
+# A damaged record is named (exit 65), and nothing is moved by the check.
+log_copy=$(ls "$WORK/copy/"*-calls-*)
+python3 - "$log_copy" <<'PY'
+import struct, sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+offset = 8 + 16 + (struct.unpack_from("<Q", data, 8)[0] & ~(1 << 63))  # the second record
+data[offset + 16 + 10] ^= 0xFF
+open(path, "wb").write(data)
+PY
+status=0
+"$FORGE_BIN/forge-proxy" --store "$WORK/copy/forge.db" --check-call-log > "$WORK/check" 2> "$WORK/check.err" || status=$?
+[ "$status" = 65 ] || fail "a damaged call log record gave exit $status"
+grep -q "at byte" "$WORK/check.err" || fail "the damaged record is not named: $(cat "$WORK/check.err")"
+[ -e "$log_copy" ] || fail "--check-call-log moved the log"
 [ -s "$WORK/seen" ] || fail "no call completed before the kill"
 calls "$STORE" load | python3 -c '
 import json, sys

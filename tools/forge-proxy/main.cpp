@@ -51,7 +51,12 @@ int main(int argc, char** argv) {
   bool export_calls = false;
   app.add_flag("--export", export_calls,
                "print every call recorded in the store as JSONL (a recorded-exchange file for --replay) and exit");
+  bool check_call_log = false;
+  app.add_flag("--check-call-log", check_call_log,
+               "check every record of the call logs beside the store (one JSON line per log; exit 65 if one fails) "
+               "without moving them into it, and exit");
   return tool.Run(argc, argv, [&] {
+    if (check_call_log) return forge::proxy::CheckCallLogs(c.store_path);
     if (!dump_rollout.empty()) return forge::proxy::DumpRolloutCalls(c.store_path, dump_rollout);
     if (export_calls) return forge::proxy::ExportCalls(c.store_path);
     return forge::proxy::RunProxy(c);
