@@ -254,8 +254,8 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);
     finish(rec);
     co_await Commit(std::move(rec));
-    // (An error event the upstream sent was relayed already: the stream just ends.)
-    // (Not a conditional expression inside the co_await: g++12 destroys its temporary twice.)
+    // An error event the upstream sent was relayed already: the stream just
+    // ends. (Named: g++12 destroys a conditional's temporary inside co_await twice.)
     std::string event = upstream_sent_error ? std::string() : ErrorEvent(stream_error);
     co_await WriteSseBytes(cs, std::move(event), true);
     co_return false;

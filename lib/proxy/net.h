@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include <chrono>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -19,5 +21,10 @@ using Task = net::awaitable<T>;
 
 // Completion token that puts the error in ec instead of throwing.
 inline auto Into(beast::error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+
+// Seconds as given in options, as a steady-clock duration for timers and deadlines.
+inline std::chrono::steady_clock::duration SteadySeconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 }  // namespace forge::proxy

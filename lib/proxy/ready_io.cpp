@@ -78,7 +78,7 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
     co_return;
   }
   TimedWait wait(net::use_service<WaitList>(socket.get_executor().context()), socket,
-                 Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout)));
+                 Clock::now() + SteadySeconds(timeout));
   co_await socket.async_wait(what, Into(ec));
   if (wait.expired) ec = beast::error::timeout;
 }

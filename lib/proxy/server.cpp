@@ -106,13 +106,13 @@ Task<void> Server::AcceptLoop() {
   }
 }
 
-// Ends the socket waits past their deadline on this context (ready_io.h), often enough for the shortest timeout to hold within a
-// quarter of itself. Being the earliest timer, it also keeps the keepalive
-// and pause timers from re-arming asio's timerfd (a system call) each time.
+// Ends the socket waits past their deadline on this context (ready_io.h),
+// often enough for the upstream timeout to hold within a quarter of itself.
+// Being the earliest timer, it also keeps the keepalive and pause timers
+// from re-arming asio's timerfd (a system call) each time.
 Task<void> Server::SweepWaits() {
-  double period = std::clamp(config_.upstream_idle_timeout / 4, 0.01, 1.0);
-  if (config_.upstream_idle_timeout <= 0) period = 1.0;
-  auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(period));
+  double timeout = config_.upstream_idle_timeout;
+  auto interval = SteadySeconds(timeout > 0 ? std::clamp(timeout / 4, 0.01, 1.0) : 1.0);
   auto executor = co_await net::this_coro::executor;
   net::steady_timer timer(executor);
   for (;;) {

@@ -1,7 +1,5 @@
 #include "proxy/upstream_stream.h"
 
-#include <chrono>
-
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -9,8 +7,7 @@ namespace forge::proxy {
 
 void UpstreamStream::ExpireAfterTimeout() {
   if (timeout_ > 0) {
-    tcp_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(timeout_)));
+    tcp_.expires_after(SteadySeconds(timeout_));
   } else {
     tcp_.expires_never();
   }

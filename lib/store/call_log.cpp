@@ -116,6 +116,18 @@ std::optional<RecordHeader> ReadRecordHeader(int fd, uint64_t offset, uint64_t e
   return header;
 }
 
+bool IsCallLogMagic(const char* header) {
+  return std::memcmp(header, kMagic, sizeof kMagic) == 0 || std::memcmp(header, kMagicV1, sizeof kMagicV1) == 0;
+}
+
+// Reads the body of the record at offset into body; false unless it is all
+// there and its checksum holds.
+bool ReadRecordBody(int fd, uint64_t offset, const RecordHeader& header, std::string* body) {
+  body->resize(header.length);
+  return ReadAll(fd, offset + kRecordHeaderBytes, body->data(), body->size()) &&
+         XXH3_64bits_withSeed(body->data(), body->size(), header.length) == header.checksum;
+}
+
 // How far the database has taken the log (0: nothing, or no row).
 Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
   auto stored = store.GetMeta(key);
@@ -128,10 +140,7 @@ Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
 bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text) {
   if (at < kHeaderBytes) return false;
   auto header = ReadRecordHeader(fd, at, before);
-  if (!header || !header->request) return false;
-  text->resize(header->length);
-  if (!ReadAll(fd, at + kRecordHeaderBytes, text->data(), header->length)) return false;
-  return XXH3_64bits_withSeed(text->data(), text->size(), header->length) == header->checksum;
+  return header && header->request && ReadRecordBody(fd, at, *header, text);
 }
 
 // Moves the records of a log (past its magic, `size` bytes long) that the
@@ -159,9 +168,7 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
       offset += kRecordHeaderBytes + length;
       continue;
     }
-    body.resize(length);
-    if (!ReadAll(fd, offset + kRecordHeaderBytes, body.data(), length)) break;
-    if (XXH3_64bits_withSeed(body.data(), body.size(), length) != header->checksum) break;
+    if (!ReadRecordBody(fd, offset, *header, &body)) break;
     uint64_t request_text_at = 0;
     auto call = DecodeCall(body, &request_text_at);
     if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
@@ -186,9 +193,7 @@ Status Recover(Store& store, int fd, const std::string& path) {
   if (size >= kHeaderBytes) {  // (shorter: its writer died before the magic; nothing in it)
     char header[kHeaderBytes];
     if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::Io(path + ": cannot read the header");
-    if (std::memcmp(header, kMagic, sizeof kMagic) != 0 && std::memcmp(header, kMagicV1, sizeof kMagicV1) != 0) {
-      return Status::Ok();  // not ours: left alone
-    }
+    if (!IsCallLogMagic(header)) return Status::Ok();  // not ours: left alone
     FORGE_RETURN_IF_ERROR(MoveRecords(store, fd, path, size));
   }
   // Everything is in the database: the log and its row go.
@@ -252,35 +257,33 @@ CallLog::~CallLog() {
 
 Result<uint64_t> CallLog::AppendRequestText(std::string_view text) {
   uint64_t at = end_;
-  uint64_t record_header[2] = {text.size() | kRequestRecordBit, XXH3_64bits_withSeed(text.data(), text.size(), text.size())};
-  std::vector<iovec> pieces = {{record_header, sizeof record_header}, {const_cast<char*>(text.data()), text.size()}};
-  FORGE_RETURN_IF_ERROR(AppendRecord(pieces));
+  FORGE_RETURN_IF_ERROR(AppendRecord({{const_cast<char*>(text.data()), text.size()}}, /*request=*/true));
   return at;
 }
 
 Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_text_at) {
   EncodedCall body(call, request_text_at);
+  FORGE_RETURN_IF_ERROR(AppendRecord(body.pieces(), /*request=*/false));
+  return LogPosition{end_};
+}
+
+Status CallLog::AppendRecord(const std::vector<iovec>& body, bool request) {
+  uint64_t length = 0;
+  for (const iovec& piece : body) length += piece.iov_len;
   XXH3_state_t state;
   // A state on the stack must be initialised before a seeded reset: XXH3
   // keeps the secret it derived for the seed the state already holds, so
   // stack garbage equal to this length (the last record's, often) left a
   // stale secret, and a wrong checksum hid the record from recovery.
   XXH3_INITSTATE(&state);
-  XXH3_64bits_reset_withSeed(&state, body.size());
-  for (const iovec& piece : body.pieces()) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
-  uint64_t record_header[2] = {body.size(), XXH3_64bits_digest(&state)};
+  XXH3_64bits_reset_withSeed(&state, length);
+  for (const iovec& piece : body) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
+  uint64_t record_header[2] = {length | (request ? kRequestRecordBit : 0), XXH3_64bits_digest(&state)};
   std::vector<iovec> pieces;
-  pieces.reserve(body.pieces().size() + 1);
+  pieces.reserve(body.size() + 1);
   pieces.push_back({record_header, sizeof record_header});
-  pieces.insert(pieces.end(), body.pieces().begin(), body.pieces().end());
-  FORGE_RETURN_IF_ERROR(AppendRecord(pieces));
-  return LogPosition{end_};
-}
-
-Status CallLog::AppendRecord(std::vector<iovec>& pieces) {
-  uint64_t bytes = 0;
-  for (const iovec& piece : pieces) bytes += piece.iov_len;
-  ReserveUpTo(end_ + bytes);
+  pieces.insert(pieces.end(), body.begin(), body.end());
+  ReserveUpTo(end_ + sizeof record_header + length);
   // writev takes at most IOV_MAX pieces and may write less than asked.
   size_t first = 0;
   uint64_t written = 0;
@@ -369,8 +372,7 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     if (fd < 0) continue;  // removed meanwhile
     struct stat st {};
     char magic[kHeaderBytes];
-    if (fstat(fd, &st) != 0 || !ReadAll(fd, 0, magic, kHeaderBytes) ||
-        (std::memcmp(magic, kMagic, sizeof kMagic) != 0 && std::memcmp(magic, kMagicV1, sizeof kMagicV1) != 0)) {
+    if (fstat(fd, &st) != 0 || !ReadAll(fd, 0, magic, kHeaderBytes) || !IsCallLogMagic(magic)) {
       close(fd);
       return Status::DataErr(path + ": not a forge call log");
     }
@@ -379,9 +381,7 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     uint64_t size = static_cast<uint64_t>(st.st_size), offset = kHeaderBytes;
     std::string body;
     while (auto header = ReadRecordHeader(fd, offset, size)) {
-      body.resize(header->length);
-      bool intact = ReadAll(fd, offset + kRecordHeaderBytes, body.data(), body.size()) &&
-                    XXH3_64bits_withSeed(body.data(), body.size(), header->length) == header->checksum;
+      bool intact = ReadRecordBody(fd, offset, *header, &body);
       uint64_t request_text_at = 0;
       if (intact && !header->request) intact = DecodeCall(body, &request_text_at).ok();
       if (!intact) scan.bad.push_back(offset);

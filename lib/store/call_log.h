@@ -77,7 +77,8 @@ class CallLog {
   CallLog(int fd, std::string path, uint64_t end) : fd_(fd), path_(std::move(path)), end_(end) {}
   // Allocates disk blocks past the end (the file's size stays) up to at least `bytes`.
   void ReserveUpTo(uint64_t bytes);
-  Status AppendRecord(std::vector<iovec>& pieces);
+  // Appends one record: its header (length, kind, checksum), then body.
+  Status AppendRecord(const std::vector<iovec>& body, bool request);
 
   int fd_;
   std::string path_;
