@@ -79,21 +79,38 @@ http {
   }
 }
 NGINX
-"$NGINX" -c "$W/nginx.conf" -p "$W/nginx" 2>"$W/nginx.start.err" & PIDS+=($!)
+"$NGINX" -c "$W/nginx.conf" -p "$W/nginx" 2>"$W/nginx.start.err" & NGINX_PID=$!; PIDS+=($NGINX_PID)
 wait_http "http://127.0.0.1:$NG/health"
+
+# CPU time (ns, every thread) of the processes serving a path: nginx's workers,
+# a proxy's threads (its io threads, busy polling included, and its writer).
+cpu_ns() {
+  local total=0 pid f ns rest
+  for pid in "$@"; do
+    for f in /proc/"$pid"/task/*/schedstat; do read -r ns rest < "$f" && total=$((total + ns)); done
+  done
+  echo "$total"
+}
+server_pids() {
+  case $1 in nginx) pgrep -P "$NGINX_PID" ;; forge-proxy) echo "$PROXY_PID" ;; baseline) echo "$BASE_PID" ;; esac
+}
 
 echo "forge-proxy benchmark  ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"
 echo
 echo "(a) sequential non-streaming calls, $SEQ_N each, keep-alive; latency ms (median / p99)"
 echo "    paths take turns in rounds of $((SEQ_N / 5)) calls, so a burst of load elsewhere hits all alike;"
-echo "    'added' is each path's median / p99 minus the direct path's"
+echo "    'added' is each path's median / p99 minus the direct path's; 'CPU/call' is the serving"
+echo "    processes' CPU time (every thread, recording and busy polling included) per call"
 for bytes in 1024 204800; do
   paths=("direct http://127.0.0.1:$UP" "nginx http://127.0.0.1:$NG" "forge-proxy http://127.0.0.1:$PX")
   [ -n "$BASE" ] && paths+=("baseline http://127.0.0.1:$BX")
-  for p in "${paths[@]}"; do : > "$W/seq.${p%% *}"; done
+  for p in "${paths[@]}"; do : > "$W/seq.${p%% *}"; : > "$W/cpu.${p%% *}"; done
   for round in 1 2 3 4 5; do
     for p in "${paths[@]}"; do
+      pids=$(server_pids "${p%% *}")
+      before=$(cpu_ns $pids)
       BENCH_KEY=$SECRET BENCH_RAW=1 "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$((SEQ_N / 5))" "$bytes" >> "$W/seq.${p%% *}"
+      [ -n "$pids" ] && echo $(( $(cpu_ns $pids) - before )) >> "$W/cpu.${p%% *}"
     done
   done
   python3 - "$W" "$bytes" "${paths[@]}" <<'PY'
@@ -104,11 +121,13 @@ def pct(v, p):
 ms = {p: [float(x) for x in open(f"{w}/seq.{p}").read().split()] for p in paths}
 d50, d99 = pct(ms["direct"], 0.5), pct(ms["direct"], 0.99)
 print(f"  {size // 1024} KB requests ({len(ms['direct'])} calls per path)")
-print(f"    {'path':<12} {'median':>8} {'p99':>8} {'added median':>13} {'added p99':>10}")
+print(f"    {'path':<12} {'median':>8} {'p99':>8} {'added median':>13} {'added p99':>10} {'CPU/call ms':>12}")
 for p in paths:
     m, q = pct(ms[p], 0.5), pct(ms[p], 0.99)
     added = "" if p == "direct" else f"{m - d50:>13.3f} {q - d99:>10.3f}"
-    print(f"    {p:<12} {m:>8.3f} {q:>8.3f} {added}")
+    cpu = [int(x) for x in open(f"{w}/cpu.{p}").read().split()]
+    per_call = f"{sum(cpu) / 1e6 / len(ms[p]):>12.3f}" if cpu else ""
+    print(f"    {p:<12} {m:>8.3f} {q:>8.3f} {added}{per_call}")
 n50, n99 = pct(ms["nginx"], 0.5) - d50, pct(ms["nginx"], 0.99) - d99
 f50, f99 = pct(ms["forge-proxy"], 0.5) - d50, pct(ms["forge-proxy"], 0.99) - d99
 print(f"    forge-proxy added median {'<=' if f50 <= n50 else '>'} nginx's ({f50:.3f} vs {n50:.3f} ms; target <=); "

@@ -1,6 +1,7 @@
 #include "base/json_scan.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -369,8 +370,8 @@ std::string_view TrimJson(std::string_view text) {
   return text;
 }
 
-std::vector<JsonMember> ObjectMembers(std::string_view object) {
-  std::vector<JsonMember> members;
+JsonMembers ObjectMembers(std::string_view object) {
+  JsonMembers members;
   object = TrimJson(object);
   if (!IsJsonObject(object)) return members;
   size_t i = SkipSpaces(object, 1);
@@ -389,8 +390,8 @@ std::vector<JsonMember> ObjectMembers(std::string_view object) {
   return members;
 }
 
-std::vector<std::string_view> ArrayElements(std::string_view array) {
-  std::vector<std::string_view> elements;
+JsonElements ArrayElements(std::string_view array) {
+  JsonElements elements;
   array = TrimJson(array);
   if (!IsJsonArray(array)) return elements;
   size_t i = SkipSpaces(array, 1);
@@ -410,7 +411,7 @@ bool JsonMember::KeyIs(std::string_view name) const {
   return key.find('\\') != std::string_view::npos && DecodeJsonString(key) == name;
 }
 
-const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string_view name) {
+const JsonMember* FindMember(const JsonMembers& members, std::string_view name) {
   for (auto it = members.rbegin(); it != members.rend(); ++it) {
     if (it->KeyIs(name)) return &*it;
   }
@@ -482,6 +483,14 @@ std::optional<int64_t> JsonInteger(std::string_view v) {
 
 std::optional<double> JsonNumber(std::string_view v) {
   if (auto i = JsonInteger(v)) return static_cast<double>(*i);
+  // from_chars reads JSON's number grammar without the locale strtod consults
+  // (a stream carries a logprob per token, and validation reads each one).
+  double d = 0;
+  auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (error == std::errc() && end == v.data() + v.size()) return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
+  if (error != std::errc::result_out_of_range) return std::nullopt;
+  // Out of range: an underflow reads as the nearest double (a parser takes
+  // it as 0 or a subnormal), an overflow is no number.
   char small[64];
   std::string big;
   const char* text;
@@ -493,9 +502,9 @@ std::optional<double> JsonNumber(std::string_view v) {
     big.assign(v);
     text = big.c_str();
   }
-  char* end = nullptr;
-  double d = std::strtod(text, &end);
-  if (end == text || static_cast<size_t>(end - text) != v.size() || !std::isfinite(d)) return std::nullopt;
+  char* strtod_end = nullptr;
+  d = std::strtod(text, &strtod_end);
+  if (strtod_end == text || static_cast<size_t>(strtod_end - text) != v.size() || !std::isfinite(d)) return std::nullopt;
   return d;
 }
 

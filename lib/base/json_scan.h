@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 namespace forge {
 
 // Checks that text is one JSON value, surrounding whitespace allowed.
@@ -31,17 +33,23 @@ struct JsonMember {
   bool KeyIs(std::string_view name) const;
 };
 
+// Members and elements of one object or array: those of a stream chunk fit
+// inline, so reading a chunk allocates nothing (a chunk is read for every
+// token a model streams); a long array spills to the heap.
+using JsonMembers = boost::container::small_vector<JsonMember, 16>;
+using JsonElements = boost::container::small_vector<std::string_view, 8>;
+
 // The value's text without surrounding whitespace (and a leading byte-order mark).
 std::string_view TrimJson(std::string_view text);
 
 // The members of the object `object` (valid JSON starting with '{'), in
 // order, duplicates included; empty for anything that is not an object.
-std::vector<JsonMember> ObjectMembers(std::string_view object);
+JsonMembers ObjectMembers(std::string_view object);
 // The elements of the array `array` (valid JSON starting with '['), in order.
-std::vector<std::string_view> ArrayElements(std::string_view array);
+JsonElements ArrayElements(std::string_view array);
 
 // The last member named name (a parser keeps the last of duplicate keys).
-const JsonMember* FindMember(const std::vector<JsonMember>& members, std::string_view name);
+const JsonMember* FindMember(const JsonMembers& members, std::string_view name);
 
 // The decoded contents of a raw JSON string body (between the quotes).
 std::string DecodeJsonString(std::string_view raw);

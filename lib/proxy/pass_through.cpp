@@ -17,6 +17,8 @@ using forge::IsJsonObject;
 using forge::IsJsonString;
 using forge::IsJsonTrue;
 using forge::JsonMember;
+using forge::JsonMembers;
+using forge::JsonElements;
 using forge::JsonStringValue;
 using forge::JsonObjectWriter;
 using forge::ObjectMembers;
@@ -58,7 +60,7 @@ float LogprobValue(std::string_view v) {
 }
 
 // Choice 0's tokens, as HarvestTokens takes them from a parsed chunk.
-void HarvestChoice(const std::vector<JsonMember>& choice, CapturedTokens& into) {
+void HarvestChoice(const JsonMembers& choice, CapturedTokens& into) {
   if (const JsonMember* p = FindMember(choice, "prompt_token_ids"); p && into.prompt_ids.empty()) {
     AppendIds(p->value, into.prompt_ids);
   }
@@ -113,7 +115,7 @@ void AppendContentProbe(std::string_view content, std::string& probe) {
   if (!IsJsonArray(content)) return;
   for (std::string_view part : ArrayElements(content)) {
     if (!IsJsonObject(part)) continue;
-    std::vector<JsonMember> fields = ObjectMembers(part);
+    JsonMembers fields = ObjectMembers(part);
     const JsonMember* type = FindMember(fields, "type");
     const JsonMember* text = FindMember(fields, "text");
     if (type && JsonStringValue(type->value) == "text" && text && IsJsonString(text->value)) append(text->value);
@@ -123,7 +125,7 @@ void AppendContentProbe(std::string_view content, std::string& probe) {
 // wire::SideCallSignsOf read from the request's text: only the members the
 // rule looks at are decoded, and of the conversation only the probe's length,
 // so a long request without tools costs no parse.
-wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) {
+wire::SideCallSigns SideCallSignsOfText(const JsonMembers& members) {
   wire::SideCallSigns signs;
   if (const JsonMember* tools = FindMember(members, "tools"); tools && IsNonEmptyArray(tools->value)) {
     signs.offers_tools = true;
@@ -135,7 +137,7 @@ wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) 
     if (n && *n <= 1) signs.max_tokens_at_most_one = true;
   }
   if (const JsonMember* format = FindMember(members, "response_format"); format && IsJsonObject(format->value)) {
-    std::vector<JsonMember> fields = ObjectMembers(format->value);
+    JsonMembers fields = ObjectMembers(format->value);
     const JsonMember* type = FindMember(fields, "type");
     signs.structured_output = !(type && IsJsonString(type->value) && JsonStringValue(type->value) == "text");
   }
@@ -145,7 +147,7 @@ wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) 
   for (std::string_view message : ArrayElements(messages->value)) {
     if (signs.probe.size() >= wire::kSideCallProbeBytes) break;
     if (!IsJsonObject(message)) continue;
-    std::vector<JsonMember> fields = ObjectMembers(message);
+    JsonMembers fields = ObjectMembers(message);
     const JsonMember* role_member = FindMember(fields, "role");
     std::string role = role_member ? JsonStringValue(role_member->value) : std::string();
     const JsonMember* content = FindMember(fields, "content");
@@ -156,7 +158,7 @@ wire::SideCallSigns SideCallSignsOfText(const std::vector<JsonMember>& members) 
   return signs;
 }
 
-int64_t ChoiceIndex(const std::vector<JsonMember>& choice) {
+int64_t ChoiceIndex(const JsonMembers& choice) {
   const JsonMember* index = FindMember(choice, "index");
   if (!index) return 0;
   auto v = forge::JsonInteger(index->value);
@@ -171,7 +173,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
   }
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("request body: must be a JSON object");
-  std::vector<JsonMember> members = ObjectMembers(object);
+  JsonMembers members = ObjectMembers(object);
   if (completions) {
     const JsonMember* prompt = FindMember(members, "prompt");
     if (!prompt || !(IsJsonString(prompt->value) || IsJsonArray(prompt->value))) {
@@ -183,7 +185,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
     size_t i = 0;
     for (std::string_view message : ArrayElements(messages->value)) {
       const JsonMember* role = nullptr;
-      std::vector<JsonMember> fields;
+      JsonMembers fields;
       if (IsJsonObject(message)) {
         fields = ObjectMembers(message);
         role = FindMember(fields, "role");
@@ -260,7 +262,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("not a JSON object");
   PassThroughChunk out;
-  std::vector<JsonMember> members = ObjectMembers(object);
+  JsonMembers members = ObjectMembers(object);
   if (const JsonMember* error = FindMember(members, "error")) {
     out.is_error = true;
     out.text = std::string(error->value);
@@ -275,7 +277,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   std::string new_choices;  // rebuilt only when a choice changes
   out.final = true;
   if (choices && IsJsonArray(choices->value)) {
-    std::vector<std::string_view> elements = ArrayElements(choices->value);
+    JsonElements elements = ArrayElements(choices->value);
     out.usage_only = elements.empty();
     out.final = elements.empty();
     bool changed = false;
@@ -287,7 +289,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
         rebuilt += element;
         continue;
       }
-      std::vector<JsonMember> choice = ObjectMembers(element);
+      JsonMembers choice = ObjectMembers(element);
       if (ChoiceIndex(choice) == 0) HarvestChoice(choice, tokens);
       const JsonMember* finish = FindMember(choice, "finish_reason");
       if (finish && !IsJsonNull(finish->value)) out.final = true;
@@ -358,7 +360,7 @@ std::optional<ContentDelta> ReadContentDelta(std::string_view chunk) {
     }
   }
   if (!IsJsonArray(choices)) return std::nullopt;
-  std::vector<std::string_view> elements = ArrayElements(choices);
+  JsonElements elements = ArrayElements(choices);
   if (elements.size() != 1 || !IsJsonObject(elements[0])) return std::nullopt;
   // The last of duplicate members counts, as for the parser.
   std::string_view index = "0", delta;

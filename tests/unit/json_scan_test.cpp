@@ -80,6 +80,14 @@ TEST_CASE("json scan: members and elements as spans, duplicates kept, last one f
   CHECK(JsonInteger("-42") == -42);
   CHECK_FALSE(JsonInteger("4.2"));
   CHECK(JsonNumber("-0.5e1") == -5.0);
+  CHECK(JsonNumber("-0.693147") == -0.693147);
+  // Out of double's range: an underflow is the nearest double, as a parser reads it; an overflow is no number.
+  CHECK(JsonNumber("1e-400") == 0.0);
+  CHECK_FALSE(JsonNumber("1e400"));
+  CHECK_FALSE(JsonNumber("-1e400"));
+  CHECK_FALSE(JsonNumber("inf"));
+  CHECK_FALSE(JsonNumber("nan"));
+  CHECK_FALSE(JsonNumber("1.5x"));
 }
 
 TEST_CASE("pass-through request: the capture fields spliced into the client's bytes") {
