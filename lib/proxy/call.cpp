@@ -334,16 +334,17 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // The upstream request: the client's, plus the capture fields.
   CaptureWants wants;
   bool client_wants_usage = true;
-  std::string upstream_body;
+  BodyPieces upstream_body;
+  std::string upstream_text;  // a translated request's
   if (raw) {
     wants = raw->wants;
     client_wants_usage = raw->client_wants_usage;
     rec.model = std::move(raw->model);
-    upstream_body = std::move(raw->upstream_body);
     // The store keeps the request as its bytes and the upstream request as
     // the few fields that differ. (req is only read for its headers from here.)
     rec.upstream_request_patch = std::move(raw->upstream_patch);
     rec.request_text = std::move(req.body());
+    upstream_body = {std::string_view(rec.request_text).substr(raw->kept_from, raw->kept), raw->added};
   } else {
     Json body = std::move(chat.body);
     wants = AddCaptureFields(body, route.format == "openai-completions");
@@ -355,7 +356,8 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     // Chat clients get the usage chunk only when they asked; the other formats
     // always carry usage in their own end events.
     rec.model = body.value("model", "");
-    upstream_body = body.dump();
+    upstream_text = body.dump();
+    upstream_body = upstream_text;
     if (pass_through) {  // (replay) the store keeps only the difference
       rec.upstream_request = body;
     } else {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 
 #include "proxy/net.h"
 
@@ -53,6 +54,25 @@ Task<void> ReadHttp(Stream& stream, beast::flat_buffer& buffer, http::basic_pars
     }
     if (ec) co_return;
     buffer.commit(n);
+  }
+}
+
+// Reads a body of `length` bytes into body: what is buffered first, then
+// straight from the stream into the string, so a large body is neither read
+// into the buffer nor copied out of it. partial_message when the peer
+// closes before its end.
+template <typename Stream>
+Task<void> ReadBodyInto(Stream& stream, beast::flat_buffer& buffer, size_t length, std::string& body,
+                        beast::error_code& ec) {
+  ec = {};
+  body.resize(length);
+  size_t have = net::buffer_copy(net::buffer(body.data(), length), buffer.data());
+  buffer.consume(have);
+  while (have < length) {
+    size_t n = co_await stream.ReadSome(net::buffer(body.data() + have, length - have), ec);
+    if (ec == net::error::eof) ec = http::error::partial_message;
+    if (ec) co_return;
+    have += n;
   }
 }
 

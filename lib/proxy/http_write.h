@@ -14,6 +14,17 @@
 
 namespace forge::proxy {
 
+// A body sent as two pieces back to back (the second may be empty): a large
+// client body goes upstream from where it is, with the proxy's additions after it.
+struct BodyPieces {
+  std::string_view first, second;
+  BodyPieces() = default;
+  BodyPieces(std::string_view whole) : first(whole) {}  // NOLINT: a whole body is one piece
+  BodyPieces(const std::string& whole) : first(whole) {}  // NOLINT
+  BodyPieces(std::string_view head, std::string_view tail) : first(head), second(tail) {}
+  size_t size() const { return first.size() + second.size(); }
+};
+
 // The start line, the fields and the empty line ending the header.
 std::string HeaderText(const http::request_header<>& header);
 std::string HeaderText(const http::response_header<>& header);
@@ -26,8 +37,10 @@ inline Task<void> WriteMessage(tcp::socket& client, const std::string& header, s
 }
 
 // The same to an upstream, within its timeout.
-inline Task<void> WriteMessage(UpstreamStream& upstream, const std::string& header, std::string_view body, beast::error_code& ec) {
-  std::array<net::const_buffer, 2> pieces{net::buffer(header), net::buffer(body.data(), body.size())};
+inline Task<void> WriteMessage(UpstreamStream& upstream, const std::string& header, BodyPieces body,
+                               beast::error_code& ec) {
+  std::array<net::const_buffer, 3> pieces{net::buffer(header), net::buffer(body.first.data(), body.first.size()),
+                                          net::buffer(body.second.data(), body.second.size())};
   co_await upstream.WriteAll(pieces, ec);
 }
 

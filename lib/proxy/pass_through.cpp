@@ -123,8 +123,7 @@ void AppendContentProbe(std::string_view content, std::string& probe) {
 }
 
 // wire::SideCallSignsOf read from the request's text: only the members the
-// rule looks at are decoded, and of the conversation only the probe's length,
-// so a long request without tools costs no parse.
+// rule looks at are decoded. The conversation's part comes from ProbeMessage.
 wire::SideCallSigns SideCallSignsOfText(const JsonMembers& members) {
   wire::SideCallSigns signs;
   if (const JsonMember* tools = FindMember(members, "tools"); tools && IsNonEmptyArray(tools->value)) {
@@ -141,21 +140,20 @@ wire::SideCallSigns SideCallSignsOfText(const JsonMembers& members) {
     const JsonMember* type = FindMember(fields, "type");
     signs.structured_output = !(type && IsJsonString(type->value) && JsonStringValue(type->value) == "text");
   }
-  const JsonMember* messages = FindMember(members, "messages");
-  if (!messages || !IsJsonArray(messages->value)) return signs;
-  bool saw_user = false;
-  for (std::string_view message : ArrayElements(messages->value)) {
-    if (signs.probe.size() >= wire::kSideCallProbeBytes) break;
-    if (!IsJsonObject(message)) continue;
-    JsonMembers fields = ObjectMembers(message);
-    const JsonMember* role_member = FindMember(fields, "role");
-    std::string role = role_member ? JsonStringValue(role_member->value) : std::string();
-    const JsonMember* content = FindMember(fields, "content");
-    bool read = role == "system" || role == "developer" || (role == "user" && !saw_user);
-    if (role == "user") saw_user = true;
-    if (read && content) AppendContentProbe(content->value, signs.probe);
-  }
   return signs;
+}
+
+// Adds a message's text to the side-call probe, in conversation order, until
+// the probe has the rule's length: the walk that checks the messages' roles
+// feeds it, so a long conversation is read once.
+void ProbeMessage(const JsonMembers& fields, wire::SideCallSigns& signs, bool& saw_user) {
+  if (signs.offers_tools || signs.probe.size() >= wire::kSideCallProbeBytes) return;
+  const JsonMember* role_member = FindMember(fields, "role");
+  std::string role = role_member ? JsonStringValue(role_member->value) : std::string();
+  const JsonMember* content = FindMember(fields, "content");
+  bool read = role == "system" || role == "developer" || (role == "user" && !saw_user);
+  if (role == "user") saw_user = true;
+  if (read && content) AppendContentProbe(content->value, signs.probe);
 }
 
 int64_t ChoiceIndex(const JsonMembers& choice) {
@@ -174,6 +172,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("request body: must be a JSON object");
   JsonMembers members = ObjectMembers(object);
+  wire::SideCallSigns side_call_signs;
   if (completions) {
     const JsonMember* prompt = FindMember(members, "prompt");
     if (!prompt || !(IsJsonString(prompt->value) || IsJsonArray(prompt->value))) {
@@ -182,6 +181,8 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
   } else {
     const JsonMember* messages = FindMember(members, "messages");
     if (!messages || !IsJsonArray(messages->value)) return Status::DataErr("messages: must be an array of messages");
+    side_call_signs = SideCallSignsOfText(members);
+    bool saw_user = false;
     size_t i = 0;
     for (std::string_view message : ArrayElements(messages->value)) {
       const JsonMember* role = nullptr;
@@ -193,6 +194,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
       if (!role || !IsJsonString(role->value)) {
         return Status::DataErr("messages[" + std::to_string(i) + "].role: missing or not a string");
       }
+      ProbeMessage(fields, side_call_signs, saw_user);
       ++i;
     }
   }
@@ -203,9 +205,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
 
   PassThroughRequest out;
   out.stream = stream && IsJsonTrue(stream->value);
-  if (!completions) {
-    out.side_call = wire::IsSideCall(SideCallSignsOfText(members));
-  }
+  if (!completions) out.side_call = wire::IsSideCall(side_call_signs);
   if (const JsonMember* model = FindMember(members, "model")) out.model = JsonStringValue(model->value);
   CaptureWants& wants = out.wants;
   wants.completions = completions;
@@ -240,18 +240,31 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
     out.client_wants_usage = include && IsJsonTrue(include->value);
   }
 
-  JsonObjectWriter writer(object.size() + 96);
-  for (const JsonMember& m : members) {
-    bool replaced = false;
-    for (const auto& [key, value] : set) replaced = replaced || m.KeyIs(key);
-    if (!replaced) writer.Member(m);
-  }
   nlohmann::json patch_set = nlohmann::json::object();
-  for (const auto& [key, value] : set) {
-    writer.Raw(key, value);
-    patch_set[std::string(key)] = nlohmann::json::parse(value);
+  for (const auto& [key, value] : set) patch_set[std::string(key)] = nlohmann::json::parse(value);
+  bool replaces = false;
+  for (const JsonMember& m : members) {
+    for (const auto& [key, value] : set) replaces = replaces || m.KeyIs(key);
   }
-  out.upstream_body = std::move(writer).Finish();
+  if (!replaces) {
+    // The client's object up to its closing brace, then the fields the proxy adds.
+    out.kept_from = static_cast<size_t>(object.data() - body.data());
+    out.kept = object.size() - 1;
+    for (const auto& [key, value] : set) {
+      out.added += out.added.empty() && members.empty() ? "\"" : ",\"";
+      out.added.append(key).append("\":").append(value);
+    }
+    out.added += '}';
+  } else {
+    JsonObjectWriter writer(object.size() + 96);
+    for (const JsonMember& m : members) {
+      bool replaced = false;
+      for (const auto& [key, value] : set) replaced = replaced || m.KeyIs(key);
+      if (!replaced) writer.Member(m);
+    }
+    for (const auto& [key, value] : set) writer.Raw(key, value);
+    out.added = std::move(writer).Finish();
+  }
   out.upstream_patch = {{"set", std::move(patch_set)}, {"unset", nlohmann::json::array()}};
   return out;
 }

@@ -29,7 +29,17 @@ struct PassThroughRequest {
   bool side_call = false;
   CaptureWants wants;
   std::string model;
-  std::string upstream_body;  // the bytes to send upstream
+  // The bytes to send upstream: `kept` bytes of the client's body from
+  // `kept_from`, as they are, then `added` (the capture fields and the
+  // closing brace), so a large body goes upstream from where it is. When the
+  // proxy replaces a member the client set, `added` is the whole body.
+  size_t kept_from = 0;
+  size_t kept = 0;
+  std::string added;
+  // Those bytes, joined.
+  std::string UpstreamBody(std::string_view client_body) const {
+    return std::string(client_body.substr(kept_from, kept)) + added;
+  }
   // The upstream request as the store's top-level patch of the client's:
   // {"set": {...}, "unset": []}.
   nlohmann::json upstream_patch;

@@ -19,6 +19,7 @@
 #include "proxy/auth.h"
 #include "proxy/client_format.h"
 #include "proxy/format_registry.h"
+#include "proxy/http_write.h"
 #include "proxy/metrics.h"
 #include "proxy/net.h"
 #include "proxy/proxy.h"
@@ -87,7 +88,7 @@ class Server {
   // timeout ends the attempts, since the generation may be running.
   Task<void> ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
                                   const std::function<RequestHeader(const Upstream&)>& make_request,
-                                  std::string_view body, const std::function<void()>& after_send = nullptr);
+                                  BodyPieces body, const std::function<void()>& after_send = nullptr);
 
   Task<bool> Send(tcp::socket& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",

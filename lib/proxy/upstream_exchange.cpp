@@ -11,7 +11,7 @@ namespace forge::proxy {
 
 Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
                                         const std::function<RequestHeader(const Upstream&)>& make_request,
-                                        std::string_view body, const std::function<void()>& after_send) {
+                                        BodyPieces body, const std::function<void()>& after_send) {
   out.error = "no upstream configured";
   std::vector<Upstream*> tried;
   int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;

@@ -102,7 +102,7 @@ TEST_CASE("pass-through request: the capture fields spliced into the client's by
   CHECK_FALSE(r->wants.logprobs);
   CHECK_FALSE(r->wants.token_ids);
   CHECK_FALSE(r->client_wants_usage);
-  Json sent = Json::parse(r->upstream_body);
+  Json sent = Json::parse(r->UpstreamBody(body));
   Json client = Json::parse(body);
   // What the document path would have sent.
   Json expected = client;
@@ -116,34 +116,51 @@ TEST_CASE("pass-through request: the capture fields spliced into the client's by
   CHECK(patched == sent);
   // Each field the proxy sets appears once in the bytes.
   size_t count = 0;
-  for (size_t at = r->upstream_body.find("\"logprobs\":"); at != std::string::npos;
-       at = r->upstream_body.find("\"logprobs\":", at + 1)) {
+  std::string upstream = r->UpstreamBody(body);
+  for (size_t at = upstream.find("\"logprobs\":"); at != std::string::npos; at = upstream.find("\"logprobs\":", at + 1)) {
     ++count;
   }
   CHECK(count == 1);
 }
 
+TEST_CASE("pass-through request: a body without capture fields goes upstream from where it is") {
+  std::string body = "\xEF\xBB\xBF {\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" +
+                     std::string(100000, 'x') + "\"}], \"stream\": false }\n";
+  auto r = proxy::ReadPassThroughRequest(body, false);
+  REQUIRE(r.ok());
+  // The client's object from its opening brace (no byte-order mark) to
+  // before its closing one, then only what the proxy adds.
+  std::string_view object = forge::TrimJson(body);
+  CHECK(std::string_view(body).substr(r->kept_from, r->kept) == object.substr(0, object.size() - 1));
+  CHECK(r->added == R"(,"logprobs":true,"top_logprobs":0,"return_token_ids":true})");
+  Json expected = Json::parse(body);
+  proxy::AddCaptureFields(expected, false);
+  CHECK(Json::parse(r->UpstreamBody(body)) == expected);
+}
+
 TEST_CASE("pass-through request: what the client asked for itself is kept") {
-  auto r = proxy::ReadPassThroughRequest(
+  std::string body =
       R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3,"return_token_ids":true,)"
-      R"("stream":true,"stream_options":{"include_usage":true}})",
-      false);
+      R"("stream":true,"stream_options":{"include_usage":true}})";
+  auto r = proxy::ReadPassThroughRequest(body, false);
   REQUIRE(r.ok());
   CHECK(r->wants.logprobs);
   CHECK(r->wants.top_logprobs);
   CHECK(r->wants.token_ids);
   CHECK(r->client_wants_usage);
-  Json sent = Json::parse(r->upstream_body);
+  Json sent = Json::parse(r->UpstreamBody(body));
   CHECK(sent["top_logprobs"] == 3);
   CHECK(sent["stream_options"] == Json{{"include_usage", true}});
-  auto c = proxy::ReadPassThroughRequest(R"({"prompt":"x","logprobs":2})", true);
+  std::string completion = R"({"prompt":"x","logprobs":2})";
+  auto c = proxy::ReadPassThroughRequest(completion, true);
   REQUIRE(c.ok());
   CHECK(c->wants.logprobs);
   CHECK(c->wants.top_logprobs);
-  CHECK(Json::parse(c->upstream_body)["logprobs"] == 2);
-  auto d = proxy::ReadPassThroughRequest(R"({"prompt":[1,2]})", true);
+  CHECK(Json::parse(c->UpstreamBody(completion))["logprobs"] == 2);
+  std::string ids = R"({"prompt":[1,2]})";
+  auto d = proxy::ReadPassThroughRequest(ids, true);
   REQUIRE(d.ok());
-  CHECK(Json::parse(d->upstream_body)["logprobs"] == 0);
+  CHECK(Json::parse(d->UpstreamBody(ids))["logprobs"] == 0);
 }
 
 TEST_CASE("pass-through request: bad input named as the document path names it") {
