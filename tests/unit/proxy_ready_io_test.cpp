@@ -15,6 +15,7 @@
 namespace net = forge::proxy::net;
 namespace beast = forge::proxy::beast;
 namespace http = forge::proxy::http;
+using forge::proxy::ReadBodyInto;
 using forge::proxy::ReadHttp;
 using forge::proxy::ReadSomeReady;
 using forge::proxy::ReadUntil;
@@ -96,6 +97,54 @@ TEST_CASE("ReadHttp reads a request that arrives a few bytes at a time") {
   REQUIRE(parser.is_done());
   CHECK(parser.get().target() == "/v1/chat/completions");
   CHECK(parser.get().body() == body);
+}
+
+TEST_CASE("ReadBodyInto takes a large body from the buffer and then the socket, and leaves the next request") {
+  LoopbackPair pair;
+  std::string body(300000, 'x');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  std::string next = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body + next;
+  std::thread peer([&] {
+    // The header and the body's start in one send, the rest in pieces, the next request right after.
+    for (size_t i = 0; i < request.size(); i += 65536) {
+      SendAll(pair.peer, std::string_view(request).substr(i, 65536));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  http::request_parser<http::string_body> parser;
+  beast::error_code header_ec, body_ec, next_ec;
+  http::request_parser<http::string_body> second;
+  pair.Run([&]() -> Task<void> {
+    SocketReader reader{pair.ours};
+    beast::flat_buffer buffer;
+    co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, header_ec);
+    co_await ReadBodyInto(reader, buffer, static_cast<size_t>(*parser.content_length()), parser.get().body(), body_ec);
+    co_await ReadHttp(reader, buffer, second, ReadUntil::kMessage, next_ec);
+  }());
+  peer.join();
+  CHECK_FALSE(header_ec);
+  CHECK_FALSE(body_ec);
+  CHECK_FALSE(next_ec);
+  CHECK(parser.get().body() == body);
+  CHECK(second.get().target() == "/health");
+}
+
+TEST_CASE("ReadBodyInto names a body the client broke off") {
+  LoopbackPair pair;
+  SendAll(pair.peer, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + std::string(5000, 'y'));
+  pair.peer.shutdown(tcp::socket::shutdown_send);
+  http::request_parser<http::string_body> parser;
+  beast::error_code header_ec, body_ec;
+  pair.Run([&]() -> Task<void> {
+    SocketReader reader{pair.ours};
+    beast::flat_buffer buffer;
+    co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, header_ec);
+    co_await ReadBodyInto(reader, buffer, 100000, parser.get().body(), body_ec);
+  }());
+  CHECK_FALSE(header_ec);
+  CHECK(body_ec == http::error::partial_message);
 }
 
 TEST_CASE("ReadHttp kSome hands over a stream's first event before the next one is sent") {
