@@ -83,7 +83,7 @@ NGINX
 wait_http "http://127.0.0.1:$NG/health"
 
 # CPU time (ns, every thread) of the processes serving a path: nginx's workers,
-# a proxy's threads (its io threads, busy polling included, and its writer).
+# a proxy's threads (its io threads and its writer).
 cpu_ns() {
   local total=0 pid f ns rest
   for pid in "$@"; do
@@ -100,7 +100,7 @@ echo
 echo "(a) sequential non-streaming calls, $SEQ_N each, keep-alive; latency ms (median / p99)"
 echo "    paths take turns in rounds of $((SEQ_N / 5)) calls, so a burst of load elsewhere hits all alike;"
 echo "    'added' is each path's median / p99 minus the direct path's; 'CPU/call' is the serving"
-echo "    processes' CPU time (every thread, recording and busy polling included) per call"
+echo "    processes' CPU time per call (every thread: nginx's workers; the proxy's io threads and its recording)"
 for bytes in 1024 204800; do
   paths=("direct http://127.0.0.1:$UP" "nginx http://127.0.0.1:$NG" "forge-proxy http://127.0.0.1:$PX")
   [ -n "$BASE" ] && paths+=("baseline http://127.0.0.1:$BX")
