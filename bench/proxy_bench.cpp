@@ -120,14 +120,27 @@ net::awaitable<void> Serve(tcp::socket socket) {
 }
 
 net::awaitable<void> Accept(tcp::acceptor& acceptor) {
+  auto serve = [](tcp::socket socket) {
+    beast::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    auto ex = socket.get_executor();
+    net::co_spawn(ex, Serve(std::move(socket)), net::detached);
+  };
+  acceptor.non_blocking(true);
   for (;;) {
     beast::error_code ec;
     tcp::socket socket(net::make_strand(acceptor.get_executor()));
     co_await acceptor.async_accept(socket, Into(ec));
     if (ec) continue;
-    socket.set_option(tcp::no_delay(true), ec);
-    auto ex = socket.get_executor();
-    net::co_spawn(ex, Serve(std::move(socket)), net::detached);
+    serve(std::move(socket));
+    // Then every client already waiting, not one per pass of the scheduler
+    // (under a burst of 1,000 streams the last would wait for 1,000 passes).
+    for (;;) {
+      tcp::socket waiting(net::make_strand(acceptor.get_executor()));
+      acceptor.accept(waiting, ec);
+      if (ec) break;
+      serve(std::move(waiting));
+    }
   }
 }
 
