@@ -33,6 +33,19 @@ calls "$STORE" r1 | tail -1 | py 'd["completion_ids"]==[1000,1001,1002,1003] and
   || fail "non-stream record: $(calls "$STORE" r1 | tail -1)"
 pass "non-streaming chat recorded with ids and logprobs, stripped for the client"
 
+# 1b. A client that sends "Expect: 100-continue" holds its body back until
+# told to go on (curl does for large bodies): the proxy says so at once.
+python3 -c 'import json; print(json.dumps({"model":"m","messages":[{"role":"user","content":"x"*300000}]}))' > "$WORK/big.json"
+start=$(date +%s.%N)
+code=$(timeout 15 curl -s -o "$WORK/out" -w '%{http_code}' --expect100-timeout 30 -H 'Expect: 100-continue' \
+  -H 'Authorization: Bearer secret-one' -H 'Content-Type: application/json' --data-binary @"$WORK/big.json" \
+  "$PROXY/v1/chat/completions" || true)
+took=$(python3 -c "import time; print(time.time() - $start)")
+[ "$code" = 200 ] || fail "Expect: 100-continue call: status $code: $(head -c 300 "$WORK/out")"
+python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || fail "the client waited for 100 Continue (${took} s)"
+calls "$STORE" r1 | tail -1 | py 'len(d["request"]["messages"][0]["content"])==300000' || fail "the 300 KB request was not recorded whole"
+pass "Expect: 100-continue answered; a 300 KB body read and recorded whole"
+
 # 2. The client asked for logprobs itself: it keeps them, still no ids.
 out=$(post /v1/chat/completions secret-one '{"model":"m","logprobs":true,"messages":[{"role":"user","content":"again"}]}')
 echo "$out" | py 'len(d["choices"][0]["logprobs"]["content"])==4 and "token_ids" not in d["choices"][0]' || fail "asked-for logprobs: $out"
