@@ -247,9 +247,14 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
     for (const auto& [key, value] : set) replaces = replaces || m.KeyIs(key);
   }
   if (!replaces) {
-    // The client's object up to its closing brace, then the fields the proxy adds.
+    // The client's object up to its closing brace, then the fields the proxy
+    // adds. (The brace is found from the last member: text may follow the
+    // object after a NUL byte, which ends the input for a parser.)
+    size_t close = members.empty() ? 1 : static_cast<size_t>(members.back().value.data() +
+                                                               members.back().value.size() - object.data());
+    close = object.find_first_not_of(" \t\r\n", close);
     out.kept_from = static_cast<size_t>(object.data() - body.data());
-    out.kept = object.size() - 1;
+    out.kept = close;
     for (const auto& [key, value] : set) {
       out.added += out.added.empty() && members.empty() ? "\"" : ",\"";
       out.added.append(key).append("\":").append(value);

@@ -136,6 +136,16 @@ TEST_CASE("pass-through request: a body without capture fields goes upstream fro
   Json expected = Json::parse(body);
   proxy::AddCaptureFields(expected, false);
   CHECK(Json::parse(r->UpstreamBody(body)) == expected);
+  // A NUL byte ends the input for a parser, so what follows it is not sent.
+  std::string cut = R"({"messages":[{"role":"user","content":"x"}] } )" + std::string(1, '\0') + "}]junk";
+  auto c = proxy::ReadPassThroughRequest(cut, false);
+  REQUIRE(c.ok());
+  std::string upstream = c->UpstreamBody(cut);
+  CHECK(upstream.find('\0') == std::string::npos);
+  CHECK(upstream.find("junk") == std::string::npos);
+  Json sent = Json::parse(upstream);
+  CHECK(sent["messages"][0]["content"] == "x");
+  CHECK(sent["return_token_ids"] == true);
 }
 
 TEST_CASE("pass-through request: what the client asked for itself is kept") {
