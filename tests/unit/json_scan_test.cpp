@@ -291,6 +291,10 @@ TEST_CASE("pass-through request: the side-call test on bytes agrees with the one
     auto read = proxy::ReadPassThroughRequest(body, false);
     REQUIRE(read.ok());
     CHECK(read->side_call == proxy::wire::LooksLikeSideCall(Json::parse(body)));
+    // And the bytes sent upstream are what the document path would send.
+    Json expected = Json::parse(body);
+    proxy::AddCaptureFields(expected, false);
+    CHECK(Json::parse(read->UpstreamBody(body)) == expected);
   }
   // The cases above exercise both answers.
   CHECK(proxy::ReadPassThroughRequest(bodies[0], false)->side_call);
