@@ -487,7 +487,10 @@ std::optional<double> JsonNumber(std::string_view v) {
   // (a stream carries a logprob per token, and validation reads each one).
   double d = 0;
   auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (error == std::errc() && end == v.data() + v.size()) return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
+  if (error == std::errc() && end == v.data() + v.size()) {
+    if (!std::isfinite(d)) return std::nullopt;  // "inf", "nan": not JSON
+    return d;
+  }
   if (error != std::errc::result_out_of_range) return std::nullopt;
   // Out of range: an underflow reads as the nearest double (a parser takes
   // it as 0 or a subnormal), an overflow is no number.
@@ -504,7 +507,8 @@ std::optional<double> JsonNumber(std::string_view v) {
   }
   char* strtod_end = nullptr;
   d = std::strtod(text, &strtod_end);
-  if (strtod_end == text || static_cast<size_t>(strtod_end - text) != v.size() || !std::isfinite(d)) return std::nullopt;
+  bool whole = strtod_end != text && static_cast<size_t>(strtod_end - text) == v.size();
+  if (!whole || !std::isfinite(d)) return std::nullopt;
   return d;
 }
 

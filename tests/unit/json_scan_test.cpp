@@ -117,7 +117,8 @@ TEST_CASE("pass-through request: the capture fields spliced into the client's by
   // Each field the proxy sets appears once in the bytes.
   size_t count = 0;
   std::string upstream = r->UpstreamBody(body);
-  for (size_t at = upstream.find("\"logprobs\":"); at != std::string::npos; at = upstream.find("\"logprobs\":", at + 1)) {
+  for (size_t at = upstream.find("\"logprobs\":"); at != std::string::npos;
+       at = upstream.find("\"logprobs\":", at + 1)) {
     ++count;
   }
   CHECK(count == 1);
