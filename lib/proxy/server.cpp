@@ -174,7 +174,8 @@ Task<void> Server::Session(tcp::socket socket) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(config_.body_limit);
     co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, ec);
-    if (!ec && !parser.is_done() && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+    if (!ec && !parser.is_done() && parser.get().version() >= 11 &&
+        beast::iequals(parser.get()[http::field::expect], "100-continue")) {
       // The client holds the body back until told to send it (curl does for
       // a large one, and would otherwise wait a second).
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
