@@ -11,7 +11,10 @@
 #include <emmintrin.h>
 #endif
 
+#include "base/json_bytes.h"
+
 namespace forge {
+
 namespace {
 
 // Byte classes inside a string: 0 plain, 1 quote, 2 backslash, 3 control, 4 UTF-8 lead/continuation.
@@ -24,6 +27,61 @@ struct StringClasses {
   }
 };
 constexpr StringClasses kString;
+
+// Eight bytes at a time: whether any is a quote, a backslash, a control
+// character or not ASCII (the bit tricks answer "any?" exactly, not "which").
+bool HasSpecialByte(uint64_t x) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  auto has_zero = [](uint64_t v) { return ((v - kOnes) & ~v & kHighs) != 0; };
+  bool control = ((x - kOnes * 0x20) & ~x & kHighs) != 0;
+  return (x & kHighs) != 0 || control || has_zero(x ^ (kOnes * '"')) || has_zero(x ^ (kOnes * '\\'));
+}
+
+}  // namespace
+
+// The end of the run of plain string bytes from i. A local index (the byte
+// pointer may alias any member), and sixteen bytes at a time where SSE2 is
+// (every x86-64), else eight: a 200 KB prompt is validated on the call's path.
+size_t SkipPlainJsonBytes(const unsigned char* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+  for (; i + 16 <= n; i += 16) {
+    __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    // A signed compare: bytes >= 0x80 (not ASCII) count as below 0x20 too.
+    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)),
+                                   _mm_cmplt_epi8(block, space));
+    if (int mask = _mm_movemask_epi8(special)) {
+      return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    }
+  }
+#endif
+  for (uint64_t word; i + 8 <= n; i += 8) {
+    std::memcpy(&word, p + i, 8);
+    if (HasSpecialByte(word)) break;
+  }
+  while (i < n && kString.cls[p[i]] == 0) ++i;
+  return i;
+}
+
+size_t Utf8SequenceLength(const unsigned char* p, size_t i, size_t n) {
+  unsigned char c = p[i];
+  auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
+    return i + k < n && p[i + k] >= lo && p[i + k] <= hi;
+  };
+  if (c >= 0xC2 && c <= 0xDF) return cont(1, 0x80, 0xBF) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
+  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+    return cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
+  }
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+  return 0;
+}
+
+namespace {
+
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -45,39 +103,6 @@ int Hex4(std::string_view s, size_t i) {
     v = v * 16 + h;
   }
   return v;
-}
-
-// Eight bytes at a time: whether any is a quote, a backslash, a control
-// character or not ASCII (the bit tricks answer "any?" exactly, not "which").
-bool HasSpecialByte(uint64_t x) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
-  auto has_zero = [](uint64_t v) { return ((v - kOnes) & ~v & kHighs) != 0; };
-  bool control = ((x - kOnes * 0x20) & ~x & kHighs) != 0;
-  return (x & kHighs) != 0 || control || has_zero(x ^ (kOnes * '"')) || has_zero(x ^ (kOnes * '\\'));
-}
-
-// The end of the run of plain string bytes from i. A local index (the byte
-// pointer may alias any member), and sixteen bytes at a time where SSE2 is
-// (every x86-64), else eight: a 200 KB prompt is validated on the call's path.
-size_t SkipPlainBytes(const unsigned char* p, size_t i, size_t n) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-  for (; i + 16 <= n; i += 16) {
-    __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    // A signed compare: bytes >= 0x80 (not ASCII) count as below 0x20 too.
-    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)),
-                                   _mm_cmplt_epi8(block, space));
-    if (int mask = _mm_movemask_epi8(special)) {
-      return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    }
-  }
-#endif
-  for (uint64_t word; i + 8 <= n; i += 8) {
-    std::memcpy(&word, p + i, 8);
-    if (HasSpecialByte(word)) break;
-  }
-  while (i < n && kString.cls[p[i]] == 0) ++i;
-  return i;
 }
 
 class Validator {
@@ -184,7 +209,7 @@ class Validator {
     const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
     size_t n = s_.size();
     for (;;) {
-      i_ = SkipPlainBytes(p, i_, n);
+      i_ = SkipPlainJsonBytes(p, i_, n);
       if (i_ >= n) return Fail("unterminated string");
       unsigned char c = p[i_];
       switch (kString.cls[c]) {
@@ -226,28 +251,7 @@ class Validator {
   }
 
   std::optional<std::string> Utf8() {
-    const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
-    size_t n = s_.size();
-    unsigned char c = p[i_];
-    auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
-      return i_ + k < n && p[i_ + k] >= lo && p[i_ + k] <= hi;
-    };
-    size_t len = 0;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = cont(1, 0x80, 0xBF) ? 2 : 0;
-    } else if (c == 0xE0) {
-      len = cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
-    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
-      len = cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
-    } else if (c == 0xED) {
-      len = cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF) ? 3 : 0;
-    } else if (c == 0xF0) {
-      len = cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
-    } else if (c >= 0xF1 && c <= 0xF3) {
-      len = cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
-    } else if (c == 0xF4) {
-      len = cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
-    }
+    size_t len = Utf8SequenceLength(reinterpret_cast<const unsigned char*>(s_.data()), i_, s_.size());
     if (len == 0) return Fail("invalid UTF-8 in a string");
     i_ += len;
     return std::nullopt;

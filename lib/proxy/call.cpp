@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "base/hash.h"
+#include "base/json_dump.h"
 #include "proxy/chat_assembler.h"
 #include "proxy/client_stream.h"
 #include "proxy/formats/gemini.h"
@@ -306,7 +307,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     } else {
       auto out = format->FromChat(recorded->response);
       if (!out.ok()) co_return co_await fail(500, "replay: " + out.status().message());
-      bytes = out->dump();
+      bytes = DumpJson(*out);
       rec.response = std::move(*out);
     }
     finish(rec);
@@ -356,7 +357,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     // Chat clients get the usage chunk only when they asked; the other formats
     // always carry usage in their own end events.
     rec.model = body.value("model", "");
-    upstream_text = body.dump();
+    upstream_text = DumpJson(body);
     upstream_body = upstream_text;
     if (pass_through) {  // (replay) the store keeps only the difference
       rec.upstream_request = body;
@@ -505,7 +506,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.http_status = 200;
     rec.retry_key = retry_key;
     finish(rec);
-    std::string bytes = out->dump();
+    std::string bytes = DumpJson(*out);
     Status committed = co_await Commit(std::move(rec), logged_request);
     if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
     format->Finished(chat, response);

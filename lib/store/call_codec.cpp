@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/json_dump.h"
 #include "store/little_endian.h"
 
 namespace forge::store {
@@ -16,9 +17,7 @@ constexpr size_t kLongText = 2048;
 // at the offset that follows.
 constexpr uint64_t kTextInRequestRecord = ~uint64_t{0};
 
-std::string JsonText(const Json& value) {
-  return value.is_null() ? std::string() : value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string JsonText(const Json& value) { return value.is_null() ? std::string() : DumpJson(value); }
 
 class Reader {
  public:

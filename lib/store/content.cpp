@@ -1,6 +1,7 @@
 #include "store/content.h"
 
 #include "base/hash.h"
+#include "base/json_dump.h"
 #include "base/json_scan.h"
 
 namespace forge::store {
@@ -11,8 +12,6 @@ using Json = nlohmann::json;
 // Parts smaller than this stay inline: a reference would cost more than it saves.
 constexpr size_t kMinPartBytes = 48;
 
-std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 bool WorthABlob(const Json& v, const std::string& text) {
   return (v.is_object() || v.is_array() || v.is_string()) && text.size() >= kMinPartBytes;
 }
@@ -21,7 +20,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
   if (v.is_array()) {
     Json items = Json::array();
     for (const Json& element : v) {
-      std::string text = Dump(element);
+      std::string text = DumpJson(element);
       if (WorthABlob(element, text)) {
         auto id = intern(Sha256Hex(text), text);
         if (!id.ok()) return id.status();
@@ -32,7 +31,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
     }
     return Json::array({"l", std::move(items)});
   }
-  std::string text = Dump(v);
+  std::string text = DumpJson(v);
   if (WorthABlob(v, text)) {
     auto id = intern(Sha256Hex(text), text);
     if (!id.ok()) return id.status();

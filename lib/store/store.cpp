@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "base/json_dump.h"
 #include "store/call_log.h"
 #include "store/content.h"
 #include "store/little_endian.h"
@@ -20,10 +21,6 @@ namespace {
 double Now() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-std::string DumpJson(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Json ParseJsonOrNull(const std::string& text) {
