@@ -11,14 +11,16 @@ using Json = nlohmann::json;
 
 std::string NlohmannDump(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-void AppendString(const std::string& s, std::string& out) {
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view s) {
   size_t start = out.size();
   out += '"';
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   size_t n = s.size();
   for (size_t i = 0; i < n;) {
     size_t plain_end = SkipPlainJsonBytes(p, i, n);
-    out.append(s, i, plain_end - i);
+    out.append(s.substr(i, plain_end - i));
     i = plain_end;
     if (i >= n) break;
     unsigned char c = p[i];
@@ -27,10 +29,10 @@ void AppendString(const std::string& s, std::string& out) {
       if (len == 0) {
         // nlohmann's replacement rules are subtle; a broken string is rare.
         out.resize(start);
-        out += NlohmannDump(Json(s));
+        out += NlohmannDump(Json(std::string(s)));
         return;
       }
-      out.append(s, i, len);
+      out.append(s.substr(i, len));
       i += len;
       continue;
     }
@@ -53,8 +55,6 @@ void AppendString(const std::string& s, std::string& out) {
   out += '"';
 }
 
-}  // namespace
-
 void AppendJson(const Json& value, std::string& out) {
   switch (value.type()) {
     case Json::value_t::object: {
@@ -63,7 +63,7 @@ void AppendJson(const Json& value, std::string& out) {
       for (auto it = value.begin(); it != value.end(); ++it) {
         if (!first) out += ',';
         first = false;
-        AppendString(it.key(), out);
+        AppendJsonString(out, it.key());
         out += ':';
         AppendJson(it.value(), out);
       }
@@ -82,7 +82,7 @@ void AppendJson(const Json& value, std::string& out) {
       return;
     }
     case Json::value_t::string:
-      AppendString(value.get_ref<const std::string&>(), out);
+      AppendJsonString(out, value.get_ref<const std::string&>());
       return;
     default:  // numbers, booleans, null: short, and nlohmann's number format is the one to keep
       out += NlohmannDump(value);

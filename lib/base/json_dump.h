@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -15,5 +16,9 @@ namespace forge {
 
 std::string DumpJson(const nlohmann::json& value);
 void AppendJson(const nlohmann::json& value, std::string& out);
+// Appends s as a JSON string, as the dump above writes one (\" \\ \b \f \n
+// \r \t, other control characters as \u00xx, UTF-8 as it is): for the
+// per-token events the proxy writes without building a document.
+void AppendJsonString(std::string& out, std::string_view s);
 
 }  // namespace forge

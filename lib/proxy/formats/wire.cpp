@@ -85,33 +85,6 @@ const Json& ChatMessage(const Json& chat_response) {
   return message;
 }
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  size_t run = 0;  // start of the bytes not yet appended
-  for (size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        char escaped[8];
-        std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-        out += escaped;
-      }
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out += '"';
-}
-
 std::string SseFrame(std::string_view event, const Json& data) {
   std::string out;
   if (!event.empty()) {

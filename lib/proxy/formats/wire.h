@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_dump.h"
 #include "proxy/client_format.h"
 
 namespace forge::proxy::wire {
@@ -65,11 +66,8 @@ const Json& ChatMessage(const Json& chat_response);
 
 // "event: <name>\ndata: <json>\n\n"; no event line when name is empty.
 std::string SseFrame(std::string_view event, const Json& data);
-// Appends s as a JSON string exactly as nlohmann::json's dump writes one
-// (\" \\ \b \f \n \r \t, other control characters as \u00xx, UTF-8 as it is),
-// for the per-token events written without building a document. s comes
-// from a parsed document, so it is valid UTF-8.
-void AppendJsonString(std::string& out, std::string_view s);
+// (AppendJsonString, for per-token events: base/json_dump.h.)
+using forge::AppendJsonString;
 
 // Ids the proxy makes. Derived from the upstream id so that the streamed and
 // the unstreamed translation of the same completion agree byte for byte.
