@@ -81,12 +81,6 @@ void FillFromMessage(store::CallRecord& rec, const Json& message) {
   if (auto usage = message.find("usage"); usage != message.end()) rec.usage = *usage;
 }
 
-// An Anthropic stream's error event, as the API sends one.
-std::string ErrorEvent(const std::string& message) {
-  Json event = {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}};
-  return "event: error\ndata: " + event.dump() + "\n\n";
-}
-
 }  // namespace
 
 Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, const ClientFormat& format,
@@ -103,6 +97,8 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   ClientStream cs;
   cs.socket = &client;
   cs.version = req.version();
+  // An error event as the Anthropic API sends one: the client format's own.
+  auto error_event = [&](const std::string& message) { return format.NewStream()->OnError(message); };
   // Ends the call as failed and recorded; the client gets an error unless
   // the stream already began (then an error event).
   auto fail_call = [&](int status, std::string message) -> Task<bool> {
@@ -113,7 +109,8 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     finish(rec);
     co_await Commit(rec);
     if (!cs.headers_sent) co_return co_await reply_error(status, message);
-    co_await WriteSseBytes(cs, ErrorEvent(message), true);
+    std::string event = error_event(message);
+    co_await WriteSseBytes(cs, std::move(event), true);
     co_return false;
   };
 
@@ -256,7 +253,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     co_await Commit(std::move(rec));
     // An error event the upstream sent was relayed already: the stream just
     // ends. (Named: g++12 destroys a conditional's temporary inside co_await twice.)
-    std::string event = upstream_sent_error ? std::string() : ErrorEvent(stream_error);
+    std::string event = upstream_sent_error ? std::string() : error_event(stream_error);
     co_await WriteSseBytes(cs, std::move(event), true);
     co_return false;
   }
@@ -265,7 +262,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   rec.retry_key = retry_key;
   finish(rec);
   Status committed = co_await Commit(std::move(rec));
-  if (!committed.ok()) held = ErrorEvent("the call could not be recorded: " + committed.message());
+  if (!committed.ok()) held = error_event("the call could not be recorded: " + committed.message());
   co_await WriteSseBytes(cs, std::move(held), true);
   co_return !cs.failed && committed.ok();
 }

@@ -58,7 +58,7 @@ class ClientFormat {
   // Bad client input is Status::DataErr with a message naming the field.
   virtual Result<ChatRequest> ToChat(const Json& client_request) = 0;
   virtual Result<Json> FromChat(const Json& chat_response) = 0;
-  virtual std::unique_ptr<StreamTranslator> NewStream() = 0;
+  virtual std::unique_ptr<StreamTranslator> NewStream() const = 0;
   // Called by the proxy once a call has succeeded, with the chat-form response
   // (assembled from the chunks for a stream). Formats with server-side state
   // (Responses' previous_response_id) remember the exchange here.

@@ -525,7 +525,7 @@ Result<Json> AnthropicFormat::FromChat(const Json& chat_response) {
   return GuardUpstream([&]() -> Result<Json> { return MessageFromChat(chat_response); });
 }
 
-std::unique_ptr<StreamTranslator> AnthropicFormat::NewStream() {
+std::unique_ptr<StreamTranslator> AnthropicFormat::NewStream() const {
   return std::make_unique<AnthropicStream>();
 }
 

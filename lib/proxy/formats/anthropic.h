@@ -12,7 +12,7 @@ class AnthropicFormat : public ClientFormat {
   std::string name() const override { return "anthropic"; }
   Result<ChatRequest> ToChat(const Json& request) override;
   Result<Json> FromChat(const Json& chat_response) override;
-  std::unique_ptr<StreamTranslator> NewStream() override;
+  std::unique_ptr<StreamTranslator> NewStream() const override;
   // {"type":"error","error":{"type":"invalid_request_error"|…,"message":…}}
   Json ErrorBody(int http_status, const std::string& message) const override;
 

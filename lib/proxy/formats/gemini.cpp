@@ -624,7 +624,7 @@ Result<Json> GeminiFormat::FromChat(const Json& chat_response) {
   return GuardUpstream([&]() -> Result<Json> { return ResponseFromChat(chat_response, -1); });
 }
 
-std::unique_ptr<StreamTranslator> GeminiFormat::NewStream() { return std::make_unique<GeminiStream>(sse_); }
+std::unique_ptr<StreamTranslator> GeminiFormat::NewStream() const { return std::make_unique<GeminiStream>(sse_); }
 
 Json GeminiFormat::ErrorBody(int http_status, const std::string& message) const {
   return {{"error", {{"code", http_status}, {"message", message}, {"status", StatusName(http_status)}}}};

@@ -32,7 +32,7 @@ class GeminiFormat : public ClientFormat {
   Result<Json> FromChat(const Json& chat_response) override;
   // The stream the last ToChat asked for: SSE (alt=sse), or one JSON array
   // written element by element as the chunks arrive.
-  std::unique_ptr<StreamTranslator> NewStream() override;
+  std::unique_ptr<StreamTranslator> NewStream() const override;
   // SSE, or application/json for the JSON-array stream (no keepalive comments there).
   std::string StreamContentType() const { return sse_ ? "text/event-stream" : "application/json"; }
   // {"error":{"code":400,"message":…,"status":"INVALID_ARGUMENT"}}

@@ -56,7 +56,7 @@ class OpenAIChatFormat : public ClientFormat {
   }
 
   Result<Json> FromChat(const Json& chat_response) override { return chat_response; }
-  std::unique_ptr<StreamTranslator> NewStream() override { return std::make_unique<PassThroughStream>(); }
+  std::unique_ptr<StreamTranslator> NewStream() const override { return std::make_unique<PassThroughStream>(); }
   Json ErrorBody(int http_status, const std::string& message) const override {
     return OpenAIErrorBody(http_status, message);
   }

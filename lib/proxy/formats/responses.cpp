@@ -644,7 +644,7 @@ Result<Json> ResponsesFormat::FromChat(const Json& chat_response) {
   });
 }
 
-std::unique_ptr<StreamTranslator> ResponsesFormat::NewStream() {
+std::unique_ptr<StreamTranslator> ResponsesFormat::NewStream() const {
   return std::make_unique<ResponsesStream>(response_id_);
 }
 

@@ -19,7 +19,7 @@ class ResponsesFormat : public ClientFormat {
   std::string name() const override { return "responses"; }
   Result<ChatRequest> ToChat(const Json& request) override;
   Result<Json> FromChat(const Json& chat_response) override;
-  std::unique_ptr<StreamTranslator> NewStream() override;
+  std::unique_ptr<StreamTranslator> NewStream() const override;
   // Keeps the conversation under the response id unless the request said store:false.
   void Finished(const ChatRequest& request, const Json& chat_response) override;
   // {"error":{"message":…,"type":…,"param":null,"code":null}}
