@@ -14,7 +14,6 @@
 #include "base/json_bytes.h"
 
 namespace forge {
-
 namespace {
 
 // Byte classes inside a string: 0 plain, 1 quote, 2 backslash, 3 control, 4 UTF-8 lead/continuation.
@@ -81,7 +80,6 @@ size_t Utf8SequenceLength(const unsigned char* p, size_t i, size_t n) {
 }
 
 namespace {
-
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -496,23 +494,12 @@ std::optional<double> JsonNumber(std::string_view v) {
     return d;
   }
   if (error != std::errc::result_out_of_range) return std::nullopt;
-  // Out of range: an underflow reads as the nearest double (a parser takes
-  // it as 0 or a subnormal), an overflow is no number.
-  char small[64];
-  std::string big;
-  const char* text;
-  if (v.size() < sizeof(small)) {
-    std::memcpy(small, v.data(), v.size());
-    small[v.size()] = '\0';
-    text = small;
-  } else {
-    big.assign(v);
-    text = big.c_str();
-  }
-  char* strtod_end = nullptr;
-  d = std::strtod(text, &strtod_end);
-  bool whole = strtod_end != text && static_cast<size_t>(strtod_end - text) == v.size();
-  if (!whole || !std::isfinite(d)) return std::nullopt;
+  // Out of range (rare): an underflow reads as the nearest double, as a
+  // parser takes it (0 or a subnormal); an overflow is no number.
+  std::string text(v);
+  char* end_of_number = nullptr;
+  d = std::strtod(text.c_str(), &end_of_number);
+  if (end_of_number != text.c_str() + text.size() || !std::isfinite(d)) return std::nullopt;
   return d;
 }
 
