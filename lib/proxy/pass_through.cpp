@@ -1,5 +1,6 @@
 #include "proxy/pass_through.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 
@@ -242,11 +243,10 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
 
   nlohmann::json patch_set = nlohmann::json::object();
   for (const auto& [key, value] : set) patch_set[std::string(key)] = nlohmann::json::parse(value);
-  bool replaces = false;
-  for (const JsonMember& m : members) {
-    for (const auto& [key, value] : set) replaces = replaces || m.KeyIs(key);
-  }
-  if (!replaces) {
+  auto proxy_sets = [&](const JsonMember& m) {
+    return std::any_of(set.begin(), set.end(), [&](const auto& field) { return m.KeyIs(field.first); });
+  };
+  if (std::none_of(members.begin(), members.end(), proxy_sets)) {
     // The client's object up to its closing brace, then the fields the proxy
     // adds. (The brace is found from the last member: text may follow the
     // object after a NUL byte, which ends the input for a parser.)
@@ -263,9 +263,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
   } else {
     JsonObjectWriter writer(object.size() + 96);
     for (const JsonMember& m : members) {
-      bool replaced = false;
-      for (const auto& [key, value] : set) replaced = replaced || m.KeyIs(key);
-      if (!replaced) writer.Member(m);
+      if (!proxy_sets(m)) writer.Member(m);
     }
     for (const auto& [key, value] : set) writer.Raw(key, value);
     out.added = std::move(writer).Finish();

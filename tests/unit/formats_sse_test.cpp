@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "base/json_dump.h"
 #include "proxy/formats/sse.h"
 #include "proxy/formats/wire.h"
 
@@ -57,7 +58,7 @@ TEST_CASE("sse: AppendJsonString writes a string as nlohmann's dump does") {
   for (const std::string& text : texts) {
     CAPTURE(text);
     std::string out = "prefix:";
-    forge::proxy::wire::AppendJsonString(out, text);
+    forge::AppendJsonString(out, text);
     CHECK(out == "prefix:" + Json(text).dump(-1, ' ', false, Json::error_handler_t::replace));
   }
 }

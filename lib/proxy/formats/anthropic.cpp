@@ -3,6 +3,7 @@
 #include <map>
 
 #include "base/hash.h"
+#include "base/json_dump.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 

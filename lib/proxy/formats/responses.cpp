@@ -3,6 +3,7 @@
 #include <map>
 #include <random>
 
+#include "base/json_dump.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 

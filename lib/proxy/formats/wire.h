@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 
-#include "base/json_dump.h"
 #include "proxy/client_format.h"
 
 namespace forge::proxy::wire {
@@ -66,8 +65,6 @@ const Json& ChatMessage(const Json& chat_response);
 
 // "event: <name>\ndata: <json>\n\n"; no event line when name is empty.
 std::string SseFrame(std::string_view event, const Json& data);
-// (AppendJsonString, for per-token events: base/json_dump.h.)
-using forge::AppendJsonString;
 
 // Ids the proxy makes. Derived from the upstream id so that the streamed and
 // the unstreamed translation of the same completion agree byte for byte.
