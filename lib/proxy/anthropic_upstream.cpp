@@ -151,23 +151,10 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
 
   int status = parser->get().result_int();
   std::string content_type(parser->get()[http::field::content_type]);
-  std::vector<char> buf(16384);
-  // Reads some of the body; the bytes read are appended to out.
-  auto read_some = [&](std::string& out) -> Task<beast::error_code> {
-    beast::error_code ec;
-    parser->get().body().data = buf.data();
-    parser->get().body().size = buf.size();
-    co_await ReadHttp(conn->stream, conn->buffer, *parser, ReadUntil::kSome, ec);
-    if (ec == http::error::need_buffer) ec = {};
-    out.append(buf.data(), buf.size() - parser->get().body().size);
-    co_return ec;
-  };
-
   if (content_type.find("text/event-stream") == std::string::npos) {
     // A whole answer (or an error): relayed as the upstream sent it.
     std::string body;
-    beast::error_code ec;
-    while (!parser->is_done() && !ec) ec = co_await read_some(body);
+    beast::error_code ec = co_await AppendWholeUpstreamBody(exchange, body);
     if (ec) co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
                                          "upstream " + upstream->url + " failed mid-response: " + ec.message());
     if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
@@ -195,6 +182,17 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
 
   // A stream: each event goes to the client as it arrives; message_stop is
   // held until the call is committed.
+  std::vector<char> buf(16384);
+  // Reads some of the body; the bytes read are appended to out.
+  auto read_some = [&](std::string& out) -> Task<beast::error_code> {
+    beast::error_code ec;
+    parser->get().body().data = buf.data();
+    parser->get().body().size = buf.size();
+    co_await ReadHttp(conn->stream, conn->buffer, *parser, ReadUntil::kSome, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    out.append(buf.data(), buf.size() - parser->get().body().size);
+    co_return ec;
+  };
   co_await WriteSseBytes(cs, "", false);  // the header
   if (cs.failed) co_return co_await fail_call(499, "the client closed the connection");
   AnthropicMessageAssembler assembled;

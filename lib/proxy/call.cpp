@@ -343,7 +343,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.model = std::move(raw->model);
     // The store keeps the request as its bytes and the upstream request as
     // the few fields that differ. (req is only read for its headers from here.)
-    rec.upstream_request_patch = std::move(raw->upstream_patch);
+    rec.upstream_request_patch_text = std::move(raw->upstream_patch);
     rec.request_text = std::move(req.body());
     upstream_body = {std::string_view(rec.request_text).substr(raw->kept_from, raw->kept), raw->added};
   } else {
@@ -440,20 +440,10 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     if (ec == http::error::need_buffer) ec = {};
     co_return buf.size() - parser->get().body().size;
   };
-  // Reads the rest of the upstream body into a string (errors, whole responses).
-  auto read_all = [&](std::string& out) -> Task<beast::error_code> {
-    beast::error_code ec;
-    std::vector<char> buf(16384);
-    while (!parser->is_done() && !ec) {
-      size_t n = co_await read_body(buf, ec);
-      out.append(buf.data(), n);
-    }
-    co_return ec;
-  };
 
   if (upstream_status >= 400 || (streaming && !upstream_streams)) {
     std::string text;
-    co_await read_all(text);
+    co_await AppendWholeUpstreamBody(exchange, text);
     if (upstream_status < 400) {
       co_return co_await fail_call(502, "upstream answered a stream request with " + content_type + ", not SSE");
     }
@@ -464,7 +454,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   CapturedTokens tokens;
   if (!streaming) {
     std::string text;
-    beast::error_code ec = co_await read_all(text);
+    beast::error_code ec = co_await AppendWholeUpstreamBody(exchange, text);
     if (ec) {
       co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
                                    "upstream " + upstream->url + " failed mid-response: " + ec.message());
@@ -480,7 +470,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       rec.completion_ids = std::move(tokens.completion_ids);
       rec.logprobs = std::move(tokens.logprobs);
       rec.finish_reason = chunk->finish_reason;
-      if (!chunk->usage.empty()) rec.usage = Json::parse(chunk->usage, nullptr, false);
+      rec.usage_text = std::move(chunk->usage);
       rec.http_status = 200;
       rec.retry_key = retry_key;
       finish(rec);

@@ -241,8 +241,6 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
     out.client_wants_usage = include && IsJsonTrue(include->value);
   }
 
-  nlohmann::json patch_set = nlohmann::json::object();
-  for (const auto& [key, value] : set) patch_set[std::string(key)] = nlohmann::json::parse(value);
   auto proxy_sets = [&](const JsonMember& m) {
     return std::any_of(set.begin(), set.end(), [&](const auto& field) { return m.KeyIs(field.first); });
   };
@@ -268,7 +266,15 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
     for (const auto& [key, value] : set) writer.Raw(key, value);
     out.added = std::move(writer).Finish();
   }
-  out.upstream_patch = {{"set", std::move(patch_set)}, {"unset", nlohmann::json::array()}};
+  // The patch as text, keys in a document's order (sorted), so its bytes are a
+  // dump of the patch; the fields' values are constants of the proxy's.
+  std::sort(set.begin(), set.end());
+  out.upstream_patch = R"({"set":{)";
+  for (const auto& [key, value] : set) {
+    if (out.upstream_patch.back() != '{') out.upstream_patch += ',';
+    out.upstream_patch.append("\"").append(key).append("\":").append(value);
+  }
+  out.upstream_patch += R"(},"unset":[]})";
   return out;
 }
 

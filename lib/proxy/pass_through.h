@@ -12,8 +12,6 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
 #include "proxy/token_capture.h"
 
@@ -40,9 +38,9 @@ struct PassThroughRequest {
   std::string UpstreamBody(std::string_view client_body) const {
     return std::string(client_body.substr(kept_from, kept)) + added;
   }
-  // The upstream request as the store's top-level patch of the client's:
-  // {"set": {...}, "unset": []}.
-  nlohmann::json upstream_patch;
+  // The upstream request as the store's top-level patch of the client's, as
+  // JSON text: {"set": {...}, "unset": []}.
+  std::string upstream_patch;
 };
 
 // Validates a chat (completions = false) or completions request body — the

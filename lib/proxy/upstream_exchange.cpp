@@ -1,6 +1,7 @@
 // Server::ExchangeWithUpstream: sending a model call to the upstreams until
 // one answers, shared by the OpenAI-format path (call.cpp) and the Anthropic
 // pass-through (anthropic_upstream.cpp).
+#include <algorithm>
 #include <limits>
 
 #include "proxy/http_read.h"
@@ -56,6 +57,29 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
     out.error = "upstream " + upstream->url + ": " + ec.message();
     metrics_.upstream_errors.fetch_add(1);
   }
+}
+
+Task<void> AppendUpstreamBody(UpstreamExchange& exchange, std::string& out, beast::error_code& ec) {
+  auto& parser = *exchange.parser;
+  // A length is only the upstream's word: room for at most 1 MiB at a time.
+  constexpr uint64_t kPiece = 16384, kMostRoom = 1 << 20;
+  uint64_t room = kPiece;
+  if (auto rest = parser.content_length_remaining(); rest && *rest > 0) room = std::min(*rest, kMostRoom);
+  size_t at = out.size();
+  out.resize(at + room);
+  parser.get().body().data = out.data() + at;
+  parser.get().body().size = room;
+  co_await ReadHttp(exchange.conn->stream, exchange.conn->buffer, parser, ReadUntil::kSome, ec);
+  if (ec == http::error::need_buffer) ec = {};
+  out.resize(out.size() - parser.get().body().size);
+  parser.get().body().data = nullptr;
+  parser.get().body().size = 0;
+}
+
+Task<beast::error_code> AppendWholeUpstreamBody(UpstreamExchange& exchange, std::string& out) {
+  beast::error_code ec;
+  while (!exchange.parser->is_done() && !ec) co_await AppendUpstreamBody(exchange, out, ec);
+  co_return ec;
 }
 
 }  // namespace forge::proxy

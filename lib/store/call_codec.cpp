@@ -78,20 +78,34 @@ auto TimeFields(Call& c) {
   return std::array<decltype(&c.started_at), 3>{&c.started_at, &c.first_token_at, &c.ended_at};
 }
 
+// A document may come as its text instead (the record's cheaper forms): the
+// bytes are that text, and the reader gets the document.
 template <typename Call>
 auto JsonFields(Call& c) {
-  using Field = std::pair<const char*, decltype(&c.request)>;
-  return std::array<Field, 6>{{{"request", &c.request},
-                               {"response", &c.response},
-                               {"upstream_request", &c.upstream_request},
-                               {"upstream_response", &c.upstream_response},
-                               {"usage", &c.usage},
-                               {"upstream_request_patch", &c.upstream_request_patch}}};
+  struct Field {
+    const char* name;
+    decltype(&c.request) value;
+    decltype(&c.usage_text) text;  // or null
+  };
+  return std::array<Field, 6>{{{"request", &c.request, nullptr},
+                               {"response", &c.response, nullptr},
+                               {"upstream_request", &c.upstream_request, nullptr},
+                               {"upstream_response", &c.upstream_response, nullptr},
+                               {"usage", &c.usage, &c.usage_text},
+                               {"upstream_request_patch", &c.upstream_request_patch, &c.upstream_request_patch_text}}};
 }
 
 }  // namespace
 
 EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at) {
+  // Room for the short texts, the numbers and the token arrays (the
+  // documents' texts are rare on the proxy's path: it relays text).
+  size_t room = 256 + c.usage_text.size() + c.upstream_request_patch_text.size() +
+                4 * (c.prompt_ids.size() + c.completion_ids.size() + c.logprobs.size());
+  for (const auto& [name, text] : TextFields(c)) {
+    if (text->size() < kLongText) room += text->size();
+  }
+  small_.reserve(room);
   for (const auto& [name, text] : TextFields(c)) {
     if (text == &c.request_text && request_text_at != 0) {
       U64(kTextInRequestRecord);
@@ -105,9 +119,15 @@ EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at) {
     U64(static_cast<uint64_t>(value));
   }
   for (const double* value : TimeFields(c)) F64(*value);
-  for (const auto& [name, value] : JsonFields(c)) {
-    json_texts_.push_back(JsonText(*value));
-    Bytes(json_texts_.back());
+  size_t i = 0;
+  for (const auto& [name, value, text] : JsonFields(c)) {
+    std::string& dumped = json_texts_[i++];
+    if (value->is_null() && text) {
+      Bytes(*text);
+      continue;
+    }
+    dumped = JsonText(*value);
+    Bytes(dumped);
   }
   Bytes(BytesOf(c.prompt_ids));
   Bytes(BytesOf(c.completion_ids));
@@ -174,7 +194,7 @@ Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at)
   for (double* value : TimeFields(c)) {
     if (!in.F64(value)) return cut("times");
   }
-  for (const auto& [name, value] : JsonFields(c)) {
+  for (const auto& [name, value, unused] : JsonFields(c)) {
     std::string_view text;
     if (!in.Bytes(&text)) return cut(name);
     if (text.empty()) continue;

@@ -6,7 +6,7 @@
 
 #include <sys/uio.h>
 
-#include <deque>
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +35,7 @@ class EncodedCall {
   void Bytes(std::string_view bytes);
 
   std::string small_;  // everything but the long texts
-  std::deque<std::string> json_texts_;  // a deque: elements never move
+  std::array<std::string, 6> json_texts_;  // the documents' texts, one per document field
   // Long texts, each spliced in at an offset of small_.
   std::vector<std::pair<size_t, std::string_view>> long_texts_;
   std::vector<iovec> pieces_;

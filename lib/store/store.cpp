@@ -52,7 +52,8 @@ RolloutRow ReadRolloutRow(const Statement& s) {
 void ClearForTokens(CallRecord& c) {
   c.started_at = c.first_token_at = c.ended_at = 0;
   for (std::string* text : {&c.client_format, &c.upstream, &c.model, &c.retry_key, &c.request_text,
-                            &c.request_skeleton, &c.response_text, &c.upstream_response_text}) {
+                            &c.request_skeleton, &c.response_text, &c.upstream_response_text,
+                            &c.upstream_request_patch_text, &c.usage_text}) {
     text->clear();
   }
   for (Json* value : {&c.request, &c.response, &c.upstream_request, &c.upstream_response, &c.usage,
@@ -393,6 +394,12 @@ Status Store::AppendCalls(std::vector<CallRecord>& calls, const LogMark* mark) {
 
 Status Store::AppendCallLocked(CallRecord& call) {
   call.id = 0;
+  // Documents that came as text (the proxy's cheaper forms) are parsed here,
+  // by the store's writer, not on the call's path.
+  for (auto [value, text] : {std::pair{&call.usage, &call.usage_text},
+                             std::pair{&call.upstream_request_patch, &call.upstream_request_patch_text}}) {
+    if (value->is_null() && !text->empty()) *value = ParseJsonOrNull(*text);
+  }
   if (!call.retry_key.empty()) {
     auto seen = db_.PrepareCached("SELECT 1 FROM calls WHERE rollout_id = ?1 AND retry_key = ?2");
     if (!seen.ok()) return seen.status();

@@ -112,8 +112,11 @@ TEST_CASE("pass-through request: the capture fields spliced into the client's by
   CHECK(sent["messages"][0]["content"] == "say \"logprobs\": false, \"return_token_ids\": 1");
   // The patch the store keeps gives the same upstream request back.
   Json patched = client;
-  for (auto& [k, v] : r->upstream_patch["set"].items()) patched[k] = v;
+  Json patch = Json::parse(r->upstream_patch);
+  CHECK(patch["unset"] == Json::array());
+  for (auto& [k, v] : patch["set"].items()) patched[k] = v;
   CHECK(patched == sent);
+  CHECK(r->upstream_patch == patch.dump());  // compact, keys sorted: the bytes a dump of the document gives
   // Each field the proxy sets appears once in the bytes.
   size_t count = 0;
   std::string upstream = r->UpstreamBody(body);
@@ -255,6 +258,15 @@ TEST_CASE("pass-through request: a helper call without tools is a side call, a p
   auto plain = ReadPassThroughRequest(R"({"model":"m","messages":[{"role":"user","content":"hello"}]})", false);
   REQUIRE(plain.ok());
   CHECK_FALSE(plain->side_call);
+  // The marker in capitals at every offset: its letters are folded both
+  // sixteen bytes at a time and in the tail, next to UTF-8 and to the ASCII
+  // neighbours of the letters ('@' and '[' are 'A' - 1 and 'Z' + 1).
+  for (size_t pad = 0; pad < 40; ++pad) {
+    std::string text = std::string(pad, '@') + "\u00c0[`{ GENERATE A CONCISE";
+    auto folded = ReadPassThroughRequest(R"({"messages":[{"role":"system","content":")" + text + R"("}]})", false);
+    REQUIRE(folded.ok());
+    CHECK_MESSAGE(folded->side_call, "pad " << pad);
+  }
 }
 
 TEST_CASE("pass-through request: the side-call test on bytes agrees with the one on a document") {

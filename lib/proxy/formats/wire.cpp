@@ -1,5 +1,8 @@
 #include "proxy/formats/wire.h"
 
+#include <emmintrin.h>
+#include <string.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -136,11 +139,24 @@ int64_t EstimateTokens(const Json& chat_body) {
 
 namespace {
 
-// ASCII only (the markers are ASCII): std::tolower consults the locale per byte.
+// ASCII only (the markers are ASCII): std::tolower consults the locale per
+// byte. Sixteen bytes at a time: every call without tools has its probe (up
+// to 4 KB) lowered.
 std::string Lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  char* p = out.data();
+  size_t i = 0;
+  // c + (128 - 'A') wraps 'A'..'Z', and only them, onto the 26 smallest signed bytes.
+  const __m128i shift = _mm_set1_epi8(static_cast<char>(128 - 'A'));
+  const __m128i past_z = _mm_set1_epi8(static_cast<char>(-128 + 26));
+  const __m128i case_bit = _mm_set1_epi8(0x20);
+  for (; i + 16 <= out.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i upper = _mm_cmplt_epi8(_mm_add_epi8(v, shift), past_z);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), _mm_or_si128(v, _mm_and_si128(upper, case_bit)));
+  }
+  for (; i < out.size(); ++i) {
+    if (p[i] >= 'A' && p[i] <= 'Z') p[i] = static_cast<char>(p[i] - 'A' + 'a');
   }
   return out;
 }
@@ -196,8 +212,8 @@ bool IsSideCall(const SideCallSigns& signs) {
   if (signs.max_tokens_at_most_one) return true;
   if (signs.structured_output) return true;  // a classifier call, such as Gemini CLI's model router
   std::string probe = Lower(std::string_view(signs.probe).substr(0, kSideCallProbeBytes));
-  for (std::string_view marker : kSideCallMarkers) {
-    if (probe.find(marker) != std::string::npos) return true;
+  for (std::string_view marker : kSideCallMarkers) {  // (glibc's memmem skips; find stops at each first letter)
+    if (memmem(probe.data(), probe.size(), marker.data(), marker.size())) return true;
   }
   return false;
 }
