@@ -145,6 +145,35 @@ TEST_CASE("a call survives its encoding field for field, and a cut one is refuse
   CHECK(!longer.ok());
 }
 
+TEST_CASE("usage and the upstream patch given as text are logged and stored as the documents they are") {
+  // What forge-proxy's pass-through sets: the texts, the documents left null.
+  CallRecord call = ProxyCall("r1", "t");
+  Json usage = call.usage, patch = {{"set", {{"logprobs", true}, {"top_logprobs", 0}}}, {"unset", Json::array()}};
+  call.usage = nullptr;
+  call.upstream_request_patch = nullptr;
+  call.usage_text = R"({ "prompt_tokens": 4, "completion_tokens": 2 })";  // spacing as an upstream may send it
+  call.upstream_request_patch_text = patch.dump();
+  forge::store::EncodedCall encoded(call);
+  auto back = forge::store::DecodeCall(Bytes(encoded));
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  CHECK(back->usage == usage);
+  CHECK(back->upstream_request_patch == patch);
+
+  forge::testing::TempDir dir;
+  auto store = OpenStore(dir.File("forge.db"));
+  std::vector<CallRecord> calls = {call};
+  REQUIRE(store->AppendCalls(calls, nullptr).ok());
+  auto stored = store->CallsOfRollout("r1");
+  REQUIRE_MESSAGE(stored.ok(), stored.status().message());
+  REQUIRE(stored->size() == 1);
+  CHECK((*stored)[0].usage == usage);
+  // The upstream request is the client's with the patch applied.
+  Json expected = Json::parse(call.request_text);
+  expected["logprobs"] = true;
+  expected["top_logprobs"] = 0;
+  CHECK((*stored)[0].upstream_request == expected);
+}
+
 TEST_CASE("a call whose request text is in a request record encodes the record's offset instead") {
   CallRecord call = ProxyCall("r1", "a");
   forge::store::EncodedCall whole(call);
