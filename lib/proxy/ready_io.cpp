@@ -86,12 +86,19 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
 Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec) {
   ec = {};
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
-  while (!ec) {
-    size_t n = socket.read_some(buffer, ec);
-    if (ec != net::error::would_block && ec != net::error::try_again) co_return n;
-    co_await WaitReady(socket, tcp::socket::wait_read, timeout, ec);
-  }
-  co_return 0;
+  if (ec) co_return 0;
+  size_t n = socket.read_some(buffer, ec);
+  if (ec != net::error::would_block && ec != net::error::try_again) co_return n;
+  // Nothing yet: the reactor reads when the bytes come. (A read operation, not
+  // async_wait(wait_read): Asio re-arms the descriptor with an epoll_ctl
+  // system call for every async_wait; a read waits without one.)
+  ec = {};
+  if (timeout <= 0) co_return co_await socket.async_read_some(buffer, Into(ec));
+  TimedWait wait(net::use_service<WaitList>(socket.get_executor().context()), socket,
+                 Clock::now() + SteadySeconds(timeout));
+  n = co_await socket.async_read_some(buffer, Into(ec));
+  if (wait.expired && ec) ec = beast::error::timeout;  // (bytes that beat the sweep are kept)
+  co_return n;
 }
 
 }  // namespace forge::proxy

@@ -24,7 +24,8 @@ void SweepExpiredWaits(net::execution_context& context, std::chrono::steady_cloc
 // Waits until socket can be read or written; timeout in seconds, 0 for none.
 Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double timeout, beast::error_code& ec);
 
-// Reads some bytes (at least one, or an error: eof when the peer closed).
+// Reads some bytes (at least one, or an error: eof when the peer closed);
+// when none are there yet, the reactor reads them as they come.
 Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec);
 
 // Writes every byte of buffers, waiting only while the socket's send buffer is full.
