@@ -129,13 +129,13 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   // Connect and send; connection failures go to the next upstream.
   UpstreamExchange exchange;
   co_await ExchangeWithUpstream(rec.rollout_id, exchange, [&](const Upstream& u) {
-    RequestHeader up{http::verb::post, u.base_path + path, 11};
-    up.set(http::field::host, u.host);
-    up.set(http::field::content_type, "application/json");
-    up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
-    up.set("anthropic-version", version);
-    if (!beta.empty()) up.set("anthropic-beta", beta);
-    if (!upstreams_.api_key().empty()) up.set("x-api-key", upstreams_.api_key());
+    RequestHead up(u.base_path + path);
+    up.Set("Host", u.host);
+    up.Set("Content-Type", "application/json");
+    up.Set("Accept", streaming ? "text/event-stream" : "application/json");
+    up.Set("anthropic-version", version);
+    if (!beta.empty()) up.Set("anthropic-beta", beta);
+    if (!upstreams_.api_key().empty()) up.Set("x-api-key", upstreams_.api_key());
     return up;
   }, req.body());  // untranslated: the client's bytes
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;

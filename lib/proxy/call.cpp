@@ -409,11 +409,11 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // before any byte of the answer exists.
   UpstreamExchange exchange;
   co_await ExchangeWithUpstream(rollout, exchange, [&](const Upstream& u) {
-    RequestHeader up{http::verb::post, u.base_path + std::string(route.upstream_path), 11};
-    up.set(http::field::host, u.host + ":" + u.port);
-    up.set(http::field::content_type, "application/json");
-    up.set(http::field::accept, streaming ? "text/event-stream" : "application/json");
-    if (!upstreams_.api_key().empty()) up.set(http::field::authorization, "Bearer " + upstreams_.api_key());
+    RequestHead up(u.base_path + std::string(route.upstream_path));
+    up.Set("Host", u.host + ":" + u.port);
+    up.Set("Content-Type", "application/json");
+    up.Set("Accept", streaming ? "text/event-stream" : "application/json");
+    if (!upstreams_.api_key().empty()) up.Set("Authorization", "Bearer " + upstreams_.api_key());
     return up;
   }, upstream_body, log_request);
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;

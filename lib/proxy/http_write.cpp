@@ -45,4 +45,19 @@ std::string HeaderText(const http::response_header<>& header) {
   return out;
 }
 
+RequestHead::RequestHead(std::string_view target) {
+  text_.reserve(256);
+  text_.append("POST ").append(target).append(" HTTP/1.1\r\n");
+}
+
+RequestHead& RequestHead::Set(std::string_view name, std::string_view value) {
+  text_.append(name).append(": ").append(value).append("\r\n");
+  return *this;
+}
+
+std::string RequestHead::Text(uint64_t content_length) && {
+  text_.append("Content-Length: ").append(std::to_string(content_length)).append("\r\n\r\n");
+  return std::move(text_);
+}
+
 }  // namespace forge::proxy

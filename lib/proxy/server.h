@@ -32,7 +32,6 @@
 namespace forge::proxy {
 
 using Request = http::request<http::string_body>;
-using RequestHeader = http::request<http::empty_body>;  // a request whose body is sent from elsewhere
 
 // An upstream that answered a call with its status line and headers (the
 // body still to read through parser); or, without conn, why none did.
@@ -95,7 +94,7 @@ class Server {
   // kept-alive connection the upstream had closed is retried, not blamed; a
   // timeout ends the attempts, since the generation may be running.
   Task<void> ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
-                                  const std::function<RequestHeader(const Upstream&)>& make_request,
+                                  const std::function<RequestHead(const Upstream&)>& make_request,
                                   BodyPieces body, const std::function<void()>& after_send = nullptr);
 
   Task<bool> Send(tcp::socket& client, Request& req, http::status status, std::string body,

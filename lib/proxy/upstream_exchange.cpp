@@ -11,7 +11,7 @@
 namespace forge::proxy {
 
 Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
-                                        const std::function<RequestHeader(const Upstream&)>& make_request,
+                                        const std::function<RequestHead(const Upstream&)>& make_request,
                                         BodyPieces body, const std::function<void()>& after_send) {
   out.error = "no upstream configured";
   std::vector<Upstream*> tried;
@@ -24,10 +24,7 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
     beast::error_code ec;
     auto c = co_await upstreams_.Connect(*upstream, ec, reused);
     if (!ec) {
-      RequestHeader up = make_request(*upstream);
-      up.keep_alive(true);
-      up.content_length(body.size());
-      std::string header = HeaderText(up.base());
+      std::string header = make_request(*upstream).Text(body.size());
       c->stream.set_timeout(config_.upstream_idle_timeout);
       co_await WriteMessage(c->stream, header, body, ec);
       if (!ec && after_send) after_send();

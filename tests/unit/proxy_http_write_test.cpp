@@ -35,6 +35,24 @@ TEST_CASE("HeaderText writes a request header as Beast does") {
   CHECK(text.substr(text.size() - 4) == "\r\n\r\n");
 }
 
+TEST_CASE("RequestHead writes the upstream request header Beast would") {
+  for (bool with_key : {false, true}) {
+    http::request<http::empty_body> req{http::verb::post, "/prefix/v1/chat/completions", 11};
+    req.set(http::field::host, "127.0.0.1:8000");
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::accept, "text/event-stream");
+    req.set("anthropic-version", "2023-06-01");
+    if (with_key) req.set(http::field::authorization, "Bearer sk-test");
+    req.keep_alive(true);
+    req.content_length(204800);
+    forge::proxy::RequestHead head("/prefix/v1/chat/completions");
+    head.Set("Host", "127.0.0.1:8000").Set("Content-Type", "application/json").Set("Accept", "text/event-stream");
+    head.Set("anthropic-version", "2023-06-01");
+    if (with_key) head.Set("Authorization", "Bearer sk-test");
+    CHECK(std::move(head).Text(204800) == BeastHeader(req));
+  }
+}
+
 TEST_CASE("HeaderText writes response headers as Beast does: status, reason, keep-alive, chunked") {
   http::response<http::empty_body> closing{http::status::not_found, 11};
   closing.set(http::field::server, "forge-proxy");

@@ -173,19 +173,6 @@ constexpr std::array<std::string_view, 7> kSideCallMarkers = {
     "summarize this coding conversation",
     "isnewtopic",
 };
-// Each marker holds one of these words, so a probe with none of them (most
-// prompts) takes four searches, not seven.
-constexpr std::array<std::string_view, 4> kSideCallMarkerWords = {"title", "conversation", "concise", "newtopic"};
-constexpr bool EveryMarkerHoldsAWord() {
-  for (std::string_view marker : kSideCallMarkers) {
-    if (std::none_of(kSideCallMarkerWords.begin(), kSideCallMarkerWords.end(),
-                     [&](std::string_view word) { return marker.find(word) != std::string_view::npos; })) {
-      return false;
-    }
-  }
-  return true;
-}
-static_assert(EveryMarkerHoldsAWord(), "a side-call marker without one of kSideCallMarkerWords");
 
 }  // namespace
 
@@ -225,9 +212,9 @@ bool IsSideCall(const SideCallSigns& signs) {
   if (signs.max_tokens_at_most_one) return true;
   if (signs.structured_output) return true;  // a classifier call, such as Gemini CLI's model router
   std::string probe = Lower(std::string_view(signs.probe).substr(0, kSideCallProbeBytes));
-  // (glibc's memmem skips ahead; string::find stops at every first letter.)
+  // (glibc's memmem skips ahead, further for a longer marker; string::find
+  // stops at every first letter.)
   auto has = [&](std::string_view text) { return memmem(probe.data(), probe.size(), text.data(), text.size()); };
-  if (std::none_of(kSideCallMarkerWords.begin(), kSideCallMarkerWords.end(), has)) return false;
   return std::any_of(kSideCallMarkers.begin(), kSideCallMarkers.end(), has);
 }
 
