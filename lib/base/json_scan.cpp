@@ -105,7 +105,7 @@ int Hex4(std::string_view s, size_t i) {
 
 class Validator {
  public:
-  explicit Validator(std::string_view s) : s_(s) {}
+  Validator(std::string_view s, JsonSpans* spans) : s_(s), spans_(spans) {}
 
   std::optional<std::string> Run() {
     if (s_.size() >= 3 && static_cast<unsigned char>(s_[0]) == 0xEF) {
@@ -124,22 +124,24 @@ class Validator {
       if (i_ >= s_.size()) return Fail("unexpected end of input; expected a value");
       char c = s_[i_];
       if (c == '{') {
-        ++i_;
+        size_t open = i_++;
         SkipSpace();
         if (i_ < s_.size() && s_[i_] == '}') {
           ++i_;
         } else {
           if (auto e = Key()) return e;
           stack.push_back('{');
+          NoteOpen(open);
           continue;
         }
       } else if (c == '[') {
-        ++i_;
+        size_t open = i_++;
         SkipSpace();
         if (i_ < s_.size() && s_[i_] == ']') {
           ++i_;
         } else {
           stack.push_back('[');
+          NoteOpen(open);
           continue;
         }
       } else if (c == '"') {
@@ -163,6 +165,7 @@ class Validator {
         if (d == close) {
           ++i_;
           stack.pop_back();
+          NoteClose();
           continue;
         }
         if (d != ',') return Fail(stack.back() == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
@@ -183,6 +186,15 @@ class Validator {
 
   void SkipSpace() {
     while (i_ < s_.size() && IsSpace(s_[i_])) ++i_;
+  }
+
+  void NoteOpen(size_t open) {
+    if (spans_) open_spans_.push_back(spans_->Open(s_.data() + open));
+  }
+  void NoteClose() {
+    if (!spans_) return;
+    spans_->Close(open_spans_.back(), s_.data() + i_);
+    open_spans_.pop_back();
   }
 
   bool Literal(std::string_view word) {
@@ -257,7 +269,6 @@ class Validator {
 
   std::optional<std::string> Number() {
     size_t start = i_;
-    bool integer = true;
     if (s_[i_] == '-') ++i_;
     if (i_ >= s_.size() || !IsDigit(s_[i_])) return Fail("invalid number");
     if (s_[i_] == '0') {
@@ -266,21 +277,21 @@ class Validator {
       while (i_ < s_.size() && IsDigit(s_[i_])) ++i_;
     }
     if (i_ < s_.size() && s_[i_] == '.') {
-      integer = false;
       ++i_;
       if (i_ >= s_.size() || !IsDigit(s_[i_])) return Fail("invalid number: digits must follow '.'");
       while (i_ < s_.size() && IsDigit(s_[i_])) ++i_;
     }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      integer = false;
+    bool exponent = i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E');
+    if (exponent) {
       ++i_;
       if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
       if (i_ >= s_.size() || !IsDigit(s_[i_])) return Fail("invalid number: digits must follow the exponent");
       while (i_ < s_.size() && IsDigit(s_[i_])) ++i_;
     }
     // A parser turns what does not fit an integer into a double, and refuses
-    // one that overflows to infinity.
-    if (!integer || i_ - start > 18) {
+    // one that overflows to infinity: only possible with an exponent or with
+    // over 308 digits (DBL_MAX is 1.8e308), so most numbers skip the check.
+    if (exponent || i_ - start > 300) {
       if (!JsonNumber(s_.substr(start, i_ - start)).has_value()) {
         size_t end = i_;
         i_ = start;
@@ -294,6 +305,8 @@ class Validator {
 
   std::string_view s_;
   size_t i_ = 0;
+  JsonSpans* spans_;
+  boost::container::small_vector<size_t, 16> open_spans_;  // spans_ indices of the open containers
 };
 
 // Index just past the string starting at s[i] == '"' (valid text). Strings
@@ -315,10 +328,14 @@ size_t SkipString(std::string_view s, size_t i) {
 }
 
 // Index just past the value starting at s[i] (valid text).
-size_t SkipValue(std::string_view s, size_t i) {
+size_t SkipValue(std::string_view s, size_t i, const JsonSpans* spans) {
   char c = s[i];
   if (c == '"') return SkipString(s, i);
   if (c == '{' || c == '[') {
+    if (const char* end = spans ? spans->EndOf(s.data() + i) : nullptr;
+        end && end > s.data() + i && end <= s.data() + s.size()) {
+      return static_cast<size_t>(end - s.data());
+    }
     int depth = 0;
     while (i < s.size()) {
       char d = s[i];
@@ -363,7 +380,16 @@ void AppendUtf8(std::string& out, uint32_t cp) {
 
 }  // namespace
 
-std::optional<std::string> JsonSyntaxError(std::string_view text) { return Validator(text).Run(); }
+std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans) {
+  if (spans) spans->Clear();
+  return Validator(text, spans).Run();
+}
+
+const char* JsonSpans::EndOf(const char* open) const {
+  auto it = std::lower_bound(spans_.begin(), spans_.end(), open,
+                             [](const std::pair<const char*, const char*>& span, const char* p) { return span.first < p; });
+  return it != spans_.end() && it->first == open ? it->second : nullptr;
+}
 
 std::string_view TrimJson(std::string_view text) {
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.remove_prefix(3);
@@ -372,7 +398,7 @@ std::string_view TrimJson(std::string_view text) {
   return text;
 }
 
-JsonMembers ObjectMembers(std::string_view object) {
+JsonMembers ObjectMembers(std::string_view object, const JsonSpans* spans) {
   JsonMembers members;
   object = TrimJson(object);
   if (!IsJsonObject(object)) return members;
@@ -383,7 +409,7 @@ JsonMembers ObjectMembers(std::string_view object) {
     m.key = object.substr(i + 1, key_end - i - 2);
     i = SkipSpaces(object, key_end);
     i = SkipSpaces(object, i + 1);  // the colon
-    size_t value_end = SkipValue(object, i);
+    size_t value_end = SkipValue(object, i, spans);
     m.value = object.substr(i, value_end - i);
     members.push_back(m);
     i = SkipSpaces(object, value_end);
@@ -392,13 +418,13 @@ JsonMembers ObjectMembers(std::string_view object) {
   return members;
 }
 
-JsonElements ArrayElements(std::string_view array) {
+JsonElements ArrayElements(std::string_view array, const JsonSpans* spans) {
   JsonElements elements;
   array = TrimJson(array);
   if (!IsJsonArray(array)) return elements;
   size_t i = SkipSpaces(array, 1);
   while (i < array.size() && array[i] != ']') {
-    size_t end = SkipValue(array, i);
+    size_t end = SkipValue(array, i, spans);
     elements.push_back(array.substr(i, end - i));
     i = SkipSpaces(array, end);
     if (i < array.size() && array[i] == ',') i = SkipSpaces(array, i + 1);

@@ -15,15 +15,39 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
 
 namespace forge {
 
+// Where each object and array of a validated text ends. With them, the
+// span helpers below step over a nested value instead of reading it again:
+// without, a chunk's innermost values are read once for every level above
+// them (the members of the chunk, of its choice, of its logprobs...).
+class JsonSpans {
+ public:
+  // Just past the object or array that starts at open (a pointer into the
+  // text these spans were made from); null when none starts there.
+  const char* EndOf(const char* open) const;
+
+  // For the validator: containers are opened in text order, so the list stays sorted.
+  size_t Open(const char* open) {
+    spans_.push_back({open, nullptr});
+    return spans_.size() - 1;
+  }
+  void Close(size_t index, const char* end) { spans_[index].second = end; }
+  void Clear() { spans_.clear(); }
+
+ private:
+  boost::container::small_vector<std::pair<const char*, const char*>, 32> spans_;
+};
+
 // Checks that text is one JSON value, surrounding whitespace allowed.
-// Returns std::nullopt, or why not and at which byte offset.
-std::optional<std::string> JsonSyntaxError(std::string_view text);
+// Returns std::nullopt, or why not and at which byte offset. With spans,
+// also notes where each non-empty object and array ends.
+std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans = nullptr);
 
 // One member of an object, as spans of the validated text.
 struct JsonMember {
@@ -44,9 +68,10 @@ std::string_view TrimJson(std::string_view text);
 
 // The members of the object `object` (valid JSON starting with '{'), in
 // order, duplicates included; empty for anything that is not an object.
-JsonMembers ObjectMembers(std::string_view object);
+// spans: those of the validated text object is part of, if at hand.
+JsonMembers ObjectMembers(std::string_view object, const JsonSpans* spans = nullptr);
 // The elements of the array `array` (valid JSON starting with '['), in order.
-JsonElements ArrayElements(std::string_view array);
+JsonElements ArrayElements(std::string_view array, const JsonSpans* spans = nullptr);
 
 // The last member named name (a parser keeps the last of duplicate keys).
 const JsonMember* FindMember(const JsonMembers& members, std::string_view name);

@@ -40,7 +40,9 @@ bool IsPositiveInteger(std::string_view v) {
 
 void AppendIds(std::string_view array, std::vector<int32_t>& into) {
   if (!IsJsonArray(array)) return;
-  for (std::string_view id : ArrayElements(array)) {
+  JsonElements ids = ArrayElements(array);  // (numbers: nothing nested to step over)
+  into.reserve(into.size() + ids.size());
+  for (std::string_view id : ids) {
     if (auto v = forge::JsonInteger(id)) into.push_back(static_cast<int32_t>(*v));
   }
 }
@@ -61,7 +63,7 @@ float LogprobValue(std::string_view v) {
 }
 
 // Choice 0's tokens, as HarvestTokens takes them from a parsed chunk.
-void HarvestChoice(const JsonMembers& choice, CapturedTokens& into) {
+void HarvestChoice(const JsonMembers& choice, const forge::JsonSpans& spans, CapturedTokens& into) {
   if (const JsonMember* p = FindMember(choice, "prompt_token_ids"); p && into.prompt_ids.empty()) {
     AppendIds(p->value, into.prompt_ids);
   }
@@ -72,10 +74,10 @@ void HarvestChoice(const JsonMembers& choice, CapturedTokens& into) {
   }
   const JsonMember* lp = FindMember(choice, "logprobs");
   if (!lp || !IsJsonObject(lp->value)) return;
-  auto logprobs = ObjectMembers(lp->value);
+  auto logprobs = ObjectMembers(lp->value, &spans);
   if (const JsonMember* content = FindMember(logprobs, "content"); content && IsJsonArray(content->value)) {
-    for (std::string_view entry : ArrayElements(content->value)) {
-      auto fields = ObjectMembers(entry);
+    for (std::string_view entry : ArrayElements(content->value, &spans)) {
+      auto fields = ObjectMembers(entry, &spans);
       if (const JsonMember* v = FindMember(fields, "logprob"); v && forge::JsonNumber(v->value)) {
         into.logprobs.push_back(LogprobValue(v->value));
       }
@@ -167,12 +169,13 @@ int64_t ChoiceIndex(const JsonMembers& choice) {
 }  // namespace
 
 Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions) {
-  if (auto error = forge::JsonSyntaxError(body)) {
+  forge::JsonSpans spans;
+  if (auto error = forge::JsonSyntaxError(body, &spans)) {
     return Status::DataErr("request body is not valid JSON: " + *error);
   }
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("request body: must be a JSON object");
-  JsonMembers members = ObjectMembers(object);
+  JsonMembers members = ObjectMembers(object, &spans);
   wire::SideCallSigns side_call_signs;
   if (completions) {
     const JsonMember* prompt = FindMember(members, "prompt");
@@ -185,11 +188,11 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
     side_call_signs = SideCallSignsOfText(members);
     bool saw_user = false;
     size_t i = 0;
-    for (std::string_view message : ArrayElements(messages->value)) {
+    for (std::string_view message : ArrayElements(messages->value, &spans)) {
       const JsonMember* role = nullptr;
       JsonMembers fields;
       if (IsJsonObject(message)) {
-        fields = ObjectMembers(message);
+        fields = ObjectMembers(message, &spans);
         role = FindMember(fields, "role");
       }
       if (!role || !IsJsonString(role->value)) {
@@ -280,11 +283,12 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
 
 Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWants& wants, bool drop_usage,
                                          CapturedTokens& tokens) {
-  if (auto error = forge::JsonSyntaxError(body)) return Status::DataErr("not JSON: " + *error);
+  forge::JsonSpans spans;
+  if (auto error = forge::JsonSyntaxError(body, &spans)) return Status::DataErr("not JSON: " + *error);
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("not a JSON object");
   PassThroughChunk out;
-  JsonMembers members = ObjectMembers(object);
+  JsonMembers members = ObjectMembers(object, &spans);
   if (const JsonMember* error = FindMember(members, "error")) {
     out.is_error = true;
     out.text = std::string(error->value);
@@ -299,7 +303,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   std::string new_choices;  // rebuilt only when a choice changes
   out.final = true;
   if (choices && IsJsonArray(choices->value)) {
-    JsonElements elements = ArrayElements(choices->value);
+    JsonElements elements = ArrayElements(choices->value, &spans);
     out.usage_only = elements.empty();
     out.final = elements.empty();
     bool changed = false;
@@ -311,8 +315,8 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
         rebuilt += element;
         continue;
       }
-      JsonMembers choice = ObjectMembers(element);
-      if (ChoiceIndex(choice) == 0) HarvestChoice(choice, tokens);
+      JsonMembers choice = ObjectMembers(element, &spans);
+      if (ChoiceIndex(choice) == 0) HarvestChoice(choice, spans, tokens);
       const JsonMember* finish = FindMember(choice, "finish_reason");
       if (finish && !IsJsonNull(finish->value)) out.final = true;
       if (i == 0 && finish && IsJsonString(finish->value)) out.finish_reason = JsonStringValue(finish->value);

@@ -5,6 +5,9 @@
 // client's spacing, escapes or duplicate keys.
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <random>
+
 #include <nlohmann/json.hpp>
 
 #include "base/json_scan.h"
@@ -33,6 +36,9 @@ TEST_CASE("json scan: accepts and rejects exactly what nlohmann::json does") {
       "1e400", "-1e999", "[1]x", "\"a\"\"b\"", std::string("{\"a\":1}\0", 8), std::string("{\"a\":1}\0x", 9),
       std::string("[1,\0]", 5), "[[[[[[[[[[[[]]]]]]]]]]]]",
       std::string(10000, '['),
+      // Numbers a double cannot hold without an exponent: only past 308 digits.
+      "1" + std::string(307, '0'), "1" + std::string(309, '0'), "-9" + std::string(320, '9') + ".5",
+      "0." + std::string(400, '0') + "1", "[" + std::string(300, '7') + "]",
   };
   for (const std::string& text : cases) {
     CAPTURE(text);
@@ -88,6 +94,72 @@ TEST_CASE("json scan: members and elements as spans, duplicates kept, last one f
   CHECK_FALSE(JsonNumber("inf"));
   CHECK_FALSE(JsonNumber("nan"));
   CHECK_FALSE(JsonNumber("1.5x"));
+}
+
+TEST_CASE("json scan: with the validator's spans, members and elements are the same, nested values stepped over") {
+  std::mt19937 rng(11);
+  // Strings full of brackets, quotes and backslashes: a scan that lost its
+  // place in one would split the container wrongly.
+  const std::vector<std::string> strings = {"", "a", "{", "}]", "[\"x\"]", "\\", "\\\"{", "tok \u00e9 ]"};
+  std::function<Json(int)> random_value = [&](int depth) -> Json {
+    switch (depth > 3 ? rng() % 4 : rng() % 6) {
+      case 0: return strings[rng() % strings.size()];
+      case 1: return static_cast<int64_t>(rng() % 100000) - 50000;
+      case 2: return -0.5 * static_cast<double>(rng() % 7);
+      case 3: return rng() % 2 ? Json(nullptr) : Json(true);
+      case 4: {
+        Json object = Json::object();
+        for (int k = static_cast<int>(rng() % 4); k > 0; --k) object[strings[rng() % strings.size()]] = random_value(depth + 1);
+        return object;
+      }
+      default: {
+        Json array = Json::array();
+        for (int k = static_cast<int>(rng() % 4); k > 0; --k) array.push_back(random_value(depth + 1));
+        return array;
+      }
+    }
+  };
+  size_t compared = 0;
+  JsonSpans spans;
+  std::function<void(std::string_view)> same = [&](std::string_view value) {
+    if (IsJsonObject(value)) {
+      JsonMembers scanned = ObjectMembers(value), stepped = ObjectMembers(value, &spans);
+      REQUIRE(scanned.size() == stepped.size());
+      // The validator noted where this object ends (empty ones are not noted).
+      CHECK(spans.EndOf(value.data()) == (scanned.empty() ? nullptr : value.data() + value.size()));
+      for (size_t k = 0; k < scanned.size(); ++k) {
+        CHECK(scanned[k].key.data() == stepped[k].key.data());
+        CHECK(scanned[k].value.data() == stepped[k].value.data());
+        CHECK(scanned[k].value.size() == stepped[k].value.size());
+        ++compared;
+        same(stepped[k].value);
+      }
+    } else if (IsJsonArray(value)) {
+      JsonElements scanned = ArrayElements(value), stepped = ArrayElements(value, &spans);
+      REQUIRE(scanned.size() == stepped.size());
+      CHECK(spans.EndOf(value.data()) == (scanned.empty() ? nullptr : value.data() + value.size()));
+      for (size_t k = 0; k < scanned.size(); ++k) {
+        CHECK(scanned[k].data() == stepped[k].data());
+        CHECK(scanned[k].size() == stepped[k].size());
+        ++compared;
+        same(stepped[k]);
+      }
+    }
+  };
+  for (int round = 0; round < 400; ++round) {
+    Json doc = {{"choices", Json::array({random_value(1), random_value(1)})}, {"x", random_value(0)}};
+    std::string text = doc.dump(round % 2 ? 1 : -1);  // with whitespace and without
+    REQUIRE_FALSE(JsonSyntaxError(text, &spans).has_value());
+    same(TrimJson(text));
+  }
+  CHECK(compared > 2000);
+  // Spans of another text are not used: the scan reads the value itself.
+  std::string other = R"({"a":[1,{"b":"]"}],"c":{}})";
+  REQUIRE_FALSE(JsonSyntaxError(R"([[1],[2]])", &spans).has_value());
+  JsonMembers members = ObjectMembers(other, &spans);
+  REQUIRE(members.size() == 2);
+  CHECK(members[0].value == R"([1,{"b":"]"}])");
+  CHECK(members[1].value == "{}");
 }
 
 TEST_CASE("pass-through request: the capture fields spliced into the client's bytes") {
