@@ -60,4 +60,23 @@ std::string RequestHead::Text(uint64_t content_length) && {
   return std::move(text_);
 }
 
+ResponseHead::ResponseHead(http::status status, unsigned version) : version_(version) {
+  text_.reserve(256);
+  auto reason = http::obsolete_reason(status);
+  text_.append(VersionText(version)).append(" ").append(std::to_string(static_cast<unsigned>(status)));
+  text_.append(" ").append(reason.data(), reason.size()).append("\r\n");
+}
+
+ResponseHead& ResponseHead::Set(std::string_view name, std::string_view value) {
+  text_.append(name).append(": ").append(value).append("\r\n");
+  return *this;
+}
+
+std::string ResponseHead::Text(bool keep_alive, uint64_t content_length) && {
+  if (version_ >= 11 && !keep_alive) text_.append("Connection: close\r\n");
+  if (version_ < 11 && keep_alive) text_.append("Connection: keep-alive\r\n");
+  text_.append("Content-Length: ").append(std::to_string(content_length)).append("\r\n\r\n");
+  return std::move(text_);
+}
+
 }  // namespace forge::proxy

@@ -44,6 +44,21 @@ class RequestHead {
   std::string text_;
 };
 
+// The same for a whole response to a client: the status line, the fields
+// in the order set, then Connection as Beast writes it for keep_alive and
+// the version (HTTP/1.1: "close" or nothing; 1.0: "keep-alive" or nothing),
+// then Content-Length.
+class ResponseHead {
+ public:
+  ResponseHead(http::status status, unsigned version);
+  ResponseHead& Set(std::string_view name, std::string_view value);
+  std::string Text(bool keep_alive, uint64_t content_length) &&;
+
+ private:
+  std::string text_;
+  unsigned version_;
+};
+
 // Writes header then body to a client; ec tells how it went.
 inline Task<void> WriteMessage(tcp::socket& client, const std::string& header, std::string_view body,
                                beast::error_code& ec) {

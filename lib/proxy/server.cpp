@@ -219,16 +219,14 @@ Task<void> Server::Session(tcp::socket socket) {
 Task<bool> Server::Send(tcp::socket& client, Request& req, http::status status, std::string body,
                         std::string_view content_type,
                         std::vector<std::pair<std::string, std::string>> headers) {
-  http::response<http::empty_body> res{status, req.version()};
-  res.set(http::field::server, "forge-proxy");
-  res.set(http::field::content_type, std::string(content_type));
-  for (auto& [name, value] : headers) res.set(name, value);
-  res.keep_alive(req.keep_alive() && !stopping_.load());
-  res.content_length(body.size());
-  std::string header = HeaderText(res.base());
+  ResponseHead head(status, req.version());
+  head.Set("Server", "forge-proxy").Set("Content-Type", content_type);
+  for (auto& [name, value] : headers) head.Set(name, value);
+  bool keep_alive = req.keep_alive() && !stopping_.load();
+  std::string header = std::move(head).Text(keep_alive, body.size());
   beast::error_code ec;
   co_await WriteMessage(client, header, body, ec);
-  co_return !ec && res.keep_alive();
+  co_return !ec && keep_alive;
 }
 
 Task<bool> Server::Handle(tcp::socket& client, Request& req) {

@@ -53,6 +53,26 @@ TEST_CASE("RequestHead writes the upstream request header Beast would") {
   }
 }
 
+TEST_CASE("ResponseHead writes the response header Beast would, for each version and keep-alive") {
+  for (unsigned version : {10u, 11u}) {
+    for (bool keep : {false, true}) {
+      for (auto status : {http::status::ok, http::status::too_many_requests, http::status::bad_gateway}) {
+        CAPTURE(version);
+        CAPTURE(keep);
+        http::response<http::empty_body> res{status, version};
+        res.set(http::field::server, "forge-proxy");
+        res.set(http::field::content_type, "application/json");
+        res.set("Retry-After", "2");
+        res.keep_alive(keep);
+        res.content_length(12345);
+        forge::proxy::ResponseHead head(status, version);
+        head.Set("Server", "forge-proxy").Set("Content-Type", "application/json").Set("Retry-After", "2");
+        CHECK(std::move(head).Text(keep, 12345) == BeastHeader(res));
+      }
+    }
+  }
+}
+
 TEST_CASE("HeaderText writes response headers as Beast does: status, reason, keep-alive, chunked") {
   http::response<http::empty_body> closing{http::status::not_found, 11};
   closing.set(http::field::server, "forge-proxy");
