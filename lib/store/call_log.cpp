@@ -8,6 +8,8 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -257,7 +259,8 @@ CallLog::~CallLog() {
 
 Result<uint64_t> CallLog::AppendRequestText(std::string_view text) {
   uint64_t at = end_;
-  FORGE_RETURN_IF_ERROR(AppendRecord({{const_cast<char*>(text.data()), text.size()}}, /*request=*/true));
+  iovec piece{const_cast<char*>(text.data()), text.size()};
+  FORGE_RETURN_IF_ERROR(AppendRecord({&piece, 1}, /*request=*/true));
   return at;
 }
 
@@ -267,19 +270,27 @@ Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_tex
   return LogPosition{end_};
 }
 
-Status CallLog::AppendRecord(const std::vector<iovec>& body, bool request) {
+Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
   uint64_t length = 0;
   for (const iovec& piece : body) length += piece.iov_len;
-  XXH3_state_t state;
-  // A state on the stack must be initialised before a seeded reset: XXH3
-  // keeps the secret it derived for the seed the state already holds, so
-  // stack garbage equal to this length (the last record's, often) left a
-  // stale secret, and a wrong checksum hid the record from recovery.
-  XXH3_INITSTATE(&state);
-  XXH3_64bits_reset_withSeed(&state, length);
-  for (const iovec& piece : body) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
-  uint64_t record_header[2] = {length | (request ? kRequestRecordBit : 0), XXH3_64bits_digest(&state)};
-  std::vector<iovec> pieces;
+  uint64_t checksum;
+  if (body.size() == 1) {
+    // One piece (a request record, a short call): the one-shot hash, the same
+    // value without the streaming state's set-up (it derives a secret from the seed).
+    checksum = XXH3_64bits_withSeed(body[0].iov_base, body[0].iov_len, length);
+  } else {
+    XXH3_state_t state;
+    // A state on the stack must be initialised before a seeded reset: XXH3
+    // keeps the secret it derived for the seed the state already holds, so
+    // stack garbage equal to this length (the last record's, often) left a
+    // stale secret, and a wrong checksum hid the record from recovery.
+    XXH3_INITSTATE(&state);
+    XXH3_64bits_reset_withSeed(&state, length);
+    for (const iovec& piece : body) XXH3_64bits_update(&state, piece.iov_base, piece.iov_len);
+    checksum = XXH3_64bits_digest(&state);
+  }
+  uint64_t record_header[2] = {length | (request ? kRequestRecordBit : 0), checksum};
+  boost::container::small_vector<iovec, 8> pieces;
   pieces.reserve(body.size() + 1);
   pieces.push_back({record_header, sizeof record_header});
   pieces.insert(pieces.end(), body.begin(), body.end());

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,7 +79,7 @@ class CallLog {
   // Allocates disk blocks past the end (the file's size stays) up to at least `bytes`.
   void ReserveUpTo(uint64_t bytes);
   // Appends one record: its header (length, kind, checksum), then body.
-  Status AppendRecord(const std::vector<iovec>& body, bool request);
+  Status AppendRecord(std::span<const iovec> body, bool request);
 
   int fd_;
   std::string path_;
