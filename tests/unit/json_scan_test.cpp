@@ -339,6 +339,24 @@ TEST_CASE("pass-through request: a helper call without tools is a side call, a p
     REQUIRE(folded.ok());
     CHECK_MESSAGE(folded->side_call, "pad " << pad);
   }
+  // Every marker at every offset of a 16-byte step, at the probe's end and
+  // before more text; one byte off is not a marker.
+  for (std::string marker : {"you are a title generator", "new conversation topic", "generate a concise",
+                             "conversation title", "write a 5-10 word title", "summarize this coding conversation",
+                             "isnewtopic"}) {
+    for (size_t pad = 0; pad < 34; ++pad) {
+      for (std::string tail : {"", " and then some more words."}) {
+        std::string near = marker;
+        near.back() = near.back() == 'x' ? 'y' : 'x';
+        for (bool exact : {true, false}) {
+          std::string text = std::string(pad, 'g') + (exact ? marker : near) + tail;
+          auto read = ReadPassThroughRequest(R"({"messages":[{"role":"user","content":")" + text + R"("}]})", false);
+          REQUIRE(read.ok());
+          CHECK_MESSAGE(read->side_call == exact, marker << " pad " << pad << " tail " << tail.size());
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("pass-through request: the side-call test on bytes agrees with the one on a document") {
