@@ -107,7 +107,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     rec.error = message;
     rec.retry_key.clear();
     finish(rec);
-    co_await Commit(rec);
+    co_await Commit(std::move(rec));
     if (!cs.headers_sent) co_return co_await reply_error(status, message);
     std::string event = error_event(message);
     co_await WriteSseBytes(cs, std::move(event), true);

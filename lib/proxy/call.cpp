@@ -113,7 +113,7 @@ std::string FinishReasonOf(const Json& response) {
 
 }  // namespace
 
-Task<Status> Server::Commit(store::CallRecord call, std::optional<LoggedRequest> request) {
+Task<Status> Server::Commit(store::CallRecord&& call, std::optional<LoggedRequest> request) {
   // The writer's answer arrives by a post to this call's io thread, so it
   // never races with the wait below.
   struct Waiting {
@@ -397,7 +397,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.error = message;
     rec.retry_key.clear();  // a failed call never hides a retry that succeeds
     finish(rec);
-    co_await Commit(rec, logged_request);  // best effort: the client is told of the failure either way
+    co_await Commit(std::move(rec), logged_request);  // best effort: the client is told of the failure either way
     co_await stop_keepalive();
     if (!cs->headers_sent) co_return co_await fail(status, message);
     auto translator = format->NewStream();

@@ -94,7 +94,7 @@ std::optional<LoggedRequest> Recorder::LogRequestText(std::string_view text) {
   return LoggedRequest{log_generation_, *at};
 }
 
-std::optional<Status> Recorder::Submit(store::CallRecord call, const std::function<Done()>& when_waiting,
+std::optional<Status> Recorder::Submit(store::CallRecord&& call, const std::function<Done()>& when_waiting,
                                        std::optional<LoggedRequest> request) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) return Status::Unavailable("the store writer has stopped");
@@ -107,8 +107,8 @@ std::optional<Status> Recorder::Submit(store::CallRecord call, const std::functi
   }
   size_t bytes = static_cast<size_t>(logged->end - before);
   bool wait = queued_bytes_ + bytes > kMaxQueuedBytes && !queue_.empty();
-  queue_.push_back({std::move(call), *logged, bytes, wait ? when_waiting() : nullptr,
-                    std::chrono::steady_clock::now()});
+  queue_.emplace_back(std::move(call), *logged, bytes, wait ? when_waiting() : nullptr,
+                      std::chrono::steady_clock::now());
   queued_bytes_ += bytes;
   metrics_.store_queue.fetch_add(1);
   if (queue_.size() == 1 || queue_.size() >= kMaxBatch || wait) wake_.notify_one();

@@ -47,7 +47,7 @@ class Recorder {
   // (made only then: the usual call needs none).
   // With request, the call's request text is not logged again when it is in
   // the current log (a log replaced since holds it whole).
-  std::optional<Status> Submit(store::CallRecord call, const std::function<Done()>& when_waiting,
+  std::optional<Status> Submit(store::CallRecord&& call, const std::function<Done()>& when_waiting,
                                std::optional<LoggedRequest> request = std::nullopt);
   // Logs a call's request text ahead of the call, while the upstream works,
   // so that Submit's append, on the call's path, is short. nullopt if it

@@ -78,7 +78,9 @@ class Server {
   Task<bool> HandleCall(tcp::socket& client, Request& req, const Route& route,
                         std::string path_rollout);
   // request: the call's request text already in the call log (LogRequestText).
-  Task<Status> Commit(store::CallRecord call, std::optional<LoggedRequest> request = std::nullopt);
+  // call is taken (moved into the writer's queue) before the first suspension:
+  // its owner co_awaits this at once, so a reference does.
+  Task<Status> Commit(store::CallRecord&& call, std::optional<LoggedRequest> request = std::nullopt);
   // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
   // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
   // non-trivial by-value coroutine parameters passed this way.
