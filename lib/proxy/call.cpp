@@ -25,28 +25,30 @@ namespace {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
-// Counts a call in flight overall and per rollout for its whole life.
+// Counts a call in flight overall, and per rollout (null: no --max-per-rollout
+// to enforce, so no count to keep) for its whole life.
 class InFlight {
  public:
-  InFlight(Metrics& metrics, std::mutex& mutex, std::map<std::string, int>& per_rollout, std::string rollout)
-      : metrics_(metrics), mutex_(mutex), per_rollout_(per_rollout), rollout_(std::move(rollout)) {
+  InFlight(Metrics& metrics, std::mutex& mutex, std::map<std::string, int>* per_rollout, const std::string& rollout)
+      : metrics_(metrics), mutex_(mutex), per_rollout_(per_rollout) {
     metrics_.in_flight.fetch_add(1);
+    if (!per_rollout_) return;
+    rollout_ = rollout;
     std::lock_guard<std::mutex> lock(mutex_);
-    count_ = ++per_rollout_[rollout_];
+    ++(*per_rollout_)[rollout_];
   }
   ~InFlight() {
     metrics_.in_flight.fetch_sub(1);
+    if (!per_rollout_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (--per_rollout_[rollout_] == 0) per_rollout_.erase(rollout_);
+    if (--(*per_rollout_)[rollout_] == 0) per_rollout_->erase(rollout_);
   }
-  int count() const { return count_; }
 
  private:
   Metrics& metrics_;
   std::mutex& mutex_;
-  std::map<std::string, int>& per_rollout_;
+  std::map<std::string, int>* per_rollout_;
   std::string rollout_;
-  int count_ = 0;
 };
 
 Task<void> WaitWhile(const bool& flag) {
@@ -258,7 +260,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       co_await timer.async_wait(Into(ec));
     }
   }
-  InFlight in_flight(metrics_, rollout_mutex_, rollout_in_flight_, rollout);
+  InFlight in_flight(metrics_, rollout_mutex_, config_.max_per_rollout > 0 ? &rollout_in_flight_ : nullptr, rollout);
   metrics_.calls.fetch_add(1);
 
   store::CallRecord rec;
