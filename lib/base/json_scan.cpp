@@ -446,6 +446,8 @@ const JsonMember* FindMember(const JsonMembers& members, std::string_view name) 
   return nullptr;
 }
 
+size_t JsonStringEnd(std::string_view text, size_t quote) { return SkipString(text, quote); }
+
 std::string DecodeJsonString(std::string_view raw) { return DecodeJsonStringPrefix(raw, raw.size()); }
 
 std::string JsonStringValue(std::string_view value) {

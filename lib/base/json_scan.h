@@ -76,6 +76,8 @@ JsonElements ArrayElements(std::string_view array, const JsonSpans* spans = null
 // The last member named name (a parser keeps the last of duplicate keys).
 const JsonMember* FindMember(const JsonMembers& members, std::string_view name);
 
+// Index just past the string that starts at text[quote] (a '"') of valid text.
+size_t JsonStringEnd(std::string_view text, size_t quote);
 // The decoded contents of a raw JSON string body (between the quotes).
 std::string DecodeJsonString(std::string_view raw);
 // The decoded text of a JSON string value (with its quotes); empty for any

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "base/json_parse.h"
 #include "proxy/client_stream.h"
 #include "proxy/http_read.h"
 #include "proxy/server.h"
@@ -159,7 +160,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
                                          "upstream " + upstream->url + " failed mid-response: " + ec.message());
     if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
     rec.first_token_at = NowSeconds();
-    Json message = Json::parse(body, nullptr, false);
+    Json message = ParseJson(body).value_or(Json(Json::value_t::discarded));
     rec.response = message.is_discarded() ? Json(body) : message;
     rec.upstream_response = rec.response;
     rec.http_status = status;

@@ -213,6 +213,26 @@ bool HasSideCallMarker(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+// Appends a message content's text (a string, or its text parts) to probe,
+// no further than the rule reads: a harness's first message may be 200 KB.
+void AppendProbeText(const Json* content, std::string& probe) {
+  auto append = [&](const Json& text) {
+    if (probe.size() < kSideCallProbeBytes) probe.append(text.get_ref<const std::string&>(), 0, kSideCallProbeBytes - probe.size());
+  };
+  if (!content) return;
+  if (content->is_string()) return append(*content);
+  if (!content->is_array()) return;
+  for (const Json& part : *content) {
+    const Json* type = part.is_object() ? Find(part, "type") : nullptr;
+    const Json* text = part.is_object() ? Find(part, "text") : nullptr;
+    if (type && type->is_string() && *type == "text" && text && text->is_string()) append(*text);
+  }
+}
+
+}  // namespace
+
 SideCallSigns SideCallSignsOf(const Json& body) {
   SideCallSigns signs;
   if (const Json* tools = Find(body, "tools"); tools && tools->is_array() && !tools->empty()) {
@@ -235,9 +255,9 @@ SideCallSigns SideCallSignsOf(const Json& body) {
     if (!m.is_object()) continue;
     std::string role = m.value("role", "");
     if (role == "system" || role == "developer") {
-      signs.probe += ContentText(m.value("content", Json()));
+      AppendProbeText(Find(m, "content"), signs.probe);
     } else if (role == "user" && !saw_user) {
-      signs.probe += ContentText(m.value("content", Json()));
+      AppendProbeText(Find(m, "content"), signs.probe);
       saw_user = true;
     }
   }
