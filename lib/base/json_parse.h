@@ -24,5 +24,10 @@ namespace forge {
 // The document text holds, or nullopt with *error (if given) saying what is
 // wrong and at which byte (JsonSyntaxError's words).
 std::optional<nlohmann::json> ParseJson(std::string_view text, std::string* error = nullptr);
+// The same as nlohmann::json::parse(text, nullptr, false): a discarded value
+// when text is not JSON.
+inline nlohmann::json ParseJsonOrDiscarded(std::string_view text) {
+  return ParseJson(text).value_or(nlohmann::json(nlohmann::json::value_t::discarded));
+}
 
 }  // namespace forge

@@ -160,7 +160,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
                                          "upstream " + upstream->url + " failed mid-response: " + ec.message());
     if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
     rec.first_token_at = NowSeconds();
-    Json message = ParseJson(body).value_or(Json(Json::value_t::discarded));
+    Json message = ParseJsonOrDiscarded(body);
     rec.response = message.is_discarded() ? Json(body) : message;
     rec.upstream_response = rec.response;
     rec.http_status = status;
@@ -208,7 +208,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     sse.Feed(bytes, events);
     std::string out;
     for (const SseEvent& event : events) {
-      Json data = Json::parse(event.data, nullptr, false);
+      Json data = ParseJsonOrDiscarded(event.data);
       if (data.is_discarded()) {
         stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
         break;

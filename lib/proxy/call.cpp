@@ -488,7 +488,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
       co_return co_await Send(client, req, http::status::ok, std::move(chunk->text));
     }
-    Json response = ParseJson(text).value_or(Json(Json::value_t::discarded));
+    Json response = ParseJsonOrDiscarded(text);
     if (response.is_discarded() || !response.is_object()) {
       co_return co_await fail_call(502, "upstream " + upstream->url + " answered with invalid JSON");
     }
@@ -551,7 +551,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
         if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
         if (!chunk->usage.empty()) usage = Json::parse(chunk->usage, nullptr, false);
         if (chunk->usage_only && !client_wants_usage) continue;
-        if (!upstream_assembled.AddContentDelta(chunk->text)) upstream_assembled.Add(Json::parse(chunk->text, nullptr, false));
+        if (!upstream_assembled.AddContentDelta(chunk->text)) upstream_assembled.Add(ParseJsonOrDiscarded(chunk->text));
         std::string& target = chunk->final ? held : out;
         if (!chunk->final) {
           out += held;
@@ -580,14 +580,14 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       if (auto content = piece ? ContentDeltaText(*piece) : std::nullopt;
           content && translator->OnContentDelta(*content, content_bytes)) {
         if (!upstream_assembled.AddContentDelta(*piece)) {
-          upstream_assembled.Add(Json::parse(stripped->text, nullptr, false));
+          upstream_assembled.Add(ParseJsonOrDiscarded(stripped->text));
         }
         out += held;
         held.clear();
         out += content_bytes;
         continue;
       }
-      Json chunk = Json::parse(stripped->text, nullptr, false);
+      Json chunk = ParseJsonOrDiscarded(stripped->text);
       if (chunk.contains("usage") && !chunk["usage"].is_null()) usage = chunk["usage"];
       if (!pass_through) upstream_assembled.Add(chunk);
       bool usage_only = chunk.contains("choices") && chunk["choices"].is_array() && chunk["choices"].empty();
