@@ -347,7 +347,6 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   CaptureWants wants;
   bool client_wants_usage = true;
   BodyPieces upstream_body;
-  std::string upstream_text;  // a translated request's
   if (raw) {
     wants = raw->wants;
     client_wants_usage = raw->client_wants_usage;
@@ -368,9 +367,10 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     // Chat clients get the usage chunk only when they asked; the other formats
     // always carry usage in their own end events.
     rec.model = body.value("model", "");
-    upstream_text = DumpJson(body);
-    upstream_body = upstream_text;
-    rec.upstream_request = std::move(body);
+    // Its text is both what goes upstream and the record's (the store's
+    // writer slices it into parts as it does a request's bytes).
+    rec.upstream_request_text = DumpJson(body);
+    upstream_body = rec.upstream_request_text;
     // The request as the harness sent it: its bytes, which go into the call
     // log while the upstream works (as a pass-through call's do), so the
     // call's own record, written before its last bytes, does not carry them.

@@ -89,7 +89,7 @@ auto JsonFields(Call& c) {
   };
   return std::array<Field, 6>{{{"request", &c.request, nullptr},
                                {"response", &c.response, nullptr},
-                               {"upstream_request", &c.upstream_request, nullptr},
+                               {"upstream_request", &c.upstream_request, &c.upstream_request_text},
                                {"upstream_response", &c.upstream_response, nullptr},
                                {"usage", &c.usage, &c.usage_text},
                                {"upstream_request_patch", &c.upstream_request_patch, &c.upstream_request_patch_text}}};
@@ -101,6 +101,7 @@ EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at) {
   // Room for the short texts, the numbers and the token arrays (the
   // documents' texts are rare on the proxy's path: it relays text).
   size_t room = 256 + c.usage_text.size() + c.upstream_request_patch_text.size() +
+                (c.upstream_request_text.size() < kLongText ? c.upstream_request_text.size() : 0) +
                 4 * (c.prompt_ids.size() + c.completion_ids.size() + c.logprobs.size());
   for (const auto& [name, text] : TextFields(c)) {
     if (text->size() < kLongText) room += text->size();

@@ -53,7 +53,7 @@ void ClearForTokens(CallRecord& c) {
   c.started_at = c.first_token_at = c.ended_at = 0;
   for (std::string* text : {&c.client_format, &c.upstream, &c.model, &c.retry_key, &c.request_text,
                             &c.request_skeleton, &c.response_text, &c.upstream_response_text,
-                            &c.upstream_request_patch_text, &c.usage_text}) {
+                            &c.upstream_request_patch_text, &c.upstream_request_text, &c.usage_text}) {
     text->clear();
   }
   for (Json* value : {&c.request, &c.response, &c.upstream_request, &c.upstream_response, &c.usage,
@@ -438,10 +438,11 @@ Status Store::AppendCallLocked(CallRecord& call) {
   auto response = content(call.response, call.response_text);
   // The upstream request repeats the client's request; keep only the difference.
   bool diff_upstream = call.request.is_object() && call.upstream_request.is_object();
-  bool patch_upstream = call.upstream_request.is_null() && call.upstream_request_patch.is_object();
+  bool patch_upstream = call.upstream_request.is_null() && call.upstream_request_text.empty() &&
+                        call.upstream_request_patch.is_object();
   auto upstream_request = patch_upstream ? PutContent(call.upstream_request_patch)
                           : diff_upstream ? PutContent(TopLevelDiff(call.request, call.upstream_request))
-                                          : PutContent(call.upstream_request);
+                                          : content(call.upstream_request, call.upstream_request_text);
   if ((patch_upstream || diff_upstream) && upstream_request.ok()) *upstream_request = "D" + *upstream_request;
   bool same_response = call.upstream_response.is_null() && call.response.is_null() &&
                        !call.response_text.empty() && call.upstream_response_text == call.response_text;

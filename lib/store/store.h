@@ -72,15 +72,17 @@ struct CallRecord {
   // Cheaper forms for a proxy that relays bytes (each used when the Json
   // field above is null): the request and responses as their JSON text,
   // stored by slicing the text into parts without parsing it, the upstream
-  // request as a top-level patch of the request ({"set": {...}, "unset":
-  // [...]}, what TopLevelDiff makes) or that patch's text, and the usage as
-  // the upstream sent its text. Readers get Json as usual.
+  // request as its text (a translated call's, as sent) or as a top-level
+  // patch of the request ({"set": {...}, "unset": [...]}, what TopLevelDiff
+  // makes) or that patch's text, and the usage as the upstream sent its
+  // text. Readers get Json as usual.
   std::string request_text;
   std::string request_skeleton;  // the request's parts stored ahead by PutRequestText
   std::string response_text;
   std::string upstream_response_text;
   Json upstream_request_patch;
   std::string upstream_request_patch_text;
+  std::string upstream_request_text;
   std::string usage_text;
 };
 

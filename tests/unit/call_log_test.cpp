@@ -174,6 +174,44 @@ TEST_CASE("usage and the upstream patch given as text are logged and stored as t
   CHECK((*stored)[0].upstream_request == expected);
 }
 
+TEST_CASE("a translated call's upstream request given as its text is logged and stored as its document") {
+  // What forge-proxy sets for an Anthropic call: the client's bytes and the
+  // upstream request's text (as sent), long enough to be written from where it is.
+  CallRecord call = ProxyCall("r1", "u");
+  call.client_format = "anthropic";
+  call.upstream_request_patch = nullptr;  // (a pass-through call's form)
+  Json upstream = {{"model", "policy"},
+                   {"messages", Json::array({{{"role", "system"}, {"content", std::string(3000, 's')}},
+                                             {{"role", "user"}, {"content", "hi"}}})},
+                   {"return_token_ids", true}};
+  call.upstream_request_text = upstream.dump();
+  forge::store::EncodedCall encoded(call);
+  auto back = forge::store::DecodeCall(Bytes(encoded));
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  CHECK(back->upstream_request == upstream);
+
+  forge::testing::TempDir dir;
+  auto store = OpenStore(dir.File("forge.db"));
+  // The first from the text, the second (recovery's way) from the document.
+  std::vector<CallRecord> first = {call}, second = {*back};
+  second[0].retry_key = "another call";  // (the same key would be taken for an SDK's retry)
+  REQUIRE(store->AppendCalls(first, nullptr).ok());
+  auto after_first = store->Stats();
+  REQUIRE(after_first.ok());
+  REQUIRE(store->AppendCalls(second, nullptr).ok());
+  auto stored = store->CallsOfRollout("r1");
+  REQUIRE_MESSAGE(stored.ok(), stored.status().message());
+  REQUIRE(stored->size() == 2);
+  CHECK((*stored)[0].upstream_request == upstream);
+  CHECK((*stored)[1].upstream_request == upstream);
+  // The text's parts are the document's (same bytes, same hashes): the
+  // second call stored no new content.
+  auto after_second = store->Stats();
+  REQUIRE(after_second.ok());
+  CHECK(after_first->blob_count >= 2);
+  CHECK(after_second->blob_count == after_first->blob_count);
+}
+
 TEST_CASE("a call whose request text is in a request record encodes the record's offset instead") {
   CallRecord call = ProxyCall("r1", "a");
   forge::store::EncodedCall whole(call);
