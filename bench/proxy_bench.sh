@@ -183,17 +183,18 @@ echo "calls recorded during the run: $(curl -s "http://127.0.0.1:$PX/metrics" | 
 
 echo
 echo "(c) store bytes of a 50-call rollout, harness-like: a 12 KB system prompt and 12 tools resent every"
-echo "    call, a growing conversation of assistant tool calls and tool results (this repository's source files)"
-size_run() {  # binary -> "calls largest file_bytes blob_bytes token_bytes empty_bytes"
+echo "    call, a growing conversation of assistant tool calls and tool results (this repository's source files);"
+echo "    as chat, and as Anthropic Messages (Claude Code's format, translated to chat by the proxy)"
+size_run() {  # binary format -> "calls largest file_bytes blob_bytes token_bytes empty_bytes"
   local port db pid
   port=$(port); db="$W/size.$RANDOM.db"
   "$1" --store "$db" --upstream "http://127.0.0.1:$UP" --port "$port" --open --health-interval 0 >/dev/null 2>>"$W/proxy.err" & pid=$!
   wait_http "http://127.0.0.1:$port/healthz"
   local empty
   empty=$("$BIN/bench-proxy_bench" storesize "$db" none | cut -d' ' -f3)
-  python3 - "$port" "$SRC" <<'PY'
+  python3 - "$port" "$SRC" "$2" <<'PY'
 import json, sys, urllib.request, random, glob
-port, src = sys.argv[1], sys.argv[2]
+port, src, fmt = sys.argv[1], sys.argv[2], sys.argv[3]
 random.seed(7)
 files = sorted(glob.glob(f"{src}/lib/**/*.cpp", recursive=True) + glob.glob(f"{src}/lib/**/*.h", recursive=True))
 texts = [open(f, encoding="utf-8", errors="replace").read() for f in files]
@@ -203,16 +204,29 @@ tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": t
           "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}}}}
          for i in range(12)]
 messages = [{"role": "system", "content": system}, {"role": "user", "content": "Fix the failing test in lib/store."}]
+anthropic_tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
+                    "input_schema": t["function"]["parameters"]} for t in tools]
+anthropic_messages = [{"role": "user", "content": "Fix the failing test in lib/store."}]
 for i in range(50):
-    body = json.dumps({"model": "m", "messages": messages, "tools": tools}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/r/size-rollout/v1/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
-    reply = json.load(urllib.request.urlopen(req))["choices"][0]["message"]
-    call = {"id": f"call_{i}", "type": "function",
-            "function": {"name": "tool_1", "arguments": json.dumps({"path": files[i % len(files)][len(src) + 1:]})}}
-    messages.append({"role": "assistant", "content": reply.get("content"), "tool_calls": [call]})
+    if fmt == "chat":
+        body = json.dumps({"model": "m", "messages": messages, "tools": tools}).encode()
+        path, headers = "/v1/chat/completions", {"Content-Type": "application/json"}
+    else:
+        body = json.dumps({"model": "m", "max_tokens": 4096, "system": system, "messages": anthropic_messages,
+                           "tools": anthropic_tools}).encode()
+        path, headers = "/v1/messages", {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/r/size-rollout{path}", data=body, headers=headers)
+    answer = json.load(urllib.request.urlopen(req))
+    text = answer["choices"][0]["message"].get("content") if fmt == "chat" else answer["content"][0].get("text")
+    arguments = {"path": files[i % len(files)][len(src) + 1:]}
     output = texts[(i * 13) % len(texts)][:random.choice([600, 1500, 3000, 6000])]
+    messages.append({"role": "assistant", "content": text, "tool_calls": [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "tool_1", "arguments": json.dumps(arguments)}}]})
     messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": output})
+    anthropic_messages.append({"role": "assistant", "content": [{"type": "text", "text": text or ""},
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "tool_1", "input": arguments}]})
+    anthropic_messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}",
+                                                            "content": output}]})
 PY
   kill -TERM $pid; wait $pid 2>/dev/null || true
   echo "$("$BIN/bench-proxy_bench" storesize "$db" size-rollout) $empty"
@@ -226,8 +240,11 @@ print(f"  {name:<12} {n} calls; largest request {largest/1024:.1f} KiB; store fi
       f"{(bb+tb)/1024:.1f} KiB ({(bb+tb)/largest:.2f}x)   (target <= 3x)")
 PY
 }
-report_size forge-proxy "$(size_run "$BIN/forge-proxy")"
-[ -n "$BASE" ] && report_size baseline "$(size_run "$BASE")"
+for format in chat anthropic; do
+  echo "  $format:"
+  report_size forge-proxy "$(size_run "$BIN/forge-proxy" $format)"
+  [ -n "$BASE" ] && report_size baseline "$(size_run "$BASE" $format)"
+done
 true
 
 echo
