@@ -10,6 +10,7 @@
 
 #include "base/hash.h"
 #include "base/json_dump.h"
+#include "store/blob_codec.h"
 #include "store/call_log.h"
 #include "store/content.h"
 #include "store/little_endian.h"
@@ -325,7 +326,8 @@ Result<int64_t> Store::PutBlob(const std::string& hash, std::string_view data) {
 Result<int64_t> Store::InsertBlob(const std::string& hash, std::string_view data) {
   auto insert = db_.PrepareCached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
   if (!insert.ok()) return insert.status();
-  FORGE_RETURN_IF_ERROR(insert->Bind(1, hash).BindBlob(2, data).Run());
+  std::string stored = PackBlob(data);
+  FORGE_RETURN_IF_ERROR(insert->Bind(1, hash).BindBlob(2, stored).Run());
   if (db_.Changes() == 1) return db_.LastInsertRowId();
   auto select = db_.PrepareCached("SELECT id FROM blobs WHERE hash = ?1");
   if (!select.ok()) return select.status();
@@ -343,7 +345,9 @@ Result<std::string> Store::GetBlob(int64_t id) {
   auto row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row) return Status::DataErr(path() + ": missing blob " + std::to_string(id));
-  return stmt->Blob(0);
+  auto text = UnpackBlob(stmt->Blob(0));
+  if (!text.ok()) return text.status().Prefixed(path() + ": blob " + std::to_string(id));
+  return text;
 }
 
 Result<std::string> Store::PutContent(const Json& value) {

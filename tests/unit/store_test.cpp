@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "store/blob_codec.h"
+#include "store/sqlite.h"
 #include "store/content.h"
 #include "store/schema.h"
 #include "store/store.h"
@@ -20,6 +22,24 @@ std::unique_ptr<Store> OpenOrDie(const std::string& path, OpenOptions options = 
   auto store = Store::Open(path, options);
   REQUIRE_MESSAGE(store.ok(), store.status().message());
   return std::move(*store);
+}
+
+// Text zstd shrinks little (the store compresses content): printable ASCII
+// but quote and backslash, from a linear congruential sequence; ~6.5 bits a byte.
+std::string Incompressible(size_t size, uint32_t seed) {
+  static const std::string kAlphabet = [] {
+    std::string a;
+    for (char c = '#'; c <= '~'; ++c) {
+      if (c != '\\') a += c;
+    }
+    return a;
+  }();
+  std::string text;
+  text.reserve(size);
+  for (uint32_t x = seed * 2654435761u + 1; text.size() < size; x = x * 1103515245u + 12345u) {
+    text += kAlphabet[(x >> 16) % kAlphabet.size()];
+  }
+  return text;
 }
 
 Json Message(const std::string& role, const std::string& text) {
@@ -161,6 +181,57 @@ TEST_CASE("resent conversation content is stored once") {
   CHECK(back->back().request["messages"] == history);
 }
 
+TEST_CASE("content blobs are stored compressed where that saves, and read back as they were") {
+  using forge::store::PackBlob;
+  using forge::store::UnpackBlob;
+  // A part of prose or code shrinks; a short one and one that will not shrink stay as they are.
+  std::string prose;
+  for (int i = 0; prose.size() < 20000; ++i) prose += "tool output line " + std::to_string(i) + ": ok\n";
+  std::string text = Json(prose).dump();
+  std::string packed = PackBlob(text);
+  CHECK(packed.size() < text.size() / 3);
+  CHECK(UnpackBlob(packed).value() == text);
+  std::string small = R"({"role":"user","content":"hi"})";
+  CHECK(PackBlob(small) == small);
+  std::string noise = Json(Incompressible(4000, 1)).dump();
+  std::string noise_packed = PackBlob(noise);
+  CHECK(UnpackBlob(noise_packed).value() == noise);
+  // A stored blob that is plain text (every store before compression) reads as itself.
+  CHECK(UnpackBlob(text).value() == text);
+  // A frame cut short is an error naming what it is, not a wrong text.
+  auto cut = UnpackBlob(std::string_view(packed).substr(0, packed.size() / 2));
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.status().message().find("compressed content blob") != std::string::npos);
+
+  // Through the store: the blob table holds the compressed bytes, the call its text.
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  {
+    auto store = OpenOrDie(db);
+    std::vector<CallRecord> calls = {MakeCall("r", Json::array({Message("tool", prose)}), {1, 2, 3})};
+    REQUIRE(store->AppendCalls(calls).ok());
+    auto stats = store->Stats();
+    REQUIRE(stats.ok());
+    CHECK(stats->blob_bytes < static_cast<int64_t>(prose.size()) / 3);
+    auto back = store->CallsOfRollout("r");
+    REQUIRE(back.ok());
+    CHECK(back->front().request["messages"][0]["content"] == prose);
+  }
+  // A corrupt compressed blob fails the read, naming the store and the blob.
+  {
+    auto raw = forge::store::Database::Open(db, /*read_only=*/false);
+    REQUIRE(raw.ok());
+    auto damage = raw->Prepare("UPDATE blobs SET data = substr(data, 1, length(data) / 2) WHERE length(data) > 100");
+    REQUIRE(damage.ok());
+    REQUIRE(damage->Run().ok());
+  }
+  auto store = OpenOrDie(db);
+  auto back = store->CallsOfRollout("r");
+  REQUIRE_FALSE(back.ok());
+  CHECK(back.status().message().find("blob") != std::string::npos);
+  CHECK(back.status().message().find("compressed content blob") != std::string::npos);
+}
+
 TEST_CASE("a blob interned by a transaction that rolled back is stored again, not referred to") {
   forge::testing::TempDir dir;
   auto store = OpenOrDie(dir.File("forge.db"));
@@ -199,7 +270,7 @@ TEST_CASE("checkpoints handed off: commits never run one, another connection doe
   // About 1,500 WAL pages: past SQLite's own threshold of 1,000, which would
   // have checkpointed (and so rewound the WAL) inside a commit.
   for (int i = 0; i < 300; ++i) {
-    Json history = Json::array({Message("user", std::to_string(i) + std::string(16000, 'x'))});
+    Json history = Json::array({Message("user", Incompressible(16000, static_cast<uint32_t>(i)))});
     std::vector<CallRecord> calls = {MakeCall("r", history, {i})};
     REQUIRE(writer->AppendCalls(calls).ok());
   }
@@ -207,7 +278,7 @@ TEST_CASE("checkpoints handed off: commits never run one, another connection doe
   int64_t wal = bytes(path + "-wal"), db = bytes(path);
   CHECK(wal > 1000 * 4096);
   REQUIRE(other->Checkpoint().ok());
-  CHECK(bytes(path) > db + 300 * 16000);  // the calls' pages copied into the database
+  CHECK(bytes(path) > db + 300 * 12000);  // the calls' pages copied into the database
   // The next commit rewinds the WAL instead of growing it.
   std::vector<CallRecord> more = {MakeCall("r", Json::array({Message("user", "after")}), {1})};
   REQUIRE(writer->AppendCalls(more).ok());
