@@ -47,8 +47,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-store_size: cannot read the sources under %s/lib\n", FORGE_SOURCE_DIR);
     return 1;
   }
-  // n bytes of real text from a random place in the sources.
-  auto text = [&](size_t n) { return corpus.substr(rng() % (corpus.size() - n), n); };
+  // About n bytes of real text from a random place in the sources, cut at
+  // character boundaries (the sources hold some UTF-8; a cut sequence is not JSON text).
+  auto continuation = [&](size_t at) { return at < corpus.size() && (corpus[at] & 0xC0) == 0x80; };
+  auto text = [&](size_t n) {
+    size_t begin = rng() % (corpus.size() - n), end = begin + n;
+    while (continuation(begin)) ++begin;
+    while (end > begin && continuation(end)) --end;
+    return corpus.substr(begin, end - begin);
+  };
   Json tools = Json::array();
   for (int i = 0; i < 12; ++i) {
     tools.push_back({{"type", "function"},
