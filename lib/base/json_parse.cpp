@@ -53,6 +53,16 @@ Json ReadNumber(std::string_view s, size_t& i) {
   return JsonNumber(s.substr(start, i - start)).value_or(0.0);  // (valid text: always a number)
 }
 
+// Where the next member or element of container goes: for an object, the
+// slot of the key at s[i] (i moves past its colon; a duplicate key's last
+// value stays), for an array a new element.
+Json* NextSlot(Json& container, std::string_view s, size_t& i) {
+  if (!container.is_object()) return &container.emplace_back();
+  std::string key = ReadString(s, i);
+  i = SkipSpace(s, i) + 1;
+  return &container[std::move(key)];
+}
+
 }  // namespace
 
 std::optional<Json> ParseJson(std::string_view text, std::string* error) {
@@ -73,29 +83,18 @@ std::optional<Json> ParseJson(std::string_view text, std::string* error) {
     i = SkipSpace(s, i);
     switch (s[i]) {
       case '{':
-        *slot = Json::object();
+      case '[': {
+        bool object = s[i] == '{';
+        *slot = object ? Json::object() : Json::array();
         i = SkipSpace(s, i + 1);
-        if (s[i] == '}') {
+        if (s[i] == (object ? '}' : ']')) {
           ++i;
           break;
         }
         open.push_back(slot);
-        {
-          std::string key = ReadString(s, i);
-          i = SkipSpace(s, i) + 1;  // the colon
-          slot = &(*open.back())[std::move(key)];  // a duplicate key: the last value stays
-        }
+        slot = NextSlot(*slot, s, i);
         continue;
-      case '[':
-        *slot = Json::array();
-        i = SkipSpace(s, i + 1);
-        if (s[i] == ']') {
-          ++i;
-          break;
-        }
-        open.push_back(slot);
-        slot = &open.back()->emplace_back();
-        continue;
+      }
       case '"':
         *slot = ReadString(s, i);
         break;
@@ -125,14 +124,7 @@ std::optional<Json> ParseJson(std::string_view text, std::string* error) {
         continue;
       }
       i = SkipSpace(s, i + 1);
-      Json& container = *open.back();
-      if (container.is_object()) {
-        std::string key = ReadString(s, i);
-        i = SkipSpace(s, i) + 1;
-        slot = &container[std::move(key)];
-      } else {
-        slot = &container.emplace_back();
-      }
+      slot = NextSlot(*open.back(), s, i);
       break;
     }
   }
