@@ -17,20 +17,6 @@ void AppendFields(const http::fields& fields, std::string& out) {
 
 }  // namespace
 
-std::string HeaderText(const http::request_header<>& header) {
-  std::string out;
-  out.reserve(256);
-  auto method = header.method_string();
-  out.append(method.data(), method.size());
-  out += ' ';
-  out.append(header.target().data(), header.target().size());
-  out += ' ';
-  out += VersionText(header.version());
-  out += "\r\n";
-  AppendFields(header, out);
-  return out;
-}
-
 std::string HeaderText(const http::response_header<>& header) {
   std::string out;
   out.reserve(256);

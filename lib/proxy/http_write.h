@@ -25,8 +25,8 @@ struct BodyPieces {
   size_t size() const { return first.size() + second.size(); }
 };
 
-// The start line, the fields and the empty line ending the header.
-std::string HeaderText(const http::request_header<>& header);
+// The status line, the fields and the empty line ending the header (a
+// stream's first header, whose fields a format may set).
 std::string HeaderText(const http::response_header<>& header);
 
 // An upstream request's header written straight as text, without Beast's
