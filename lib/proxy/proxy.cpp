@@ -1,5 +1,8 @@
 #include "proxy/proxy.h"
 
+#include <malloc.h>
+#include <pthread.h>
+
 #include <cstdlib>
 #include <thread>
 
@@ -7,6 +10,22 @@
 #include "proxy/server.h"
 
 namespace forge::proxy {
+namespace {
+
+// glibc's defaults suit a process whose big blocks come and go rarely; a
+// proxy allocates and frees a request-sized block on every call. With them, a
+// 200 KB call's blocks were mmapped and unmapped, or freed at the top of the
+// heap and trimmed back to the kernel (a brk or madvise per call, and again
+// faulting the pages in on the next), and the trim ran under the malloc
+// arena's lock, which the writer thread takes to free a recorded call's
+// memory: io threads waited 0.1–0.6 ms for it (perf trace). Blocks up to
+// 32 MiB now come from the heap, which keeps up to 64 MiB free at its top.
+void TuneMallocForCalls() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
+}  // namespace
 
 Status RunProxy(const ProxyConfig& config) {
   if (config.store_path.empty()) return Status::Usage("--store is required");
@@ -38,6 +57,7 @@ Status RunProxy(const ProxyConfig& config) {
               (replay->bad_lines() ? " (" + std::to_string(replay->bad_lines()) + " bad lines skipped)" : ""));
   }
 
+  TuneMallocForCalls();
   int threads = std::max(1, config.threads);
   // The io_context, the pool and the server are deliberately never destroyed:
   // connections still parked in the io_context when we return (idle keep-alive
@@ -61,7 +81,9 @@ Status RunProxy(const ProxyConfig& config) {
   for (int i = 1; i < threads; ++i) {
     net::io_context* context = contexts[static_cast<size_t>(i)];
     // Kept running while idle: connections arrive from the acceptor's context.
-    workers.emplace_back([context] {
+    workers.emplace_back([context, i] {
+      // Named, so top -H, perf and gdb tell the io threads from the writer.
+      pthread_setname_np(pthread_self(), ("forge-io-" + std::to_string(i)).c_str());
       auto guard = net::make_work_guard(*context);
       context->run();
     });

@@ -4,8 +4,9 @@
 // complete is never lost; a thread then moves logged calls into the database
 // in batches, one transaction each (group commit), off every call's path.
 //
-// A batch gathers for a few milliseconds, and the writer runs under
-// SCHED_IDLE unless it falls behind (recorder.cpp says why). The queue is
+// A batch gathers for a few milliseconds, and the writer sleeps and works
+// under SCHED_IDLE unless it falls behind, holding no lock a call's thread
+// can want while it does (recorder.cpp says why). The queue is
 // bounded: past kMaxQueuedBytes a call waits for the database like a
 // synchronous commit would. WAL checkpoints run on a thread and connection
 // of their own (by default SQLite runs one, milliseconds long, inside the
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -21,6 +23,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/wakeup.h"
 #include "proxy/metrics.h"
 #include "store/call_log.h"
 #include "store/store.h"
@@ -67,10 +70,10 @@ class Recorder {
     Done done;  // set only for a call that waits for the database
     std::chrono::steady_clock::time_point logged_at;
   };
-  Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log);
+  Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup);
   void Run();
-  Status Commit(std::vector<Pending>& batch);
-  void Rotate();  // replaces a long log the database has taken all of
+  Status Commit(std::vector<Pending>& batch, bool idle);
+  void Rotate(bool idle);  // replaces a long log the database has taken all of
   void StartCheckpointer();
   void RunCheckpoints();
 
@@ -79,11 +82,15 @@ class Recorder {
   std::unique_ptr<store::CallLog> log_;
   uint64_t log_generation_ = 1;  // counts the logs: a request logged in a replaced one is gone
   std::mutex mutex_;  // log_, queue_ and the rest below
-  std::condition_variable wake_;
   std::deque<Pending> queue_;
   size_t queued_bytes_ = 0;
   bool stopping_ = false;
   bool stopped_ = false;
+  // Set under mutex_, read by the writer without it while it gathers a batch.
+  std::atomic<size_t> queued_calls_ = 0;
+  std::atomic<std::chrono::steady_clock::time_point> first_logged_at_{};
+  std::atomic<bool> flush_now_ = false;  // full, a call waiting, or Stop: no gathering
+  Wakeup wakeup_;  // given by the call that starts a batch or ends its gathering
   std::thread thread_;
 
   std::unique_ptr<store::Store> checkpoint_store_;  // none: checkpoints stay SQLite's

@@ -74,3 +74,48 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
   (*recorder)->Stop();
   CHECK(Logs(dir.path().string()).empty());  // a clean stop leaves no log
 }
+
+TEST_CASE("the recorder takes calls from several threads in batches and Stop commits what is queued") {
+  forge::testing::TempDir dir;
+  auto store = forge::store::Store::Open(dir.File("forge.db"));
+  REQUIRE(store.ok());
+  forge::proxy::Metrics metrics;
+  auto recorder = forge::proxy::Recorder::Create(**store, metrics);
+  REQUIRE_MESSAGE(recorder.ok(), recorder.status().message());
+  // Two threads, 700 calls each, without pause: more than one batch (512)
+  // is queued at once, so batches start without waiting for a wakeup.
+  constexpr int kPerThread = 700;
+  auto submit = [&](const std::string& rollout) {
+    for (int i = 0; i < kPerThread; ++i) {
+      CallRecord call;
+      call.rollout_id = rollout;
+      call.seq = i;
+      call.client_format = "openai-chat";
+      call.request_text = R"({"messages":[{"role":"user","content":")" + std::to_string(i) + R"("}]})";
+      call.response_text = R"({"choices":[]})";
+      call.http_status = 200;
+      auto logged =
+          (*recorder)->Submit(std::move(call), [] { return forge::proxy::Recorder::Done([](forge::Status) {}); });
+      REQUIRE(logged.has_value());
+      REQUIRE(logged->ok());
+    }
+  };
+  std::thread a(submit, "a"), b(submit, "b");
+  a.join();
+  b.join();
+  (*recorder)->Stop();  // whatever is still queued goes in before it returns
+  CHECK(metrics.records_written.load() == 2 * kPerThread);
+  CHECK((*recorder)->pending() == 0);
+  for (const char* rollout : {"a", "b"}) {
+    auto calls = (*store)->CallsOfRollout(rollout);
+    REQUIRE(calls.ok());
+    REQUIRE(calls->size() == kPerThread);
+    for (int i = 0; i < kPerThread; ++i) {  // in the order each thread logged them
+      REQUIRE((*calls)[static_cast<size_t>(i)].seq == i);
+    }
+  }
+  CHECK(Logs(dir.path().string()).empty());
+  auto late = (*recorder)->Submit(CallRecord{}, [] { return forge::proxy::Recorder::Done([](forge::Status) {}); });
+  REQUIRE(late.has_value());
+  CHECK(!late->ok());  // stopped: fails at once
+}
