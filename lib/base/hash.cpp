@@ -21,13 +21,19 @@ std::string ToHex(const unsigned char* data, size_t n) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
+std::string Sha256(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   // Fetched once: EVP_sha256() looks the implementation up on every digest.
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   EVP_Digest(data.data(), data.size(), digest, &length, sha256 ? sha256 : EVP_sha256(), nullptr);
-  return ToHex(digest, length);
+  return std::string(reinterpret_cast<const char*>(digest), length);
+}
+
+std::string Sha256Hex(std::string_view data) { return Hex(Sha256(data)); }
+
+std::string Hex(std::string_view bytes) {
+  return ToHex(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
 }
 
 std::string RandomHex(size_t bytes) {

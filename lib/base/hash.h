@@ -1,5 +1,5 @@
-// Content hashes: SHA-256 in lowercase hex. Used for content-addressed blobs,
-// rollout secrets (only their hashes are stored) and cache keys.
+// Content hashes: SHA-256, as its 32 bytes (content-addressed blobs) or in
+// lowercase hex (rollout secrets, of which only hashes are stored, and keys).
 #pragma once
 
 #include <string>
@@ -7,7 +7,9 @@
 
 namespace forge {
 
+std::string Sha256(std::string_view data);  // the digest's 32 bytes
 std::string Sha256Hex(std::string_view data);
+std::string Hex(std::string_view bytes);
 
 // n random bytes from the OS, hex encoded (2n characters).
 std::string RandomHex(size_t bytes);

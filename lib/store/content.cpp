@@ -22,7 +22,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
     for (const Json& element : v) {
       std::string text = DumpJson(element);
       if (WorthABlob(element, text)) {
-        auto id = intern(Sha256Hex(text), text);
+        auto id = intern(Sha256(text), text);
         if (!id.ok()) return id.status();
         items.push_back(*id);
       } else {
@@ -33,7 +33,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
   }
   std::string text = DumpJson(v);
   if (WorthABlob(v, text)) {
-    auto id = intern(Sha256Hex(text), text);
+    auto id = intern(Sha256(text), text);
     if (!id.ok()) return id.status();
     return Json::array({"b", *id});
   }
@@ -89,7 +89,7 @@ Result<Json> SplitValueText(std::string_view v, const InternFn& intern) {
     for (std::string_view element : ArrayElements(v)) {
       if (WorthABlobText(element)) {
         std::string text(element);
-        auto id = intern(Sha256Hex(text), text);
+        auto id = intern(Sha256(text), text);
         if (!id.ok()) return id.status();
         items.push_back(*id);
       } else {
@@ -102,7 +102,7 @@ Result<Json> SplitValueText(std::string_view v, const InternFn& intern) {
   }
   if (WorthABlobText(v)) {
     std::string text(v);
-    auto id = intern(Sha256Hex(text), text);
+    auto id = intern(Sha256(text), text);
     if (!id.ok()) return id.status();
     return Json::array({"b", *id});
   }

@@ -20,7 +20,7 @@
 
 namespace forge::store {
 
-// Stores one part (its SHA-256 and serialized JSON) and returns its blob id.
+// Stores one part (its SHA-256, 32 bytes, and serialized JSON) and returns its blob id.
 using InternFn = std::function<Result<int64_t>(const std::string& hash, const std::string& data)>;
 using FetchFn = std::function<Result<std::string>(int64_t id)>;
 

@@ -28,7 +28,7 @@ CREATE TABLE rollouts (
 -- every call, so each message is stored once, keyed by its SHA-256.
 CREATE TABLE blobs (
   id INTEGER PRIMARY KEY,          -- what call skeletons refer to: short, unlike the hash
-  hash TEXT NOT NULL UNIQUE,
+  hash TEXT NOT NULL UNIQUE,       -- the digest's 32 bytes, a BLOB (64 hex digits in older stores)
   data BLOB NOT NULL
 );
 CREATE TABLE calls (

@@ -327,14 +327,14 @@ Result<int64_t> Store::InsertBlob(const std::string& hash, std::string_view data
   auto insert = db_.PrepareCached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
   if (!insert.ok()) return insert.status();
   std::string stored = PackBlob(data);
-  FORGE_RETURN_IF_ERROR(insert->Bind(1, hash).BindBlob(2, stored).Run());
+  FORGE_RETURN_IF_ERROR(insert->BindBlob(1, hash).BindBlob(2, stored).Run());
   if (db_.Changes() == 1) return db_.LastInsertRowId();
   auto select = db_.PrepareCached("SELECT id FROM blobs WHERE hash = ?1");
   if (!select.ok()) return select.status();
-  select->Bind(1, hash);
+  select->BindBlob(1, hash);
   auto row = select->Step();
   if (!row.ok()) return row.status();
-  if (!*row) return Status::Internal(path() + ": blob " + hash + " vanished");
+  if (!*row) return Status::Internal(path() + ": blob " + Hex(hash) + " vanished");
   return select->Int(0);
 }
 

@@ -232,6 +232,38 @@ TEST_CASE("content blobs are stored compressed where that saves, and read back a
   CHECK(back.status().message().find("compressed content blob") != std::string::npos);
 }
 
+TEST_CASE("parts are keyed by their digest's 32 bytes, and a store keyed in hex still reads") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  Json old_message = Message("user", "from an older forge " + std::string(200, 'o'));
+  {
+    auto store = OpenOrDie(db);
+    std::vector<CallRecord> calls = {MakeCall("r", Json::array({old_message}), {1, 2})};
+    REQUIRE(store->AppendCalls(calls).ok());
+  }
+  {  // as an older forge wrote it: the key in hex
+    auto raw = forge::store::Database::Open(db, /*read_only=*/false);
+    REQUIRE(raw.ok());
+    auto check = raw->Prepare("SELECT COUNT(*) FROM blobs WHERE typeof(hash) = 'blob' AND length(hash) = 32");
+    REQUIRE(check.ok());
+    REQUIRE(check->Step().value());
+    CHECK(check->Int(0) >= 1);
+    auto to_hex = raw->Prepare("UPDATE blobs SET hash = lower(hex(hash))");
+    REQUIRE(to_hex.ok());
+    REQUIRE(to_hex->Run().ok());
+  }
+  auto store = OpenOrDie(db);
+  Json next = Message("assistant", "a newer part " + std::string(200, 'n'));
+  std::vector<CallRecord> calls = {MakeCall("r", Json::array({old_message, next}), {1, 2, 3})};
+  REQUIRE(store->AppendCalls(calls).ok());
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[0].request["messages"][0] == old_message);
+  CHECK((*back)[1].request["messages"][0] == old_message);  // stored again under its new key: still whole
+  CHECK((*back)[1].request["messages"][1] == next);
+}
+
 TEST_CASE("a blob interned by a transaction that rolled back is stored again, not referred to") {
   forge::testing::TempDir dir;
   auto store = OpenOrDie(dir.File("forge.db"));
