@@ -27,6 +27,21 @@ std::vector<std::pair<std::string, long>> Logs(const std::string& dir) {
   return logs;
 }
 
+// A chat call whose one user message is `content`.
+CallRecord ChatCall(const std::string& rollout, const std::string& content) {
+  CallRecord call;
+  call.rollout_id = rollout;
+  call.client_format = "openai-chat";
+  call.request_text = R"({"messages":[{"role":"user","content":")" + content + R"("}]})";
+  call.response_text = R"({"choices":[]})";
+  call.http_status = 200;
+  return call;
+}
+
+forge::proxy::Recorder::Done IgnoreDone() {
+  return [](forge::Status) {};
+}
+
 }  // namespace
 
 TEST_CASE("the recorder moves logged calls into the database and keeps its log small") {
@@ -40,14 +55,7 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
   // 60 calls of 200 KB: past the size at which a taken log is replaced.
   constexpr int kCalls = 60;
   for (int i = 0; i < kCalls; ++i) {
-    CallRecord call;
-    call.rollout_id = "r";
-    call.client_format = "openai-chat";
-    call.request_text = R"({"messages":[{"role":"user","content":")" + std::to_string(i) + std::string(200000, 'x') + R"("}]})";
-    call.response_text = R"({"choices":[]})";
-    call.http_status = 200;
-    auto logged =
-        (*recorder)->Submit(std::move(call), [] { return forge::proxy::Recorder::Done([](forge::Status) {}); });
+    auto logged = (*recorder)->Submit(ChatCall("r", std::to_string(i) + std::string(200000, 'x')), IgnoreDone);
     REQUIRE(logged.has_value());
     REQUIRE(logged->ok());
     if (i % 10 == 9) {  // let the writer catch up now and then, as between a harness's calls
@@ -87,15 +95,9 @@ TEST_CASE("the recorder takes calls from several threads in batches and Stop com
   constexpr int kPerThread = 700;
   auto submit = [&](const std::string& rollout) {
     for (int i = 0; i < kPerThread; ++i) {
-      CallRecord call;
-      call.rollout_id = rollout;
+      CallRecord call = ChatCall(rollout, std::to_string(i));
       call.seq = i;
-      call.client_format = "openai-chat";
-      call.request_text = R"({"messages":[{"role":"user","content":")" + std::to_string(i) + R"("}]})";
-      call.response_text = R"({"choices":[]})";
-      call.http_status = 200;
-      auto logged =
-          (*recorder)->Submit(std::move(call), [] { return forge::proxy::Recorder::Done([](forge::Status) {}); });
+      auto logged = (*recorder)->Submit(std::move(call), IgnoreDone);
       REQUIRE(logged.has_value());
       REQUIRE(logged->ok());
     }
@@ -115,7 +117,7 @@ TEST_CASE("the recorder takes calls from several threads in batches and Stop com
     }
   }
   CHECK(Logs(dir.path().string()).empty());
-  auto late = (*recorder)->Submit(CallRecord{}, [] { return forge::proxy::Recorder::Done([](forge::Status) {}); });
+  auto late = (*recorder)->Submit(ChatCall("a", "late"), IgnoreDone);
   REQUIRE(late.has_value());
   CHECK(!late->ok());  // stopped: fails at once
 }
