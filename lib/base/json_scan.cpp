@@ -84,6 +84,46 @@ namespace {
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// Token ids come by the tens of thousands (every prompt token's, in each
+// answer), so their digits are read eight bytes at a time.
+constexpr uint64_t EveryByte(unsigned char b) { return 0x0101010101010101ULL * b; }
+
+// How many of the 8 bytes at p (all readable) are digits before the first
+// that is not. A byte is a digit when it and it plus 6 both have 3 as their
+// high nibble; a carry out of a non-digit byte reaches only later bytes.
+size_t DigitRun8(const char* p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  const uint64_t high = EveryByte(0xF0), three = EveryByte(0x30);
+  uint64_t not_digit = ((x & high) ^ three) | (((x + EveryByte(6)) & high) ^ three);
+  return not_digit ? static_cast<size_t>(__builtin_ctzll(not_digit)) / 8 : 8;
+}
+
+// The digits at p[0, run), 1 <= run <= 8, all readable as 8 bytes: their
+// value, by padding them with leading '0's to eight and combining pairs,
+// fours and eights with three multiplications (the usual SWAR conversion).
+uint32_t DigitsValue8(const char* p, size_t run) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  if (run < 8) x = (x << (8 * (8 - run))) | (EveryByte('0') >> (8 * run));
+  x -= EveryByte('0');
+  x = x * 10 + (x >> 8);
+  constexpr uint64_t kMask = 0x000000FF000000FFULL;
+  x = ((x & kMask) * (100 + (1000000ULL << 32)) + ((x >> 16) & kMask) * (1 + (10000ULL << 32))) >> 32;
+  return static_cast<uint32_t>(x);
+}
+
+// The end of the run of digits from i.
+size_t SkipDigits(const char* p, size_t i, size_t n) {
+  while (i + 8 <= n) {
+    size_t run = DigitRun8(p + i);
+    i += run;
+    if (run < 8) return i;
+  }
+  while (i < n && IsDigit(p[i])) ++i;
+  return i;
+}
+
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -147,7 +187,7 @@ class Validator {
       } else if (c == '"') {
         if (auto e = String()) return e;
       } else if (c == '-' || IsDigit(c)) {
-        if (auto e = Number()) return e;
+        if (auto e = !stack.empty() && stack.back() == '[' ? Integers() : Number()) return e;
       } else if (!Literal("true") && !Literal("false") && !Literal("null")) {
         return Fail("unexpected character; expected a value");
       }
@@ -265,6 +305,32 @@ class Validator {
     if (len == 0) return Fail("invalid UTF-8 in a string");
     i_ += len;
     return std::nullopt;
+  }
+
+  // Elements of an array that are plain integers, one after another (token
+  // ids: an answer carries every prompt token's, tens of thousands), read in
+  // one loop instead of a trip through the value loop each. Stops at the last
+  // integer before anything else, for that loop to take on; a number that is
+  // not a plain integer goes to Number() from its first byte.
+  std::optional<std::string> Integers() {
+    const char* p = s_.data();
+    const size_t n = s_.size();
+    for (;;) {
+      size_t j = i_ + (p[i_] == '-' ? 1 : 0);
+      const size_t digits = j;
+      if (j < n && p[j] == '0') {
+        ++j;
+      } else {
+        j = SkipDigits(p, j, n);
+      }
+      if (j == digits || j - i_ > 300 || (j < n && (p[j] == '.' || p[j] == 'e' || p[j] == 'E'))) return Number();
+      i_ = j;
+      if (j + 1 < n && p[j] == ',' && (IsDigit(p[j + 1]) || p[j + 1] == '-')) {
+        i_ = j + 1;
+        continue;
+      }
+      return std::nullopt;
+    }
   }
 
   std::optional<std::string> Number() {
@@ -430,6 +496,37 @@ JsonElements ArrayElements(std::string_view array, const JsonSpans* spans) {
     if (i < array.size() && array[i] == ',') i = SkipSpaces(array, i + 1);
   }
   return elements;
+}
+
+void AppendJsonInt32s(std::string_view array, std::vector<int32_t>& into) {
+  array = TrimJson(array);
+  if (!IsJsonArray(array)) return;
+  const char* p = array.data();
+  const size_t n = array.size();
+  size_t i = SkipSpaces(array, 1);
+  while (i < n && p[i] != ']') {
+    const size_t start = i;
+    const bool negative = p[i] == '-';
+    size_t j = i + (negative ? 1 : 0);
+    const size_t digits = j;
+    uint64_t value = 0;
+    if (size_t run = j + 8 <= n ? DigitRun8(p + j) : 8; run < 8) {
+      if (run > 0) value = DigitsValue8(p + j, run);
+      j += run;
+    } else {
+      for (; j < n && IsDigit(p[j]); ++j) value = value * 10 + static_cast<uint64_t>(p[j] - '0');
+    }
+    size_t end = j;
+    // JsonInteger's rule: digits only, at most 19 bytes with the sign.
+    if (j > digits && j - start <= 19 && (j == n || p[j] == ',' || p[j] == ']' || IsSpace(p[j]))) {
+      int64_t v = static_cast<int64_t>(value);
+      into.push_back(static_cast<int32_t>(negative ? -v : v));
+    } else {
+      end = SkipValue(array, start, nullptr);
+    }
+    i = SkipSpaces(array, end);
+    if (i < n && p[i] == ',') i = SkipSpaces(array, i + 1);
+  }
 }
 
 bool JsonMember::KeyIs(std::string_view name) const {

@@ -73,6 +73,11 @@ JsonMembers ObjectMembers(std::string_view object, const JsonSpans* spans = null
 // The elements of the array `array` (valid JSON starting with '['), in order.
 JsonElements ArrayElements(std::string_view array, const JsonSpans* spans = nullptr);
 
+// The elements of a validated array that JsonInteger reads, appended to into
+// as int32 (token ids) in order; any other element is skipped. One pass over
+// the text, without listing the elements first.
+void AppendJsonInt32s(std::string_view array, std::vector<int32_t>& into);
+
 // The last member named name (a parser keeps the last of duplicate keys).
 const JsonMember* FindMember(const JsonMembers& members, std::string_view name);
 

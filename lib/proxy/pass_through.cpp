@@ -38,14 +38,7 @@ bool IsPositiveInteger(std::string_view v) {
   return IsIntegerText(v) && v.front() != '-' && v.find_first_not_of('0') != std::string_view::npos;
 }
 
-void AppendIds(std::string_view array, std::vector<int32_t>& into) {
-  if (!IsJsonArray(array)) return;
-  JsonElements ids = ArrayElements(array);  // (numbers: nothing nested to step over)
-  into.reserve(into.size() + ids.size());
-  for (std::string_view id : ids) {
-    if (auto v = forge::JsonInteger(id)) into.push_back(static_cast<int32_t>(*v));
-  }
-}
+void AppendIds(std::string_view array, std::vector<int32_t>& into) { forge::AppendJsonInt32s(array, into); }
 
 // "token_id:123" → 123 (vLLM --return-tokens-as-token-ids), else -1.
 int64_t TokenIdFromString(std::string_view token) {

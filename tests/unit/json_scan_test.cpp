@@ -66,6 +66,65 @@ TEST_CASE("json scan: a special byte anywhere in a long string is seen, as nlohm
   }
 }
 
+TEST_CASE("json scan: arrays of integers (token ids) read eight digits at a time, as nlohmann reads them") {
+  // Each number of one to twelve digits, a sign or none, then every byte
+  // that may follow a number's digits, at each distance from the end of the
+  // text (the reads of eight bytes stop short of it); and a random array of
+  // ids with odd spacing, the way an answer carries a prompt's.
+  std::vector<std::string> numbers;
+  for (const char* digits : {"0", "7", "10", "123", "4096", "65535", "151642", "1234567", "12345678", "123456789",
+                             "99999999999", "100000000000"}) {
+    numbers.push_back(digits);
+    numbers.push_back(std::string("-") + digits);
+  }
+  const std::vector<std::string> follows = {",", "]", " ]", ",1]", ", 2]", ".5]", "e3]", "E-1]", "x]", "0]", "-]",
+                                            ",]", ",,1]", ",-]", "\n,3]", "\"a\"]", ""};
+  for (const std::string& number : numbers) {
+    for (const std::string& follow : follows) {
+      for (size_t lead = 0; lead < 10; ++lead) {
+        std::string text = "[" + std::string(lead, ' ') + "1," + number + follow;
+        CAPTURE(text);
+        bool accepted = !JsonSyntaxError(text).has_value();
+        CHECK(accepted == NlohmannAccepts(text));
+        if (!accepted) continue;
+        std::vector<int32_t> ids;
+        AppendJsonInt32s(text, ids);
+        std::vector<int32_t> expected;
+        for (const Json& v : Json::parse(text)) {
+          if (v.is_number_integer() && v.dump().size() <= 19) expected.push_back(static_cast<int32_t>(v.get<int64_t>()));
+        }
+        CHECK(ids == expected);
+      }
+    }
+  }
+  // "01" (a leading zero) and a lone sign are not numbers wherever they sit.
+  for (const char* bad : {"[01]", "[1,01]", "[1,2,3,4,5,6,7,8,00]", "[-]", "[1,-]", "[1,-a]", "[--1]", "[1,+2]"}) {
+    CAPTURE(bad);
+    CHECK(JsonSyntaxError(bad).has_value());
+    CHECK(!NlohmannAccepts(bad));
+  }
+  std::mt19937 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    std::string text = "[";
+    std::vector<int32_t> expected;
+    int count = static_cast<int>(rng() % 300);
+    for (int i = 0; i < count; ++i) {
+      int32_t id = static_cast<int32_t>(rng() % (round % 2 ? 152000 : 100000000));
+      if (rng() % 50 == 0) id = -id;
+      if (i) text += rng() % 7 == 0 ? " , " : ",";
+      text += std::to_string(id);
+      expected.push_back(id);
+    }
+    text += rng() % 2 ? "]" : " ]\n";
+    CAPTURE(text);
+    CHECK(!JsonSyntaxError(text).has_value());
+    std::vector<int32_t> ids{-5};
+    AppendJsonInt32s(text, ids);
+    expected.insert(expected.begin(), -5);  // appended after what was there
+    CHECK(ids == expected);
+  }
+}
+
 TEST_CASE("json scan: members and elements as spans, duplicates kept, last one found") {
   std::string text = R"( { "a" : 1 , "b\u0022" : {"x": [1, "]"]}, "a": "two", "c": [ 1 , {"d": "}"} ] } )";
   REQUIRE_FALSE(JsonSyntaxError(text));
