@@ -418,6 +418,37 @@ TEST_CASE("pass-through request: a helper call without tools is a side call, a p
   }
 }
 
+TEST_CASE("side-call rule: the skipping marker search finds what a plain search of the lowered text finds") {
+  // Texts made of pieces of the markers, their near misses, capitals and
+  // other bytes, so markers start, overlap and break off everywhere; the
+  // search moves by up to a marker's length, so a miss would be a skip too far.
+  const std::vector<std::string> markers = {"you are a title generator", "new conversation topic",
+                                            "generate a concise", "conversation title", "write a 5-10 word title",
+                                            "summarize this coding conversation", "isnewtopic"};
+  const std::vector<std::string> pieces = {"you are a ", "title ", "generator", "new ", "conversation ", "topic",
+                                           "generate a ", "concise", "write a 5-10 ", "word ", "summarize this ",
+                                           "coding ", "isnew", "topic", "TITLE", "Generate", "IsNewTopic", "x", " ",
+                                           "\xC3\xA9", "ge", "on", "ti", "a ", "-", "5", "is", "new"};
+  auto plain = [&](std::string text) {
+    for (char& c : text) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return std::any_of(markers.begin(), markers.end(), [&](const std::string& m) { return text.find(m) != std::string::npos; });
+  };
+  std::mt19937 rng(5);
+  int found = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::string text;
+    int count = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < count; ++i) text += pieces[rng() % pieces.size()];
+    forge::proxy::wire::SideCallSigns signs;
+    signs.probe = text;
+    CAPTURE(text);
+    CHECK(forge::proxy::wire::IsSideCall(signs) == plain(text));
+    found += plain(text) ? 1 : 0;
+  }
+  CHECK(found > 100);  // the texts do hold markers, not only near misses
+  CHECK(found < 3900);
+}
+
 TEST_CASE("pass-through request: the side-call test on bytes agrees with the one on a document") {
   // The pass-through judges a request from its text without parsing the
   // conversation; it must decide exactly as wire::LooksLikeSideCall does.

@@ -1,7 +1,5 @@
 #include "proxy/formats/wire.h"
 
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -139,31 +137,10 @@ int64_t EstimateTokens(const Json& chat_body) {
 
 namespace {
 
-// ASCII only (the markers are ASCII): std::tolower consults the locale per
-// byte. Sixteen bytes at a time: every call without tools has its probe (up
-// to 4 KB) lowered.
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  char* p = out.data();
-  size_t i = 0;
-  // c + (128 - 'A') wraps 'A'..'Z', and only them, onto the 26 smallest signed bytes.
-  const __m128i shift = _mm_set1_epi8(static_cast<char>(128 - 'A'));
-  const __m128i past_z = _mm_set1_epi8(static_cast<char>(-128 + 26));
-  const __m128i case_bit = _mm_set1_epi8(0x20);
-  for (; i + 16 <= out.size(); i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    __m128i upper = _mm_cmplt_epi8(_mm_add_epi8(v, shift), past_z);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), _mm_or_si128(v, _mm_and_si128(upper, case_bit)));
-  }
-  for (; i < out.size(); ++i) {
-    if (p[i] >= 'A' && p[i] <= 'Z') p[i] = static_cast<char>(p[i] - 'A' + 'a');
-  }
-  return out;
-}
-
 // Phrases from the helper prompts of harnesses we know (Claude Code's topic
 // and title calls, opencode's title generator, generic summarisers). Matched
-// only in the system text or the first user text of a call with no tools.
+// only in the system text or the first user text of a call with no tools,
+// letters in either case.
 constexpr std::array<std::string_view, 7> kSideCallMarkers = {
     "you are a title generator",
     "new conversation topic",
@@ -174,42 +151,62 @@ constexpr std::array<std::string_view, 7> kSideCallMarkers = {
     "isnewtopic",
 };
 
-// Whether lowered text holds a marker. One pass, sixteen positions at a
-// time: a position is compared in full only where some marker's first three
-// bytes are (rare in prose). Seven memmem passes read a 4 KB probe at a
-// third of the speed, and every call without tools is probed.
-bool HasSideCallMarker(std::string_view text) {
-  const char* p = text.data();
-  const size_t n = text.size();
-  auto marker_at = [&](size_t at) {
+constexpr unsigned char FoldCase(unsigned char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+// A multi-phrase search that skips (Wu-Manber, with blocks of two bytes):
+// it looks at the last two bytes of a window as long as the shortest marker,
+// and moves the window on by as much as no marker's first bytes could end
+// closer; only where some marker's prefix ends with those two bytes are the
+// markers compared. Prose moves it on by about the window each step, so a
+// 4 KB probe (every call without tools has one) costs some hundreds of
+// steps, without a lowered copy.
+class MarkerSearch {
+ public:
+  constexpr MarkerSearch() : shift_() {
+    for (std::string_view marker : kSideCallMarkers) window_ = std::min(window_, marker.size());
+    for (auto& s : shift_) s = static_cast<unsigned char>(window_ - 1);
+    for (std::string_view marker : kSideCallMarkers) {
+      for (size_t j = 0; j + 2 <= window_; ++j) {
+        auto& s = shift_[Slot(static_cast<unsigned char>(marker[j]), static_cast<unsigned char>(marker[j + 1]))];
+        s = std::min(s, static_cast<unsigned char>(window_ - 2 - j));
+      }
+    }
+  }
+
+  bool Finds(std::string_view text) const {
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    const size_t n = text.size();
+    for (size_t end = window_ - 1; end < n;) {
+      if (unsigned char s = shift_[Slot(FoldCase(p[end - 1]), FoldCase(p[end]))]) {
+        end += s;
+        continue;
+      }
+      if (MarkerAt(p + end + 1 - window_, n - (end + 1 - window_))) return true;
+      ++end;
+    }
+    return false;
+  }
+
+ private:
+  static constexpr size_t Slot(unsigned char a, unsigned char b) { return ((a << 5) ^ b) & 4095; }
+
+  static bool MarkerAt(const unsigned char* p, size_t room) {
     return std::any_of(kSideCallMarkers.begin(), kSideCallMarkers.end(), [&](std::string_view marker) {
-      return n - at >= marker.size() && std::memcmp(p + at, marker.data(), marker.size()) == 0;
+      if (marker.size() > room) return false;
+      for (size_t k = 0; k < marker.size(); ++k) {
+        if (FoldCase(p[k]) != static_cast<unsigned char>(marker[k])) return false;
+      }
+      return true;
     });
-  };
-  constexpr size_t kMarkers = kSideCallMarkers.size();
-  __m128i heads[3][kMarkers];
-  for (size_t k = 0; k < kMarkers; ++k) {
-    for (size_t b = 0; b < 3; ++b) heads[b][k] = _mm_set1_epi8(kSideCallMarkers[k][b]);
   }
-  size_t i = 0;
-  for (; i + 16 + 2 <= n; i += 16) {
-    __m128i at[3];
-    for (size_t b = 0; b < 3; ++b) at[b] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + b));
-    __m128i candidates = _mm_setzero_si128();
-    for (size_t k = 0; k < kMarkers; ++k) {
-      candidates = _mm_or_si128(candidates, _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(at[0], heads[0][k]),
-                                                                        _mm_cmpeq_epi8(at[1], heads[1][k])),
-                                                          _mm_cmpeq_epi8(at[2], heads[2][k])));
-    }
-    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(candidates)); mask; mask &= mask - 1) {
-      if (marker_at(i + static_cast<size_t>(__builtin_ctz(mask)))) return true;
-    }
-  }
-  for (; i < n; ++i) {
-    if (marker_at(i)) return true;
-  }
-  return false;
-}
+
+  size_t window_ = std::string_view::npos;
+  unsigned char shift_[4096];
+};
+
+constexpr MarkerSearch kMarkerSearch;
+
+bool HasSideCallMarker(std::string_view text) { return kMarkerSearch.Finds(text); }
 
 }  // namespace
 
@@ -268,7 +265,7 @@ bool IsSideCall(const SideCallSigns& signs) {
   if (signs.offers_tools) return false;
   if (signs.max_tokens_at_most_one) return true;
   if (signs.structured_output) return true;  // a classifier call, such as Gemini CLI's model router
-  return HasSideCallMarker(Lower(std::string_view(signs.probe).substr(0, kSideCallProbeBytes)));
+  return HasSideCallMarker(std::string_view(signs.probe).substr(0, kSideCallProbeBytes));
 }
 
 const Json* ReasoningField(const Json& m) {
