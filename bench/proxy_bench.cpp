@@ -1,7 +1,9 @@
 // forge-proxy benchmark driver (bench/proxy_bench.sh runs it):
 //   upstream --port P       a fast fake OpenAI/vLLM upstream (C++, so it is never the bottleneck)
 //   seq URL N BYTES         N sequential non-streaming calls with a BYTES-sized request; prints
-//                           median and p99 latency in ms (BENCH_RAW=1: each latency)
+//                           median and p99 latency in ms (BENCH_RAW=1: each latency;
+//                           BENCH_REAL_IDS=1: the upstream answers a request that asks for token
+//                           ids with a prompt id for every ~4 bytes of it, as vLLM would)
 //   load URL CLIENTS EVENTS CLIENTS concurrent streaming calls of EVENTS SSE events each; prints
 //                           events/s, p50/p99 per-stream completion time, failures, wall
 //                           seconds, and p50/p99 time to the first event
@@ -22,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -82,8 +85,23 @@ net::awaitable<void> Serve(tcp::socket socket) {
     if (body.find("\"stream\":true") == std::string::npos) {
       http::response<http::string_body> res{http::status::ok, 11};
       res.set(http::field::content_type, "application/json");
+      // vLLM sends every prompt token's id; a request asking for
+      // bench_real_ids gets that many (a token for every ~4 bytes), the
+      // others eight.
+      // (Made once per size: the fake's own work is not what is measured.)
+      thread_local std::map<size_t, std::string> real_ids_by_size;
+      std::string prompt_ids = R"("prompt_token_ids":[1,2,3,4,5,6,7,8],)";
+      if (ids && body.find("\"bench_real_ids\":true") != std::string::npos) {
+        std::string& text = real_ids_by_size[body.size() / 4];
+        if (text.empty()) {
+          text = R"("prompt_token_ids":[)";
+          for (size_t t = 0; t < body.size() / 4; ++t) text += (t ? "," : "") + std::to_string(100000 + t % 50000);
+          text += "],";
+        }
+        prompt_ids = text;
+      }
       res.body() = std::string(R"({"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"m",)") +
-                   (ids ? R"("prompt_token_ids":[1,2,3,4,5,6,7,8],)" : "") +
+                   (ids ? prompt_ids : "") +
                    R"("choices":[{"index":0,"message":{"role":"assistant","content":"hello from the bench"},)" +
                    (ids ? R"("token_ids":[1000,1001,1002,1003],"logprobs":{"content":[{"token":"a","logprob":-0.5,"bytes":[97],"top_logprobs":[]}]},)"
                         : R"("logprobs":null,)") +
@@ -188,13 +206,16 @@ int RunSeq(const std::string& url, int n, int bytes) {
   stream.socket().set_option(tcp::no_delay(true));
   beast::flat_buffer buffer;
   std::string pad(static_cast<size_t>(std::max(0, bytes - 120)), 'x');
+  const char* real_ids_env = std::getenv("BENCH_REAL_IDS");
+  const bool real_ids = real_ids_env && std::string_view(real_ids_env) == "1";
   std::vector<double> ms;
   for (int i = 0; i < n + 10; ++i) {
     http::request<http::string_body> req{http::verb::post, t.path, 11};
     req.set(http::field::host, t.host);
     req.set(http::field::content_type, "application/json");
     if (!t.key.empty()) req.set(http::field::authorization, "Bearer " + t.key);
-    req.body() = R"({"model":"m","messages":[{"role":"user","content":")" + std::to_string(i) + pad + R"("}]})";
+    req.body() = std::string(real_ids ? R"({"bench_real_ids":true,)" : "{") +
+                 R"("model":"m","messages":[{"role":"user","content":")" + std::to_string(i) + pad + R"("}]})";
     req.prepare_payload();
     double t0 = Now();
     http::write(stream, req);

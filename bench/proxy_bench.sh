@@ -101,7 +101,12 @@ echo "(a) sequential non-streaming calls, $SEQ_N each, keep-alive; latency ms (m
 echo "    paths take turns in rounds of $((SEQ_N / 5)) calls, so a burst of load elsewhere hits all alike;"
 echo "    'added' is each path's median / p99 minus the direct path's; 'CPU/call' is the serving"
 echo "    processes' CPU time per call (every thread: nginx's workers; the proxy's io threads and its recording)"
-for bytes in 1024 204800; do
+# The third size is the second answered as vLLM answers the proxy, with every
+# prompt token's id (~51,000 for 200 KB; the direct and nginx paths do not ask
+# for them): what recording a call of that size costs.
+for size in 1024 204800 204800:real-ids; do
+  bytes=${size%%:*}
+  real_ids=$([ "$size" != "$bytes" ] && echo 1 || true)
   paths=("direct http://127.0.0.1:$UP" "nginx http://127.0.0.1:$NG" "forge-proxy http://127.0.0.1:$PX")
   [ -n "$BASE" ] && paths+=("baseline http://127.0.0.1:$BX")
   for p in "${paths[@]}"; do : > "$W/seq.${p%% *}"; : > "$W/cpu.${p%% *}"; done
@@ -109,18 +114,19 @@ for bytes in 1024 204800; do
     for p in "${paths[@]}"; do
       pids=$(server_pids "${p%% *}")
       before=$(cpu_ns $pids)
-      BENCH_KEY=$SECRET BENCH_RAW=1 "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$((SEQ_N / 5))" "$bytes" >> "$W/seq.${p%% *}"
+      BENCH_KEY=$SECRET BENCH_RAW=1 BENCH_REAL_IDS=${real_ids:-0} "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$((SEQ_N / 5))" "$bytes" >> "$W/seq.${p%% *}"
       [ -n "$pids" ] && echo $(( $(cpu_ns $pids) - before )) >> "$W/cpu.${p%% *}"
     done
   done
-  python3 - "$W" "$bytes" "${paths[@]}" <<'PY'
+  python3 - "$W" "$bytes" "${real_ids:-0}" "${paths[@]}" <<'PY'
 import sys, statistics
-w, size, paths = sys.argv[1], int(sys.argv[2]), [p.split()[0] for p in sys.argv[3:]]
+w, size, real_ids, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", [p.split()[0] for p in sys.argv[4:]]
 def pct(v, p):
     v = sorted(v); return v[min(len(v) - 1, int(p * (len(v) - 1) + 0.5))]
 ms = {p: [float(x) for x in open(f"{w}/seq.{p}").read().split()] for p in paths}
 d50, d99 = pct(ms["direct"], 0.5), pct(ms["direct"], 0.99)
-print(f"  {size // 1024} KB requests ({len(ms['direct'])} calls per path)")
+print(f"  {size // 1024} KB requests ({len(ms['direct'])} calls per path)" +
+      (f"; the proxy's answers carry {size // 4:,} prompt token ids, as vLLM's do" if real_ids else ""))
 print(f"    {'path':<12} {'median':>8} {'p99':>8} {'added median':>13} {'added p99':>10} {'CPU/call ms':>12}")
 for p in paths:
     m, q = pct(ms[p], 0.5), pct(ms[p], 0.99)

@@ -316,6 +316,15 @@ class Validator {
     const char* p = s_.data();
     const size_t n = s_.size();
     for (;;) {
+      // The common case first: an id of up to seven digits and its comma,
+      // within one eight-byte read.
+      if (i_ + 9 <= n) {
+        size_t run = DigitRun8(p + i_);
+        if (run > 0 && run < 8 && (run == 1 || p[i_] != '0') && p[i_ + run] == ',' && IsDigit(p[i_ + run + 1])) {
+          i_ += run + 1;
+          continue;
+        }
+      }
       size_t j = i_ + (p[i_] == '-' ? 1 : 0);
       const size_t digits = j;
       if (j < n && p[j] == '0') {
@@ -508,6 +517,15 @@ void AppendJsonInt32s(std::string_view array, std::vector<int32_t>& into) {
   into.reserve(into.size() + n / 4 + 16);
   size_t i = SkipSpaces(array, 1);
   while (i < n && p[i] != ']') {
+    // The common case first: up to seven digits, then a comma or the
+    // bracket, all within one eight-byte read (a compact array of ids).
+    if (i + 8 <= n) {
+      if (size_t run = DigitRun8(p + i); run > 0 && run < 8 && (p[i + run] == ',' || p[i + run] == ']')) {
+        into.push_back(static_cast<int32_t>(DigitsValue8(p + i, run)));
+        i += run + (p[i + run] == ',' ? 1 : 0);
+        continue;
+      }
+    }
     const size_t start = i;
     const bool negative = p[i] == '-';
     size_t j = i + (negative ? 1 : 0);

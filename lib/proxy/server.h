@@ -43,12 +43,10 @@ struct UpstreamExchange {
   bool timed_out = false;  // the upstream went silent: a 504, and never sent twice
 };
 
-// Appends some of an exchange's body to out: what came in with the header
-// (often the whole body), else what one read brings. The bytes are read into
-// out's own space, sized by the rest of the body's length when the upstream
-// sent one, so no buffer is allocated and cleared for each call.
-Task<void> AppendUpstreamBody(UpstreamExchange& exchange, std::string& out, beast::error_code& ec);
-// Appends the rest of the body to out.
+// Appends the rest of an exchange's body to out: what came in with the header
+// (often the whole body), then what the upstream sends, read into out's own
+// space (sized by the body's length when the upstream sent one), so no buffer
+// is allocated and cleared for each call.
 Task<beast::error_code> AppendWholeUpstreamBody(UpstreamExchange& exchange, std::string& out);
 
 class Server {

@@ -97,8 +97,15 @@ TEST_CASE("json scan: arrays of integers (token ids) read eight digits at a time
       }
     }
   }
-  // "01" (a leading zero) and a lone sign are not numbers wherever they sit.
-  for (const char* bad : {"[01]", "[1,01]", "[1,2,3,4,5,6,7,8,00]", "[-]", "[1,-]", "[1,-a]", "[--1]", "[1,+2]"}) {
+  // "01" (a leading zero) and a lone sign are not numbers wherever they sit,
+  // in a short array or far from the end of a long one.
+  std::string ones;
+  for (int i = 0; i < 12; ++i) ones += "1,";
+  const std::vector<std::string> bads = {"[01]", "[1,01]", "[1,2,3,4,5,6,7,8,00]", "[-]", "[1,-]", "[1,-a]", "[--1]", "[1,+2]",
+                          "[" + ones + "01," + ones + "1]", "[" + ones + "0123456," + ones + "1]",
+                          "[" + ones + "00," + ones + "1]", "[" + ones + "-," + ones + "1]",
+                          "[" + ones + "1,," + ones + "1]", "[" + ones + "12345678901234567890123," + ones + "]"};
+  for (const std::string& bad : bads) {
     CAPTURE(bad);
     CHECK(JsonSyntaxError(bad).has_value());
     CHECK(!NlohmannAccepts(bad));
