@@ -91,7 +91,7 @@ constexpr uint64_t EveryByte(unsigned char b) { return 0x0101010101010101ULL * b
 // How many of the 8 bytes at p (all readable) are digits before the first
 // that is not. A byte is a digit when it and it plus 6 both have 3 as their
 // high nibble; a carry out of a non-digit byte reaches only later bytes.
-size_t DigitRun8(const char* p) {
+[[gnu::always_inline]] inline size_t DigitRun8(const char* p) {
   uint64_t x;
   std::memcpy(&x, p, 8);
   const uint64_t high = EveryByte(0xF0), three = EveryByte(0x30);
@@ -102,7 +102,7 @@ size_t DigitRun8(const char* p) {
 // The digits at p[0, run), 1 <= run <= 8, all readable as 8 bytes: their
 // value, by padding them with leading '0's to eight and combining pairs,
 // fours and eights with three multiplications (the usual SWAR conversion).
-uint32_t DigitsValue8(const char* p, size_t run) {
+[[gnu::always_inline]] inline uint32_t DigitsValue8(const char* p, size_t run) {
   uint64_t x;
   std::memcpy(&x, p, 8);
   if (run < 8) x = (x << (8 * (8 - run))) | (EveryByte('0') >> (8 * run));
