@@ -229,7 +229,9 @@ void Recorder::Run() {
   SetIdlePriority(true);
   for (;;) {
     if (batch.empty()) {
-      if (queued_calls_.load() == 0) wakeup_.Wait();
+      // (Not when a flush is due: Stop's wakeup may have ended the last
+      // batch's gathering, and no other comes.)
+      if (queued_calls_.load() == 0 && !flush_now_.load()) wakeup_.Wait();
       // A batch gathers from its first call for kGatherTime, or until it is
       // full, a call waits for the database, or Stop.
       while (!flush_now_.load()) {

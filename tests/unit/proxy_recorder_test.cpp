@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -120,4 +121,30 @@ TEST_CASE("the recorder takes calls from several threads in batches and Stop com
   auto late = (*recorder)->Submit(ChatCall("a", "late"), IgnoreDone);
   REQUIRE(late.has_value());
   CHECK(!late->ok());  // stopped: fails at once
+}
+
+TEST_CASE("the recorder stops when Stop comes while a batch gathers") {
+  // Stop's wakeup ends the gathering of the batch of the call logged just
+  // before; the writer must then see that it is stopping and not wait for a
+  // wakeup that will never come (forge-proxy hung on SIGTERM after a call).
+  for (int round = 0; round < 20; ++round) {
+    forge::testing::TempDir dir;
+    auto store = forge::store::Store::Open(dir.File("forge.db"));
+    REQUIRE(store.ok());
+    forge::proxy::Metrics metrics;
+    auto recorder = forge::proxy::Recorder::Create(**store, metrics);
+    REQUIRE_MESSAGE(recorder.ok(), recorder.status().message());
+    auto logged = (*recorder)->Submit(ChatCall("r", "one"), IgnoreDone);
+    REQUIRE(logged.has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // within the batch's 5 ms of gathering
+    std::atomic<bool> stopped{false};
+    std::thread stop([&] {
+      (*recorder)->Stop();
+      stopped = true;
+    });
+    for (int i = 0; i < 500 && !stopped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE_MESSAGE(stopped.load(), "Stop did not return within 5 s (round " << round << ")");
+    stop.join();
+    CHECK(metrics.records_written.load() == 1);
+  }
 }
