@@ -144,7 +144,7 @@ Task<Status> Server::Commit(store::CallRecord&& call, std::optional<LoggedReques
 }
 
 Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& route,
-                              std::string path_rollout) {
+                              std::string path_rollout, ArrivingBody* arriving) {
   double t0 = MonotonicSeconds();
   // Gemini names the model and the method in the URL, not the body: the
   // format gets them as top-level "model"/"stream" fields, and countTokens
@@ -206,10 +206,20 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // The request. The upstream's own formats are handled as bytes (see
   // pass_through.h); the others are parsed and translated.
   const bool pass_through = route.format == "openai-chat" || route.format == "openai-completions";
+  // A large body still arriving goes upstream as it comes (cut_through.cpp),
+  // read and checked there; any other call reads it whole first.
+  const bool cut_through = arriving && pass_through && !replay_ && config_.upstream_api != "anthropic";
+  if (arriving && !cut_through) {
+    beast::error_code ec;
+    co_await ReadRestOfBody(*arriving, req.body(), ec);
+    if (ec) co_return false;
+  }
   std::optional<PassThroughRequest> raw;
   Json client_request;
   ChatRequest chat;
-  if (pass_through && !replay_) {
+  if (cut_through) {
+    // (read below, as its bytes go upstream)
+  } else if (pass_through && !replay_) {
     auto read = ReadPassThroughRequest(req.body(), route.format == "openai-completions");
     if (!read.ok()) co_return co_await fail(400, read.status().message());
     raw = std::move(*read);
@@ -269,6 +279,30 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       co_await timer.async_wait(Into(ec));
     }
   }
+  // The request text goes into the call log while the upstream works (once
+  // its last byte is sent), so the call's own record, logged before its
+  // last bytes go out, is short.
+  std::optional<LoggedRequest> logged_request;
+  auto make_request = [&](const Upstream& u) {
+    RequestHead up(u.base_path + std::string(route.upstream_path));
+    up.Set("Host", u.host + ":" + u.port);
+    up.Set("Content-Type", "application/json");
+    // (A body forwarded as it arrives is sent before it says whether it streams.)
+    up.Set("Accept", cut_through ? "application/json, text/event-stream"
+                                 : chat.stream ? "text/event-stream" : "application/json");
+    if (!upstreams_.api_key().empty()) up.Set("Authorization", "Bearer " + upstreams_.api_key());
+    return up;
+  };
+  CutThrough forwarded;
+  if (cut_through) {
+    co_await ForwardArrivingBody(rollout, req, *arriving, make_request, route.format == "openai-completions", raw,
+                                 forwarded, [&] { logged_request = recorder_->LogRequestText(req.body()); });
+    if (forwarded.outcome == CutThrough::Outcome::kClientGone) co_return false;
+    if (forwarded.outcome == CutThrough::Outcome::kBadRequest) co_return co_await fail(400, forwarded.error);
+    chat.stream = raw->stream;
+    chat.side_call = raw->side_call;
+  }
+
   InFlight in_flight(metrics_, rollout_mutex_, config_.max_per_rollout > 0 ? &rollout_in_flight_ : nullptr, rollout);
   metrics_.calls.fetch_add(1);
 
@@ -377,6 +411,10 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.request_text = std::move(req.body());
   }
 
+  auto log_request = [&] {
+    if (!logged_request && !rec.request_text.empty()) logged_request = recorder_->LogRequestText(rec.request_text);
+  };
+
   auto cs = std::make_shared<ClientStream>();
   cs->socket = &client;
   cs->version = req.version();
@@ -389,14 +427,6 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   auto stop_keepalive = [&]() -> Task<void> {
     co_await TakeOver(*cs);
     co_await WaitWhile(cs->keepalive_running);
-  };
-
-  // The request text (pass-through calls) goes into the call log while the
-  // upstream works, so the call's own record, logged before its last bytes
-  // go out, is short.
-  std::optional<LoggedRequest> logged_request;
-  auto log_request = [&] {
-    if (!logged_request && !rec.request_text.empty()) logged_request = recorder_->LogRequestText(rec.request_text);
   };
 
   // Ends the call with an error: a JSON error if nothing was streamed yet,
@@ -418,14 +448,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // Connect and send; connection failures are retried on another upstream
   // before any byte of the answer exists.
   UpstreamExchange exchange;
-  co_await ExchangeWithUpstream(rollout, exchange, [&](const Upstream& u) {
-    RequestHead up(u.base_path + std::string(route.upstream_path));
-    up.Set("Host", u.host + ":" + u.port);
-    up.Set("Content-Type", "application/json");
-    up.Set("Accept", streaming ? "text/event-stream" : "application/json");
-    if (!upstreams_.api_key().empty()) up.Set("Authorization", "Bearer " + upstreams_.api_key());
-    return up;
-  }, upstream_body, log_request);
+  co_await ExchangeWithUpstream(rollout, exchange, make_request, upstream_body, log_request, &forwarded);
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
@@ -488,12 +511,15 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       if (!committed.ok()) co_return co_await fail(500, "the call could not be recorded: " + committed.message());
       co_return co_await Send(client, req, http::status::ok, std::move(chunk->text));
     }
-    Json response = ParseJsonOrDiscarded(text);
-    if (response.is_discarded() || !response.is_object()) {
-      co_return co_await fail_call(502, "upstream " + upstream->url + " answered with invalid JSON");
+    // The token fields are read and cut from the bytes, as for a stream's
+    // chunks: the answer carries every prompt token's id (tens of thousands,
+    // ~4 ms to parse into a document), the translation needs none of them.
+    auto stripped = CaptureAndStrip(text, wants, false, tokens);
+    if (!stripped.ok()) co_return co_await fail_call(502, "upstream " + upstream->url + " answered with invalid JSON");
+    if (stripped->is_error) {
+      co_return co_await fail_call(502, "upstream " + upstream->url + " answered 200 with an error: " + stripped->text);
     }
-    HarvestTokens(response, tokens);
-    StripCaptureFields(response, wants);
+    Json response = ParseJsonOrDiscarded(stripped->text);
     auto out = format->FromChat(response);
     if (!out.ok()) co_return co_await fail_call(502, "cannot translate the upstream response: " + out.status().message());
     rec.upstream_response = response;

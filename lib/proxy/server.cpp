@@ -150,6 +150,9 @@ Task<void> Server::WatchStop() {
 
 namespace {
 constexpr size_t kIdleReadBuffer = 16 * 1024;
+// A body this long starts upstream before it has all arrived (a harness's
+// conversation: store-and-forward put its whole transfer on the call's path twice).
+constexpr size_t kCutThroughBytes = 64 * 1024;
 
 // Reads the client's requests from its socket, within the idle timeout.
 struct ClientReader {
@@ -171,6 +174,8 @@ Task<void> Server::Session(tcp::socket socket) {
   ClientReader reader{socket, 3600};
   beast::flat_buffer buffer;
   for (;;) {
+    ArrivingBody arriving;
+    bool body_arriving = false;
     http::request_parser<http::string_body> parser;
     parser.body_limit(config_.body_limit);
     co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, ec);
@@ -185,7 +190,18 @@ Task<void> Server::Session(tcp::socket socket) {
       // A large body (a harness resends its whole conversation) goes
       // straight into the request; Content-Length was checked against the
       // limit with the header.
-      if (auto length = parser.content_length(); length && *length > kIdleReadBuffer) {
+      auto length = parser.content_length();
+      if (length && *length >= kCutThroughBytes && parser.get().method() == http::verb::post) {
+        // What has come is kept; the call reads the rest as it goes (Handle).
+        std::string& body = parser.get().body();
+        body.resize(static_cast<size_t>(*length));
+        arriving.have = net::buffer_copy(net::buffer(body), buffer.data());
+        buffer.consume(arriving.have);
+        arriving.read_some = [&reader](net::mutable_buffer into, beast::error_code& read_ec) {
+          return reader.ReadSome(into, read_ec);
+        };
+        body_arriving = true;
+      } else if (length && *length > kIdleReadBuffer) {
         co_await ReadBodyInto(reader, buffer, static_cast<size_t>(*length), parser.get().body(), ec);
       } else {
         co_await ReadHttp(reader, buffer, parser, ReadUntil::kMessage, ec);
@@ -209,7 +225,13 @@ Task<void> Server::Session(tcp::socket socket) {
     if (ec) break;
     metrics_.requests.fetch_add(1);
     Request req = parser.release();
-    bool keep = co_await Handle(socket, req);
+    bool keep = co_await Handle(socket, req, body_arriving ? &arriving : nullptr);
+    if (keep && body_arriving && arriving.have < req.body().size()) {
+      // Answered (an error) before the body was all read: read past it, so
+      // the next request on the connection starts where it should.
+      co_await ReadRestOfBody(arriving, req.body(), ec);
+      keep = !ec;
+    }
     if (!keep || !req.keep_alive()) break;
   }
   socket.shutdown(tcp::socket::shutdown_send, ec);
@@ -229,7 +251,7 @@ Task<bool> Server::Send(tcp::socket& client, Request& req, http::status status, 
   co_return !ec && keep_alive;
 }
 
-Task<bool> Server::Handle(tcp::socket& client, Request& req) {
+Task<bool> Server::Handle(tcp::socket& client, Request& req, ArrivingBody* arriving) {
   std::string_view target(req.target().data(), req.target().size());
   size_t q = target.find('?');
   std::string_view path = target.substr(0, q);
@@ -242,6 +264,14 @@ Task<bool> Server::Handle(tcp::socket& client, Request& req) {
     path_rollout = std::string(path.substr(3, end == std::string_view::npos ? std::string_view::npos : end - 3));
     path = end == std::string_view::npos ? std::string_view("/") : path.substr(end);
   }
+  const Route* route = FindRoute(std::string_view(req.method_string().data(), req.method_string().size()), path);
+  if (arriving && !(route && (route->format == "openai-chat" || route->format == "openai-completions"))) {
+    // Only a chat or completions call forwards its body as it arrives.
+    beast::error_code ec;
+    co_await ReadRestOfBody(*arriving, req.body(), ec);
+    if (ec) co_return false;
+    arriving = nullptr;
+  }
   bool get = req.method() == http::verb::get;
   if (get && path == "/healthz") {
     co_return co_await Send(client, req, http::status::ok, HealthBody(stopping_.load()));
@@ -251,9 +281,7 @@ Task<bool> Server::Handle(tcp::socket& client, Request& req) {
   }
   if (get && path == "/v1/models") co_return co_await HandleModels(client, req);
   if (path.rfind("/admin/", 0) == 0) co_return co_await HandleAdmin(client, req, path, query);
-  if (const Route* route = FindRoute(std::string_view(req.method_string().data(), req.method_string().size()), path)) {
-    co_return co_await HandleCall(client, req, *route, std::move(path_rollout));
-  }
+  if (route) co_return co_await HandleCall(client, req, *route, std::move(path_rollout), arriving);
   metrics_.client_errors.fetch_add(1);
   co_return co_await Send(client, req, http::status::not_found,
                           OpenAIErrorBody(404, "no route for " + std::string(req.method_string()) + " " +

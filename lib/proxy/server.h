@@ -22,6 +22,7 @@
 #include "proxy/http_write.h"
 #include "proxy/metrics.h"
 #include "proxy/net.h"
+#include "proxy/pass_through.h"
 #include "proxy/proxy.h"
 #include "proxy/recorder.h"
 #include "proxy/replay.h"
@@ -49,6 +50,31 @@ struct UpstreamExchange {
 // is allocated and cleared for each call.
 Task<beast::error_code> AppendWholeUpstreamBody(UpstreamExchange& exchange, std::string& out);
 
+// A request body the proxy starts to forward before it has all of it (a
+// harness's large chat request: cut_through.cpp). req.body() has the whole
+// length from the start; the first `have` bytes are read.
+struct ArrivingBody {
+  std::function<Task<size_t>(net::mutable_buffer, beast::error_code&)> read_some;  // from the client
+  size_t have = 0;
+};
+// Reads the rest of an arriving body into body (the request's).
+Task<void> ReadRestOfBody(ArrivingBody& arriving, std::string& body, beast::error_code& ec);
+
+// How a call that forwards its body as it arrives got on (Server::CutThrough).
+struct CutThrough {
+  enum class Outcome {
+    kSent,         // the whole request went to conn; read its answer
+    kFallback,     // the body is read but went nowhere whole: send it as any call is sent
+    kBadRequest,   // the body is not a request (error says why); nothing reached the upstream whole
+    kClientGone,   // the client broke off its body
+  };
+  Outcome outcome = Outcome::kFallback;
+  Upstream* upstream = nullptr;
+  std::unique_ptr<UpstreamConn> conn;
+  bool reused = false;  // conn was a kept-alive connection
+  std::string error;
+};
+
 class Server {
  public:
   // contexts[0] also runs the acceptor and the housekeeping coroutines.
@@ -66,15 +92,16 @@ class Server {
   Task<void> WatchStop();
   Task<void> SweepWaits();
   Task<void> Session(tcp::socket socket);
-  // Answers one request; false when the connection must close.
-  Task<bool> Handle(tcp::socket& client, Request& req);
+  // Answers one request; false when the connection must close. arriving:
+  // its body is still being read (only a call may start before it is all there).
+  Task<bool> Handle(tcp::socket& client, Request& req, ArrivingBody* arriving);
   Task<bool> HandleAdmin(tcp::socket& client, Request& req, std::string_view path,
                          std::string_view query);
   Task<bool> HandleModels(tcp::socket& client, Request& req);
 
   // call.cpp
   Task<bool> HandleCall(tcp::socket& client, Request& req, const Route& route,
-                        std::string path_rollout);
+                        std::string path_rollout, ArrivingBody* arriving);
   // request: the call's request text already in the call log (LogRequestText).
   // call is taken (moved into the writer's queue) before the first suspension:
   // its owner co_awaits this at once, so a reference does.
@@ -93,9 +120,19 @@ class Server {
   // or broken connection marks that upstream unhealthy and moves on; a
   // kept-alive connection the upstream had closed is retried, not blamed; a
   // timeout ends the attempts, since the generation may be running.
+  // sent: a request CutThrough already sent whole; its answer is read first.
   Task<void> ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
                                   const std::function<RequestHead(const Upstream&)>& make_request,
-                                  BodyPieces body, const std::function<void()>& after_send = nullptr);
+                                  BodyPieces body, const std::function<void()>& after_send = nullptr,
+                                  CutThrough* sent = nullptr);
+
+  // cut_through.cpp: a pass-through call's large body goes upstream as it
+  // arrives, the capture fields after its last byte; the body is read
+  // whole and checked before its end is sent. raw: the request as read.
+  Task<void> ForwardArrivingBody(const std::string& rollout, Request& req, ArrivingBody& arriving,
+                                 const std::function<RequestHead(const Upstream&)>& make_request, bool completions,
+                                 std::optional<PassThroughRequest>& raw, CutThrough& out,
+                                 const std::function<void()>& after_send);
 
   Task<bool> Send(tcp::socket& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",

@@ -12,22 +12,32 @@ namespace forge::proxy {
 
 Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExchange& out,
                                         const std::function<RequestHead(const Upstream&)>& make_request,
-                                        BodyPieces body, const std::function<void()>& after_send) {
+                                        BodyPieces body, const std::function<void()>& after_send,
+                                        CutThrough* sent) {
   out.error = "no upstream configured";
   std::vector<Upstream*> tried;
   int attempts = static_cast<int>(std::max<size_t>(upstreams_.size(), 1)) + 1;
   for (int attempt = 0; attempt < attempts && !out.conn; ++attempt) {
-    Upstream* upstream = upstreams_.Pick(rollout, tried);
+    const bool already_sent = sent && sent->conn;
+    Upstream* upstream = already_sent ? sent->upstream : upstreams_.Pick(rollout, tried);
     if (!upstream) break;
     out.upstream = upstream;
     bool reused = false;
     beast::error_code ec;
-    auto c = co_await upstreams_.Connect(*upstream, ec, reused);
+    std::unique_ptr<UpstreamConn> c;
+    if (already_sent) {
+      c = std::move(sent->conn);
+      reused = sent->reused;
+    } else {
+      c = co_await upstreams_.Connect(*upstream, ec, reused);
+    }
     if (!ec) {
-      std::string header = make_request(*upstream).Text(body.size());
-      c->stream.set_timeout(config_.upstream_idle_timeout);
-      co_await WriteMessage(c->stream, header, body, ec);
-      if (!ec && after_send) after_send();
+      if (!already_sent) {
+        std::string header = make_request(*upstream).Text(body.size());
+        c->stream.set_timeout(config_.upstream_idle_timeout);
+        co_await WriteMessage(c->stream, header, body, ec);
+        if (!ec && after_send) after_send();
+      }
       if (!ec) {
         out.parser.emplace();
         out.parser->body_limit(std::numeric_limits<std::uint64_t>::max());

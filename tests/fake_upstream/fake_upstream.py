@@ -26,7 +26,10 @@ A step with "fail_once": STATUS answers the first request that reaches it
 with that HTTP error, and later ones normally (to see how a harness retries).
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
 
-Every request is appended to --log as JSON (path, headers, body).
+Every request is appended to --log as JSON (path, headers, body, keys that
+came twice in one object); LOG.heads gets a line as each request's header
+arrives, before its body is read, and LOG.cut one for a request whose body
+was cut short (its sender closed the connection first).
 Listens on 127.0.0.1 only.
 """
 import argparse
@@ -131,11 +134,27 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
+        if ARGS.log:  # the header, before the body: a proxy that forwards as it reads sends it early
+            with LOG_LOCK, open(ARGS.log + ".heads", "a") as f:
+                f.write(json.dumps({"path": self.path, "content_length": length, "at": time.time()}) + "\n")
         raw = self.rfile.read(length)
-        body = json.loads(raw)
+        if len(raw) < length:  # the sender gave up on this request; nothing to answer
+            if ARGS.log:
+                with LOG_LOCK, open(ARGS.log + ".cut", "a") as f:
+                    f.write(json.dumps({"path": self.path, "content_length": length, "got": len(raw)}) + "\n")
+            self.close_connection = True
+            return
+        duplicates = []
+
+        def pairs(items):
+            keys = [k for k, _ in items]
+            duplicates.extend(k for k in set(keys) if keys.count(k) > 1)
+            return dict(items)
+        body = json.loads(raw, object_pairs_hook=pairs)
         if ARGS.log:
             with LOG_LOCK, open(ARGS.log, "a") as f:
-                f.write(json.dumps({"path": self.path, "headers": dict(self.headers), "body": body}) + "\n")
+                f.write(json.dumps({"path": self.path, "headers": dict(self.headers), "body": body,
+                                    "duplicate_keys": duplicates, "received_at": time.time()}) + "\n")
         completions = self.path.endswith("/v1/completions")
         cmd = command(body)
         if cmd == "script:500":

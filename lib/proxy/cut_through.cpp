@@ -1,0 +1,105 @@
+// Server::ForwardArrivingBody: a large chat or completions request goes
+// upstream while the client is still sending it, as nginx's
+// proxy_request_buffering off passes bytes on, instead of after its last
+// byte. The proxy adds its capture fields at the end of the object, so the
+// upstream's Content-Length is the client's plus room for them, and what
+// the fields leave of that room is filled with spaces (JSON allows space
+// after a value). Everything up to the last '}' that has arrived is safe to
+// send: the object's closing brace is at or after it. The body is read
+// whole and checked (ReadPassThroughRequest) before the rest goes, so a
+// malformed request never reaches the upstream complete; its connection is
+// closed with the body cut short, which a server discards.
+#include <algorithm>
+
+#include "proxy/server.h"
+
+namespace forge::proxy {
+namespace {
+
+// Longer than any run of capture fields the splice appends and the closing
+// brace (chat's, streamed, the client asking for nothing: 98 bytes).
+constexpr size_t kCaptureRoom = 128;
+
+}  // namespace
+
+Task<void> ReadRestOfBody(ArrivingBody& arriving, std::string& body, beast::error_code& ec) {
+  ec = {};
+  while (arriving.have < body.size()) {
+    size_t n = co_await arriving.read_some(net::buffer(body.data() + arriving.have, body.size() - arriving.have), ec);
+    if (ec == net::error::eof) ec = http::error::partial_message;
+    if (ec) co_return;
+    arriving.have += n;
+  }
+}
+
+Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req, ArrivingBody& arriving,
+                                       const std::function<RequestHead(const Upstream&)>& make_request,
+                                       bool completions, std::optional<PassThroughRequest>& raw, CutThrough& out,
+                                       const std::function<void()>& after_send) {
+  std::string& body = req.body();
+  const size_t length = body.size();
+  out = CutThrough{};
+  auto read_more = [&]() -> Task<bool> {
+    beast::error_code client_ec;
+    size_t n = co_await arriving.read_some(net::buffer(body.data() + arriving.have, length - arriving.have), client_ec);
+    arriving.have += n;
+    co_return !client_ec;
+  };
+  if (arriving.have == 0 && length > 0 && !co_await read_more()) {
+    out.outcome = CutThrough::Outcome::kClientGone;
+    co_return;
+  }
+  // The splice keeps the client's object from its first byte; a body that
+  // starts with space or a byte-order mark goes the usual way.
+  Upstream* upstream = length > 0 && body[0] == '{' ? upstreams_.Pick(rollout, {}) : nullptr;
+  std::unique_ptr<UpstreamConn> conn;
+  beast::error_code ec;
+  if (upstream) {
+    conn = co_await upstreams_.Connect(*upstream, ec, out.reused);
+    if (!ec) {
+      conn->stream.set_timeout(config_.upstream_idle_timeout);
+      std::string header = make_request(*upstream).Text(length + kCaptureRoom);
+      co_await conn->stream.WriteAll(net::buffer(header), ec);
+    }
+    if (ec) conn.reset();  // the usual way will try the upstreams in turn
+  }
+  size_t sent = 0;
+  for (;;) {
+    if (conn) {
+      size_t safe = std::string_view(body.data(), arriving.have).rfind('}');
+      if (safe != std::string_view::npos && safe > sent) {
+        co_await conn->stream.WriteAll(net::buffer(body.data() + sent, safe - sent), ec);
+        if (ec) conn.reset();
+        sent = safe;
+      }
+    }
+    if (arriving.have == length) break;
+    if (!co_await read_more()) {
+      out.outcome = CutThrough::Outcome::kClientGone;
+      co_return;  // conn closes with the body cut short
+    }
+  }
+  auto read = ReadPassThroughRequest(body, completions);
+  if (!read.ok()) {
+    out.outcome = CutThrough::Outcome::kBadRequest;
+    out.error = read.status().message();
+    co_return;
+  }
+  raw = std::move(*read);
+  // The bytes sent must be the start of what the splice sends: not so when
+  // the object was rebuilt (the client set a capture field itself) after
+  // some of it went, or when a '}' came after the object (past a NUL byte).
+  const size_t end = raw->kept + raw->added.size();
+  if (!conn || raw->kept_from != 0 || sent > raw->kept || end > length + kCaptureRoom) co_return;  // kFallback
+  std::string padding(length + kCaptureRoom - end, ' ');
+  std::array<net::const_buffer, 3> rest{net::buffer(body.data() + sent, raw->kept - sent), net::buffer(raw->added),
+                                        net::buffer(padding)};
+  co_await conn->stream.WriteAll(rest, ec);
+  if (ec) co_return;  // kFallback: sent again the usual way
+  if (after_send) after_send();
+  out.outcome = CutThrough::Outcome::kSent;
+  out.upstream = upstream;
+  out.conn = std::move(conn);
+}
+
+}  // namespace forge::proxy
