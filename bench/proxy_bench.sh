@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # forge-proxy against nginx (proxy_pass, buffering off) and against calling the
 # fake upstream directly, all in one run on this machine, 127.0.0.1 only:
-#  (a) added latency of sequential non-streaming calls, 1 KB and 200 KB requests
+#  (a) added latency of sequential non-streaming calls, 1 KB and 200 KB requests, and
+#      200 KB answered as vLLM answers the proxy (every prompt token id)
 #  (b) 1,000 concurrent streaming clients x 200 SSE events: throughput,
 #      p50/p99 per-stream time and time to the first event, proxy RSS per
 #      open stream (recording on)
