@@ -43,6 +43,23 @@ forge::proxy::Recorder::Done IgnoreDone() {
   return [](forge::Status) {};
 }
 
+// A store in a folder of its own and a recorder writing to it (destroyed in
+// that order reversed: the recorder stops first).
+struct Recording {
+  forge::testing::TempDir dir;
+  std::unique_ptr<forge::store::Store> store;
+  forge::proxy::Metrics metrics;
+  std::unique_ptr<forge::proxy::Recorder> recorder;
+  Recording() {
+    auto opened = forge::store::Store::Open(dir.File("forge.db"));
+    REQUIRE_MESSAGE(opened.ok(), opened.status().message());
+    store = std::move(*opened);
+    auto made = forge::proxy::Recorder::Create(*store, metrics);
+    REQUIRE_MESSAGE(made.ok(), made.status().message());
+    recorder = std::move(*made);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the recorder moves logged calls into the database and keeps its log small") {
@@ -69,8 +86,13 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   CHECK(metrics.records_written.load() == kCalls);
-  // The writer replaces a taken log after its last commit: for a moment both exist.
-  for (int wait = 0; wait < 2000 && Logs(dir.path().string()).size() > 1; ++wait) {
+  // The writer replaces a taken log after its last commit (a moment after
+  // pending() reaches 0; for a moment both logs exist).
+  auto replaced = [&] {
+    auto logs = Logs(dir.path().string());
+    return logs.size() == 1 && logs[0].second < 9L * 1024 * 1024;
+  };
+  for (int wait = 0; wait < 2000 && !replaced(); ++wait) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   auto logs = Logs(dir.path().string());
@@ -85,12 +107,7 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
 }
 
 TEST_CASE("the recorder takes calls from several threads in batches and Stop commits what is queued") {
-  forge::testing::TempDir dir;
-  auto store = forge::store::Store::Open(dir.File("forge.db"));
-  REQUIRE(store.ok());
-  forge::proxy::Metrics metrics;
-  auto recorder = forge::proxy::Recorder::Create(**store, metrics);
-  REQUIRE_MESSAGE(recorder.ok(), recorder.status().message());
+  Recording r;
   // Two threads, 700 calls each, without pause: more than one batch (512)
   // is queued at once, so batches start without waiting for a wakeup.
   constexpr int kPerThread = 700;
@@ -98,7 +115,7 @@ TEST_CASE("the recorder takes calls from several threads in batches and Stop com
     for (int i = 0; i < kPerThread; ++i) {
       CallRecord call = ChatCall(rollout, std::to_string(i));
       call.seq = i;
-      auto logged = (*recorder)->Submit(std::move(call), IgnoreDone);
+      auto logged = r.recorder->Submit(std::move(call), IgnoreDone);
       REQUIRE(logged.has_value());
       REQUIRE(logged->ok());
     }
@@ -106,19 +123,19 @@ TEST_CASE("the recorder takes calls from several threads in batches and Stop com
   std::thread a(submit, "a"), b(submit, "b");
   a.join();
   b.join();
-  (*recorder)->Stop();  // whatever is still queued goes in before it returns
-  CHECK(metrics.records_written.load() == 2 * kPerThread);
-  CHECK((*recorder)->pending() == 0);
+  r.recorder->Stop();  // whatever is still queued goes in before it returns
+  CHECK(r.metrics.records_written.load() == 2 * kPerThread);
+  CHECK(r.recorder->pending() == 0);
   for (const char* rollout : {"a", "b"}) {
-    auto calls = (*store)->CallsOfRollout(rollout);
+    auto calls = r.store->CallsOfRollout(rollout);
     REQUIRE(calls.ok());
     REQUIRE(calls->size() == kPerThread);
     for (int i = 0; i < kPerThread; ++i) {  // in the order each thread logged them
       REQUIRE((*calls)[static_cast<size_t>(i)].seq == i);
     }
   }
-  CHECK(Logs(dir.path().string()).empty());
-  auto late = (*recorder)->Submit(ChatCall("a", "late"), IgnoreDone);
+  CHECK(Logs(r.dir.path().string()).empty());
+  auto late = r.recorder->Submit(ChatCall("a", "late"), IgnoreDone);
   REQUIRE(late.has_value());
   CHECK(!late->ok());  // stopped: fails at once
 }
@@ -128,23 +145,18 @@ TEST_CASE("the recorder stops when Stop comes while a batch gathers") {
   // before; the writer must then see that it is stopping and not wait for a
   // wakeup that will never come (forge-proxy hung on SIGTERM after a call).
   for (int round = 0; round < 20; ++round) {
-    forge::testing::TempDir dir;
-    auto store = forge::store::Store::Open(dir.File("forge.db"));
-    REQUIRE(store.ok());
-    forge::proxy::Metrics metrics;
-    auto recorder = forge::proxy::Recorder::Create(**store, metrics);
-    REQUIRE_MESSAGE(recorder.ok(), recorder.status().message());
-    auto logged = (*recorder)->Submit(ChatCall("r", "one"), IgnoreDone);
+    Recording r;
+    auto logged = r.recorder->Submit(ChatCall("r", "one"), IgnoreDone);
     REQUIRE(logged.has_value());
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // within the batch's 5 ms of gathering
     std::atomic<bool> stopped{false};
     std::thread stop([&] {
-      (*recorder)->Stop();
+      r.recorder->Stop();
       stopped = true;
     });
     for (int i = 0; i < 500 && !stopped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     REQUIRE_MESSAGE(stopped.load(), "Stop did not return within 5 s (round " << round << ")");
     stop.join();
-    CHECK(metrics.records_written.load() == 1);
+    CHECK(r.metrics.records_written.load() == 1);
   }
 }
