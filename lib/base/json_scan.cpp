@@ -513,8 +513,11 @@ void AppendJsonInt32s(std::string_view array, std::vector<int32_t>& into) {
   const char* p = array.data();
   const size_t n = array.size();
   // Room for them all at once (a number and its comma take two bytes or
-  // more; token ids mostly five to seven), without counting them first.
-  into.reserve(into.size() + n / 4 + 16);
+  // more; token ids mostly five to seven), without counting them first; at
+  // least doubling, since a stream appends its ids a chunk at a time.
+  if (size_t want = into.size() + n / 4 + 16; want > into.capacity()) {
+    into.reserve(std::max(want, 2 * into.capacity()));
+  }
   size_t i = SkipSpaces(array, 1);
   while (i < n && p[i] != ']') {
     // The common case first: up to seven digits, then a comma or the

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -130,6 +131,20 @@ TEST_CASE("json scan: arrays of integers (token ids) read eight digits at a time
     expected.insert(expected.begin(), -5);  // appended after what was there
     CHECK(ids == expected);
   }
+}
+
+TEST_CASE("json scan: ids appended a chunk at a time grow their vector geometrically") {
+  // A stream's chunks carry one id each; room reserved for exactly the next
+  // few would reallocate (and copy) the whole vector on every chunk.
+  std::vector<int32_t> ids;
+  std::set<size_t> capacities;
+  for (int i = 0; i < 4000; ++i) {
+    AppendJsonInt32s("[" + std::to_string(1000 + i) + "]", ids);
+    capacities.insert(ids.capacity());
+  }
+  REQUIRE(ids.size() == 4000);
+  CHECK(ids.back() == 4999);
+  CHECK(capacities.size() < 20);
 }
 
 TEST_CASE("json scan: members and elements as spans, duplicates kept, last one found") {
