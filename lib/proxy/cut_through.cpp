@@ -64,14 +64,19 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
     if (ec) conn.reset();  // the usual way will try the upstreams in turn
   }
   size_t sent = 0;
+  // The last '}' so far, looked for only in what came since the last look
+  // (a long string without one must not be read again for every piece).
+  size_t scanned = 0, last_brace = 0;
   for (;;) {
-    if (conn) {
-      size_t safe = std::string_view(body.data(), arriving.have).rfind('}');
-      if (safe != std::string_view::npos && safe > sent) {
-        co_await conn->stream.WriteAll(net::buffer(body.data() + sent, safe - sent), ec);
-        if (ec) conn.reset();
-        sent = safe;
-      }
+    if (size_t at = std::string_view(body.data() + scanned, arriving.have - scanned).rfind('}');
+        at != std::string_view::npos) {
+      last_brace = scanned + at;
+    }
+    scanned = arriving.have;
+    if (conn && last_brace > sent) {
+      co_await conn->stream.WriteAll(net::buffer(body.data() + sent, last_brace - sent), ec);
+      if (ec) conn.reset();
+      sent = last_brace;
     }
     if (arriving.have == length) break;
     if (!co_await read_more()) {
