@@ -533,13 +533,8 @@ void AppendJsonInt32s(std::string_view array, std::vector<int32_t>& into) {
     const bool negative = p[i] == '-';
     size_t j = i + (negative ? 1 : 0);
     const size_t digits = j;
-    uint64_t value = 0;
-    if (size_t run = j + 8 <= n ? DigitRun8(p + j) : 8; run < 8) {
-      if (run > 0) value = DigitsValue8(p + j, run);
-      j += run;
-    } else {
-      for (; j < n && IsDigit(p[j]); ++j) value = value * 10 + static_cast<uint64_t>(p[j] - '0');
-    }
+    uint64_t value = 0;  // (the rare case: a sign, spaces, a long number)
+    for (; j < n && IsDigit(p[j]); ++j) value = value * 10 + static_cast<uint64_t>(p[j] - '0');
     size_t end = j;
     // JsonInteger's rule: digits only, at most 19 bytes with the sign.
     if (j > digits && j - start <= 19 && (j == n || p[j] == ',' || p[j] == ']' || IsSpace(p[j]))) {

@@ -205,7 +205,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
 
   // The request. The upstream's own formats are handled as bytes (see
   // pass_through.h); the others are parsed and translated.
-  const bool pass_through = route.format == "openai-chat" || route.format == "openai-completions";
+  const bool pass_through = route.passes_through();
   // A large body still arriving goes upstream as it comes (cut_through.cpp),
   // read and checked there; any other call reads it whole first.
   const bool cut_through = arriving && pass_through && !replay_ && config_.upstream_api != "anthropic";

@@ -20,16 +20,18 @@ namespace {
 // brace (chat's, streamed, the client asking for nothing: 98 bytes).
 constexpr size_t kCaptureRoom = 128;
 
+// What one read brings of an arriving body.
+Task<void> ReadMoreOfBody(ArrivingBody& arriving, std::string& body, beast::error_code& ec) {
+  size_t n = co_await arriving.read_some(net::buffer(body.data() + arriving.have, body.size() - arriving.have), ec);
+  if (ec == net::error::eof) ec = http::error::partial_message;
+  if (!ec) arriving.have += n;
+}
+
 }  // namespace
 
 Task<void> ReadRestOfBody(ArrivingBody& arriving, std::string& body, beast::error_code& ec) {
   ec = {};
-  while (arriving.have < body.size()) {
-    size_t n = co_await arriving.read_some(net::buffer(body.data() + arriving.have, body.size() - arriving.have), ec);
-    if (ec == net::error::eof) ec = http::error::partial_message;
-    if (ec) co_return;
-    arriving.have += n;
-  }
+  while (!ec && arriving.have < body.size()) co_await ReadMoreOfBody(arriving, body, ec);
 }
 
 Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req, ArrivingBody& arriving,
@@ -39,13 +41,9 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
   std::string& body = req.body();
   const size_t length = body.size();
   out = CutThrough{};
-  auto read_more = [&]() -> Task<bool> {
-    beast::error_code client_ec;
-    size_t n = co_await arriving.read_some(net::buffer(body.data() + arriving.have, length - arriving.have), client_ec);
-    arriving.have += n;
-    co_return !client_ec;
-  };
-  if (arriving.have == 0 && length > 0 && !co_await read_more()) {
+  beast::error_code client_ec;
+  if (arriving.have == 0 && length > 0) co_await ReadMoreOfBody(arriving, body, client_ec);
+  if (client_ec) {
     out.outcome = CutThrough::Outcome::kClientGone;
     co_return;
   }
@@ -79,7 +77,8 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
       sent = last_brace;
     }
     if (arriving.have == length) break;
-    if (!co_await read_more()) {
+    co_await ReadMoreOfBody(arriving, body, client_ec);
+    if (client_ec) {
       out.outcome = CutThrough::Outcome::kClientGone;
       co_return;  // conn closes with the body cut short
     }

@@ -17,6 +17,8 @@ struct Route {
   std::string_view path;           // "/v1/chat/completions"; a trailing '*' matches a prefix
   std::string_view format;         // a name MakeClientFormat knows
   std::string_view upstream_path;  // where the translated request goes upstream
+  // The upstream's own formats, handled as bytes (pass_through.h), not translated.
+  bool passes_through() const { return format == "openai-chat" || format == "openai-completions"; }
 };
 
 // The route for a method and path (the /r/<rollout> prefix already removed), or nullptr.

@@ -38,8 +38,6 @@ bool IsPositiveInteger(std::string_view v) {
   return IsIntegerText(v) && v.front() != '-' && v.find_first_not_of('0') != std::string_view::npos;
 }
 
-void AppendIds(std::string_view array, std::vector<int32_t>& into) { forge::AppendJsonInt32s(array, into); }
-
 // "token_id:123" → 123 (vLLM --return-tokens-as-token-ids), else -1.
 int64_t TokenIdFromString(std::string_view token) {
   constexpr std::string_view kPrefix = "\"token_id:";
@@ -58,11 +56,11 @@ float LogprobValue(std::string_view v) {
 // Choice 0's tokens, as HarvestTokens takes them from a parsed chunk.
 void HarvestChoice(const JsonMembers& choice, const forge::JsonSpans& spans, CapturedTokens& into) {
   if (const JsonMember* p = FindMember(choice, "prompt_token_ids"); p && into.prompt_ids.empty()) {
-    AppendIds(p->value, into.prompt_ids);
+    forge::AppendJsonInt32s(p->value, into.prompt_ids);
   }
   bool have_ids = false;
   if (const JsonMember* t = FindMember(choice, "token_ids"); t && IsJsonArray(t->value)) {
-    AppendIds(t->value, into.completion_ids);
+    forge::AppendJsonInt32s(t->value, into.completion_ids);
     have_ids = true;
   }
   const JsonMember* lp = FindMember(choice, "logprobs");
@@ -287,7 +285,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
     out.text = std::string(error->value);
     return out;
   }
-  if (const JsonMember* p = FindMember(members, "prompt_token_ids")) AppendIds(p->value, tokens.prompt_ids);
+  if (const JsonMember* p = FindMember(members, "prompt_token_ids")) forge::AppendJsonInt32s(p->value, tokens.prompt_ids);
   if (const JsonMember* usage = FindMember(members, "usage"); usage && !IsJsonNull(usage->value)) {
     out.usage = std::string(usage->value);
   }

@@ -265,7 +265,7 @@ Task<bool> Server::Handle(tcp::socket& client, Request& req, ArrivingBody* arriv
     path = end == std::string_view::npos ? std::string_view("/") : path.substr(end);
   }
   const Route* route = FindRoute(std::string_view(req.method_string().data(), req.method_string().size()), path);
-  if (arriving && !(route && (route->format == "openai-chat" || route->format == "openai-completions"))) {
+  if (arriving && !(route && route->passes_through())) {
     // Only a chat or completions call forwards its body as it arrives.
     beast::error_code ec;
     co_await ReadRestOfBody(*arriving, req.body(), ec);

@@ -57,7 +57,8 @@ struct ArrivingBody {
   std::function<Task<size_t>(net::mutable_buffer, beast::error_code&)> read_some;  // from the client
   size_t have = 0;
 };
-// Reads the rest of an arriving body into body (the request's).
+// Reads the rest of an arriving body into body (the request's);
+// partial_message when the client closed first.
 Task<void> ReadRestOfBody(ArrivingBody& arriving, std::string& body, beast::error_code& ec);
 
 // How a call that forwards its body as it arrives got on (Server::CutThrough).
