@@ -133,6 +133,40 @@ TEST_CASE("json scan: arrays of integers (token ids) read eight digits at a time
   }
 }
 
+TEST_CASE("json scan: long arrays of ids read sixteen bytes at a time, as nlohmann reads them") {
+  // The block paths (validator and reader) take sixteen bytes at once and
+  // trust the masks: each thing that must stop them sits at every offset of
+  // three blocks of a long array, between ids of every length.
+  const std::vector<std::string> oddities = {"01", "00", "0", "-0", "-7", "", " 5", "5 ", "\n6", "1.5", "2e3",
+                                             "123456789", "1234567890", "99999999", "x", "\"s\"", "[]", "[1,2]",
+                                             "null", "\xC3\xA9"};
+  std::mt19937 rng(5);
+  for (const std::string& odd : oddities) {
+    for (size_t at = 0; at < 48; ++at) {
+      std::string text = "[";
+      size_t ids_before = 0;
+      while (text.size() < 1 + at) {
+        text += std::to_string(rng() % (ids_before % 3 == 0 ? 10 : 1000000)) + ",";
+        ++ids_before;
+      }
+      text += odd;
+      for (int k = 0; k < 12; ++k) text += "," + std::to_string(rng() % 152000);
+      text += "]";
+      CAPTURE(text);
+      bool accepted = !JsonSyntaxError(text).has_value();
+      CHECK(accepted == NlohmannAccepts(text));
+      if (!accepted) continue;
+      std::vector<int32_t> ids;
+      AppendJsonInt32s(text, ids);
+      std::vector<int32_t> expected;
+      for (const Json& v : Json::parse(text)) {
+        if (v.is_number_integer() && v.dump().size() <= 19) expected.push_back(static_cast<int32_t>(v.get<int64_t>()));
+      }
+      CHECK(ids == expected);
+    }
+  }
+}
+
 TEST_CASE("json scan: ids appended a chunk at a time grow their vector geometrically") {
   // A stream's chunks carry one id each; room reserved for exactly the next
   // few would reallocate (and copy) the whole vector on every chunk.
