@@ -432,6 +432,15 @@ size_t SkipString(std::string_view s, size_t i) {
   const char* p = s.data();
   size_t n = s.size();
   ++i;
+  // Keys and most short values end within a few bytes: looked for by hand
+  // before memchr's call is worth making.
+  for (size_t near = std::min(n, i + 16); i < near; ++i) {
+    if (p[i] == '\\') {
+      ++i;
+    } else if (p[i] == '"') {
+      return i + 1;
+    }
+  }
   for (;;) {
     const void* q = i < n ? std::memchr(p + i, '"', n - i) : nullptr;
     if (!q) return n;
@@ -448,6 +457,7 @@ size_t SkipValue(std::string_view s, size_t i, const JsonSpans* spans) {
   char c = s[i];
   if (c == '"') return SkipString(s, i);
   if (c == '{' || c == '[') {
+    if (i + 1 < s.size() && s[i + 1] == (c == '{' ? '}' : ']')) return i + 2;  // empty (vLLM's "top_logprobs":[])
     if (const char* end = spans ? spans->EndOf(s.data() + i) : nullptr;
         end && end > s.data() + i && end <= s.data() + s.size()) {
       return static_cast<size_t>(end - s.data());
@@ -502,9 +512,23 @@ std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spa
 }
 
 const char* JsonSpans::EndOf(const char* open) const {
+  // Readers mostly ask in text order (the elements of an array, each one's
+  // members), so the spans just after the last one found are tried first.
+  // (Asks for an empty container, which has no span, settle there too.)
+  if (next_ == 0 || (next_ <= spans_.size() && spans_[next_ - 1].first < open)) {
+    for (size_t k = next_; k < spans_.size() && k < next_ + 4; ++k) {
+      if (spans_[k].first == open) {
+        next_ = k + 1;
+        return spans_[k].second;
+      }
+      if (spans_[k].first > open) return nullptr;  // in text order: none starts at open
+    }
+  }
   auto it = std::lower_bound(spans_.begin(), spans_.end(), open,
                              [](const std::pair<const char*, const char*>& span, const char* p) { return span.first < p; });
-  return it != spans_.end() && it->first == open ? it->second : nullptr;
+  if (it == spans_.end() || it->first != open) return nullptr;
+  next_ = static_cast<size_t>(it - spans_.begin()) + 1;
+  return it->second;
 }
 
 std::string_view TrimJson(std::string_view text) {
@@ -689,7 +713,43 @@ std::optional<int64_t> JsonInteger(std::string_view v) {
   return negative ? -value : value;
 }
 
+// A number without exponent (integer or decimal) whose digits fit a double's mantissa, as
+// that mantissa divided by a power of ten (both exact; one rounding, as
+// from_chars rounds: Clinger's fast path). A logprob is such a number, and an
+// answer carries one per completion token. nullopt for anything else.
+namespace {
+std::optional<double> ExactDecimal(std::string_view v) {
+  static constexpr double kPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                            1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* p = v.data();
+  const char* const end = p + v.size();
+  const bool negative = p != end && *p == '-';
+  p += negative ? 1 : 0;
+  const char* const first = p;
+  uint64_t mantissa = 0;  // wraps past 19 digits, which are refused below
+  while (p != end && IsDigit(*p)) mantissa = mantissa * 10 + static_cast<uint64_t>(*p++ - '0');
+  const size_t whole = static_cast<size_t>(p - first);
+  size_t fraction = 0;
+  if (p != end && *p == '.' && whole > 0) {
+    const char* const after_point = ++p;
+    while (p != end && IsDigit(*p)) mantissa = mantissa * 10 + static_cast<uint64_t>(*p++ - '0');
+    fraction = static_cast<size_t>(p - after_point);
+    if (fraction == 0) return std::nullopt;
+  }
+  if (p != end || whole == 0 || whole + fraction > 19 || fraction > 22 || mantissa > (uint64_t{1} << 53)) {
+    return std::nullopt;
+  }
+  if (fraction == 0) {  // an integer, as a parser holds it: "-0" is 0
+    auto value = static_cast<int64_t>(mantissa);
+    return static_cast<double>(negative ? -value : value);
+  }
+  double d = static_cast<double>(mantissa) / kPowersOfTen[fraction];
+  return negative ? -d : d;
+}
+}  // namespace
+
 std::optional<double> JsonNumber(std::string_view v) {
+  if (auto d = ExactDecimal(v)) return d;
   if (auto i = JsonInteger(v)) return static_cast<double>(*i);
   // from_chars reads JSON's number grammar without the locale strtod consults
   // (a stream carries a logprob per token, and validation reads each one).

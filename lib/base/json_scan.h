@@ -38,10 +38,14 @@ class JsonSpans {
     return spans_.size() - 1;
   }
   void Close(size_t index, const char* end) { spans_[index].second = end; }
-  void Clear() { spans_.clear(); }
+  void Clear() {
+    spans_.clear();
+    next_ = 0;
+  }
 
  private:
   boost::container::small_vector<std::pair<const char*, const char*>, 32> spans_;
+  mutable size_t next_ = 0;  // where EndOf looks first: after the span it found last
 };
 
 // Checks that text is one JSON value, surrounding whitespace allowed.

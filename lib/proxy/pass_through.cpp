@@ -69,8 +69,8 @@ void HarvestChoice(const JsonMembers& choice, const forge::JsonSpans& spans, Cap
   if (const JsonMember* content = FindMember(logprobs, "content"); content && IsJsonArray(content->value)) {
     for (std::string_view entry : ArrayElements(content->value, &spans)) {
       auto fields = ObjectMembers(entry, &spans);
-      if (const JsonMember* v = FindMember(fields, "logprob"); v && forge::JsonNumber(v->value)) {
-        into.logprobs.push_back(LogprobValue(v->value));
+      if (const JsonMember* v = FindMember(fields, "logprob")) {
+        if (auto logprob = forge::JsonNumber(v->value)) into.logprobs.push_back(static_cast<float>(*logprob));
       }
       if (!have_ids) {
         const JsonMember* token = FindMember(fields, "token");

@@ -4,6 +4,7 @@
 // parses to the client's request plus the capture fields, whatever the
 // client's spacing, escapes or duplicate keys.
 #include <doctest/doctest.h>
+#include <cstring>
 
 #include <functional>
 #include <random>
@@ -209,6 +210,37 @@ TEST_CASE("json scan: members and elements as spans, duplicates kept, last one f
   CHECK_FALSE(JsonNumber("inf"));
   CHECK_FALSE(JsonNumber("nan"));
   CHECK_FALSE(JsonNumber("1.5x"));
+}
+
+TEST_CASE("json scan: decimals read by division are the doubles nlohmann reads, bit for bit") {
+  // JsonNumber reads a short decimal as mantissa / 10^k (exact operands, one
+  // rounding); every digit count and point position up to and past where
+  // that stops being exact, against nlohmann's double.
+  std::mt19937_64 rng(3);
+  auto same_bits = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  for (int digits = 1; digits <= 20; ++digits) {
+    for (int round = 0; round < 300; ++round) {
+      std::string text;
+      for (int d = 0; d < digits; ++d) text += static_cast<char>('0' + rng() % 10);
+      size_t point = rng() % (text.size() + 1);
+      if (point > 0 && point < text.size()) text.insert(point, ".");
+      else if (point == 0) text = "0." + text;
+      if (text.size() > 1 && text[0] == '0' && text[1] != '.') text[0] = '1';  // JSON: no leading zero
+      if (rng() % 2) text = "-" + text;
+      CAPTURE(text);
+      auto got = JsonNumber(text);
+      REQUIRE(got.has_value());
+      CHECK(same_bits(*got, Json::parse(text).get<double>()));
+    }
+  }
+  for (const char* text : {"-0.0", "0.0000000000000000000001", "0.00000000000000000000001", "999999999999999.9",
+                           "9007199254740993.0", "-0.693147", "1.5", "0.1", "0.3"}) {
+    CAPTURE(text);
+    CHECK(same_bits(*JsonNumber(text), Json::parse(text).get<double>()));
+  }
+  CHECK_FALSE(JsonNumber("-"));
+  CHECK_FALSE(JsonNumber("1.2.3"));
+  CHECK_FALSE(JsonNumber("--1.5"));
 }
 
 TEST_CASE("json scan: with the validator's spans, members and elements are the same, nested values stepped over") {
