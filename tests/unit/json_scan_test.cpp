@@ -24,6 +24,21 @@ namespace {
 
 bool NlohmannAccepts(std::string_view text) { return Json::accept(text); }
 
+// The validator accepts text of ids as nlohmann does and, where it does,
+// AppendJsonInt32s reads the integers nlohmann reads (those JsonInteger takes).
+void CheckIdsReadAsNlohmannReads(const std::string& text) {
+  bool accepted = !JsonSyntaxError(text).has_value();
+  CHECK(accepted == NlohmannAccepts(text));
+  if (!accepted) return;
+  std::vector<int32_t> ids;
+  AppendJsonInt32s(text, ids);
+  std::vector<int32_t> expected;
+  for (const Json& v : Json::parse(text)) {
+    if (v.is_number_integer() && v.dump().size() <= 19) expected.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  CHECK(ids == expected);
+}
+
 }  // namespace
 
 TEST_CASE("json scan: accepts and rejects exactly what nlohmann::json does") {
@@ -86,16 +101,7 @@ TEST_CASE("json scan: arrays of integers (token ids) read eight digits at a time
       for (size_t lead = 0; lead < 10; ++lead) {
         std::string text = "[" + std::string(lead, ' ') + "1," + number + follow;
         CAPTURE(text);
-        bool accepted = !JsonSyntaxError(text).has_value();
-        CHECK(accepted == NlohmannAccepts(text));
-        if (!accepted) continue;
-        std::vector<int32_t> ids;
-        AppendJsonInt32s(text, ids);
-        std::vector<int32_t> expected;
-        for (const Json& v : Json::parse(text)) {
-          if (v.is_number_integer() && v.dump().size() <= 19) expected.push_back(static_cast<int32_t>(v.get<int64_t>()));
-        }
-        CHECK(ids == expected);
+        CheckIdsReadAsNlohmannReads(text);
       }
     }
   }
@@ -154,16 +160,7 @@ TEST_CASE("json scan: long arrays of ids read sixteen bytes at a time, as nlohma
       for (int k = 0; k < 12; ++k) text += "," + std::to_string(rng() % 152000);
       text += "]";
       CAPTURE(text);
-      bool accepted = !JsonSyntaxError(text).has_value();
-      CHECK(accepted == NlohmannAccepts(text));
-      if (!accepted) continue;
-      std::vector<int32_t> ids;
-      AppendJsonInt32s(text, ids);
-      std::vector<int32_t> expected;
-      for (const Json& v : Json::parse(text)) {
-        if (v.is_number_integer() && v.dump().size() <= 19) expected.push_back(static_cast<int32_t>(v.get<int64_t>()));
-      }
-      CHECK(ids == expected);
+      CheckIdsReadAsNlohmannReads(text);
     }
   }
 }
