@@ -16,6 +16,9 @@ constexpr size_t kLongText = 2048;
 // In place of the request text's length: the text is in the request record
 // at the offset that follows.
 constexpr uint64_t kTextInRequestRecord = ~uint64_t{0};
+// In place of the prompt ids' length: they begin with an earlier call's; its
+// offset and how many of its ids follow, then the rest of this call's.
+constexpr uint64_t kPromptAfterEarlierCall = ~uint64_t{0};
 
 std::string JsonText(const Json& value) { return value.is_null() ? std::string() : DumpJson(value); }
 
@@ -97,7 +100,7 @@ auto JsonFields(Call& c) {
 
 }  // namespace
 
-EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at) {
+EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at, PromptBase prompt_base) {
   // Room for the short texts, the numbers and the token arrays (the
   // documents' texts are rare on the proxy's path: it relays text).
   size_t room = 256 + c.usage_text.size() + c.upstream_request_patch_text.size() +
@@ -130,7 +133,14 @@ EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at) {
     dumped = JsonText(*value);
     Bytes(dumped);
   }
-  Bytes(BytesOf(c.prompt_ids));
+  std::string_view prompt = BytesOf(c.prompt_ids);
+  if (prompt_base.at != 0) {
+    U64(kPromptAfterEarlierCall);
+    U64(prompt_base.at);
+    U64(prompt_base.prefix);
+    prompt.remove_prefix(std::min(prompt.size(), prompt_base.prefix * sizeof(int32_t)));
+  }
+  Bytes(prompt);
   Bytes(BytesOf(c.completion_ids));
   Bytes(BytesOf(c.logprobs));
 
@@ -166,11 +176,12 @@ void EncodedCall::Bytes(std::string_view bytes) {
   }
 }
 
-Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at) {
+Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at, PromptBase* prompt_base) {
   CallRecord c;
   Reader in(bytes);
   auto cut = [](const char* field) { return Status::DataErr(std::string("call record cut short at ") + field); };
   if (request_text_at) *request_text_at = 0;
+  if (prompt_base) *prompt_base = {};
   for (const auto& [name, value] : TextFields(c)) {
     if (value == &c.request_text && in.Peek64() == kTextInRequestRecord) {
       uint64_t marker, at;
@@ -203,6 +214,13 @@ Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at)
     if (value->is_discarded()) return Status::DataErr(std::string("call record: field ") + name + " is not JSON");
   }
   std::string_view prompt, completion, logprobs;
+  if (in.Peek64() == kPromptAfterEarlierCall) {
+    uint64_t marker;
+    PromptBase base;
+    if (!in.U64(&marker) || !in.U64(&base.at) || !in.U64(&base.prefix)) return cut("prompt_ids");
+    if (!prompt_base) return Status::DataErr("call record: its prompt ids begin with an earlier call's");
+    *prompt_base = base;
+  }
   if (!in.Bytes(&prompt) || !AssignFromBytes(prompt, &c.prompt_ids)) return cut("prompt_ids");
   if (!in.Bytes(&completion) || !AssignFromBytes(completion, &c.completion_ids)) return cut("completion_ids");
   if (!in.Bytes(&logprobs) || !AssignFromBytes(logprobs, &c.logprobs)) return cut("logprobs");

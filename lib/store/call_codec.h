@@ -16,12 +16,21 @@
 
 namespace forge::store {
 
+// Where a call's prompt ids begin, when not all of them are in its record:
+// the first `prefix` prompt ids of the call record at byte `at` of the same
+// log, which holds all of its own (call_log.h). at = 0: none.
+struct PromptBase {
+  uint64_t at = 0;
+  uint64_t prefix = 0;
+};
+
 class EncodedCall {
  public:
   // Refers to the call's strings: the call must outlive this object. With
   // request_text_at, the request text is not encoded but referred to: it is
-  // in the log's request record at that byte offset (call_log.h).
-  explicit EncodedCall(const CallRecord& call, uint64_t request_text_at = 0);
+  // in the log's request record at that byte offset (call_log.h). With a
+  // prompt base, only the prompt ids after its prefix are encoded.
+  explicit EncodedCall(const CallRecord& call, uint64_t request_text_at = 0, PromptBase prompt_base = {});
   EncodedCall(const EncodedCall&) = delete;
   EncodedCall& operator=(const EncodedCall&) = delete;
 
@@ -45,7 +54,10 @@ class EncodedCall {
 // The call an EncodedCall's bytes hold. DataErr names the field that does
 // not fit (a torn or foreign record). A call whose request text is in a
 // request record comes back without it, and that record's offset in
-// *request_text_at (DataErr if request_text_at is null).
-Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at = nullptr);
+// *request_text_at (DataErr if request_text_at is null); one encoded with a
+// prompt base comes back with only the ids after the base's prefix, and the
+// base in *prompt_base (DataErr if prompt_base is null).
+Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at = nullptr,
+                              PromptBase* prompt_base = nullptr);
 
 }  // namespace forge::store

@@ -21,9 +21,11 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "base/hash.h"
 #include "store/call_codec.h"
+#include "store/little_endian.h"
 
 namespace forge::store {
 namespace {
@@ -31,7 +33,9 @@ namespace {
 // Logs with request records are version 2; version 1 (no request records)
 // is still read. A version 1 reader leaves a version 2 log alone rather than
 // stopping at its first request record.
-constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '2'};
+constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '3'};
+// Earlier logs are still read: v2 has no prompt bases, v1 no request records either.
+constexpr char kMagicV2[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '2'};
 constexpr char kMagicV1[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '1'};
 constexpr uint64_t kHeaderBytes = sizeof kMagic;
 // Set in a record's length: a request record (the request text alone).
@@ -124,7 +128,8 @@ std::optional<RecordHeader> ReadRecordHeader(int fd, uint64_t offset, uint64_t e
 }
 
 bool IsCallLogMagic(const char* header) {
-  return std::memcmp(header, kMagic, sizeof kMagic) == 0 || std::memcmp(header, kMagicV1, sizeof kMagicV1) == 0;
+  return std::memcmp(header, kMagic, sizeof kMagic) == 0 || std::memcmp(header, kMagicV2, sizeof kMagicV2) == 0 ||
+         std::memcmp(header, kMagicV1, sizeof kMagicV1) == 0;
 }
 
 // Reads the body of the record at offset into body; false unless it is all
@@ -150,6 +155,22 @@ bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text) {
   return header && header->request && ReadRecordBody(fd, at, *header, text);
 }
 
+// The prompt ids of the call record at `at`, which must end before `before`
+// (the call whose prompt begins with them) and hold all of its own; false
+// if it is not there whole.
+bool ReadBasePrompt(int fd, uint64_t at, uint64_t before, std::vector<int32_t>* ids) {
+  if (at < kHeaderBytes) return false;
+  auto header = ReadRecordHeader(fd, at, before);
+  std::string body;
+  if (!header || header->request || !ReadRecordBody(fd, at, *header, &body)) return false;
+  uint64_t request_text_at;
+  PromptBase its_base;
+  auto base = DecodeCall(body, &request_text_at, &its_base);
+  if (!base.ok() || its_base.at != 0) return false;
+  *ids = std::move(base->prompt_ids);
+  return true;
+}
+
 // Moves the records of a log (past its magic, `size` bytes long) that the
 // database has not taken yet into it, in bounded batches, each with its mark.
 // Stops at a record cut short or damaged: it was never answered.
@@ -169,6 +190,9 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     return Status::Ok();
   };
   std::string body;
+  // The prompts other calls' begin with, by offset: each is in the log whole,
+  // so they hold no more than the log does.
+  std::unordered_map<uint64_t, std::vector<int32_t>> base_prompts;
   while (auto header = ReadRecordHeader(fd, offset, size)) {  // none: cut short
     uint64_t length = header->length;
     if (header->request) {  // read when the call that refers to it comes
@@ -177,12 +201,33 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     }
     if (!ReadRecordBody(fd, offset, *header, &body)) break;
     uint64_t request_text_at = 0;
-    auto call = DecodeCall(body, &request_text_at);
+    PromptBase prompt_base;
+    auto call = DecodeCall(body, &request_text_at, &prompt_base);
     if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
+    // A reference that does not hold ends the move, after the calls before it.
+    auto broken = [&](const std::string& why) {
+      Status moved = flush();
+      return moved.ok() ? Status::DataErr(why) : moved;
+    };
     if (request_text_at != 0 && !ReadRequestText(fd, request_text_at, offset, &call->request_text)) {
-      return Status::DataErr(path + ": the call at byte " + std::to_string(offset) +
-                             " refers to a request record at byte " + std::to_string(request_text_at) +
-                             " that is not there whole");
+      return broken(path + ": the call at byte " + std::to_string(offset) + " refers to a request record at byte " +
+                    std::to_string(request_text_at) + " that is not there whole");
+    }
+    if (prompt_base.at != 0) {
+      auto base = base_prompts.find(prompt_base.at);
+      if (base == base_prompts.end()) {
+        std::vector<int32_t> ids;
+        if (ReadBasePrompt(fd, prompt_base.at, offset, &ids)) {
+          base = base_prompts.emplace(prompt_base.at, std::move(ids)).first;
+        }
+      }
+      if (base == base_prompts.end() || base->second.size() < prompt_base.prefix) {
+        return broken(path + ": the call at byte " + std::to_string(offset) + " begins its prompt with " +
+                      std::to_string(prompt_base.prefix) + " ids of the call at byte " +
+                      std::to_string(prompt_base.at) + ", which does not hold them whole");
+      }
+      call->prompt_ids.insert(call->prompt_ids.begin(), base->second.begin(),
+                              base->second.begin() + static_cast<ptrdiff_t>(prompt_base.prefix));
     }
     batch.push_back(std::move(*call));
     batch_bytes += length;
@@ -270,9 +315,32 @@ Result<uint64_t> CallLog::AppendRequestText(std::string_view text) {
 }
 
 Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_text_at) {
-  EncodedCall body(call, request_text_at);
+  PromptBase prompt_base;
+  auto last = whole_prompts_.find(call.rollout_id);
+  if (last != whole_prompts_.end()) {
+    size_t prefix = CommonPrefix(last->second.ids, call.prompt_ids);
+    if (prefix >= kMinSharedPrompt && 4 * prefix >= 3 * call.prompt_ids.size()) prompt_base = {last->second.at, prefix};
+  }
+  const uint64_t at = end_;
+  EncodedCall body(call, request_text_at, prompt_base);
   FORGE_RETURN_IF_ERROR(AppendRecord(body.pieces(), /*request=*/false));
+  if (prompt_base.at == 0 && call.prompt_ids.size() >= kMinSharedPrompt) RememberWholePrompt(call, at);
   return LogPosition{end_};
+}
+
+void CallLog::RememberWholePrompt(const CallRecord& call, uint64_t at) {
+  auto [it, added] = whole_prompts_.try_emplace(call.rollout_id);
+  whole_prompt_bytes_ -= it->second.ids.size() * sizeof(int32_t);
+  if (whole_prompt_bytes_ + call.prompt_ids.size() * sizeof(int32_t) > kWholePromptBytes) {
+    // Past the bound (thousands of long rollouts at once): start again; their
+    // next calls are logged whole, and remembered.
+    whole_prompts_.clear();
+    whole_prompt_bytes_ = 0;
+    it = whole_prompts_.try_emplace(call.rollout_id).first;
+  }
+  it->second.at = at;
+  it->second.ids = call.prompt_ids;
+  whole_prompt_bytes_ += call.prompt_ids.size() * sizeof(int32_t);
 }
 
 Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
@@ -399,7 +467,8 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     while (auto header = ReadRecordHeader(fd, offset, size)) {
       bool intact = ReadRecordBody(fd, offset, *header, &body);
       uint64_t request_text_at = 0;
-      if (intact && !header->request) intact = DecodeCall(body, &request_text_at).ok();
+      PromptBase prompt_base;
+      if (intact && !header->request) intact = DecodeCall(body, &request_text_at, &prompt_base).ok();
       if (!intact) scan.bad.push_back(offset);
       ++(header->request ? scan.request_records : scan.calls);
       offset += kRecordHeaderBytes + header->length;

@@ -7,14 +7,17 @@
 // saves is the transaction on the call's path (locks, B-tree inserts, WAL
 // frames): ~250 µs of a 1 KB call's ~400.
 //
-// File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL2",
+// File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL3",
 // then records: u64 body length, u64 XXH3-64 of the body seeded with its
 // length, the body. A call record's body is the call (call_codec.h); a
 // request record (top bit of the length set) is a call's request text,
 // appended while the upstream works, and the call's record, appended when it
 // ends, refers to it by offset instead of holding the text: a 200 KB request
-// is no longer written on the call's path. ("FORGECL1" logs, without request
-// records, are still read.) The database keeps how far it has taken
+// is no longer written on the call's path. A call record may also hold only
+// the end of its prompt ids, after the offset of an earlier call record of
+// its rollout (which holds all of its own) and how many of that one's come
+// first. ("FORGECL2" logs, without such references, and "FORGECL1" logs,
+// without request records either, are still read.) The database keeps how far it has taken
 // each log, in the transaction that stores the calls (meta row
 // "call-log:<file name>" = the byte offset). Once the database has taken all
 // of a long log, its writer starts a new one and removes the old, so logs
@@ -34,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -62,8 +66,11 @@ class CallLog {
   // as it was before.
   Result<uint64_t> AppendRequestText(std::string_view text);
   // Appends one call; with request_text_at, its request text is the request
-  // record at that offset in this log, not written again. On failure the file
-  // is as it was before.
+  // record at that offset in this log, not written again. When most of its
+  // prompt ids begin the prompt of its rollout's last call logged with all of
+  // its ids, only the rest are written, after that call's offset (a harness
+  // resends its conversation: a 50K-token prompt is 200 KB of ids a call).
+  // On failure the file is as it was before.
   Result<LogPosition> Append(const CallRecord& call, uint64_t request_text_at = 0);
   // The meta row that records that the database has taken the log up to `at`.
   LogMark MarkAt(LogPosition at) const;
@@ -80,11 +87,24 @@ class CallLog {
   void ReserveUpTo(uint64_t bytes);
   // Appends one record: its header (length, kind, checksum), then body.
   Status AppendRecord(std::span<const iovec> body, bool request);
+  // Keeps call's prompt, logged whole at `at`, for its rollout's next calls.
+  void RememberWholePrompt(const CallRecord& call, uint64_t at);
+
+  // Shorter prompts are always logged whole: a reference would save little.
+  static constexpr size_t kMinSharedPrompt = 256;
+  // What the remembered prompts may hold (a 50K-token prompt is 200 KB).
+  static constexpr size_t kWholePromptBytes = 64 << 20;
+  struct WholePrompt {
+    uint64_t at = 0;  // its call record's offset
+    std::vector<int32_t> ids;
+  };
 
   int fd_;
   std::string path_;
   uint64_t end_;
   uint64_t reserved_ = 0;  // blocks allocated up to here; UINT64_MAX: the file system cannot
+  std::unordered_map<std::string, WholePrompt> whole_prompts_;  // by rollout
+  size_t whole_prompt_bytes_ = 0;
 };
 
 // Moves what the logs of store's database hold, for each log whose writer

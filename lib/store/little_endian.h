@@ -2,6 +2,8 @@
 // their bytes, little-endian, which every machine forge runs on is.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
@@ -23,6 +25,18 @@ bool AssignFromBytes(std::string_view bytes, std::vector<T>* out) {
   out->resize(bytes.size() / sizeof(T));
   if (!out->empty()) std::memcpy(out->data(), bytes.data(), out->size() * sizeof(T));
   return bytes.size() % sizeof(T) == 0;
+}
+
+// How many ids a and b begin with alike. A harness resends its conversation,
+// so a call's prompt begins with the last one's: tens of thousands of ids,
+// compared a block at a time with memcmp before the first that differs is sought.
+inline size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  constexpr size_t kBlock = 512;
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i + kBlock <= n && std::memcmp(a.data() + i, b.data() + i, kBlock * sizeof(int32_t)) == 0) i += kBlock;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
 }
 
 }  // namespace forge::store

@@ -66,13 +66,6 @@ void ClearForTokens(CallRecord& c) {
 constexpr const char* kRolloutColumns =
     "id, run_id, task_id, attempt, harness, secret_hash, status, outcome, record";
 
-size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions options) {

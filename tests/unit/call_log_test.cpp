@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <chrono>
+#include <map>
 #include <cstring>
 #include <thread>
 
@@ -233,6 +235,30 @@ TEST_CASE("a call whose request text is in a request record encodes the record's
   CHECK(none == 0);
 }
 
+TEST_CASE("a call whose prompt begins with an earlier call's encodes that call's offset and only the rest") {
+  CallRecord call = ProxyCall("r1", "a");
+  call.prompt_ids.clear();
+  for (int32_t i = 0; i < 1000; ++i) call.prompt_ids.push_back(i * 3);
+  forge::store::EncodedCall whole(call);
+  forge::store::EncodedCall referring(call, 0, {4242, 900});
+  CHECK(referring.size() + 900 * 4 == whole.size() + 24);  // 900 ids out; a marker, an offset and a count in
+  std::string bytes = Bytes(referring);
+  uint64_t request_at = 0;
+  forge::store::PromptBase base;
+  auto back = forge::store::DecodeCall(bytes, &request_at, &base);
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  CHECK(base.at == 4242);
+  CHECK(base.prefix == 900);
+  CHECK(back->prompt_ids == std::vector<int32_t>(call.prompt_ids.begin() + 900, call.prompt_ids.end()));
+  CHECK(back->completion_ids == call.completion_ids);
+  auto unasked = forge::store::DecodeCall(bytes, &request_at);
+  REQUIRE(!unasked.ok());
+  CHECK(unasked.status().message().find("earlier call") != std::string::npos);
+  base = {7, 7};
+  REQUIRE(forge::store::DecodeCall(Bytes(whole), &request_at, &base).ok());
+  CHECK(base.at == 0);
+}
+
 TEST_CASE("recovery gives a call the text of its request record, wherever the database had got to") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
@@ -373,6 +399,96 @@ TEST_CASE("a record whose bytes changed is not taken for a call") {
   close(fd);
   auto store = OpenStore(db);
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1"});
+}
+
+// A prompt of n ids as a harness's long conversation makes one: begins
+// with `base`'s ids, then new ones.
+std::vector<int32_t> GrownPrompt(const std::vector<int32_t>& base, size_t more, int32_t seed) {
+  std::vector<int32_t> ids = base;
+  for (size_t i = 0; i < more; ++i) ids.push_back(static_cast<int32_t>((seed * 7919 + i * 104729) % 151000));
+  return ids;
+}
+
+TEST_CASE("a call whose prompt begins with its rollout's last whole one logs only the rest; recovery puts it back") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  CallRecord a = ProxyCall("r", "a"), b = ProxyCall("r", "b"), other = ProxyCall("o", "c"), d = ProxyCall("r", "d"),
+             e = ProxyCall("r", "e"), f = ProxyCall("r", "f");
+  a.prompt_ids = GrownPrompt({}, 5000, 1);
+  b.prompt_ids = GrownPrompt(a.prompt_ids, 300, 2);      // the conversation went on
+  other.prompt_ids = a.prompt_ids;                        // another rollout's: never shared
+  d.prompt_ids = GrownPrompt(a.prompt_ids, 3000, 3);     // mostly new: whole, and d's is remembered
+  e.prompt_ids = GrownPrompt(d.prompt_ids, 10, 4);        // begins with d's
+  f.prompt_ids = GrownPrompt({a.prompt_ids.begin(), a.prompt_ids.begin() + 100}, 50, 5);  // too little shared
+  std::map<std::string, uint64_t> grew;
+  {
+    auto log = CreateLog(db);
+    for (const CallRecord* call : {&a, &b, &other, &d, &e, &f}) {
+      uint64_t before = log->bytes();
+      REQUIRE(log->Append(*call).ok());
+      grew[call->retry_key] = log->bytes() - before;
+    }
+  }  // the writer dies before the database took any
+  const uint64_t whole_a = grew["key-a"];
+  CHECK(whole_a > 5000 * 4);
+  CHECK(grew["key-b"] < whole_a - 5000 * 4 + 300 * 4 + 64);  // only the 300 new ids
+  CHECK(grew["key-c"] > 5000 * 4);
+  CHECK(grew["key-d"] > 8000 * 4);
+  CHECK(grew["key-e"] < whole_a - 5000 * 4 + 10 * 4 + 64);
+  CHECK(grew["key-f"] > 150 * 4);
+  auto store = OpenStore(db);
+  for (const auto& [rollout, expected] : std::vector<std::pair<std::string, std::vector<const CallRecord*>>>{
+           {"r", {&a, &b, &d, &e, &f}}, {"o", {&other}}}) {
+    auto calls = store->CallsOfRollout(rollout);
+    REQUIRE(calls.ok());
+    REQUIRE(calls->size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CAPTURE(expected[i]->retry_key);
+      CHECK((*calls)[i].prompt_ids == expected[i]->prompt_ids);
+      CHECK((*calls)[i].completion_ids == expected[i]->completion_ids);
+    }
+  }
+  CHECK(LogFiles(dir.path().string()) == 0);
+}
+
+TEST_CASE("a call whose prompt refers to a record that is not a whole call fails recovery, after the calls before it") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  std::string log_path;
+  uint64_t request_at = 0;
+  {
+    auto log = CreateLog(db);
+    log_path = log->path();
+    REQUIRE(log->Append(ProxyCall("r", "1")).ok());
+    auto request = log->AppendRequestText("{}");
+    REQUIRE(request.ok());
+    request_at = *request;
+  }
+  // A record as a writer with a wrong memory would write: its prompt begins
+  // with ids of the request record.
+  CallRecord bad = ProxyCall("r", "2");
+  bad.prompt_ids = GrownPrompt({}, 400, 6);
+  std::string body = Bytes(forge::store::EncodedCall(bad, 0, {request_at, 300}));
+  uint64_t header[2] = {body.size(), XXH3_64bits_withSeed(body.data(), body.size(), body.size())};
+  int fd = open(log_path.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, header, sizeof header) == static_cast<ssize_t>(sizeof header));
+  REQUIRE(write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
+  close(fd);
+  auto opened = Store::Open(db, {});
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.status().message().find("begins its prompt with 300 ids of the call at byte " +
+                                       std::to_string(request_at)) != std::string::npos);
+  // The call before it is in the database; the log stays for a look (--check-call-log).
+  auto db_handle = forge::store::Database::Open(db, true);
+  REQUIRE(db_handle.ok());
+  auto count = db_handle->Prepare("SELECT count(*) FROM calls");
+  REQUIRE(count.ok());
+  REQUIRE(*count->Step());
+  CHECK(count->Int(0) == 1);
+  CHECK(LogFiles(dir.path().string()) == 1);
 }
 
 TEST_CASE("a log has disk blocks allocated past its end, and its size is its records") {
