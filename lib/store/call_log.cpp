@@ -319,7 +319,7 @@ Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_tex
   auto last = whole_prompts_.find(call.rollout_id);
   if (last != whole_prompts_.end()) {
     size_t prefix = CommonPrefix(last->second.ids, call.prompt_ids);
-    if (prefix >= kMinSharedPrompt && 4 * prefix >= 3 * call.prompt_ids.size()) prompt_base = {last->second.at, prefix};
+    if (prefix >= kMinSharedPrompt && 2 * prefix >= call.prompt_ids.size()) prompt_base = {last->second.at, prefix};
   }
   const uint64_t at = end_;
   EncodedCall body(call, request_text_at, prompt_base);

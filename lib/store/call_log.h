@@ -66,7 +66,7 @@ class CallLog {
   // as it was before.
   Result<uint64_t> AppendRequestText(std::string_view text);
   // Appends one call; with request_text_at, its request text is the request
-  // record at that offset in this log, not written again. When most of its
+  // record at that offset in this log, not written again. When half or more of its
   // prompt ids begin the prompt of its rollout's last call logged with all of
   // its ids, only the rest are written, after that call's offset (a harness
   // resends its conversation: a 50K-token prompt is 200 KB of ids a call).
