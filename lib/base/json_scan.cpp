@@ -713,11 +713,12 @@ std::optional<int64_t> JsonInteger(std::string_view v) {
   return negative ? -value : value;
 }
 
-// A number without exponent (integer or decimal) whose digits fit a double's mantissa, as
-// that mantissa divided by a power of ten (both exact; one rounding, as
-// from_chars rounds: Clinger's fast path). A logprob is such a number, and an
-// answer carries one per completion token. nullopt for anything else.
 namespace {
+// A number without exponent (integer or decimal) whose digits fit a
+// double's mantissa, as that mantissa divided by a power of ten (both exact;
+// one rounding, as from_chars rounds: Clinger's fast path). A logprob is such
+// a number, and an answer carries one per completion token. nullopt for
+// anything else.
 std::optional<double> ExactDecimal(std::string_view v) {
   static constexpr double kPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};

@@ -30,11 +30,11 @@
 namespace forge::store {
 namespace {
 
-// Logs with request records are version 2; version 1 (no request records)
-// is still read. A version 1 reader leaves a version 2 log alone rather than
-// stopping at its first request record.
+// Logs whose call records may begin their prompt with an earlier call's are
+// version 3; version 2 (request records, no such prompts) and version 1
+// (neither) are still read. An older reader leaves a newer log alone rather
+// than stopping at the first record it cannot read.
 constexpr char kMagic[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '3'};
-// Earlier logs are still read: v2 has no prompt bases, v1 no request records either.
 constexpr char kMagicV2[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '2'};
 constexpr char kMagicV1[8] = {'F', 'O', 'R', 'G', 'E', 'C', 'L', '1'};
 constexpr uint64_t kHeaderBytes = sizeof kMagic;
