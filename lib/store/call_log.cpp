@@ -329,7 +329,7 @@ Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_tex
 }
 
 void CallLog::RememberWholePrompt(const CallRecord& call, uint64_t at) {
-  auto [it, added] = whole_prompts_.try_emplace(call.rollout_id);
+  auto it = whole_prompts_.try_emplace(call.rollout_id).first;
   whole_prompt_bytes_ -= it->second.ids.size() * sizeof(int32_t);
   if (whole_prompt_bytes_ + call.prompt_ids.size() * sizeof(int32_t) > kWholePromptBytes) {
     // Past the bound (thousands of long rollouts at once): start again; their

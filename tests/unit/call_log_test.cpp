@@ -413,33 +413,42 @@ TEST_CASE("a call whose prompt begins with its rollout's last whole one logs onl
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
   OpenStore(db);
-  CallRecord a = ProxyCall("r", "a"), b = ProxyCall("r", "b"), other = ProxyCall("o", "c"), d = ProxyCall("r", "d"),
-             e = ProxyCall("r", "e"), f = ProxyCall("r", "f");
+  CallRecord a = ProxyCall("r", "a"), b = ProxyCall("r", "b"), other = ProxyCall("o", "c"), g = ProxyCall("r", "g"),
+             d = ProxyCall("r", "d"), e = ProxyCall("r", "e"), f = ProxyCall("r", "f");
   a.prompt_ids = GrownPrompt({}, 5000, 1);
   b.prompt_ids = GrownPrompt(a.prompt_ids, 300, 2);      // the conversation went on
   other.prompt_ids = a.prompt_ids;                        // another rollout's: never shared
+  g.prompt_ids = GrownPrompt(a.prompt_ids, 200, 7);       // begins with a's, which the database took already
   d.prompt_ids = GrownPrompt(a.prompt_ids, 6000, 3);     // mostly new: whole, and d's is remembered
   e.prompt_ids = GrownPrompt(d.prompt_ids, 10, 4);        // begins with d's
   f.prompt_ids = GrownPrompt({a.prompt_ids.begin(), a.prompt_ids.begin() + 100}, 50, 5);  // too little shared
   std::map<std::string, uint64_t> grew;
   {
+    auto writer_store = OpenStore(db);
     auto log = CreateLog(db);
-    for (const CallRecord* call : {&a, &b, &other, &d, &e, &f}) {
+    for (const CallRecord* call : {&a, &b, &other, &g, &d, &e, &f}) {
       uint64_t before = log->bytes();
-      REQUIRE(log->Append(*call).ok());
+      auto end = log->Append(*call);
+      REQUIRE(end.ok());
       grew[call->retry_key] = log->bytes() - before;
+      if (call == &b) {  // the database takes a and b, with the mark, as the proxy's writer does
+        auto mark = log->MarkAt(*end);
+        std::vector<CallRecord> taken = {a, b};
+        REQUIRE(writer_store->AppendCalls(taken, &mark).ok());
+      }
     }
-  }  // the writer dies before the database took any
+  }  // the writer dies before the database took the rest
   const uint64_t whole_a = grew["key-a"];
   CHECK(whole_a > 5000 * 4);
   CHECK(grew["key-b"] < whole_a - 5000 * 4 + 300 * 4 + 64);  // only the 300 new ids
   CHECK(grew["key-c"] > 5000 * 4);
+  CHECK(grew["key-g"] < whole_a - 5000 * 4 + 200 * 4 + 64);
   CHECK(grew["key-d"] > 11000 * 4);
   CHECK(grew["key-e"] < whole_a - 5000 * 4 + 10 * 4 + 64);
   CHECK(grew["key-f"] > 150 * 4);
   auto store = OpenStore(db);
   for (const auto& [rollout, expected] : std::vector<std::pair<std::string, std::vector<const CallRecord*>>>{
-           {"r", {&a, &b, &d, &e, &f}}, {"o", {&other}}}) {
+           {"r", {&a, &b, &g, &d, &e, &f}}, {"o", {&other}}}) {
     auto calls = store->CallsOfRollout(rollout);
     REQUIRE(calls.ok());
     REQUIRE(calls->size() == expected.size());
