@@ -466,9 +466,17 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     std::string body;
     while (auto header = ReadRecordHeader(fd, offset, size)) {
       bool intact = ReadRecordBody(fd, offset, *header, &body);
-      uint64_t request_text_at = 0;
-      PromptBase prompt_base;
-      if (intact && !header->request) intact = DecodeCall(body, &request_text_at, &prompt_base).ok();
+      if (intact && !header->request) {
+        // A call's references must hold too, or recovery would stop there.
+        uint64_t request_text_at = 0;
+        PromptBase prompt_base;
+        auto call = DecodeCall(body, &request_text_at, &prompt_base);
+        std::string text;
+        std::vector<int32_t> base_ids;
+        intact = call.ok() && (request_text_at == 0 || ReadRequestText(fd, request_text_at, offset, &text)) &&
+                 (prompt_base.at == 0 || (ReadBasePrompt(fd, prompt_base.at, offset, &base_ids) &&
+                                          base_ids.size() >= prompt_base.prefix));
+      }
       if (!intact) scan.bad.push_back(offset);
       ++(header->request ? scan.request_records : scan.calls);
       offset += kRecordHeaderBytes + header->length;

@@ -486,6 +486,13 @@ TEST_CASE("a call whose prompt refers to a record that is not a whole call fails
   REQUIRE(write(fd, header, sizeof header) == static_cast<ssize_t>(sizeof header));
   REQUIRE(write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
   close(fd);
+  // The check names it without moving anything (forge-proxy --check-call-log).
+  auto scans = forge::store::ScanCallLogs(db);
+  REQUIRE(scans.ok());
+  REQUIRE(scans->size() == 1);
+  CHECK((*scans)[0].calls == 2);
+  REQUIRE((*scans)[0].bad.size() == 1);
+  CHECK((*scans)[0].bad[0] > request_at);
   auto opened = Store::Open(db, {});
   REQUIRE_FALSE(opened.ok());
   CHECK(opened.status().message().find("begins its prompt with 300 ids of the call at byte " +
