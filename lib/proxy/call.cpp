@@ -296,7 +296,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   CutThrough forwarded;
   if (cut_through) {
     co_await ForwardArrivingBody(rollout, req, *arriving, make_request, route.format == "openai-completions", raw,
-                                 forwarded, [&] { logged_request = recorder_->LogRequestText(req.body()); });
+                                 forwarded, [&] { logged_request = recorder_->LogRequestText(req.body(), rollout); });
     if (forwarded.outcome == CutThrough::Outcome::kClientGone) co_return false;
     if (forwarded.outcome == CutThrough::Outcome::kBadRequest) co_return co_await fail(400, forwarded.error);
     chat.stream = raw->stream;
@@ -412,7 +412,9 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   }
 
   auto log_request = [&] {
-    if (!logged_request && !rec.request_text.empty()) logged_request = recorder_->LogRequestText(rec.request_text);
+    if (!logged_request && !rec.request_text.empty()) {
+      logged_request = recorder_->LogRequestText(rec.request_text, rec.rollout_id);
+    }
   };
 
   auto cs = std::make_shared<ClientStream>();

@@ -119,10 +119,10 @@ void Recorder::RunCheckpoints() {
 
 Recorder::~Recorder() { Stop(); }
 
-std::optional<LoggedRequest> Recorder::LogRequestText(std::string_view text) {
+std::optional<LoggedRequest> Recorder::LogRequestText(std::string_view text, const std::string& rollout) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return std::nullopt;
-  auto at = log_->AppendRequestText(text);
+  auto at = log_->AppendRequestText(text, rollout);
   if (!at.ok()) return std::nullopt;
   return LoggedRequest{log_generation_, *at};
 }

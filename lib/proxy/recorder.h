@@ -55,7 +55,7 @@ class Recorder {
   // Logs a call's request text ahead of the call, while the upstream works,
   // so that Submit's append, on the call's path, is short. nullopt if it
   // could not (Submit then logs the text with the call).
-  std::optional<LoggedRequest> LogRequestText(std::string_view text);
+  std::optional<LoggedRequest> LogRequestText(std::string_view text, const std::string& rollout);
   // Calls logged but not yet in the database.
   int64_t pending() const { return metrics_.store_queue.load(); }
   // Moves every logged call into the database, deletes the log and stops the

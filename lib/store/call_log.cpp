@@ -147,12 +147,38 @@ Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
   return stored->has_value() ? std::strtoull((*stored)->c_str(), nullptr, 10) : 0;
 }
 
-// Reads the request record at `at`, which must end before `before` (the
-// call that refers to it), into text; false if it is not there whole.
-bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text) {
+// In place of a request record's text: it begins with `prefix` bytes of the
+// (whole) request record at `base`; the rest of the text follows these three.
+constexpr uint64_t kTextAfterEarlierRequest = ~uint64_t{0};
+constexpr size_t kRequestBaseBytes = 24;
+
+// The text of the request record at `at`, which must end before `before`
+// (the call that refers to it), into text, its beginning taken from the record
+// it refers to if it does (which must hold its text whole); false if either
+// is not there whole. bases: texts read already, by offset.
+bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text,
+                     std::unordered_map<uint64_t, std::string>* bases = nullptr) {
   if (at < kHeaderBytes) return false;
   auto header = ReadRecordHeader(fd, at, before);
-  return header && header->request && ReadRecordBody(fd, at, *header, text);
+  if (!header || !header->request || !ReadRecordBody(fd, at, *header, text)) return false;
+  if (text->size() < kRequestBaseBytes || Load64(text->data()) != kTextAfterEarlierRequest) return true;
+  const uint64_t base_at = Load64(text->data() + 8), prefix = Load64(text->data() + 16);
+  std::string base_text;
+  const std::string* base = nullptr;
+  if (auto known = bases ? bases->find(base_at) : decltype(bases->end()){}; bases && known != bases->end()) {
+    base = &known->second;
+  } else {
+    auto base_header = ReadRecordHeader(fd, base_at, at);
+    if (base_at < kHeaderBytes || !base_header || !base_header->request ||
+        !ReadRecordBody(fd, base_at, *base_header, &base_text)) {
+      return false;
+    }
+    if (base_text.size() >= kRequestBaseBytes && Load64(base_text.data()) == kTextAfterEarlierRequest) return false;
+    base = bases ? &bases->emplace(base_at, std::move(base_text)).first->second : &base_text;
+  }
+  if (base->size() < prefix) return false;
+  text->replace(0, kRequestBaseBytes, *base, 0, prefix);
+  return true;
 }
 
 // The prompt ids of the call record at `at`, which must end before `before`
@@ -193,6 +219,7 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
   // The prompts other calls' begin with, by offset: each is in the log whole,
   // so they hold no more than the log does.
   std::unordered_map<uint64_t, std::vector<int32_t>> base_prompts;
+  std::unordered_map<uint64_t, std::string> base_requests;  // the same for request texts
   while (auto header = ReadRecordHeader(fd, offset, size)) {  // none: cut short
     uint64_t length = header->length;
     if (header->request) {  // read when the call that refers to it comes
@@ -209,7 +236,7 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
       Status moved = flush();
       return moved.ok() ? Status::DataErr(why) : moved;
     };
-    if (request_text_at != 0 && !ReadRequestText(fd, request_text_at, offset, &call->request_text)) {
+    if (request_text_at != 0 && !ReadRequestText(fd, request_text_at, offset, &call->request_text, &base_requests)) {
       return broken(path + ": the call at byte " + std::to_string(offset) + " refers to a request record at byte " +
                     std::to_string(request_text_at) + " that is not there whole");
     }
@@ -307,11 +334,39 @@ CallLog::~CallLog() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<uint64_t> CallLog::AppendRequestText(std::string_view text) {
-  uint64_t at = end_;
+Result<uint64_t> CallLog::AppendRequestText(std::string_view text, const std::string& rollout) {
+  const uint64_t at = end_;
+  auto last = rollout.empty() ? whole_requests_.end() : whole_requests_.find(rollout);
+  size_t prefix = 0;
+  if (last != whole_requests_.end()) {
+    const std::string& base = last->second.text;
+    prefix = static_cast<size_t>(std::mismatch(base.begin(), base.begin() + std::min(base.size(), text.size()),
+                                               text.begin()).first - base.begin());
+    if (prefix < kMinSharedRequest || 2 * prefix < text.size()) prefix = 0;
+  }
+  if (prefix > 0) {
+    uint64_t reference[3] = {kTextAfterEarlierRequest, last->second.at, prefix};
+    iovec pieces[2] = {{reference, sizeof reference}, {const_cast<char*>(text.data()) + prefix, text.size() - prefix}};
+    FORGE_RETURN_IF_ERROR(AppendRecord(pieces, /*request=*/true));
+    return at;
+  }
   iovec piece{const_cast<char*>(text.data()), text.size()};
   FORGE_RETURN_IF_ERROR(AppendRecord({&piece, 1}, /*request=*/true));
+  if (!rollout.empty() && text.size() >= kMinSharedRequest) RememberWholeRequest(rollout, text, at);
   return at;
+}
+
+void CallLog::RememberWholeRequest(const std::string& rollout, std::string_view text, uint64_t at) {
+  auto it = whole_requests_.try_emplace(rollout).first;
+  whole_request_bytes_ -= it->second.text.size();
+  if (whole_request_bytes_ + text.size() > kWholeRequestBytes) {  // as for prompts
+    whole_requests_.clear();
+    whole_request_bytes_ = 0;
+    it = whole_requests_.try_emplace(rollout).first;
+  }
+  it->second.at = at;
+  it->second.text.assign(text);
+  whole_request_bytes_ += text.size();
 }
 
 Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_text_at) {

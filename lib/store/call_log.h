@@ -16,7 +16,7 @@
 // is no longer written on the call's path. A call record may also hold only
 // the end of its prompt ids, after the offset of an earlier call record of
 // its rollout (which holds all of its own) and how many of that one's come
-// first. ("FORGECL2" logs, without such references, and "FORGECL1" logs,
+// first; a request record likewise for its text. ("FORGECL2" logs, without such references, and "FORGECL1" logs,
 // without request records either, are still read.) The database keeps how far it has taken
 // each log, in the transaction that stores the calls (meta row
 // "call-log:<file name>" = the byte offset). Once the database has taken all
@@ -62,9 +62,11 @@ class CallLog {
 
   // Appends a request record: a call's request text, logged while the
   // upstream works so the call's own record, appended when it ends, is
-  // short. Returns the record's offset, for Append. On failure the file is
-  // as it was before.
-  Result<uint64_t> AppendRequestText(std::string_view text);
+  // short. Returns the record's offset, for Append. With the call's rollout,
+  // a text that begins (for half or more of it) as that rollout's last whole
+  // request text did is written as a reference to it and the rest. On
+  // failure the file is as it was before.
+  Result<uint64_t> AppendRequestText(std::string_view text, const std::string& rollout = {});
   // Appends one call; with request_text_at, its request text is the request
   // record at that offset in this log, not written again. When half or more of its
   // prompt ids begin the prompt of its rollout's last call logged with all of
@@ -89,6 +91,8 @@ class CallLog {
   Status AppendRecord(std::span<const iovec> body, bool request);
   // Keeps call's prompt, logged whole at `at`, for its rollout's next calls.
   void RememberWholePrompt(const CallRecord& call, uint64_t at);
+  // The same for a request text.
+  void RememberWholeRequest(const std::string& rollout, std::string_view text, uint64_t at);
 
   // Shorter prompts are always logged whole: a reference would save little.
   static constexpr size_t kMinSharedPrompt = 256;
@@ -98,6 +102,12 @@ class CallLog {
     uint64_t at = 0;  // its call record's offset
     std::vector<int32_t> ids;
   };
+  static constexpr size_t kMinSharedRequest = 4096;
+  static constexpr size_t kWholeRequestBytes = 64 << 20;
+  struct WholeRequest {
+    uint64_t at = 0;  // its request record's offset
+    std::string text;
+  };
 
   int fd_;
   std::string path_;
@@ -105,6 +115,8 @@ class CallLog {
   uint64_t reserved_ = 0;  // blocks allocated up to here; UINT64_MAX: the file system cannot
   std::unordered_map<std::string, WholePrompt> whole_prompts_;  // by rollout
   size_t whole_prompt_bytes_ = 0;
+  std::unordered_map<std::string, WholeRequest> whole_requests_;  // by rollout
+  size_t whole_request_bytes_ = 0;
 };
 
 // Moves what the logs of store's database hold, for each log whose writer

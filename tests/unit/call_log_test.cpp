@@ -292,6 +292,52 @@ TEST_CASE("recovery gives a call the text of its request record, wherever the da
   CHECK(LogFiles(dir.path().string()) == 0);
 }
 
+TEST_CASE("a request text that begins as its rollout's last whole one is logged as the rest; recovery puts it back") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  // A conversation resent with one more message each call; another
+  // rollout's identical text is never shared.
+  auto conversation = [](int turns) {
+    std::string text = R"({"model":"policy","messages":[{"role":"user","content":")" + std::string(8000, 'x') + R"("})";
+    for (int t = 0; t < turns; ++t) text += R"(,{"role":"user","content":"turn )" + std::to_string(t) + R"("})";
+    return text + "]}";
+  };
+  CallRecord one = ProxyCall("r", "1"), two = ProxyCall("r", "2"), three = ProxyCall("r", "3"),
+             other = ProxyCall("o", "4");
+  one.request_text = conversation(0);
+  two.request_text = conversation(1);
+  three.request_text = conversation(2);
+  other.request_text = conversation(1);
+  std::map<std::string, uint64_t> grew;
+  {
+    auto log = CreateLog(db);
+    for (CallRecord* call : {&one, &two, &three, &other}) {
+      uint64_t before = log->bytes();
+      auto text_at = log->AppendRequestText(call->request_text, call->rollout_id);
+      REQUIRE(text_at.ok());
+      grew[call->retry_key] = log->bytes() - before;
+      REQUIRE(log->Append(*call, *text_at).ok());
+    }
+  }  // the writer dies before the database took any
+  CHECK(grew["key-1"] > 8000);
+  CHECK(grew["key-2"] < 200);  // a reference and the new message
+  CHECK(grew["key-3"] < 200);
+  CHECK(grew["key-4"] > 8000);
+  auto store = OpenStore(db);
+  for (const auto& [rollout, expected] : std::vector<std::pair<std::string, std::vector<const CallRecord*>>>{
+           {"r", {&one, &two, &three}}, {"o", {&other}}}) {
+    auto calls = store->CallsOfRollout(rollout);
+    REQUIRE(calls.ok());
+    REQUIRE(calls->size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CAPTURE(expected[i]->retry_key);
+      CHECK((*calls)[i].request == Json::parse(expected[i]->request_text));
+    }
+  }
+  CHECK(LogFiles(dir.path().string()) == 0);
+}
+
 TEST_CASE("a reader does not wait for request records of calls still in flight") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
