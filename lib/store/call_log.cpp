@@ -340,8 +340,7 @@ Result<uint64_t> CallLog::AppendRequestText(std::string_view text, const std::st
   size_t prefix = 0;
   if (last != whole_requests_.end()) {
     const std::string& base = last->second.text;
-    prefix = static_cast<size_t>(std::mismatch(base.begin(), base.begin() + std::min(base.size(), text.size()),
-                                               text.begin()).first - base.begin());
+    prefix = CommonPrefix(base, text);
     if (prefix < kMinSharedRequest || 2 * prefix < text.size()) prefix = 0;
   }
   if (prefix > 0) {

@@ -30,13 +30,22 @@ bool AssignFromBytes(std::string_view bytes, std::vector<T>* out) {
 // How many ids a and b begin with alike. A harness resends its conversation,
 // so a call's prompt begins with the last one's: tens of thousands of ids,
 // compared a block at a time with memcmp before the first that differs is sought.
-inline size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  constexpr size_t kBlock = 512;
-  const size_t n = std::min(a.size(), b.size());
+template <typename T>
+size_t CommonPrefix(const T* a, size_t a_size, const T* b, size_t b_size) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  constexpr size_t kBlock = 2048 / sizeof(T);
+  const size_t n = std::min(a_size, b_size);
   size_t i = 0;
-  while (i + kBlock <= n && std::memcmp(a.data() + i, b.data() + i, kBlock * sizeof(int32_t)) == 0) i += kBlock;
+  while (i + kBlock <= n && std::memcmp(a + i, b + i, kBlock * sizeof(T)) == 0) i += kBlock;
   while (i < n && a[i] == b[i]) ++i;
   return i;
+}
+inline size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  return CommonPrefix(a.data(), a.size(), b.data(), b.size());
+}
+// The same for texts (a harness's request resends the last one's).
+inline size_t CommonPrefix(std::string_view a, std::string_view b) {
+  return CommonPrefix(a.data(), a.size(), b.data(), b.size());
 }
 
 }  // namespace forge::store
