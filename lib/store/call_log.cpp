@@ -152,49 +152,80 @@ Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
 constexpr uint64_t kTextAfterEarlierRequest = ~uint64_t{0};
 constexpr size_t kRequestBaseBytes = 24;
 
-// The text of the request record at `at`, which must end before `before`
-// (the call that refers to it), into text, its beginning taken from the record
-// it refers to if it does (which must hold its text whole); false if either
-// is not there whole. bases: texts read already, by offset.
-bool ReadRequestText(int fd, uint64_t at, uint64_t before, std::string* text,
-                     std::unordered_map<uint64_t, std::string>* bases = nullptr) {
+// The records a log's calls refer to for their beginnings, read once each
+// (every one holds its own whole, so together they hold no more than the log).
+struct WholeRecordsRead {
+  std::unordered_map<uint64_t, std::string> request_texts;
+  std::unordered_map<uint64_t, std::vector<int32_t>> prompts;
+};
+
+// The body of the request record at `at`, which must end before `before`;
+// false if it is not there whole.
+bool ReadRequestBody(int fd, uint64_t at, uint64_t before, std::string* body) {
   if (at < kHeaderBytes) return false;
   auto header = ReadRecordHeader(fd, at, before);
-  if (!header || !header->request || !ReadRecordBody(fd, at, *header, text)) return false;
-  if (text->size() < kRequestBaseBytes || Load64(text->data()) != kTextAfterEarlierRequest) return true;
-  const uint64_t base_at = Load64(text->data() + 8), prefix = Load64(text->data() + 16);
-  std::string base_text;
-  const std::string* base = nullptr;
-  if (auto known = bases ? bases->find(base_at) : decltype(bases->end()){}; bases && known != bases->end()) {
-    base = &known->second;
-  } else {
-    auto base_header = ReadRecordHeader(fd, base_at, at);
-    if (base_at < kHeaderBytes || !base_header || !base_header->request ||
-        !ReadRecordBody(fd, base_at, *base_header, &base_text)) {
-      return false;
-    }
-    if (base_text.size() >= kRequestBaseBytes && Load64(base_text.data()) == kTextAfterEarlierRequest) return false;
-    base = bases ? &bases->emplace(base_at, std::move(base_text)).first->second : &base_text;
-  }
-  if (base->size() < prefix) return false;
-  text->replace(0, kRequestBaseBytes, *base, 0, prefix);
-  return true;
+  return header && header->request && ReadRecordBody(fd, at, *header, body);
 }
 
-// The prompt ids of the call record at `at`, which must end before `before`
-// (the call whose prompt begins with them) and hold all of its own; false
-// if it is not there whole.
-bool ReadBasePrompt(int fd, uint64_t at, uint64_t before, std::vector<int32_t>* ids) {
-  if (at < kHeaderBytes) return false;
+bool IsRequestReference(const std::string& body) {
+  return body.size() >= kRequestBaseBytes && Load64(body.data()) == kTextAfterEarlierRequest;
+}
+
+// The text of the request record at `at` that holds it whole, ending before
+// `before`; null if it is not there so.
+const std::string* WholeRequestText(int fd, uint64_t at, uint64_t before, WholeRecordsRead& read) {
+  if (auto known = read.request_texts.find(at); known != read.request_texts.end()) return &known->second;
+  std::string text;
+  if (!ReadRequestBody(fd, at, before, &text) || IsRequestReference(text)) return nullptr;
+  return &read.request_texts.emplace(at, std::move(text)).first->second;
+}
+
+// The prompt ids of the call record at `at` that holds them all, ending
+// before `before`; null if it is not there so.
+const std::vector<int32_t>* WholePrompt(int fd, uint64_t at, uint64_t before, WholeRecordsRead& read) {
+  if (auto known = read.prompts.find(at); known != read.prompts.end()) return &known->second;
+  if (at < kHeaderBytes) return nullptr;
   auto header = ReadRecordHeader(fd, at, before);
   std::string body;
-  if (!header || header->request || !ReadRecordBody(fd, at, *header, &body)) return false;
+  if (!header || header->request || !ReadRecordBody(fd, at, *header, &body)) return nullptr;
   uint64_t request_text_at;
   PromptBase its_base;
-  auto base = DecodeCall(body, &request_text_at, &its_base);
-  if (!base.ok() || its_base.at != 0) return false;
-  *ids = std::move(base->prompt_ids);
-  return true;
+  auto call = DecodeCall(body, &request_text_at, &its_base);
+  if (!call.ok() || its_base.at != 0) return nullptr;
+  return &read.prompts.emplace(at, std::move(call->prompt_ids)).first->second;
+}
+
+// Gives the call at `offset` what its record refers to: its request text
+// (from its request record, and that one's beginning from the record it
+// refers to) and the beginning of its prompt. Why not, if a reference does
+// not hold.
+std::optional<std::string> ResolveReferences(int fd, uint64_t offset, uint64_t request_text_at,
+                                             const PromptBase& prompt_base, CallRecord& call, WholeRecordsRead& read) {
+  const std::string here = "the call at byte " + std::to_string(offset);
+  if (request_text_at != 0) {
+    std::string& text = call.request_text;
+    bool whole = ReadRequestBody(fd, request_text_at, offset, &text);
+    if (whole && IsRequestReference(text)) {
+      const uint64_t base_at = Load64(text.data() + 8), shared = Load64(text.data() + 16);
+      const std::string* base = WholeRequestText(fd, base_at, request_text_at, read);
+      whole = base && base->size() >= shared;
+      if (whole) text.replace(0, kRequestBaseBytes, *base, 0, shared);
+    }
+    if (!whole) {
+      return here + " refers to a request record at byte " + std::to_string(request_text_at) +
+             " that is not there whole";
+    }
+  }
+  if (prompt_base.at != 0) {
+    const std::vector<int32_t>* base = WholePrompt(fd, prompt_base.at, offset, read);
+    if (!base || base->size() < prompt_base.prefix) {
+      return here + " begins its prompt with " + std::to_string(prompt_base.prefix) + " ids of the call at byte " +
+             std::to_string(prompt_base.at) + ", which does not hold them whole";
+    }
+    call.prompt_ids.insert(call.prompt_ids.begin(), base->begin(),
+                           base->begin() + static_cast<ptrdiff_t>(prompt_base.prefix));
+  }
+  return std::nullopt;
 }
 
 // Moves the records of a log (past its magic, `size` bytes long) that the
@@ -216,10 +247,7 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     return Status::Ok();
   };
   std::string body;
-  // The prompts other calls' begin with, by offset: each is in the log whole,
-  // so they hold no more than the log does.
-  std::unordered_map<uint64_t, std::vector<int32_t>> base_prompts;
-  std::unordered_map<uint64_t, std::string> base_requests;  // the same for request texts
+  WholeRecordsRead read;
   while (auto header = ReadRecordHeader(fd, offset, size)) {  // none: cut short
     uint64_t length = header->length;
     if (header->request) {  // read when the call that refers to it comes
@@ -231,30 +259,10 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     PromptBase prompt_base;
     auto call = DecodeCall(body, &request_text_at, &prompt_base);
     if (!call.ok()) return call.status().Prefixed(path + " at byte " + std::to_string(offset));
-    // A reference that does not hold ends the move, after the calls before it.
-    auto broken = [&](const std::string& why) {
-      Status moved = flush();
-      return moved.ok() ? Status::DataErr(why) : moved;
-    };
-    if (request_text_at != 0 && !ReadRequestText(fd, request_text_at, offset, &call->request_text, &base_requests)) {
-      return broken(path + ": the call at byte " + std::to_string(offset) + " refers to a request record at byte " +
-                    std::to_string(request_text_at) + " that is not there whole");
-    }
-    if (prompt_base.at != 0) {
-      auto base = base_prompts.find(prompt_base.at);
-      if (base == base_prompts.end()) {
-        std::vector<int32_t> ids;
-        if (ReadBasePrompt(fd, prompt_base.at, offset, &ids)) {
-          base = base_prompts.emplace(prompt_base.at, std::move(ids)).first;
-        }
-      }
-      if (base == base_prompts.end() || base->second.size() < prompt_base.prefix) {
-        return broken(path + ": the call at byte " + std::to_string(offset) + " begins its prompt with " +
-                      std::to_string(prompt_base.prefix) + " ids of the call at byte " +
-                      std::to_string(prompt_base.at) + ", which does not hold them whole");
-      }
-      call->prompt_ids.insert(call->prompt_ids.begin(), base->second.begin(),
-                              base->second.begin() + static_cast<ptrdiff_t>(prompt_base.prefix));
+    if (auto why = ResolveReferences(fd, offset, request_text_at, prompt_base, *call, read)) {
+      // A reference that does not hold ends the move, after the calls before it.
+      FORGE_RETURN_IF_ERROR(flush());
+      return Status::DataErr(path + ": " + *why);
     }
     batch.push_back(std::move(*call));
     batch_bytes += length;
@@ -334,67 +342,57 @@ CallLog::~CallLog() {
   if (fd_ >= 0) close(fd_);
 }
 
+template <typename Whole>
+template <typename Value>
+PromptBase CallLog::LastWholeRecords<Whole>::SharedBeginning(const std::string& rollout, const Value& value) const {
+  auto last = by_rollout_.find(rollout);
+  if (last == by_rollout_.end()) return {};
+  size_t shared = CommonPrefix(last->second.value, value);
+  if (shared < min_length_ || 2 * shared < value.size()) return {};
+  return {last->second.at, shared};
+}
+
+template <typename Whole>
+template <typename Value>
+void CallLog::LastWholeRecords<Whole>::Remember(const std::string& rollout, uint64_t at, const Value& value) {
+  if (value.size() < min_length_) return;
+  auto it = by_rollout_.try_emplace(rollout).first;
+  bytes_ -= Bytes(it->second.value.size());
+  if (bytes_ + Bytes(value.size()) > max_bytes_) {
+    // Past the bound (thousands of long rollouts at once): start again; their
+    // next records are written whole, and remembered.
+    by_rollout_.clear();
+    bytes_ = 0;
+    it = by_rollout_.try_emplace(rollout).first;
+  }
+  bytes_ += Bytes(value.size());
+  it->second.at = at;
+  it->second.value.assign(value.begin(), value.end());
+}
+
 Result<uint64_t> CallLog::AppendRequestText(std::string_view text, const std::string& rollout) {
   const uint64_t at = end_;
-  auto last = rollout.empty() ? whole_requests_.end() : whole_requests_.find(rollout);
-  size_t prefix = 0;
-  if (last != whole_requests_.end()) {
-    const std::string& base = last->second.text;
-    prefix = CommonPrefix(base, text);
-    if (prefix < kMinSharedRequest || 2 * prefix < text.size()) prefix = 0;
-  }
-  if (prefix > 0) {
-    uint64_t reference[3] = {kTextAfterEarlierRequest, last->second.at, prefix};
-    iovec pieces[2] = {{reference, sizeof reference}, {const_cast<char*>(text.data()) + prefix, text.size() - prefix}};
+  PromptBase base = rollout.empty() ? PromptBase{} : whole_requests_.SharedBeginning(rollout, text);
+  if (base.at != 0) {
+    uint64_t reference[3] = {kTextAfterEarlierRequest, base.at, base.prefix};
+    iovec pieces[2] = {{reference, sizeof reference},
+                       {const_cast<char*>(text.data()) + base.prefix, text.size() - base.prefix}};
     FORGE_RETURN_IF_ERROR(AppendRecord(pieces, /*request=*/true));
     return at;
   }
   iovec piece{const_cast<char*>(text.data()), text.size()};
   FORGE_RETURN_IF_ERROR(AppendRecord({&piece, 1}, /*request=*/true));
-  if (!rollout.empty() && text.size() >= kMinSharedRequest) RememberWholeRequest(rollout, text, at);
+  if (!rollout.empty()) whole_requests_.Remember(rollout, at, text);
   return at;
 }
 
-void CallLog::RememberWholeRequest(const std::string& rollout, std::string_view text, uint64_t at) {
-  auto it = whole_requests_.try_emplace(rollout).first;
-  whole_request_bytes_ -= it->second.text.size();
-  if (whole_request_bytes_ + text.size() > kWholeRequestBytes) {  // as for prompts
-    whole_requests_.clear();
-    whole_request_bytes_ = 0;
-    it = whole_requests_.try_emplace(rollout).first;
-  }
-  it->second.at = at;
-  it->second.text.assign(text);
-  whole_request_bytes_ += text.size();
-}
-
 Result<LogPosition> CallLog::Append(const CallRecord& call, uint64_t request_text_at) {
-  PromptBase prompt_base;
-  auto last = whole_prompts_.find(call.rollout_id);
-  if (last != whole_prompts_.end()) {
-    size_t prefix = CommonPrefix(last->second.ids, call.prompt_ids);
-    if (prefix >= kMinSharedPrompt && 2 * prefix >= call.prompt_ids.size()) prompt_base = {last->second.at, prefix};
-  }
   const uint64_t at = end_;
+  PromptBase prompt_base = whole_prompts_.SharedBeginning(call.rollout_id, call.prompt_ids);
   EncodedCall body(call, request_text_at, prompt_base);
   FORGE_RETURN_IF_ERROR(AppendRecord(body.pieces(), /*request=*/false));
-  if (prompt_base.at == 0 && call.prompt_ids.size() >= kMinSharedPrompt) RememberWholePrompt(call, at);
+  if (prompt_base.at == 0) whole_prompts_.Remember(call.rollout_id, at, call.prompt_ids);
   return LogPosition{end_};
-}
-
-void CallLog::RememberWholePrompt(const CallRecord& call, uint64_t at) {
-  auto it = whole_prompts_.try_emplace(call.rollout_id).first;
-  whole_prompt_bytes_ -= it->second.ids.size() * sizeof(int32_t);
-  if (whole_prompt_bytes_ + call.prompt_ids.size() * sizeof(int32_t) > kWholePromptBytes) {
-    // Past the bound (thousands of long rollouts at once): start again; their
-    // next calls are logged whole, and remembered.
-    whole_prompts_.clear();
-    whole_prompt_bytes_ = 0;
-    it = whole_prompts_.try_emplace(call.rollout_id).first;
-  }
-  it->second.at = at;
-  it->second.ids = call.prompt_ids;
-  whole_prompt_bytes_ += call.prompt_ids.size() * sizeof(int32_t);
 }
 
 Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
@@ -518,6 +516,7 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     scan.path = path;
     uint64_t size = static_cast<uint64_t>(st.st_size), offset = kHeaderBytes;
     std::string body;
+    WholeRecordsRead read;
     while (auto header = ReadRecordHeader(fd, offset, size)) {
       bool intact = ReadRecordBody(fd, offset, *header, &body);
       if (intact && !header->request) {
@@ -525,11 +524,7 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
         uint64_t request_text_at = 0;
         PromptBase prompt_base;
         auto call = DecodeCall(body, &request_text_at, &prompt_base);
-        std::string text;
-        std::vector<int32_t> base_ids;
-        intact = call.ok() && (request_text_at == 0 || ReadRequestText(fd, request_text_at, offset, &text)) &&
-                 (prompt_base.at == 0 || (ReadBasePrompt(fd, prompt_base.at, offset, &base_ids) &&
-                                          base_ids.size() >= prompt_base.prefix));
+        intact = call.ok() && !ResolveReferences(fd, offset, request_text_at, prompt_base, *call, read);
       }
       if (!intact) scan.bad.push_back(offset);
       ++(header->request ? scan.request_records : scan.calls);

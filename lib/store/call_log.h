@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "store/call_codec.h"
 #include "store/store.h"
 
 namespace forge::store {
@@ -89,34 +90,42 @@ class CallLog {
   void ReserveUpTo(uint64_t bytes);
   // Appends one record: its header (length, kind, checksum), then body.
   Status AppendRecord(std::span<const iovec> body, bool request);
-  // Keeps call's prompt, logged whole at `at`, for its rollout's next calls.
-  void RememberWholePrompt(const CallRecord& call, uint64_t at);
-  // The same for a request text.
-  void RememberWholeRequest(const std::string& rollout, std::string_view text, uint64_t at);
+  // The last record of each rollout written whole (its prompt ids, or its
+  // request text), which the rollout's next records may begin by referring
+  // to; Whole is std::vector<int32_t> or std::string.
+  template <typename Whole>
+  class LastWholeRecords {
+   public:
+    // A value shorter than min_length is never shared: a reference would
+    // save little. max_bytes bounds what is remembered.
+    LastWholeRecords(size_t min_length, size_t max_bytes) : min_length_(min_length), max_bytes_(max_bytes) {}
+    // The record value may refer to: the rollout's last whole one, when they
+    // begin alike for min_length or more and at least half of value (so a
+    // reference never costs more than writing value whole). at = 0: none.
+    template <typename Value>
+    PromptBase SharedBeginning(const std::string& rollout, const Value& value) const;
+    // Keeps (a copy of) value, written whole at `at`, for the rollout's next records.
+    template <typename Value>
+    void Remember(const std::string& rollout, uint64_t at, const Value& value);
 
-  // Shorter prompts are always logged whole: a reference would save little.
-  static constexpr size_t kMinSharedPrompt = 256;
-  // What the remembered prompts may hold (a 50K-token prompt is 200 KB).
-  static constexpr size_t kWholePromptBytes = 64 << 20;
-  struct WholePrompt {
-    uint64_t at = 0;  // its call record's offset
-    std::vector<int32_t> ids;
-  };
-  static constexpr size_t kMinSharedRequest = 4096;
-  static constexpr size_t kWholeRequestBytes = 64 << 20;
-  struct WholeRequest {
-    uint64_t at = 0;  // its request record's offset
-    std::string text;
+   private:
+    static size_t Bytes(size_t length) { return length * sizeof(typename Whole::value_type); }
+    struct Entry {
+      uint64_t at = 0;  // the record's offset
+      Whole value;
+    };
+    size_t min_length_, max_bytes_;
+    std::unordered_map<std::string, Entry> by_rollout_;
+    size_t bytes_ = 0;
   };
 
   int fd_;
   std::string path_;
   uint64_t end_;
   uint64_t reserved_ = 0;  // blocks allocated up to here; UINT64_MAX: the file system cannot
-  std::unordered_map<std::string, WholePrompt> whole_prompts_;  // by rollout
-  size_t whole_prompt_bytes_ = 0;
-  std::unordered_map<std::string, WholeRequest> whole_requests_;  // by rollout
-  size_t whole_request_bytes_ = 0;
+  // A 50K-token prompt is 200 KB of ids; its request text about as long.
+  LastWholeRecords<std::vector<int32_t>> whole_prompts_{256, 64 << 20};
+  LastWholeRecords<std::string> whole_requests_{4096, 64 << 20};
 };
 
 // Moves what the logs of store's database hold, for each log whose writer

@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <cstring>
 #include <thread>
@@ -101,6 +102,20 @@ forge::store::LogMark AppendTaken(Store& store, CallLog& log, std::vector<CallRe
   auto mark = log.MarkAt(end);
   REQUIRE(store.AppendCalls(calls, &mark).ok());
   return mark;
+}
+
+// Each rollout's calls in the store are the logged ones, in order, as check says.
+void CheckEachStored(Store& store, const std::vector<std::pair<std::string, std::vector<const CallRecord*>>>& rollouts,
+                     const std::function<void(const CallRecord& stored, const CallRecord& logged)>& check) {
+  for (const auto& [rollout, logged] : rollouts) {
+    auto calls = store.CallsOfRollout(rollout);
+    REQUIRE(calls.ok());
+    REQUIRE(calls->size() == logged.size());
+    for (size_t i = 0; i < logged.size(); ++i) {
+      CAPTURE(logged[i]->retry_key);
+      check((*calls)[i], *logged[i]);
+    }
+  }
 }
 
 }  // namespace
@@ -325,16 +340,10 @@ TEST_CASE("a request text that begins as its rollout's last whole one is logged 
   CHECK(grew["key-3"] < 200);
   CHECK(grew["key-4"] > 8000);
   auto store = OpenStore(db);
-  for (const auto& [rollout, expected] : std::vector<std::pair<std::string, std::vector<const CallRecord*>>>{
-           {"r", {&one, &two, &three}}, {"o", {&other}}}) {
-    auto calls = store->CallsOfRollout(rollout);
-    REQUIRE(calls.ok());
-    REQUIRE(calls->size() == expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      CAPTURE(expected[i]->retry_key);
-      CHECK((*calls)[i].request == Json::parse(expected[i]->request_text));
-    }
-  }
+  CheckEachStored(*store, {{"r", {&one, &two, &three}}, {"o", {&other}}},
+                  [](const CallRecord& stored, const CallRecord& logged) {
+                    CHECK(stored.request == Json::parse(logged.request_text));
+                  });
   CHECK(LogFiles(dir.path().string()) == 0);
 }
 
@@ -493,17 +502,11 @@ TEST_CASE("a call whose prompt begins with its rollout's last whole one logs onl
   CHECK(grew["key-e"] < whole_a - 5000 * 4 + 10 * 4 + 64);
   CHECK(grew["key-f"] > 150 * 4);
   auto store = OpenStore(db);
-  for (const auto& [rollout, expected] : std::vector<std::pair<std::string, std::vector<const CallRecord*>>>{
-           {"r", {&a, &b, &g, &d, &e, &f}}, {"o", {&other}}}) {
-    auto calls = store->CallsOfRollout(rollout);
-    REQUIRE(calls.ok());
-    REQUIRE(calls->size() == expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      CAPTURE(expected[i]->retry_key);
-      CHECK((*calls)[i].prompt_ids == expected[i]->prompt_ids);
-      CHECK((*calls)[i].completion_ids == expected[i]->completion_ids);
-    }
-  }
+  CheckEachStored(*store, {{"r", {&a, &b, &g, &d, &e, &f}}, {"o", {&other}}},
+                  [](const CallRecord& stored, const CallRecord& logged) {
+                    CHECK(stored.prompt_ids == logged.prompt_ids);
+                    CHECK(stored.completion_ids == logged.completion_ids);
+                  });
   CHECK(LogFiles(dir.path().string()) == 0);
 }
 
