@@ -77,60 +77,86 @@ bool WorthABlobText(std::string_view text) {
   return (IsJsonObject(text) || IsJsonArray(text) || IsJsonString(text)) && text.size() >= kMinPartBytes;
 }
 
-Result<Json> InlineText(std::string_view text) {
-  Json value = Json::parse(text, nullptr, false);
-  if (value.is_discarded()) return Status::DataErr("content is not valid JSON");
-  return value;
-}
+// A skeleton written as text, part by part: the text's own bytes where a
+// value stays inline (valid JSON, so what a reader parses is what it would
+// have parsed from the text), a blob's id where it does not.
+class SkeletonWriter {
+ public:
+  SkeletonWriter(const InternFn& intern, const JsonSpans& spans) : intern_(intern), spans_(spans) {}
 
-Result<Json> SplitValueText(std::string_view v, const InternFn& intern) {
-  if (IsJsonArray(v)) {
-    Json items = Json::array();
-    for (std::string_view element : ArrayElements(v)) {
-      if (WorthABlobText(element)) {
-        std::string text(element);
-        auto id = intern(Sha256(text), text);
-        if (!id.ok()) return id.status();
-        items.push_back(*id);
-      } else {
-        auto value = InlineText(element);
-        if (!value.ok()) return value.status();
-        items.push_back(Json::array({std::move(*value)}));
+  Status Part(std::string_view v) {
+    if (IsJsonArray(v)) {
+      out_ += R"(["l",[)";
+      bool first = true;
+      for (std::string_view element : ArrayElements(v, &spans_)) {
+        if (!first) out_ += ',';
+        first = false;
+        if (WorthABlobText(element)) {
+          FORGE_RETURN_IF_ERROR(Blob(element));
+        } else {
+          out_.append("[").append(element).append("]");
+        }
       }
+      out_ += "]]";
+      return Status::Ok();
     }
-    return Json::array({"l", std::move(items)});
+    if (WorthABlobText(v)) {
+      out_ += R"(["b",)";
+      FORGE_RETURN_IF_ERROR(Blob(v));
+      out_ += ']';
+      return Status::Ok();
+    }
+    out_.append(R"(["v",)").append(v).append("]");
+    return Status::Ok();
   }
-  if (WorthABlobText(v)) {
-    std::string text(v);
-    auto id = intern(Sha256(text), text);
+
+  // raw_key: between the quotes, escapes as written.
+  void Key(std::string_view raw_key) {
+    out_ += out_.empty() ? '{' : ',';
+    out_.append("\"").append(raw_key).append("\":");
+  }
+
+  void Literal(std::string_view json) { out_ += json; }
+
+  std::string Finish() {
+    out_ += out_.empty() ? "{}" : "}";
+    return std::move(out_);
+  }
+
+ private:
+  Status Blob(std::string_view text) {
+    auto id = intern_(Sha256(text), text);
     if (!id.ok()) return id.status();
-    return Json::array({"b", *id});
+    out_ += std::to_string(*id);
+    return Status::Ok();
   }
-  auto value = InlineText(v);
-  if (!value.ok()) return value.status();
-  return Json::array({"v", std::move(*value)});
-}
+
+  const InternFn& intern_;
+  const JsonSpans& spans_;
+  std::string out_;
+};
 
 }  // namespace
 
-Result<Json> SplitText(std::string_view text, const InternFn& intern) {
-  if (JsonSyntaxError(text)) return Status::DataErr("content is not valid JSON");
+Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
+  JsonSpans spans;
+  if (JsonSyntaxError(text, &spans)) return Status::DataErr("content is not valid JSON");
   text = TrimJson(text);
-  Json skeleton = Json::object();
+  SkeletonWriter skeleton(intern, spans);
   if (!IsJsonObject(text)) {
-    auto part = SplitValueText(text, intern);
-    if (!part.ok()) return part.status();
-    skeleton[""] = std::move(*part);
-    skeleton["$whole"] = true;
-    return skeleton;
+    skeleton.Key("");
+    FORGE_RETURN_IF_ERROR(skeleton.Part(text));
+    skeleton.Key("$whole");
+    skeleton.Literal("true");
+    return skeleton.Finish();
   }
-  for (const JsonMember& member : ObjectMembers(text)) {
-    auto part = SplitValueText(member.value, intern);
-    if (!part.ok()) return part.status();
-    // A parser keeps the last of duplicate keys; so does this.
-    skeleton[DecodeJsonString(member.key)] = std::move(*part);
+  // A duplicate key is written again; a reader's parser keeps the last, as
+  // it would have of the text's.
+  for (const JsonMember& member : ObjectMembers(text, &spans)) {
+    skeleton.Key(member.key);
+    FORGE_RETURN_IF_ERROR(skeleton.Part(member.value));
   }
-  return skeleton;
+  return skeleton.Finish();
 }
 
 Result<Json> Split(const Json& value, const InternFn& intern) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -21,14 +22,16 @@
 namespace forge::store {
 
 // Stores one part (its SHA-256, 32 bytes, and serialized JSON) and returns its blob id.
-using InternFn = std::function<Result<int64_t>(const std::string& hash, const std::string& data)>;
+using InternFn = std::function<Result<int64_t>(const std::string& hash, std::string_view data)>;
 using FetchFn = std::function<Result<std::string>(int64_t id)>;
 
 Result<nlohmann::json> Split(const nlohmann::json& value, const InternFn& intern);
-// The same for JSON text, without parsing it: parts are slices of the text
-// (so a part keeps the text's spacing and key order; its hash is of those
-// bytes). Small inline values are parsed. Invalid JSON is DataErr.
-Result<nlohmann::json> SplitText(std::string_view text, const InternFn& intern);
+// The same for JSON text, without parsing it, and the skeleton as its text:
+// parts are slices of the text (so a part keeps the text's spacing and key
+// order; its hash is of those bytes), and so are small values kept inline.
+// A duplicate key stays in the skeleton, whose reader keeps the last, as a
+// reader of the text would. Invalid JSON is DataErr.
+Result<std::string> SplitText(std::string_view text, const InternFn& intern);
 
 // The chat request a proxy sends upstream is the client's request plus a few
 // fields; it is stored as the exact top-level difference from the client's

@@ -10,6 +10,7 @@
 
 #include "base/hash.h"
 #include "base/json_dump.h"
+#include "base/json_scan.h"
 #include "store/blob_codec.h"
 #include "store/call_log.h"
 #include "store/content.h"
@@ -28,6 +29,12 @@ Json ParseJsonOrNull(const std::string& text) {
   if (text.empty()) return nullptr;
   Json value = Json::parse(text, nullptr, false);
   return value.is_discarded() ? Json(nullptr) : value;
+}
+
+// The text without surrounding space if it is one JSON value; else empty.
+std::string_view ValidJsonOrEmpty(std::string_view text) {
+  if (text.empty() || JsonSyntaxError(text)) return {};
+  return TrimJson(text);
 }
 
 int64_t FileSize(const std::string& path) {
@@ -345,7 +352,7 @@ Result<std::string> Store::GetBlob(int64_t id) {
 
 Result<std::string> Store::PutContent(const Json& value) {
   if (value.is_null()) return std::string();
-  auto skeleton = Split(value, [this](const std::string& hash, const std::string& data) {
+  auto skeleton = Split(value, [this](const std::string& hash, std::string_view data) {
     return PutBlob(hash, data);
   });
   if (!skeleton.ok()) return skeleton.status();
@@ -353,11 +360,7 @@ Result<std::string> Store::PutContent(const Json& value) {
 }
 
 Result<std::string> Store::PutContentText(std::string_view text) {
-  auto skeleton = SplitText(text, [this](const std::string& hash, const std::string& data) {
-    return PutBlob(hash, data);
-  });
-  if (!skeleton.ok()) return skeleton.status();
-  return DumpJson(*skeleton);
+  return SplitText(text, [this](const std::string& hash, std::string_view data) { return PutBlob(hash, data); });
 }
 
 Result<std::string> Store::PutRequestText(std::string_view text) {
@@ -391,12 +394,11 @@ Status Store::AppendCalls(std::vector<CallRecord>& calls, const LogMark* mark) {
 
 Status Store::AppendCallLocked(CallRecord& call) {
   call.id = 0;
-  // Documents that came as text (the proxy's cheaper forms) are parsed here,
-  // by the store's writer, not on the call's path.
-  for (auto [value, text] : {std::pair{&call.usage, &call.usage_text},
-                             std::pair{&call.upstream_request_patch, &call.upstream_request_patch_text}}) {
-    if (value->is_null() && !text->empty()) *value = ParseJsonOrNull(*text);
-  }
+  // Documents that came as text (the proxy's cheaper forms) are stored as
+  // their text, checked but not parsed: what a reader parses is what a parse
+  // here would have given. Text that is not JSON is stored as absent.
+  std::string_view usage_text = ValidJsonOrEmpty(call.usage_text);
+  std::string_view patch_text = ValidJsonOrEmpty(call.upstream_request_patch_text);
   if (!call.retry_key.empty()) {
     auto seen = db_.PrepareCached("SELECT 1 FROM calls WHERE rollout_id = ?1 AND retry_key = ?2");
     if (!seen.ok()) return seen.status();
@@ -435,9 +437,11 @@ Status Store::AppendCallLocked(CallRecord& call) {
   auto response = content(call.response, call.response_text);
   // The upstream request repeats the client's request; keep only the difference.
   bool diff_upstream = call.request.is_object() && call.upstream_request.is_object();
-  bool patch_upstream = call.upstream_request.is_null() && call.upstream_request_text.empty() &&
-                        call.upstream_request_patch.is_object();
-  auto upstream_request = patch_upstream ? PutContent(call.upstream_request_patch)
+  bool no_upstream_request = call.upstream_request.is_null() && call.upstream_request_text.empty();
+  bool patch_text_upstream = no_upstream_request && call.upstream_request_patch.is_null() && IsJsonObject(patch_text);
+  bool patch_upstream = no_upstream_request && (call.upstream_request_patch.is_object() || patch_text_upstream);
+  auto upstream_request = patch_text_upstream ? PutContentText(patch_text)
+                          : patch_upstream    ? PutContent(call.upstream_request_patch)
                           : diff_upstream ? PutContent(TopLevelDiff(call.request, call.upstream_request))
                                           : content(call.upstream_request, call.upstream_request_text);
   if ((patch_upstream || diff_upstream) && upstream_request.ok()) *upstream_request = "D" + *upstream_request;
@@ -464,7 +468,13 @@ Status Store::AppendCallLocked(CallRecord& call) {
   stmt->Bind(16, static_cast<int64_t>(prefix));
   stmt->BindBlob(17, BytesOf(suffix)).BindBlob(18, BytesOf(call.completion_ids));
   stmt->BindBlob(19, BytesOf(call.logprobs)).Bind(20, call.finish_reason);
-  if (call.usage.is_null()) stmt->BindNull(21); else stmt->Bind(21, DumpJson(call.usage));
+  if (!call.usage.is_null()) {
+    stmt->Bind(21, DumpJson(call.usage));
+  } else if (!usage_text.empty() && !IsJsonNull(usage_text)) {
+    stmt->Bind(21, usage_text);
+  } else {
+    stmt->BindNull(21);
+  }
   stmt->Bind(22, static_cast<int64_t>(call.http_status)).Bind(23, call.error);
   stmt->Bind(24, static_cast<int64_t>(call.side_call ? 1 : 0));
   if (call.retry_key.empty()) stmt->BindNull(25); else stmt->Bind(25, call.retry_key);

@@ -358,8 +358,8 @@ TEST_CASE("content shaped like a skeleton survives a round trip") {
                  {"$whole", true},
                  {"", Json::array({"v", 1})}};
   std::vector<std::string> blobs;
-  auto skeleton = forge::store::Split(tricky, [&](const std::string&, const std::string& data) {
-    blobs.push_back(data);
+  auto skeleton = forge::store::Split(tricky, [&](const std::string&, std::string_view data) {
+    blobs.emplace_back(data);
     return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
   });
   REQUIRE(skeleton.ok());
@@ -367,8 +367,8 @@ TEST_CASE("content shaped like a skeleton survives a round trip") {
   REQUIRE(joined.ok());
   CHECK(*joined == tricky);
   for (Json whole : {Json("just a string that is long enough to be stored as a blob"), Json(nullptr), Json(3)}) {
-    auto s = forge::store::Split(whole, [&](const std::string&, const std::string& data) {
-      blobs.push_back(data);
+    auto s = forge::store::Split(whole, [&](const std::string&, std::string_view data) {
+      blobs.emplace_back(data);
       return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
     });
     REQUIRE(s.ok());
@@ -376,6 +376,41 @@ TEST_CASE("content shaped like a skeleton survives a round trip") {
     REQUIRE(j.ok());
     CHECK(*j == whole);
   }
+}
+
+TEST_CASE("content split from its text reads back as a parse of that text reads it") {
+  const std::string long_text(60, 'y');
+  const std::vector<std::string> texts = {
+      R"({"messages":[["b",1],"short",")" + long_text + R"("],"$whole":true,"":["v",1]})",
+      R"(  {"model" : "m", "messages" : [ {"role":"user","content":")" + long_text + R"("} , 7 , null ] }  )",
+      R"({"a":1,"a":{"kept":"the last of duplicate keys, as a parser keeps it, long enough"},"b":2})",
+      R"({"a\u0062":1.0,"e\n":[-0,1e2,1E-2,true,false,{}],"\u00e9":"caf\u00e9 \ud83d\ude00"})",
+      R"({"nested":{"x":[1,[2,[3]],{"y":")" + long_text + R"("}]},"tail":[]})",
+      R"({})",
+      R"([1,2,")" + long_text + R"("])",
+      R"(")" + long_text + R"(")",
+      "12345678901234567890123",
+      "null",
+  };
+  for (const std::string& text : texts) {
+    CAPTURE(text);
+    std::vector<std::string> blobs;
+    auto skeleton = forge::store::SplitText(text, [&](const std::string& hash, std::string_view data) {
+      CHECK(hash == forge::Sha256(data));
+      CHECK(data.size() >= 48);
+      blobs.emplace_back(data);
+      return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
+    });
+    REQUIRE(skeleton.ok());
+    Json parsed_skeleton = Json::parse(*skeleton);  // the skeleton is JSON text itself
+    auto joined = forge::store::Join(parsed_skeleton, [&](int64_t id) { return forge::Result<std::string>(blobs.at(id)); });
+    REQUIRE(joined.ok());
+    CHECK(joined->dump() == Json::parse(text).dump());
+  }
+  auto invalid = forge::store::SplitText(R"({"a":})", [](const std::string&, std::string_view) {
+    return forge::Result<int64_t>(0);
+  });
+  CHECK_FALSE(invalid.ok());
 }
 
 TEST_CASE("two processes writing at once lose nothing") {

@@ -1,0 +1,213 @@
+// What the store's writer spends on a call, beside what SQLite itself spends
+// on one: forge-proxy's writer thread runs Store::AppendCalls for every call,
+// on a core the harness, the proxy's io threads and the model server share,
+// so its CPU per call is taken from theirs. The records are the proxy's for a
+// pass-through chat call (request and response as bytes, the upstream patch
+// and usage as text, ids and logprobs), committed in batches as the writer
+// commits them. The baseline inserts the same texts and arrays whole into one
+// table row a call, in the same transactions: the floor for a row a call.
+// Neither checkpoints the WAL (the proxy does that on a thread of its own).
+//
+//   bench-store_append [calls=20000] [batch=32] [forge|plain|both] [sequential|conversation|both]
+//
+// (One side or workload alone is for a profiler.)
+//
+// Two workloads: 1 KB calls of one rollout each sending a new message (the
+// benchmark's sequential calls), and 50-call conversations with a 12 KB
+// system prompt that each call resends with one more turn (a harness).
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace {
+
+using forge::store::CallRecord;
+
+std::string Words(std::mt19937& rng, size_t n) {
+  static const char* const kWords[] = {"the", "model", "reads", "a", "file", "and", "writes", "its",
+                                       "patch", "tests", "pass", "then", "calls", "tool", "with", "output"};
+  std::string out;
+  while (out.size() < n) out.append(kWords[rng() % 16]).push_back(' ');
+  out.resize(n);
+  return out;
+}
+
+CallRecord ProxyCall(const std::string& rollout, const std::string& messages, std::mt19937& rng, int i) {
+  CallRecord call;
+  call.rollout_id = rollout;
+  call.started_at = call.first_token_at = call.ended_at = 1.7e9 + i;
+  call.client_format = "openai-chat";
+  call.upstream = "http://127.0.0.1:8000";
+  call.model = "policy";
+  call.request_text = R"({"model":"policy","messages":[)" + messages + "]}";
+  call.response_text = R"({"id":"chatcmpl-)" + std::to_string(i) +
+                       R"(","object":"chat.completion","created":1,"model":"policy","choices":[{"index":0,)"
+                       R"("message":{"role":"assistant","content":")" + Words(rng, 120) +
+                       R"("},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":8,)"
+                       R"("completion_tokens":24,"total_tokens":32}})";
+  call.upstream_response_text = call.response_text;
+  call.upstream_request_patch_text = R"({"set":{"logprobs":true,"return_token_ids":true,"top_logprobs":0},"unset":[]})";
+  call.usage_text = R"({"prompt_tokens":8,"completion_tokens":24,"total_tokens":32})";
+  call.finish_reason = "stop";
+  call.http_status = 200;
+  for (size_t k = 0; k < call.request_text.size() / 4; ++k) call.prompt_ids.push_back(static_cast<int32_t>(k * 7));
+  for (int k = 0; k < 24; ++k) call.completion_ids.push_back(static_cast<int32_t>(rng() % 150000));
+  call.logprobs.assign(call.completion_ids.size(), -0.25f);
+  return call;
+}
+
+std::vector<CallRecord> SequentialCalls(int n) {
+  std::mt19937 rng(7);
+  std::vector<CallRecord> calls;
+  for (int i = 0; i < n; ++i) {
+    std::string message = R"({"role":"user","content":")" + Words(rng, 1000) + std::to_string(i) + R"("})";
+    calls.push_back(ProxyCall("bench", message, rng, i));
+  }
+  return calls;
+}
+
+std::vector<CallRecord> Conversations(int n) {
+  std::mt19937 rng(11);
+  std::vector<CallRecord> calls;
+  std::string messages;
+  for (int i = 0; i < n; ++i) {
+    if (i % 50 == 0) messages = R"({"role":"system","content":")" + Words(rng, 12000) + R"("})";
+    messages += R"(,{"role":"user","content":")" + Words(rng, 600) + R"("})";
+    calls.push_back(ProxyCall("conversation-" + std::to_string(i / 50), messages, rng, i));
+    messages += R"(,{"role":"assistant","content":")" + Words(rng, 200) + R"("})";
+  }
+  return calls;
+}
+
+std::string Fresh(const char* name) {
+  std::string path = (std::filesystem::temp_directory_path() / name).string();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Returns seconds for all calls, or a negative number after printing why.
+double ForgeStore(std::vector<CallRecord> calls, size_t batch, bool report) {
+  std::string path = Fresh("forge-bench-store-append.db");
+  auto store = forge::store::Store::Open(path);
+  if (!store.ok()) {
+    std::fprintf(stderr, "bench-store_append: %s\n", store.status().message().c_str());
+    return -1;
+  }
+  (*store)->HandOffCheckpoints(1000, [] {});  // the proxy checkpoints on a thread of its own
+  forge::store::LogMark mark{"call-log:bench", "0"};
+  auto start = std::chrono::steady_clock::now();
+  for (size_t at = 0; at < calls.size(); at += batch) {
+    std::vector<CallRecord> some(std::make_move_iterator(calls.begin() + static_cast<ptrdiff_t>(at)),
+                                 std::make_move_iterator(calls.begin() + static_cast<ptrdiff_t>(std::min(at + batch, calls.size()))));
+    mark.value = std::to_string(at);
+    if (auto s = (*store)->AppendCalls(some, &mark); !s.ok()) {
+      std::fprintf(stderr, "bench-store_append: %s\n", s.message().c_str());
+      return -1;
+    }
+  }
+  double seconds = Seconds(std::chrono::steady_clock::now() - start);
+  auto stats = (*store)->Stats();
+  if (report && stats.ok()) std::printf("      forge store: %.1f MB\n", stats->file_bytes / 1e6);
+  return seconds;
+}
+
+template <typename T>
+int Bytes(const std::vector<T>& v) { return static_cast<int>(v.size() * sizeof(T)); }
+
+double PlainSqlite(const std::vector<CallRecord>& calls, size_t batch, bool report) {
+  std::string path = Fresh("forge-bench-store-append-plain.db");
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) return -1;
+  sqlite3_exec(db,
+               "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
+               "CREATE TABLE calls (id INTEGER PRIMARY KEY, rollout_id TEXT, seq INTEGER, started_at REAL,"
+               " client_format TEXT, upstream TEXT, model TEXT, request TEXT, response TEXT, upstream_patch TEXT,"
+               " upstream_response TEXT, prompt_ids BLOB, completion_ids BLOB, logprobs BLOB, finish_reason TEXT,"
+               " usage TEXT, http_status INTEGER, UNIQUE (rollout_id, seq));"
+               "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);",
+               nullptr, nullptr, nullptr);
+  sqlite3_stmt *insert = nullptr, *mark = nullptr;
+  sqlite3_prepare_v2(db, "INSERT INTO calls VALUES (NULL,?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)", -1,
+                     &insert, nullptr);
+  sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES ('call-log:bench', ?1)", -1, &mark, nullptr);
+  auto text = [&](int i, const std::string& s) { sqlite3_bind_text(insert, i, s.data(), static_cast<int>(s.size()), SQLITE_STATIC); };
+  auto start = std::chrono::steady_clock::now();
+  for (size_t at = 0; at < calls.size(); at += batch) {
+    sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    for (size_t i = at; i < std::min(at + batch, calls.size()); ++i) {
+      const CallRecord& c = calls[i];
+      text(1, c.rollout_id);
+      sqlite3_bind_int64(insert, 2, static_cast<int64_t>(i));
+      sqlite3_bind_double(insert, 3, c.started_at);
+      text(4, c.client_format), text(5, c.upstream), text(6, c.model), text(7, c.request_text);
+      text(8, c.response_text), text(9, c.upstream_request_patch_text), text(10, c.upstream_response_text);
+      sqlite3_bind_blob(insert, 11, c.prompt_ids.data(), Bytes(c.prompt_ids), SQLITE_STATIC);
+      sqlite3_bind_blob(insert, 12, c.completion_ids.data(), Bytes(c.completion_ids), SQLITE_STATIC);
+      sqlite3_bind_blob(insert, 13, c.logprobs.data(), Bytes(c.logprobs), SQLITE_STATIC);
+      text(14, c.finish_reason), text(15, c.usage_text);
+      sqlite3_bind_int(insert, 16, c.http_status);
+      if (sqlite3_step(insert) != SQLITE_DONE) {
+        std::fprintf(stderr, "bench-store_append: plain insert: %s\n", sqlite3_errmsg(db));
+        return -1;
+      }
+      sqlite3_reset(insert);
+    }
+    std::string value = std::to_string(at);
+    sqlite3_bind_text(mark, 1, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+    sqlite3_step(mark);
+    sqlite3_reset(mark);
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  }
+  double seconds = Seconds(std::chrono::steady_clock::now() - start);
+  std::error_code ignored;
+  auto bytes = std::filesystem::file_size(path, ignored) + std::filesystem::file_size(path + "-wal", ignored);
+  if (report) std::printf("      plain SQLite: %.1f MB\n", static_cast<double>(bytes) / 1e6);
+  sqlite3_finalize(insert);
+  sqlite3_finalize(mark);
+  sqlite3_close(db);
+  return seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = argc > 1 ? std::atoi(argv[1]) : 20000;
+  size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 32;
+  std::string sides = argc > 3 ? argv[3] : "both";
+  std::string workloads = argc > 4 ? argv[4] : "both";
+  std::printf("store writer, µs of one thread per call (%d calls, committed %zu a transaction; best of 3)\n", n, batch);
+  struct Workload {
+    const char* name;
+    std::vector<CallRecord> calls;
+  };
+  for (const Workload& w : {Workload{"1 KB calls, a new message each",
+                                     workloads != "conversation" ? SequentialCalls(n) : std::vector<CallRecord>()},
+                            Workload{"50-call conversations, 12 KB system prompt",
+                                     workloads != "sequential" ? Conversations(n / 4) : std::vector<CallRecord>()}}) {
+    if (w.calls.empty()) continue;
+    size_t request_bytes = 0;
+    for (const CallRecord& c : w.calls) request_bytes += c.request_text.size();
+    std::printf("  %s (%zu calls, mean request %zu bytes)\n", w.name, w.calls.size(), request_bytes / w.calls.size());
+    double forge = 1e9, plain = 1e9;
+    for (int round = 0; round < 3; ++round) {  // alternating, so a burst of load hits both
+      double f = sides == "plain" ? 0 : ForgeStore(w.calls, batch, round == 0);
+      double p = sides == "forge" ? 0 : PlainSqlite(w.calls, batch, round == 0);
+      if (f < 0 || p < 0) return 1;
+      forge = std::min(forge, f), plain = std::min(plain, p);
+    }
+    double per = 1e6 / static_cast<double>(w.calls.size());
+    std::printf("    forge store   %8.2f µs/call\n    plain SQLite  %8.2f µs/call (a row a call, texts whole)\n",
+                forge * per, plain * per);
+  }
+  for (const char* name : {"forge-bench-store-append.db", "forge-bench-store-append-plain.db"}) Fresh(name);
+  return 0;
+}
