@@ -1,6 +1,5 @@
 #include "store/content.h"
 
-#include "base/hash.h"
 #include "base/json_dump.h"
 #include "base/json_scan.h"
 
@@ -22,7 +21,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
     for (const Json& element : v) {
       std::string text = DumpJson(element);
       if (WorthABlob(element, text)) {
-        auto id = intern(Sha256(text), text);
+        auto id = intern(text);
         if (!id.ok()) return id.status();
         items.push_back(*id);
       } else {
@@ -33,7 +32,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
   }
   std::string text = DumpJson(v);
   if (WorthABlob(v, text)) {
-    auto id = intern(Sha256(text), text);
+    auto id = intern(text);
     if (!id.ok()) return id.status();
     return Json::array({"b", *id});
   }
@@ -125,7 +124,7 @@ class SkeletonWriter {
 
  private:
   Status Blob(std::string_view text) {
-    auto id = intern_(Sha256(text), text);
+    auto id = intern_(text);
     if (!id.ok()) return id.status();
     out_ += std::to_string(*id);
     return Status::Ok();

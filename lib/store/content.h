@@ -21,8 +21,9 @@
 
 namespace forge::store {
 
-// Stores one part (its SHA-256, 32 bytes, and serialized JSON) and returns its blob id.
-using InternFn = std::function<Result<int64_t>(const std::string& hash, std::string_view data)>;
+// Stores one part (its serialized JSON) and returns its blob id; the store
+// keys it by its SHA-256.
+using InternFn = std::function<Result<int64_t>(std::string_view data)>;
 using FetchFn = std::function<Result<std::string>(int64_t id)>;
 
 Result<nlohmann::json> Split(const nlohmann::json& value, const InternFn& intern);

@@ -6,7 +6,14 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <thread>
+
+#include <xxhash.h>
+#if defined(__x86_64__)
+// XXH3 with the widest vectors this CPU has, as for the call log's checksums.
+#include <xxh_x86dispatch.h>
+#endif
 
 #include "base/hash.h"
 #include "base/json_dump.h"
@@ -312,14 +319,21 @@ void Store::RememberCommittedBlobs() {
   // A bound on memory, not an eviction policy: past it the cache starts over.
   constexpr size_t kMaxCachedBlobs = 1 << 16;
   if (committed_blobs_.size() + pending_blobs_.size() > kMaxCachedBlobs) committed_blobs_.clear();
-  for (auto& [hash, id] : pending_blobs_) committed_blobs_.emplace(std::move(hash), id);
+  for (auto& [seen, id] : pending_blobs_) committed_blobs_.emplace(seen, id);
   pending_blobs_.clear();
 }
 
-Result<int64_t> Store::PutBlob(const std::string& hash, std::string_view data) {
-  if (auto known = committed_blobs_.find(hash); known != committed_blobs_.end()) return known->second;
-  auto id = InsertBlob(hash, data);
-  if (id.ok()) pending_blobs_.emplace_back(hash, *id);
+uint64_t Store::RandomSeed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+Result<int64_t> Store::PutBlob(std::string_view data) {
+  XXH128_hash_t digest = XXH3_128bits_withSeed(data.data(), data.size(), blob_seed_);
+  Fingerprint seen{digest.low64, digest.high64};
+  if (auto known = committed_blobs_.find(seen); known != committed_blobs_.end()) return known->second;
+  auto id = InsertBlob(Sha256(data), data);
+  if (id.ok()) pending_blobs_.emplace_back(seen, *id);
   return id;
 }
 
@@ -352,15 +366,13 @@ Result<std::string> Store::GetBlob(int64_t id) {
 
 Result<std::string> Store::PutContent(const Json& value) {
   if (value.is_null()) return std::string();
-  auto skeleton = Split(value, [this](const std::string& hash, std::string_view data) {
-    return PutBlob(hash, data);
-  });
+  auto skeleton = Split(value, [this](std::string_view data) { return PutBlob(data); });
   if (!skeleton.ok()) return skeleton.status();
   return DumpJson(*skeleton);
 }
 
 Result<std::string> Store::PutContentText(std::string_view text) {
-  return SplitText(text, [this](const std::string& hash, std::string_view data) { return PutBlob(hash, data); });
+  return SplitText(text, [this](std::string_view data) { return PutBlob(data); });
 }
 
 Result<std::string> Store::PutRequestText(std::string_view text) {

@@ -198,7 +198,8 @@ class Store {
   Result<std::string> PutContent(const Json& value);
   Result<std::string> PutContentText(std::string_view text);
   Result<Json> GetContent(const std::string& skeleton);
-  Result<int64_t> PutBlob(const std::string& hash, std::string_view data);
+  Result<int64_t> PutBlob(std::string_view data);
+  static uint64_t RandomSeed();
   Result<int64_t> InsertBlob(const std::string& hash, std::string_view data);
   void RememberCommittedBlobs();
   Result<std::string> GetBlob(int64_t id);
@@ -210,12 +211,20 @@ class Store {
   // The last few calls' prompt ids per rollout, for delta encoding without
   // reading them back. A miss only costs space: the call is stored whole.
   std::map<std::string, std::deque<std::pair<int64_t, std::vector<int32_t>>>> recent_prompts_;
-  // Blob ids by hash, for parts sent again and again (a system prompt, the
-  // tools, the conversation so far): a hit skips PutBlob's two statements.
-  // Blobs are never deleted, so a committed id stays right; ids a
-  // transaction interns join only when it commits.
-  std::unordered_map<std::string, int64_t> committed_blobs_;
-  std::vector<std::pair<std::string, int64_t>> pending_blobs_;
+  // Blob ids by a fingerprint of their bytes, for parts sent again and again
+  // (a system prompt, the tools, the conversation so far): a hit skips the
+  // SHA-256 (~0.75 µs a KB here; a harness's conversation is tens of KB a
+  // call) and PutBlob's two statements. The fingerprint is XXH3-128 seeded at
+  // random per store, so no one can make two parts that share one. Blobs are
+  // never deleted, so a committed id stays right; ids a transaction interns
+  // join only when it commits.
+  using Fingerprint = std::pair<uint64_t, uint64_t>;
+  struct FingerprintHash {
+    size_t operator()(const Fingerprint& f) const { return static_cast<size_t>(f.first); }
+  };
+  std::unordered_map<Fingerprint, int64_t, FingerprintHash> committed_blobs_;
+  std::vector<std::pair<Fingerprint, int64_t>> pending_blobs_;
+  const uint64_t blob_seed_ = RandomSeed();
   int checkpoint_pages_ = 0;
   std::function<void()> checkpoint_due_;
   // CallsOfRollout's queries (all fields, tokens only), prepared on first use;

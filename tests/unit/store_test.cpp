@@ -358,7 +358,7 @@ TEST_CASE("content shaped like a skeleton survives a round trip") {
                  {"$whole", true},
                  {"", Json::array({"v", 1})}};
   std::vector<std::string> blobs;
-  auto skeleton = forge::store::Split(tricky, [&](const std::string&, std::string_view data) {
+  auto skeleton = forge::store::Split(tricky, [&](std::string_view data) {
     blobs.emplace_back(data);
     return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
   });
@@ -367,7 +367,7 @@ TEST_CASE("content shaped like a skeleton survives a round trip") {
   REQUIRE(joined.ok());
   CHECK(*joined == tricky);
   for (Json whole : {Json("just a string that is long enough to be stored as a blob"), Json(nullptr), Json(3)}) {
-    auto s = forge::store::Split(whole, [&](const std::string&, std::string_view data) {
+    auto s = forge::store::Split(whole, [&](std::string_view data) {
       blobs.emplace_back(data);
       return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
     });
@@ -395,8 +395,7 @@ TEST_CASE("content split from its text reads back as a parse of that text reads 
   for (const std::string& text : texts) {
     CAPTURE(text);
     std::vector<std::string> blobs;
-    auto skeleton = forge::store::SplitText(text, [&](const std::string& hash, std::string_view data) {
-      CHECK(hash == forge::Sha256(data));
+    auto skeleton = forge::store::SplitText(text, [&](std::string_view data) {
       CHECK(data.size() >= 48);
       blobs.emplace_back(data);
       return forge::Result<int64_t>(static_cast<int64_t>(blobs.size() - 1));
@@ -407,7 +406,7 @@ TEST_CASE("content split from its text reads back as a parse of that text reads 
     REQUIRE(joined.ok());
     CHECK(joined->dump() == Json::parse(text).dump());
   }
-  auto invalid = forge::store::SplitText(R"({"a":})", [](const std::string&, std::string_view) {
+  auto invalid = forge::store::SplitText(R"({"a":})", [](std::string_view) {
     return forge::Result<int64_t>(0);
   });
   CHECK_FALSE(invalid.ok());
