@@ -148,7 +148,7 @@ TEST_CASE("the recorder stops when Stop comes while a batch gathers") {
     Recording r;
     auto logged = r.recorder->Submit(ChatCall("r", "one"), IgnoreDone);
     REQUIRE(logged.has_value());
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // within the batch's 5 ms of gathering
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // within the batch's 50 ms of gathering
     std::atomic<bool> stopped{false};
     std::thread stop([&] {
       r.recorder->Stop();
