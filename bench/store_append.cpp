@@ -8,13 +8,14 @@
 // table row a call, in the same transactions: the floor for a row a call.
 // Neither checkpoints the WAL (the proxy does that on a thread of its own).
 //
-//   bench-store_append [calls=20000] [batch=32] [forge|plain|both] [sequential|conversation|both]
+//   bench-store_append [calls=20000] [batch=32] [forge|plain|both] [sequential|conversation|rollouts|all]
 //
 // (One side or workload alone is for a profiler.)
 //
-// Two workloads: 1 KB calls of one rollout each sending a new message (the
-// benchmark's sequential calls), and 50-call conversations with a 12 KB
-// system prompt that each call resends with one more turn (a harness).
+// Three workloads: 1 KB calls of one rollout each sending a new message (the
+// benchmark's sequential calls), 50-call conversations with a 12 KB system
+// prompt that each call resends with one more turn (a harness), and a
+// training run's rollouts, many of them, 16 at a time (ManyRollouts).
 #include <sqlite3.h>
 
 #include <ctime>
@@ -83,6 +84,37 @@ std::vector<CallRecord> Conversations(int n) {
     calls.push_back(ProxyCall("conversation-" + std::to_string(i / 50), messages, rng, i));
     messages += R"(,{"role":"assistant","content":")" + Words(rng, 200) + R"("})";
   }
+  return calls;
+}
+
+// A training run: rollouts of 6-call conversations (a 4 KB system prompt),
+// 16 running at a time as forge-launch -j16 runs them, their calls
+// interleaved. One proxy serves rollout after rollout; what the store keeps
+// per rollout must not make a call cost more the more rollouts came before.
+std::vector<CallRecord> ManyRollouts(int n) {
+  std::mt19937 rng(13);
+  constexpr int kRunning = 16, kCallsEach = 6;
+  struct Running {
+    std::string id;
+    std::string messages;
+    int calls = 0;
+  };
+  std::vector<Running> running(kRunning);
+  int started = 0;
+  auto start = [&](Running& r) {
+    r = {"rollout-" + std::to_string(started++), R"({"role":"system","content":")" + Words(rng, 4000) + R"("})", 0};
+  };
+  for (Running& r : running) start(r);
+  std::vector<CallRecord> calls;
+  while (static_cast<int>(calls.size()) < n) {
+    for (Running& r : running) {
+      r.messages += R"(,{"role":"user","content":")" + Words(rng, 800) + R"("})";
+      calls.push_back(ProxyCall(r.id, r.messages, rng, static_cast<int>(calls.size())));
+      r.messages += R"(,{"role":"assistant","content":")" + Words(rng, 200) + R"("})";
+      if (++r.calls == kCallsEach) start(r);
+    }
+  }
+  calls.resize(static_cast<size_t>(n));
   return calls;
 }
 
@@ -196,16 +228,21 @@ int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 20000;
   size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 32;
   std::string sides = argc > 3 ? argv[3] : "both";
-  std::string workloads = argc > 4 ? argv[4] : "both";
+  std::string workloads = argc > 4 ? argv[4] : "all";
   std::printf("store writer, CPU µs per call, user + system (%d calls, committed %zu a transaction; best of 5)\n", n, batch);
   struct Workload {
     const char* name;
     std::vector<CallRecord> calls;
   };
   for (const Workload& w : {Workload{"1 KB calls, a new message each",
-                                     workloads != "conversation" ? SequentialCalls(n) : std::vector<CallRecord>()},
+                                     workloads == "all" || workloads == "sequential" ? SequentialCalls(n)
+                                                                                       : std::vector<CallRecord>()},
                             Workload{"50-call conversations, 12 KB system prompt",
-                                     workloads != "sequential" ? Conversations(n / 4) : std::vector<CallRecord>()}}) {
+                                     workloads == "all" || workloads == "conversation" ? Conversations(n / 4)
+                                                                                         : std::vector<CallRecord>()},
+                            Workload{"rollouts of 6-call conversations, 16 at a time (a training run)",
+                                     workloads == "all" || workloads == "rollouts" ? ManyRollouts(n / 2)
+                                                                                     : std::vector<CallRecord>()}}) {
     if (w.calls.empty()) continue;
     size_t request_bytes = 0;
     for (const CallRecord& c : w.calls) request_bytes += c.request_text.size();

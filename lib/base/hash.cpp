@@ -45,4 +45,12 @@ std::string RandomHex(size_t bytes) {
   return ToHex(buffer.data(), bytes);
 }
 
+uint64_t RandomSeed() {
+  uint64_t seed = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed) != 1) {
+    throw std::runtime_error("RAND_bytes failed");
+  }
+  return seed;
+}
+
 }  // namespace forge

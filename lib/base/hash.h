@@ -2,6 +2,7 @@
 // lowercase hex (rollout secrets, of which only hashes are stored, and keys).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,7 @@ std::string Hex(std::string_view bytes);
 
 // n random bytes from the OS, hex encoded (2n characters).
 std::string RandomHex(size_t bytes);
+// A seed for a keyed hash (XXH3) that no client can predict.
+uint64_t RandomSeed();
 
 }  // namespace forge

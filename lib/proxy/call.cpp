@@ -316,7 +316,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // Only SDKs that mark their retries get retry keys (and pay for hashing the body).
   std::string retry_key;
   if (auto h = req["x-stainless-retry-count"]; !h.empty()) {
-    retry_key = retry_keys_.KeyFor(rollout, Sha256Hex(req.body()), std::atoi(std::string(h).c_str()));
+    retry_key = retry_keys_.KeyFor(rollout, req.body(), std::atoi(std::string(h).c_str()));
   }
 
   auto finish = [&](store::CallRecord& r) {

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include <xxhash.h>
@@ -206,13 +205,16 @@ Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
     return stmt.ok() ? stmt->Run() : stmt.status();
   };
   for (;;) {
-    pending_blobs_.clear();  // ids of an attempt that rolled back never join
+    // Ids of an attempt that rolled back never join: SQLite hands them out again.
+    pending_blobs_.clear();
+    recent_prompts_.DiscardPending();
     Status s = run("BEGIN IMMEDIATE");
     if (s.ok()) {
       s = fn();
       if (s.ok()) s = run("COMMIT");
       if (s.ok()) {
         RememberCommittedBlobs();
+        recent_prompts_.Commit();
         return s;
       }
       (void)run("ROLLBACK");
@@ -323,11 +325,6 @@ void Store::RememberCommittedBlobs() {
   pending_blobs_.clear();
 }
 
-uint64_t Store::RandomSeed() {
-  std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ device();
-}
-
 Result<int64_t> Store::PutBlob(std::string_view data) {
   XXH128_hash_t digest = XXH3_128bits_withSeed(data.data(), data.size(), blob_seed_);
   Fingerprint seen{digest.low64, digest.high64};
@@ -391,17 +388,13 @@ Result<Json> Store::GetContent(const std::string& skeleton_text) {
 
 Status Store::AppendCalls(std::vector<CallRecord>& calls, const LogMark* mark) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  auto saved_prompts = recent_prompts_;
-  Status s = WriteTransactionLocked([&]() -> Status {
-    recent_prompts_ = saved_prompts;  // a retried transaction starts from the same cache
+  return WriteTransactionLocked([&]() -> Status {
     for (CallRecord& call : calls) FORGE_RETURN_IF_ERROR(AppendCallLocked(call));
     if (!mark) return Status::Ok();
     auto stmt = db_.PrepareCached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
     if (!stmt.ok()) return stmt.status();
     return stmt->Bind(1, mark->key).Bind(2, mark->value).Run();
   });
-  if (!s.ok()) recent_prompts_ = std::move(saved_prompts);
-  return s;
 }
 
 Status Store::AppendCallLocked(CallRecord& call) {
@@ -429,16 +422,7 @@ Status Store::AppendCallLocked(CallRecord& call) {
   }
 
   // Delta-encode the prompt against the recent call sharing the longest prefix.
-  auto& recent = recent_prompts_[call.rollout_id];
-  int64_t base_call = 0;
-  size_t prefix = 0;
-  for (const auto& [id, ids] : recent) {
-    size_t p = CommonPrefix(ids, call.prompt_ids);
-    if (p > prefix) {
-      prefix = p;
-      base_call = id;
-    }
-  }
+  auto [base_call, prefix] = recent_prompts_.LongestShared(call.rollout_id, call.prompt_ids);
   std::vector<int32_t> suffix(call.prompt_ids.begin() + static_cast<ptrdiff_t>(prefix), call.prompt_ids.end());
 
   auto content = [this](const Json& value, const std::string& text) {
@@ -493,11 +477,7 @@ Status Store::AppendCallLocked(CallRecord& call) {
   FORGE_RETURN_IF_ERROR(stmt->Run());
   call.id = db_.LastInsertRowId();
 
-  if (!call.prompt_ids.empty()) {
-    recent.emplace_back(call.id, call.prompt_ids);
-    constexpr size_t kRecentCalls = 4;  // a main thread plus a few side calls
-    while (recent.size() > kRecentCalls) recent.pop_front();
-  }
+  recent_prompts_.AddPending(call.rollout_id, call.id, call.prompt_ids);
   return Status::Ok();
 }
 

@@ -5,9 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,7 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/hash.h"
 #include "base/status.h"
+#include "store/recent_prompts.h"
 #include "store/sqlite.h"
 
 namespace forge::store {
@@ -199,7 +199,6 @@ class Store {
   Result<std::string> PutContentText(std::string_view text);
   Result<Json> GetContent(const std::string& skeleton);
   Result<int64_t> PutBlob(std::string_view data);
-  static uint64_t RandomSeed();
   Result<int64_t> InsertBlob(const std::string& hash, std::string_view data);
   void RememberCommittedBlobs();
   Result<std::string> GetBlob(int64_t id);
@@ -209,8 +208,9 @@ class Store {
   Database db_;
   int busy_timeout_ms_ = 10000;
   // The last few calls' prompt ids per rollout, for delta encoding without
-  // reading them back. A miss only costs space: the call is stored whole.
-  std::map<std::string, std::deque<std::pair<int64_t, std::vector<int32_t>>>> recent_prompts_;
+  // reading them back: a main thread plus a few side calls each, 64 MiB in all
+  // (a 50K-token conversation's four prompts are 800 KB).
+  RecentPrompts recent_prompts_{4, 64 << 20};
   // Blob ids by a fingerprint of their bytes, for parts sent again and again
   // (a system prompt, the tools, the conversation so far): a hit skips the
   // SHA-256 (~0.75 µs a KB here; a harness's conversation is tens of KB a
@@ -224,7 +224,7 @@ class Store {
   };
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> committed_blobs_;
   std::vector<std::pair<Fingerprint, int64_t>> pending_blobs_;
-  const uint64_t blob_seed_ = RandomSeed();
+  const uint64_t blob_seed_ = forge::RandomSeed();
   int checkpoint_pages_ = 0;
   std::function<void()> checkpoint_due_;
   // CallsOfRollout's queries (all fields, tokens only), prepared on first use;

@@ -195,4 +195,15 @@ set +e; wait "$MAIN_PID"; rc=$?; set -e
 [ "$rc" = 143 ] || fail "exit status after SIGTERM: $rc"
 calls "$STORE" r1 | tail -1 | py 'len(d["completion_ids"])==20' || fail "drained call not recorded"
 pass "SIGTERM drains in-flight calls and exits 143"
+
+# 15. A proxy started again on the same store: a fresh call whose body an
+# earlier proxy recorded (a redone attempt keeps its rollout id and resends its
+# first request) is a new call, not a retry to drop; its marked retry is one.
+n0=$(calls "$STORE" r1 | wc -l)
+start_proxy "$STORE" --upstream "http://127.0.0.1:$FAKE_PORT/v1"
+for count in 0 1; do
+  curl -s -o /dev/null -H 'Authorization: Bearer secret-one' -H "x-stainless-retry-count: $count" -d "$body" "$PROXY/v1/chat/completions"
+done
+[ "$(calls "$STORE" r1 | wc -l)" = $((n0 + 1)) ] || fail "after a restart: $(( $(calls "$STORE" r1 | wc -l) - n0 )) calls recorded of 1 fresh call and its retry"
+pass "after a restart a fresh identical call is recorded, its retry is not"
 echo "all proxy e2e checks passed"

@@ -2,6 +2,8 @@
 // stripping, stream assembly, retry keys, the format registry.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "proxy/chat_assembler.h"
 #include "proxy/format_registry.h"
 #include "proxy/replay.h"
@@ -180,6 +182,34 @@ TEST_CASE("retry keys: a marked retry reuses the key, a fresh call does not") {
   CHECK(fresh != first);
   CHECK(keys.KeyFor("r", "h", -1) != fresh);  // no header: always a new call
   CHECK(keys.KeyFor("other", "h", 1) != keys.KeyFor("r", "h", 1));
+}
+
+TEST_CASE("retry keys: a proxy after a restart never gives a key an earlier one gave") {
+  // The store drops a call whose key it holds: a redone attempt's first call
+  // (same rollout id, same body) after a restart must not look like a retry.
+  std::set<std::string> given;
+  for (int process = 0; process < 3; ++process) {
+    RetryKeys keys;
+    std::string first = keys.KeyFor("r", "the same first request", 0);
+    CHECK(given.insert(first).second);
+    CHECK(keys.KeyFor("r", "the same first request", 1) == first);
+  }
+}
+
+TEST_CASE("retry keys: what is remembered is bounded, and forgetting only costs a duplicate") {
+  RetryKeys keys(100);
+  std::string early = keys.KeyFor("r", "body 0", 0);
+  std::set<std::string> given{early};
+  for (int i = 1; i < 1000; ++i) {
+    CHECK(given.insert(keys.KeyFor("r" + std::to_string(i % 7), "body " + std::to_string(i), 0)).second);
+    CHECK(keys.remembered() <= 100);
+  }
+  // Forgotten: the retry is a new call (recorded again), never another call's key.
+  std::string retried = keys.KeyFor("r", "body 0", 1);
+  CHECK(retried != early);
+  CHECK(given.insert(retried).second);
+  std::string recent = keys.KeyFor("r5", "body 999", 0);
+  CHECK(keys.KeyFor("r5", "body 999", 3) == recent);
 }
 
 TEST_CASE("registry: routes and formats") {

@@ -7,6 +7,7 @@
 #include "store/blob_codec.h"
 #include "store/sqlite.h"
 #include "store/content.h"
+#include "store/recent_prompts.h"
 #include "store/schema.h"
 #include "store/store.h"
 #include "support/temp_dir.h"
@@ -286,6 +287,98 @@ TEST_CASE("a blob interned by a transaction that rolled back is stored again, no
   REQUIRE(back->size() == 2);
   CHECK((*back)[0].request["messages"] == other);
   CHECK((*back)[1].request["messages"] == abandoned);
+}
+
+TEST_CASE("a prompt of a call whose transaction rolled back is never another call's base") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  std::vector<int32_t> conversation(600);
+  for (size_t i = 0; i < conversation.size(); ++i) conversation[i] = static_cast<int32_t>(i * 3 + 1);
+  std::vector<CallRecord> first = {MakeCall("r", Json::array({Message("user", "first")}), {5, 6})};
+  REQUIRE(store->AppendCalls(first).ok());
+  // The second call of the batch takes a seq the rollout has: the batch fails
+  // and its first call's id is handed out again by the next insert.
+  std::vector<CallRecord> failing = {MakeCall("r", Json::array({Message("user", "gone")}), conversation),
+                                     MakeCall("r", Json::array({Message("user", "clash")}), {9})};
+  failing[1].seq = 0;
+  REQUIRE_FALSE(store->AppendCalls(failing).ok());
+  std::vector<int32_t> unrelated(600, 42);
+  std::vector<int32_t> extended = conversation;
+  extended.insert(extended.end(), {7, 7, 7});
+  std::vector<CallRecord> next = {MakeCall("r", Json::array({Message("user", "unrelated")}), unrelated),
+                                  MakeCall("r", Json::array({Message("user", "extended")}), extended)};
+  REQUIRE(store->AppendCalls(next).ok());
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 3);
+  CHECK((*back)[1].prompt_ids == unrelated);
+  CHECK((*back)[2].prompt_ids == extended);
+}
+
+TEST_CASE("a prompt is stored against the last one of its rollout it extends, in a batch or across batches") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  std::vector<int32_t> prompt(300);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i);
+  std::vector<CallRecord> batch;
+  for (int turn = 0; turn < 3; ++turn) {
+    batch.push_back(MakeCall("r", Json::array({Message("user", "turn " + std::to_string(turn))}), prompt));
+    prompt.insert(prompt.end(), {1000, 1001});
+  }
+  REQUIRE(store->AppendCalls(batch).ok());
+  std::vector<CallRecord> later = {MakeCall("r", Json::array({Message("user", "later")}), prompt)};
+  REQUIRE(store->AppendCalls(later).ok());
+  auto db = forge::store::Database::Open(dir.File("forge.db"), true);
+  REQUIRE(db.ok());
+  auto rows = db->Prepare("SELECT prompt_prefix_len, length(prompt_suffix) FROM calls ORDER BY seq");
+  REQUIRE(rows.ok());
+  std::vector<std::pair<int64_t, int64_t>> stored;
+  while (*rows->Step()) stored.emplace_back(rows->Int(0), rows->Int(1));
+  // Each prompt after the first is its base's ids and two more (8 bytes).
+  CHECK(stored == std::vector<std::pair<int64_t, int64_t>>{{0, 1200}, {300, 8}, {302, 8}, {304, 8}});
+  auto back = store->CallsOfRollout("r");
+  REQUIRE(back.ok());
+  CHECK(back->back().prompt_ids == prompt);
+}
+
+TEST_CASE("recent prompts: bounded in bytes, the rollouts used least recently forgotten first") {
+  // Prompts of 1,000 ids (4,000 bytes): the active rollout's four and two more.
+  forge::store::RecentPrompts recent(4, 24'000);
+  std::vector<int32_t> prompt(1000, 3);
+  int64_t call = 0;
+  for (int i = 0; i < 200; ++i) {
+    recent.AddPending("finished-" + std::to_string(i), ++call, prompt);
+    recent.AddPending("active", ++call, prompt);  // a long rollout, used all along
+    recent.Commit();
+    CHECK(recent.bytes() <= 24'000);
+  }
+  CHECK(recent.rollouts() == 3);
+  CHECK(recent.bytes() == 24'000);
+  CHECK(recent.LongestShared("active", prompt).call == call);
+  CHECK(recent.LongestShared("finished-199", prompt).call == call - 1);
+  CHECK(recent.LongestShared("finished-0", prompt).call == 0);
+  // A rollout keeps its last four prompts.
+  for (int i = 0; i < 6; ++i) recent.AddPending("active", ++call, std::vector<int32_t>(10, i));
+  recent.Commit();
+  CHECK(recent.LongestShared("active", std::vector<int32_t>(10, 1)).call == 0);
+  CHECK(recent.LongestShared("active", std::vector<int32_t>(10, 2)).call == call - 3);
+}
+
+TEST_CASE("recent prompts: a transaction's own calls are bases within it, and gone if it rolls back") {
+  forge::store::RecentPrompts recent(4, 1 << 20);
+  recent.AddPending("r", 1, {1, 2, 3});
+  CHECK(recent.LongestShared("r", {1, 2, 3, 4}).call == 1);
+  CHECK(recent.LongestShared("r", {1, 2, 3, 4}).prefix == 3);
+  CHECK(recent.LongestShared("other", {1, 2, 3, 4}).call == 0);
+  recent.DiscardPending();
+  CHECK(recent.LongestShared("r", {1, 2, 3, 4}).call == 0);
+  recent.AddPending("r", 1, {1, 2});
+  recent.Commit();
+  recent.AddPending("r", 2, {1, 2, 3});
+  CHECK(recent.LongestShared("r", {1, 2, 3, 4}).call == 2);  // the longer share wins
+  recent.DiscardPending();
+  CHECK(recent.LongestShared("r", {1, 2, 3, 4}).call == 1);
+  CHECK(recent.bytes() == 2 * sizeof(int32_t));
 }
 
 TEST_CASE("checkpoints handed off: commits never run one, another connection does") {
