@@ -237,6 +237,17 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   row.secret_hash = Sha256Hex(secret);
   row.status = "running";
   FORGE_RETURN_IF_ERROR(store_.RegisterRollout(row).Prefixed("store"));
+  // An attempt run again keeps its rollout id: calls the proxy recorded for
+  // a try that died (this run resumed after a crash, or an infrastructure
+  // retry) would be read as this try's. The new secret stops that try from
+  // recording more; what it recorded is set aside, kept under another id.
+  auto set_aside = store_.SetAsideCalls(rollout_id);
+  if (!set_aside.ok()) return set_aside.status().Prefixed("store");
+  if (set_aside->calls > 0) {
+    cli::Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", task.id,
+                          job.attempt, set_aside->calls, set_aside->rollout_id));
+    record["set_aside_calls"].push_back({{"rollout_id", set_aside->rollout_id}, {"calls", set_aside->calls}});
+  }
 
   sandbox::Spec spec;
   spec.run_id = options_.run_id;

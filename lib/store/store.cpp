@@ -325,6 +325,76 @@ void Store::RememberCommittedBlobs() {
   pending_blobs_.clear();
 }
 
+Result<Store::SetAside> Store::SetAsideCalls(const std::string& rollout_id) {
+  SetAside moved;
+  Status s = WriteTransaction([&]() -> Status {
+    moved = {};
+    auto count = db_.Prepare("SELECT COUNT(*) FROM calls WHERE rollout_id = ?1");
+    if (!count.ok()) return count.status();
+    auto has_calls = [&](const std::string& id) -> Result<int64_t> {
+      count->Reset();
+      count->Bind(1, id);
+      auto row = count->Step();
+      if (!row.ok()) return row.status();
+      return count->Int(0);
+    };
+    auto n = has_calls(rollout_id);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return Status::Ok();
+    for (int k = 1;; ++k) {
+      std::string candidate = rollout_id + "~" + std::to_string(k);
+      auto taken = has_calls(candidate);
+      if (!taken.ok()) return taken.status();
+      if (*taken == 0) {
+        moved = {candidate, *n};
+        break;
+      }
+    }
+    auto update = db_.Prepare("UPDATE calls SET rollout_id = ?2 WHERE rollout_id = ?1");
+    if (!update.ok()) return update.status();
+    return update->Bind(1, rollout_id).Bind(2, moved.rollout_id).Run();
+  });
+  if (!s.ok()) return s;
+  return moved;
+}
+
+Status Store::BrokenDelta(int64_t call, const Status& why) {
+  if (why.code() != ExitCode::kDataErr) return why;  // the database failed, not the data
+  return Status::DataErr(path() + ": call " + std::to_string(call) + " has a broken prompt delta: " + why.message());
+}
+
+Result<std::vector<int32_t>> Store::PromptIdsOfCall(int64_t id) {
+  // The chain of bases down to a call stored whole; a base is always an
+  // earlier call (a smaller id), which also ends a loop in a damaged store.
+  struct Link {
+    size_t prefix;
+    std::string suffix;
+  };
+  std::vector<Link> chain;
+  for (int64_t at = id;;) {
+    auto stmt = db_.PrepareCached("SELECT prompt_base_call, prompt_prefix_len, prompt_suffix FROM calls WHERE id = ?1");
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, at);
+    auto row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::DataErr("its base call " + std::to_string(at) + " is missing");
+    int64_t base = stmt->IsNull(0) ? 0 : stmt->Int(0);
+    chain.push_back({base ? static_cast<size_t>(stmt->Int(1)) : 0, stmt->Blob(2)});
+    if (base == 0) break;
+    if (base >= at) return Status::DataErr("its base call " + std::to_string(at) + " refers to a later call");
+    at = base;
+  }
+  std::vector<int32_t> ids;
+  for (auto link = chain.rbegin(); link != chain.rend(); ++link) {
+    if (ids.size() < link->prefix) return Status::DataErr("its base's ids are too few");
+    ids.resize(link->prefix);
+    std::vector<int32_t> suffix;
+    AssignFromBytes(link->suffix, &suffix);
+    ids.insert(ids.end(), suffix.begin(), suffix.end());
+  }
+  return ids;
+}
+
 Result<int64_t> Store::PutBlob(std::string_view data) {
   XXH128_hash_t digest = XXH3_128bits_withSeed(data.data(), data.size(), blob_seed_);
   Fingerprint seen{digest.low64, digest.high64};
@@ -558,11 +628,18 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
     if (!stmt.IsNull(14)) {
       int64_t base_id = stmt.Int(14);
       auto base = std::find_if(calls.rbegin() + 1, calls.rend(), [&](const CallRecord& b) { return b.id == base_id; });
-      if (base == calls.rend() || base->prompt_ids.size() < prefix) {
+      std::vector<int32_t> elsewhere;
+      if (base == calls.rend()) {
+        auto ids = PromptIdsOfCall(base_id);
+        if (!ids.ok()) return BrokenDelta(c.id, ids.status());
+        elsewhere = std::move(*ids);
+      }
+      const std::vector<int32_t>& base_ids = base == calls.rend() ? elsewhere : base->prompt_ids;
+      if (base_ids.size() < prefix) {
         return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
       }
       c.prompt_ids.reserve(prefix + suffix_len);
-      c.prompt_ids.assign(base->prompt_ids.begin(), base->prompt_ids.begin() + static_cast<ptrdiff_t>(prefix));
+      c.prompt_ids.assign(base_ids.begin(), base_ids.begin() + static_cast<ptrdiff_t>(prefix));
     }
     c.prompt_ids.resize(c.prompt_ids.size() + suffix_len);
     if (suffix_len) {
@@ -637,8 +714,9 @@ Result<size_t> Store::ReadTokenCalls(const std::string& rollout_id, std::vector<
   }
 
   // Prompt ids: the base call's first prefix ids, then the stored suffix. A
-  // base is always an earlier call (a smaller id) of the same rollout, so
-  // resolving in id order finds every base already whole. Seq order is id
+  // base is always an earlier call (a smaller id), of the same rollout but
+  // for one set aside from an earlier try (read by its id), so resolving in
+  // id order finds every base already whole. Seq order is id
   // order unless seqs were given out of order.
   thread_local std::vector<size_t> order;
   order.resize(n);
@@ -650,15 +728,21 @@ Result<size_t> Store::ReadTokenCalls(const std::string& rollout_id, std::vector<
     const Delta& d = deltas[i];
     if (d.base_id == 0) continue;
     CallRecord& c = (*calls)[i];
-    const CallRecord* base = nullptr;
+    const std::vector<int32_t>* base = nullptr;
     for (size_t j = k; j-- > 0 && !base;) {
-      if ((*calls)[order[j]].id == d.base_id) base = &(*calls)[order[j]];
+      if ((*calls)[order[j]].id == d.base_id) base = &(*calls)[order[j]].prompt_ids;
     }
-    if (!base || base->prompt_ids.size() < d.prefix) {
+    std::vector<int32_t> elsewhere;
+    if (!base) {
+      auto ids = PromptIdsOfCall(d.base_id);
+      if (!ids.ok()) return BrokenDelta(c.id, ids.status());
+      elsewhere = std::move(*ids);
+      base = &elsewhere;
+    }
+    if (base->size() < d.prefix) {
       return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
     }
-    c.prompt_ids.insert(c.prompt_ids.begin(), base->prompt_ids.begin(),
-                        base->prompt_ids.begin() + static_cast<ptrdiff_t>(d.prefix));
+    c.prompt_ids.insert(c.prompt_ids.begin(), base->begin(), base->begin() + static_cast<ptrdiff_t>(d.prefix));
   }
   return n;
 }

@@ -126,6 +126,16 @@ class Store {
   Result<std::vector<RolloutRow>> RolloutsOfRun(const std::string& run_id);
   // The rollout whose secret hashes to secret_hash (what a proxy checks per call).
   Result<std::optional<RolloutRow>> RolloutBySecretHash(const std::string& secret_hash);
+  // Moves the calls recorded under rollout_id to rollout_id + "~N", N the
+  // first number free, and says where and how many (none: calls 0). For an
+  // attempt run again under its rollout id (forge-launch resuming a run, or
+  // retrying an infrastructure failure): the calls of the try that died stay
+  // in the store, but no reader takes them for the new try's.
+  struct SetAside {
+    std::string rollout_id;
+    int64_t calls = 0;
+  };
+  Result<SetAside> SetAsideCalls(const std::string& rollout_id);
 
   // Calls. Appends all in one transaction (the proxy's group commit); assigns
   // ids and sequence numbers. A call whose (rollout, retry_key) is already
@@ -203,6 +213,10 @@ class Store {
   void RememberCommittedBlobs();
   Result<std::string> GetBlob(int64_t id);
   Status AppendCallLocked(CallRecord& call);
+  // A call's prompt ids by its id, for a base that is not among the calls
+  // read with it (a call set aside from an earlier try: SetAsideCalls).
+  Result<std::vector<int32_t>> PromptIdsOfCall(int64_t id);
+  Status BrokenDelta(int64_t call, const Status& why);  // names the store and the call
 
   std::recursive_mutex mutex_;
   Database db_;

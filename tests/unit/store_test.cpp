@@ -341,6 +341,48 @@ TEST_CASE("a prompt is stored against the last one of its rollout it extends, in
   CHECK(back->back().prompt_ids == prompt);
 }
 
+TEST_CASE("calls set aside from an earlier try: moved under a new id, still bases for the new try's prompts") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  std::vector<int32_t> prompt(400);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i + 1);
+  auto none = store->SetAsideCalls("x");
+  REQUIRE(none.ok());
+  CHECK(none->calls == 0);
+  std::vector<CallRecord> dead_try = {MakeCall("x", Json::array({Message("user", "try 1")}), prompt),
+                                      MakeCall("x", Json::array({Message("user", "try 1, turn 2")}), prompt)};
+  REQUIRE(store->AppendCalls(dead_try).ok());
+  auto moved = store->SetAsideCalls("x");
+  REQUIRE(moved.ok());
+  CHECK(moved->rollout_id == "x~1");
+  CHECK(moved->calls == 2);
+  CHECK(store->CallsOfRollout("x")->empty());
+  CHECK(store->CallsOfRollout("x~1")->size() == 2);
+  // This store still remembers the dead try's prompts: the new try's first
+  // call is stored against one of them, which the rollout no longer holds.
+  std::vector<int32_t> extended = prompt;
+  extended.push_back(999);
+  std::vector<CallRecord> new_try = {MakeCall("x", Json::array({Message("user", "try 2")}), extended)};
+  REQUIRE(store->AppendCalls(new_try).ok());
+  for (auto fields : {Store::CallFields::kAll, Store::CallFields::kTokens}) {
+    auto back = store->CallsOfRollout("x", fields);
+    REQUIRE_MESSAGE(back.ok(), back.status().message());
+    REQUIRE(back->size() == 1);
+    CHECK((*back)[0].seq == 0);
+    CHECK((*back)[0].prompt_ids == extended);
+  }
+  std::vector<CallRecord> reused;
+  REQUIRE(store->ReadTokenCalls("x", &reused).ok());
+  CHECK(reused[0].prompt_ids == extended);
+  auto again = store->SetAsideCalls("x");
+  REQUIRE(again.ok());
+  CHECK(again->rollout_id == "x~2");
+  CHECK(again->calls == 1);
+  auto kept = store->CallsOfRollout("x~2");
+  REQUIRE(kept.ok());
+  CHECK((*kept)[0].prompt_ids == extended);
+}
+
 TEST_CASE("recent prompts: bounded in bytes, the rollouts used least recently forgotten first") {
   // Prompts of 1,000 ids (4,000 bytes): the active rollout's four and two more.
   forge::store::RecentPrompts recent(4, 24'000);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# An attempt run again keeps its rollout id (a run resumed after a crash, an
+# infrastructure failure retried), so the calls forge-proxy recorded for the
+# try that died must not be read as the new try's: forge-pack would train on
+# them with the new try's reward. The reference ReACT harness on the local
+# backend, through a real forge-proxy in front of a scripted model server.
+# A crash is left as it leaves the store: the rollout still "running".
+set -euo pipefail
+BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
+LAUNCH="$BIN/forge-launch"
+work="$(mktemp -d)"
+run="redo-$$-$RANDOM"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  FORGE_LOCAL_ROOT="$work/local" "$LAUNCH" --backend local gc --run-id "$run" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# The model: a shell command, then DONE.
+python3 - "$work/port" <<'PY' &
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        said = [m for m in body["messages"] if m["role"] == "assistant"]
+        reply = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
+            {"index": 0, "finish_reason": "stop", "token_ids": [5, 6],
+             "message": {"role": "assistant", "content": "echo hi > hi.txt" if not said else "DONE"}}],
+            "prompt_token_ids": list(range(1, 40 + 10 * len(said)))}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+pids+=($!)
+for _ in $(seq 50); do [[ -s "$work/port" ]] && break; sleep 0.1; done
+proxy_port=$(free_port)
+"$BIN/forge-proxy" --store "$work/forge.db" --port "$proxy_port" --health-interval 0 \
+  --upstream "http://127.0.0.1:$(cat "$work/port")/v1" 2>"$work/proxy.err" &
+pids+=($!)
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$proxy_port/healthz" && break; sleep 0.05; done
+echo '{"id":"hello","instruction":"Create hi.txt"}' >"$work/tasks.jsonl"
+launch() {
+  FORGE_LOCAL_ROOT="$work/local" "$LAUNCH" --backend local --store "$work/forge.db" --run-id "$run" \
+    --harness react --proxy "http://127.0.0.1:$proxy_port" "$work/tasks.jsonl"
+}
+calls() { "$BIN/forge-proxy" --store "$work/forge.db" --dump-rollout "$1" | wc -l; }
+
+launch >"$work/first.out" 2>"$work/first.err"
+rollout=$(jq -r .rollout_id "$work/first.out")
+[[ "$(jq -r .outcome "$work/first.out")" == ok ]] || fail "first try: $(cat "$work/first.out" "$work/first.err")"
+[[ "$(calls "$rollout")" == 2 ]] || fail "first try: $(calls "$rollout") calls recorded, expected 2"
+jq -e 'has("set_aside_calls") | not' "$work/first.out" >/dev/null || fail "a first try set calls aside"
+
+# The launcher died before the attempt was finished: a rerun redoes it.
+sqlite3 "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+launch >"$work/second.out" 2>"$work/second.err"
+[[ "$(jq -r .outcome "$work/second.out")" == ok ]] || fail "second try: $(cat "$work/second.out" "$work/second.err")"
+[[ "$(jq -r .resumed "$work/second.out")" != true ]] || fail "the unfinished attempt was not run again"
+[[ "$(calls "$rollout")" == 2 ]] || fail "the rollout holds $(calls "$rollout") calls after the redo, expected the new try's 2"
+[[ "$(calls "$rollout~1")" == 2 ]] || fail "the first try's calls are not kept as $rollout~1"
+jq -e --arg id "$rollout~1" '.set_aside_calls == [{"rollout_id": $id, "calls": 2}]' "$work/second.out" >/dev/null \
+  || fail "record: $(jq -c .set_aside_calls "$work/second.out")"
+grep -q "2 calls of an earlier try set aside as rollout $rollout~1" "$work/second.err" || fail "stderr: $(cat "$work/second.err")"
+# Every prompt reads back whole, also one stored against a call set aside.
+"$BIN/forge-proxy" --store "$work/forge.db" --dump-rollout "$rollout" | jq -e -s \
+  '[.[].prompt_ids | length] == [39, 49]' >/dev/null || fail "prompt ids after the redo"
+echo "ok - a redone attempt's rollout holds its own calls; the dead try's are set aside"
+
+# And again: the next set aside takes the next number.
+sqlite3 "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+launch >"$work/third.out" 2>/dev/null
+[[ "$(calls "$rollout~2")" == 2 && "$(calls "$rollout")" == 2 ]] || fail "third try: ~2 $(calls "$rollout~2"), rollout $(calls "$rollout")"
+echo PASS
