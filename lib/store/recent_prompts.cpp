@@ -15,28 +15,32 @@ RecentPrompts::Base RecentPrompts::LongestShared(const std::string& rollout,
   if (auto it = by_rollout_.find(rollout); it != by_rollout_.end()) {
     for (const Prompt& p : it->second.prompts) consider(p);
   }
-  for (const PendingPrompt& p : pending_) {
-    if (p.rollout == rollout) consider(p.prompt);
+  if (auto it = pending_.find(rollout); it != pending_.end()) {
+    for (const Prompt& p : it->second) consider(p);
   }
   return best;
 }
 
 void RecentPrompts::AddPending(const std::string& rollout, int64_t call, const std::vector<int32_t>& prompt) {
   if (prompt.empty()) return;
-  pending_.push_back({rollout, {call, prompt}});
+  std::deque<Prompt>& prompts = pending_[rollout];
+  prompts.push_back({call, prompt});
+  if (prompts.size() > calls_per_rollout_) prompts.pop_front();
 }
 
 void RecentPrompts::Commit() {
-  for (PendingPrompt& p : pending_) {
-    auto [it, added] = by_rollout_.try_emplace(p.rollout);
+  for (auto& [rollout, prompts] : pending_) {
+    auto [it, added] = by_rollout_.try_emplace(rollout);
     Rollout& r = it->second;
     if (added) {
-      r.in_use_order = use_order_.insert(use_order_.end(), p.rollout);
+      r.in_use_order = use_order_.insert(use_order_.end(), rollout);
     } else {
       use_order_.splice(use_order_.end(), use_order_, r.in_use_order);
     }
-    bytes_ += Bytes(p.prompt);
-    r.prompts.push_back(std::move(p.prompt));
+    for (Prompt& p : prompts) {
+      bytes_ += Bytes(p);
+      r.prompts.push_back(std::move(p));
+    }
     while (r.prompts.size() > calls_per_rollout_) {
       bytes_ -= Bytes(r.prompts.front());
       r.prompts.pop_front();

@@ -55,17 +55,14 @@ class RecentPrompts {
     std::deque<Prompt> prompts;
     std::list<std::string>::iterator in_use_order;
   };
-  struct PendingPrompt {
-    std::string rollout;
-    Prompt prompt;
-  };
   static size_t Bytes(const Prompt& p) { return p.ids.size() * sizeof(int32_t); }
 
   size_t calls_per_rollout_, max_bytes_;
   std::unordered_map<std::string, Rollout> by_rollout_;
   std::list<std::string> use_order_;  // least recently committed to first
   size_t bytes_ = 0;
-  std::vector<PendingPrompt> pending_;
+  // A batch holds hundreds of calls of a rollout: only the last few are kept.
+  std::unordered_map<std::string, std::deque<Prompt>> pending_;
 };
 
 }  // namespace forge::store
