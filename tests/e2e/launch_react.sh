@@ -20,29 +20,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-python3 - "$work/port" "$work/calls.jsonl" <<'PY' &
-import http.server, json, sys
-port_file, log = sys.argv[1], sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        with open(log, "a") as f:
-            f.write(json.dumps({"auth": self.headers.get("Authorization"), "path": self.path,
-                                "messages": body["messages"]}) + "\n")
-        said = [m for m in body["messages"] if m["role"] == "assistant"]
-        content = 'echo "forge says \\"hi\\"" > hello.txt && cat hello.txt' if not said else "DONE"
-        reply = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-    def log_message(self, *a): pass
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
-open(port_file, "w").write(str(s.server_address[1]))
-s.serve_forever()
-PY
+python3 "$SRC/tests/support/react_model.py" "$work/port" --log "$work/calls.jsonl" \
+  --command 'echo "forge says \"hi\"" > hello.txt && cat hello.txt' &
 server=$!
 for _ in $(seq 50); do [[ -s "$work/port" ]] && break; sleep 0.1; done
 proxy="http://127.0.0.1:$(cat "$work/port")"

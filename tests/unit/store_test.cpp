@@ -421,6 +421,15 @@ TEST_CASE("recent prompts: a transaction's own calls are bases within it, and go
   recent.DiscardPending();
   CHECK(recent.LongestShared("r", {1, 2, 3, 4}).call == 1);
   CHECK(recent.bytes() == 2 * sizeof(int32_t));
+  // A batch of hundreds of calls of one rollout: only its last four are
+  // bases (each call is compared with a few prompts, not with the batch).
+  for (int i = 0; i < 300; ++i) recent.AddPending("r", 100 + i, {9, i});
+  CHECK(recent.LongestShared("r", {9, 295}).call == 399);  // call 395 is no longer a base: one id shared
+  CHECK(recent.LongestShared("r", {9, 295}).prefix == 1);
+  CHECK(recent.LongestShared("r", {9, 296}).call == 396);
+  recent.Commit();
+  CHECK(recent.LongestShared("r", {9, 296}).call == 396);
+  CHECK(recent.LongestShared("r", {1, 2}).call == 0);  // pushed out by the batch's last four
 }
 
 TEST_CASE("checkpoints handed off: commits never run one, another connection does") {
