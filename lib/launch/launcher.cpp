@@ -117,8 +117,14 @@ class Launcher {
   Json RunRollout(const Job& job);
   // One try: create, set up, run the harness, hold or release. Returns the
   // Status of the infrastructure; the harness's own result goes in record.
+  // registered_at: when the try registered its secret (its harness's calls
+  // start after it).
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
-                 Json& record);
+                 Json& record, double& registered_at);
+  // Sets aside the calls of the rollout's earlier tries that started before
+  // `before`, noting them in record.
+  void SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
+                            Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
   // Absolute, since the docker engine binds only absolute host paths.
   std::string HarnessInstallDir() const {
@@ -209,8 +215,28 @@ void Launcher::SetPhase(const std::string& rollout_id, const std::string& task_i
   UpdateProgress();
 }
 
+void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
+                                    Json& record) {
+  // Into the place this attempt set calls aside already, if it has.
+  Json& set_aside = record["set_aside_calls"];
+  std::string into = set_aside.is_array() && !set_aside.empty() ? set_aside.back().value("rollout_id", "") : "";
+  auto moved = store_.SetAsideCalls(rollout_id, before, before ? into : "");
+  if (!moved.ok()) {
+    cli::Warn("store: " + moved.status().message() + " (calls of an earlier try of " + rollout_id + " stay with it)");
+  } else if (moved->calls > 0) {
+    cli::Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", job.task->id,
+                          job.attempt, moved->calls, moved->rollout_id));
+    if (!set_aside.empty() && set_aside.back().value("rollout_id", "") == moved->rollout_id) {
+      set_aside.back()["calls"] = set_aside.back().value("calls", int64_t{0}) + moved->calls;
+    } else {
+      set_aside.push_back({{"rollout_id", moved->rollout_id}, {"calls", moved->calls}});
+    }
+  }
+  if (set_aside.empty()) record.erase("set_aside_calls");
+}
+
 Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
-                         const std::string& rollout_id, Json& record) {
+                         const std::string& rollout_id, Json& record, double& registered_at) {
   const TaskSpec& task = *job.task;
   Json& timings = record["timings"];
   // Phase timings (and the progress line) follow the phases as they begin.
@@ -236,18 +262,13 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   row.harness = profile.name;
   row.secret_hash = Sha256Hex(secret);
   row.status = "running";
+  registered_at = WallNow();
   FORGE_RETURN_IF_ERROR(store_.RegisterRollout(row).Prefixed("store"));
   // An attempt run again keeps its rollout id: calls the proxy recorded for
   // a try that died (this run resumed after a crash, or an infrastructure
   // retry) would be read as this try's. The new secret stops that try from
   // recording more; what it recorded is set aside, kept under another id.
-  auto set_aside = store_.SetAsideCalls(rollout_id);
-  if (!set_aside.ok()) return set_aside.status().Prefixed("store");
-  if (set_aside->calls > 0) {
-    cli::Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", task.id,
-                          job.attempt, set_aside->calls, set_aside->rollout_id));
-    record["set_aside_calls"].push_back({{"rollout_id", set_aside->rollout_id}, {"calls", set_aside->calls}});
-  }
+  SetAsideEarlierCalls(job, rollout_id, std::nullopt, record);
 
   sandbox::Spec spec;
   spec.run_id = options_.run_id;
@@ -516,11 +537,12 @@ Json Launcher::RunRollout(const Job& job) {
     record["error"] = profile.status().message();
   }
   int retries = 0;
+  double registered_at = 0;
   while (profile.ok()) {
     record["timings"] = Json::object();
     record.erase("error");  // an earlier try's
     record.erase("error_kind");
-    Status s = TryOnce(job, **profile, rollout_id, record);
+    Status s = TryOnce(job, **profile, rollout_id, record, registered_at);
     if (s.ok()) break;
     if (cancel_.load() || s.code() == ExitCode::kInterrupted) {
       record["outcome"] = "cancelled";
@@ -541,6 +563,10 @@ Json Launcher::RunRollout(const Job& job) {
     while (Clock::now() < until && !cancel_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   record["infra_retries"] = retries;
+  // A call of a try that died may still have been in flight when this try
+  // set that try's calls aside (a long generation whose client was gone): it
+  // is recorded after, under the rollout, but started before this try.
+  if (registered_at > 0) SetAsideEarlierCalls(job, rollout_id, registered_at, record);
   if (record.value("outcome", "") == "infra_error") {
     // Said once here, whatever the cause: the exit status alone (69) does
     // not tell which rollout met which wall.

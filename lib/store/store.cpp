@@ -325,34 +325,43 @@ void Store::RememberCommittedBlobs() {
   pending_blobs_.clear();
 }
 
-Result<Store::SetAside> Store::SetAsideCalls(const std::string& rollout_id) {
+Result<Store::SetAside> Store::SetAsideCalls(const std::string& rollout_id, std::optional<double> started_before,
+                                            const std::string& into) {
   SetAside moved;
   Status s = WriteTransaction([&]() -> Status {
     moved = {};
-    auto count = db_.Prepare("SELECT COUNT(*) FROM calls WHERE rollout_id = ?1");
+    auto count = db_.Prepare("SELECT COUNT(*), COALESCE(MAX(seq) + 1, 0) FROM calls WHERE rollout_id = ?1 "
+                             "AND (?2 IS NULL OR started_at < ?2)");
     if (!count.ok()) return count.status();
-    auto has_calls = [&](const std::string& id) -> Result<int64_t> {
+    // How many calls rollout has (that started before `before`), and the seq after its last.
+    auto calls_of = [&](const std::string& rollout, std::optional<double> before) -> Result<std::pair<int64_t, int64_t>> {
       count->Reset();
-      count->Bind(1, id);
+      count->Bind(1, rollout);
+      if (before) count->Bind(2, *before); else count->BindNull(2);
       auto row = count->Step();
       if (!row.ok()) return row.status();
-      return count->Int(0);
+      return std::pair{count->Int(0), count->Int(1)};
     };
-    auto n = has_calls(rollout_id);
+    auto n = calls_of(rollout_id, started_before);
     if (!n.ok()) return n.status();
-    if (*n == 0) return Status::Ok();
-    for (int k = 1;; ++k) {
-      std::string candidate = rollout_id + "~" + std::to_string(k);
-      auto taken = has_calls(candidate);
-      if (!taken.ok()) return taken.status();
-      if (*taken == 0) {
-        moved = {candidate, *n};
-        break;
+    if (n->first == 0) return Status::Ok();
+    int64_t next_seq = 0;
+    for (int k = 1; moved.rollout_id.empty(); ++k) {
+      std::string candidate = into.empty() ? rollout_id + "~" + std::to_string(k) : into;
+      auto there = calls_of(candidate, std::nullopt);
+      if (!there.ok()) return there.status();
+      if (there->first == 0 || !into.empty()) {
+        moved = {candidate, n->first};
+        next_seq = there->second;
       }
     }
-    auto update = db_.Prepare("UPDATE calls SET rollout_id = ?2 WHERE rollout_id = ?1");
+    // Past the seqs already there: (rollout_id, seq) is unique.
+    auto update = db_.Prepare("UPDATE calls SET rollout_id = ?2, seq = seq + ?3 WHERE rollout_id = ?1 "
+                              "AND (?4 IS NULL OR started_at < ?4)");
     if (!update.ok()) return update.status();
-    return update->Bind(1, rollout_id).Bind(2, moved.rollout_id).Run();
+    update->Bind(1, rollout_id).Bind(2, moved.rollout_id).Bind(3, next_seq);
+    if (started_before) update->Bind(4, *started_before); else update->BindNull(4);
+    return update->Run();
   });
   if (!s.ok()) return s;
   return moved;

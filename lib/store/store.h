@@ -126,16 +126,19 @@ class Store {
   Result<std::vector<RolloutRow>> RolloutsOfRun(const std::string& run_id);
   // The rollout whose secret hashes to secret_hash (what a proxy checks per call).
   Result<std::optional<RolloutRow>> RolloutBySecretHash(const std::string& secret_hash);
-  // Moves the calls recorded under rollout_id to rollout_id + "~N", N the
-  // first number free, and says where and how many (none: calls 0). For an
-  // attempt run again under its rollout id (forge-launch resuming a run, or
-  // retrying an infrastructure failure): the calls of the try that died stay
-  // in the store, but no reader takes them for the new try's.
+  // Moves the calls recorded under rollout_id (those that started before
+  // started_before, when given) to `into`, or to rollout_id + "~N", N the
+  // first number free, numbered after the calls already there, and says
+  // where and how many (none: calls 0). For an attempt run again under its
+  // rollout id (forge-launch resuming a run, or retrying an infrastructure
+  // failure): the calls of the try that died stay in the store, but no
+  // reader takes them for the new try's.
   struct SetAside {
     std::string rollout_id;
     int64_t calls = 0;
   };
-  Result<SetAside> SetAsideCalls(const std::string& rollout_id);
+  Result<SetAside> SetAsideCalls(const std::string& rollout_id, std::optional<double> started_before = std::nullopt,
+                                 const std::string& into = "");
 
   // Calls. Appends all in one transaction (the proxy's group commit); assigns
   // ids and sequence numbers. A call whose (rollout, retry_key) is already

@@ -63,4 +63,40 @@ echo "ok - a redone attempt's rollout holds its own calls; the dead try's are se
 sqlite3 "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
 launch >"$work/third.out" 2>/dev/null
 [[ "$(calls "$rollout~2")" == 2 && "$(calls "$rollout")" == 2 ]] || fail "third try: ~2 $(calls "$rollout~2"), rollout $(calls "$rollout")"
+echo "ok - a second redo sets the calls aside as ~2"
+
+# A dead try's call still in flight when the next try sets its calls aside
+# (a long generation whose client is gone) is recorded after: it joins them.
+# It comes through a second proxy on the store, --open, which attributes a
+# call to the rollout in its path; the new try's first answer is held back so
+# the late call lands while the try runs.
+slow_port=$(free_port)
+open_port=$(free_port)
+python3 "$SRC/tests/support/react_model.py" "$work/slow-port" --command 'echo hi > hi.txt' --first-turn-delay 4 &
+pids+=($!)
+for _ in $(seq 50); do [[ -s "$work/slow-port" ]] && break; sleep 0.1; done
+"$BIN/forge-proxy" --store "$work/forge.db" --port "$open_port" --health-interval 0 --open \
+  --upstream "http://127.0.0.1:$(cat "$work/slow-port")/v1" 2>>"$work/proxy.err" &
+pids+=($!)
+"$BIN/forge-proxy" --store "$work/forge.db" --port "$slow_port" --health-interval 0 \
+  --upstream "http://127.0.0.1:$(cat "$work/slow-port")/v1" 2>>"$work/proxy.err" &
+pids+=($!)
+for p in "$open_port" "$slow_port"; do
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$p/healthz" && break; sleep 0.05; done
+done
+sqlite3 "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+curl -s -o "$work/late.json" -d '{"model":"m","messages":[{"role":"user","content":"sleep:2"}]}' \
+  "http://127.0.0.1:$open_port/r/$rollout/v1/chat/completions" &
+late=$!
+sleep 0.5
+FORGE_LOCAL_ROOT="$work/local" "$LAUNCH" --backend local --store "$work/forge.db" --run-id "$run" \
+  --harness react --proxy "http://127.0.0.1:$slow_port" "$work/tasks.jsonl" >"$work/fourth.out" 2>"$work/fourth.err"
+wait $late
+jq -e '.choices[0].message.content == "echo hi > hi.txt"' "$work/late.json" >/dev/null || fail "late call: $(cat "$work/late.json")"
+[[ "$(jq -r .outcome "$work/fourth.out")" == ok ]] || fail "fourth try: $(cat "$work/fourth.out" "$work/fourth.err")"
+[[ "$(calls "$rollout")" == 2 ]] || fail "the late call of the dead try stayed with the rollout: $(calls "$rollout") calls"
+[[ "$(calls "$rollout~3")" == 3 ]] || fail "the dead try's calls under ~3: $(calls "$rollout~3"), expected its 2 and the late one"
+jq -e --arg id "$rollout~3" '.set_aside_calls == [{"rollout_id": $id, "calls": 3}]' "$work/fourth.out" >/dev/null \
+  || fail "record: $(jq -c .set_aside_calls "$work/fourth.out")"
+echo "ok - a dead try's call recorded after the set-aside joins its try's calls"
 echo PASS

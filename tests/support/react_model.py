@@ -5,18 +5,21 @@ command and every later turn with DONE, as vLLM would (prompt and completion
 token ids: one prompt id a message character, so a resent conversation's ids
 begin with the last call's).
 
-  react_model.py PORT_FILE [--command CMD] [--log FILE]
+  react_model.py PORT_FILE [--command CMD] [--log FILE] [--first-turn-delay S]
 
 --log appends each request's Authorization header, path and messages as a
-JSON line."""
+JSON line; --first-turn-delay holds each first-turn answer back S seconds.
+A request whose last message is "sleep:S" is answered after S seconds."""
 import argparse
 import http.server
 import json
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("port_file")
 parser.add_argument("--command", default="echo hi > hi.txt")
 parser.add_argument("--log")
+parser.add_argument("--first-turn-delay", type=float, default=0)
 args = parser.parse_args()
 
 
@@ -28,6 +31,11 @@ class Model(http.server.BaseHTTPRequestHandler):
                 f.write(json.dumps({"auth": self.headers.get("Authorization"), "path": self.path,
                                     "messages": body["messages"]}) + "\n")
         said = [m for m in body["messages"] if m["role"] == "assistant"]
+        last = body["messages"][-1]["content"]
+        if last.startswith("sleep:"):
+            time.sleep(float(last[len("sleep:"):]))
+        elif not said:
+            time.sleep(args.first_turn_delay)
         content = args.command if not said else "DONE"
         prompt_ids = [ord(c) for m in body["messages"] for c in m["content"]]
         reply = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model", "m"),

@@ -383,6 +383,48 @@ TEST_CASE("calls set aside from an earlier try: moved under a new id, still base
   CHECK((*kept)[0].prompt_ids == extended);
 }
 
+TEST_CASE("a dead try's call recorded after its calls were set aside joins them, numbered after them") {
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  auto call_at = [](const std::string& text, double started_at) {
+    CallRecord c = MakeCall("x", Json::array({Message("user", text)}), {1, 2, 3});
+    c.started_at = started_at;
+    return c;
+  };
+  std::vector<CallRecord> dead_try = {call_at("dead 1", 100), call_at("dead 2", 101)};
+  REQUIRE(store->AppendCalls(dead_try).ok());
+  auto first = store->SetAsideCalls("x");  // the new try registers at 200
+  REQUIRE(first.ok());
+  REQUIRE(first->rollout_id == "x~1");
+  // The new try's calls, and the dead try's last call, in flight since 102.
+  std::vector<CallRecord> after = {call_at("new 1", 201), call_at("dead 3, late", 102), call_at("new 2", 203)};
+  REQUIRE(store->AppendCalls(after).ok());
+  auto late = store->SetAsideCalls("x", 200.0, "x~1");
+  REQUIRE(late.ok());
+  CHECK(late->rollout_id == "x~1");
+  CHECK(late->calls == 1);
+  auto kept = store->CallsOfRollout("x");
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 2);
+  CHECK((*kept)[0].request["messages"][0]["content"] == "new 1");
+  CHECK((*kept)[1].request["messages"][0]["content"] == "new 2");
+  auto dead = store->CallsOfRollout("x~1");
+  REQUIRE(dead.ok());
+  REQUIRE(dead->size() == 3);
+  CHECK((*dead)[2].request["messages"][0]["content"] == "dead 3, late");
+  CHECK((*dead)[2].seq > (*dead)[1].seq);
+  auto nothing = store->SetAsideCalls("x", 200.0, "x~1");
+  REQUIRE(nothing.ok());
+  CHECK(nothing->calls == 0);
+  // Without a place to go, calls before the time get one of their own.
+  std::vector<CallRecord> older = {call_at("older, late", 50)};
+  REQUIRE(store->AppendCalls(older).ok());
+  auto own = store->SetAsideCalls("x", 200.0);
+  REQUIRE(own.ok());
+  CHECK(own->rollout_id == "x~2");
+  CHECK(store->CallsOfRollout("x")->size() == 2);
+}
+
 TEST_CASE("recent prompts: bounded in bytes, the rollouts used least recently forgotten first") {
   // Prompts of 1,000 ids (4,000 bytes): the active rollout's four and two more.
   forge::store::RecentPrompts recent(4, 24'000);
