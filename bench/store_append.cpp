@@ -234,15 +234,14 @@ int main(int argc, char** argv) {
     const char* name;
     std::vector<CallRecord> calls;
   };
-  for (const Workload& w : {Workload{"1 KB calls, a new message each",
-                                     workloads == "all" || workloads == "sequential" ? SequentialCalls(n)
-                                                                                       : std::vector<CallRecord>()},
+  auto wanted = [&](const char* name, auto make) {
+    return workloads == "all" || workloads == name ? make() : std::vector<CallRecord>();
+  };
+  for (const Workload& w : {Workload{"1 KB calls, a new message each", wanted("sequential", [&] { return SequentialCalls(n); })},
                             Workload{"50-call conversations, 12 KB system prompt",
-                                     workloads == "all" || workloads == "conversation" ? Conversations(n / 4)
-                                                                                         : std::vector<CallRecord>()},
+                                     wanted("conversation", [&] { return Conversations(n / 4); })},
                             Workload{"rollouts of 6-call conversations, 16 at a time (a training run)",
-                                     workloads == "all" || workloads == "rollouts" ? ManyRollouts(n / 2)
-                                                                                     : std::vector<CallRecord>()}}) {
+                                     wanted("rollouts", [&] { return ManyRollouts(n / 2); })}}) {
     if (w.calls.empty()) continue;
     size_t request_bytes = 0;
     for (const CallRecord& c : w.calls) request_bytes += c.request_text.size();

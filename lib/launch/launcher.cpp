@@ -117,12 +117,12 @@ class Launcher {
   Json RunRollout(const Job& job);
   // One try: create, set up, run the harness, hold or release. Returns the
   // Status of the infrastructure; the harness's own result goes in record.
-  // registered_at: when the try registered its secret (its harness's calls
-  // start after it).
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
-                 Json& record, double& registered_at);
-  // Sets aside the calls of the rollout's earlier tries that started before
-  // `before`, noting them in record.
+                 Json& record);
+  // Sets aside the calls recorded under the rollout, noting them in record:
+  // all of them (a try's start: they are an earlier try's), or those that
+  // started before `before` (a late call of a try set aside already, which
+  // joins the calls set aside last).
   void SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
                             Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
@@ -217,26 +217,25 @@ void Launcher::SetPhase(const std::string& rollout_id, const std::string& task_i
 
 void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
                                     Json& record) {
-  // Into the place this attempt set calls aside already, if it has.
-  Json& set_aside = record["set_aside_calls"];
-  std::string into = set_aside.is_array() && !set_aside.empty() ? set_aside.back().value("rollout_id", "") : "";
-  auto moved = store_.SetAsideCalls(rollout_id, before, before ? into : "");
+  Json* last = record.contains("set_aside_calls") ? &record["set_aside_calls"].back() : nullptr;
+  std::string into = before && last ? last->value("rollout_id", "") : "";
+  auto moved = store_.SetAsideCalls(rollout_id, before, into);
   if (!moved.ok()) {
     cli::Warn("store: " + moved.status().message() + " (calls of an earlier try of " + rollout_id + " stay with it)");
-  } else if (moved->calls > 0) {
-    cli::Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", job.task->id,
-                          job.attempt, moved->calls, moved->rollout_id));
-    if (!set_aside.empty() && set_aside.back().value("rollout_id", "") == moved->rollout_id) {
-      set_aside.back()["calls"] = set_aside.back().value("calls", int64_t{0}) + moved->calls;
-    } else {
-      set_aside.push_back({{"rollout_id", moved->rollout_id}, {"calls", moved->calls}});
-    }
+    return;
   }
-  if (set_aside.empty()) record.erase("set_aside_calls");
+  if (moved->calls == 0) return;
+  cli::Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", job.task->id,
+                        job.attempt, moved->calls, moved->rollout_id));
+  if (!into.empty() && moved->rollout_id == into) {
+    (*last)["calls"] = last->value("calls", int64_t{0}) + moved->calls;
+  } else {
+    record["set_aside_calls"].push_back({{"rollout_id", moved->rollout_id}, {"calls", moved->calls}});
+  }
 }
 
 Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
-                         const std::string& rollout_id, Json& record, double& registered_at) {
+                         const std::string& rollout_id, Json& record) {
   const TaskSpec& task = *job.task;
   Json& timings = record["timings"];
   // Phase timings (and the progress line) follow the phases as they begin.
@@ -262,7 +261,6 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   row.harness = profile.name;
   row.secret_hash = Sha256Hex(secret);
   row.status = "running";
-  registered_at = WallNow();
   FORGE_RETURN_IF_ERROR(store_.RegisterRollout(row).Prefixed("store"));
   // An attempt run again keeps its rollout id: calls the proxy recorded for
   // a try that died (this run resumed after a crash, or an infrastructure
@@ -537,12 +535,13 @@ Json Launcher::RunRollout(const Job& job) {
     record["error"] = profile.status().message();
   }
   int retries = 0;
-  double registered_at = 0;
+  double last_try_began = 0;  // its secret, and so its harness's calls, came after
   while (profile.ok()) {
     record["timings"] = Json::object();
     record.erase("error");  // an earlier try's
     record.erase("error_kind");
-    Status s = TryOnce(job, **profile, rollout_id, record, registered_at);
+    last_try_began = WallNow();
+    Status s = TryOnce(job, **profile, rollout_id, record);
     if (s.ok()) break;
     if (cancel_.load() || s.code() == ExitCode::kInterrupted) {
       record["outcome"] = "cancelled";
@@ -566,7 +565,7 @@ Json Launcher::RunRollout(const Job& job) {
   // A call of a try that died may still have been in flight when this try
   // set that try's calls aside (a long generation whose client was gone): it
   // is recorded after, under the rollout, but started before this try.
-  if (registered_at > 0) SetAsideEarlierCalls(job, rollout_id, registered_at, record);
+  if (last_try_began > 0) SetAsideEarlierCalls(job, rollout_id, last_try_began, record);
   if (record.value("outcome", "") == "infra_error") {
     // Said once here, whatever the cause: the exit status alone (69) does
     // not tell which rollout met which wall.

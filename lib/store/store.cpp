@@ -345,31 +345,24 @@ Result<Store::SetAside> Store::SetAsideCalls(const std::string& rollout_id, std:
     auto n = calls_of(rollout_id, started_before);
     if (!n.ok()) return n.status();
     if (n->first == 0) return Status::Ok();
-    int64_t next_seq = 0;
+    moved = {into, n->first};
     for (int k = 1; moved.rollout_id.empty(); ++k) {
-      std::string candidate = into.empty() ? rollout_id + "~" + std::to_string(k) : into;
-      auto there = calls_of(candidate, std::nullopt);
-      if (!there.ok()) return there.status();
-      if (there->first == 0 || !into.empty()) {
-        moved = {candidate, n->first};
-        next_seq = there->second;
-      }
+      auto taken = calls_of(rollout_id + "~" + std::to_string(k), std::nullopt);
+      if (!taken.ok()) return taken.status();
+      if (taken->first == 0) moved.rollout_id = rollout_id + "~" + std::to_string(k);
     }
-    // Past the seqs already there: (rollout_id, seq) is unique.
+    // Numbered past the calls already there: (rollout_id, seq) is unique.
+    auto there = calls_of(moved.rollout_id, std::nullopt);
+    if (!there.ok()) return there.status();
     auto update = db_.Prepare("UPDATE calls SET rollout_id = ?2, seq = seq + ?3 WHERE rollout_id = ?1 "
                               "AND (?4 IS NULL OR started_at < ?4)");
     if (!update.ok()) return update.status();
-    update->Bind(1, rollout_id).Bind(2, moved.rollout_id).Bind(3, next_seq);
+    update->Bind(1, rollout_id).Bind(2, moved.rollout_id).Bind(3, there->second);
     if (started_before) update->Bind(4, *started_before); else update->BindNull(4);
     return update->Run();
   });
   if (!s.ok()) return s;
   return moved;
-}
-
-Status Store::BrokenDelta(int64_t call, const Status& why) {
-  if (why.code() != ExitCode::kDataErr) return why;  // the database failed, not the data
-  return Status::DataErr(path() + ": call " + std::to_string(call) + " has a broken prompt delta: " + why.message());
 }
 
 Result<std::vector<int32_t>> Store::PromptIdsOfCall(int64_t id) {
@@ -402,6 +395,23 @@ Result<std::vector<int32_t>> Store::PromptIdsOfCall(int64_t id) {
     ids.insert(ids.end(), suffix.begin(), suffix.end());
   }
   return ids;
+}
+
+Result<const std::vector<int32_t>*> Store::PromptBase(int64_t call, int64_t base_id, size_t prefix,
+                                                     const std::vector<int32_t>* found,
+                                                     std::vector<int32_t>& elsewhere) {
+  auto broken = [&](const Status& why) {
+    if (why.code() != ExitCode::kDataErr) return why;  // the database failed, not the data
+    return Status::DataErr(path() + ": call " + std::to_string(call) + " has a broken prompt delta: " + why.message());
+  };
+  if (!found) {
+    auto ids = PromptIdsOfCall(base_id);
+    if (!ids.ok()) return broken(ids.status());
+    elsewhere = std::move(*ids);
+    found = &elsewhere;
+  }
+  if (found->size() < prefix) return broken(Status::DataErr("its base's ids are too few"));
+  return found;
 }
 
 Result<int64_t> Store::PutBlob(std::string_view data) {
@@ -636,19 +646,12 @@ Result<std::vector<CallRecord>> Store::CallsOfRollout(const std::string& rollout
     size_t suffix_len = suffix.size() / sizeof(int32_t);
     if (!stmt.IsNull(14)) {
       int64_t base_id = stmt.Int(14);
-      auto base = std::find_if(calls.rbegin() + 1, calls.rend(), [&](const CallRecord& b) { return b.id == base_id; });
+      auto read = std::find_if(calls.rbegin() + 1, calls.rend(), [&](const CallRecord& b) { return b.id == base_id; });
       std::vector<int32_t> elsewhere;
-      if (base == calls.rend()) {
-        auto ids = PromptIdsOfCall(base_id);
-        if (!ids.ok()) return BrokenDelta(c.id, ids.status());
-        elsewhere = std::move(*ids);
-      }
-      const std::vector<int32_t>& base_ids = base == calls.rend() ? elsewhere : base->prompt_ids;
-      if (base_ids.size() < prefix) {
-        return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
-      }
+      auto base = PromptBase(c.id, base_id, prefix, read == calls.rend() ? nullptr : &read->prompt_ids, elsewhere);
+      if (!base.ok()) return base.status();
       c.prompt_ids.reserve(prefix + suffix_len);
-      c.prompt_ids.assign(base_ids.begin(), base_ids.begin() + static_cast<ptrdiff_t>(prefix));
+      c.prompt_ids.assign((*base)->begin(), (*base)->begin() + static_cast<ptrdiff_t>(prefix));
     }
     c.prompt_ids.resize(c.prompt_ids.size() + suffix_len);
     if (suffix_len) {
@@ -737,21 +740,14 @@ Result<size_t> Store::ReadTokenCalls(const std::string& rollout_id, std::vector<
     const Delta& d = deltas[i];
     if (d.base_id == 0) continue;
     CallRecord& c = (*calls)[i];
-    const std::vector<int32_t>* base = nullptr;
-    for (size_t j = k; j-- > 0 && !base;) {
-      if ((*calls)[order[j]].id == d.base_id) base = &(*calls)[order[j]].prompt_ids;
+    const std::vector<int32_t>* read = nullptr;
+    for (size_t j = k; j-- > 0 && !read;) {
+      if ((*calls)[order[j]].id == d.base_id) read = &(*calls)[order[j]].prompt_ids;
     }
     std::vector<int32_t> elsewhere;
-    if (!base) {
-      auto ids = PromptIdsOfCall(d.base_id);
-      if (!ids.ok()) return BrokenDelta(c.id, ids.status());
-      elsewhere = std::move(*ids);
-      base = &elsewhere;
-    }
-    if (base->size() < d.prefix) {
-      return Status::DataErr(path() + ": call " + std::to_string(c.id) + " has a broken prompt delta");
-    }
-    c.prompt_ids.insert(c.prompt_ids.begin(), base->begin(), base->begin() + static_cast<ptrdiff_t>(d.prefix));
+    auto base = PromptBase(c.id, d.base_id, d.prefix, read, elsewhere);
+    if (!base.ok()) return base.status();
+    c.prompt_ids.insert(c.prompt_ids.begin(), (*base)->begin(), (*base)->begin() + static_cast<ptrdiff_t>(d.prefix));
   }
   return n;
 }

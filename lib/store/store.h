@@ -219,7 +219,11 @@ class Store {
   // A call's prompt ids by its id, for a base that is not among the calls
   // read with it (a call set aside from an earlier try: SetAsideCalls).
   Result<std::vector<int32_t>> PromptIdsOfCall(int64_t id);
-  Status BrokenDelta(int64_t call, const Status& why);  // names the store and the call
+  // The ids call's prompt begins with (at least prefix of them): its base's,
+  // found among the calls read with it, or else read by id into elsewhere.
+  // A base that is missing or too short is an error naming the call.
+  Result<const std::vector<int32_t>*> PromptBase(int64_t call, int64_t base_id, size_t prefix,
+                                                 const std::vector<int32_t>* found, std::vector<int32_t>& elsewhere);
 
   std::recursive_mutex mutex_;
   Database db_;
