@@ -246,9 +246,11 @@ void Recorder::Run() {
         wakeup_.Wait(deadline);
       }
       bool want_idle;
+      store::CallLog::Ahead ahead;
       {
         NormalPriorityInScope normal(idle);
         std::lock_guard<std::mutex> lock(mutex_);
+        ahead = log_->TakeAhead();
         while (!queue_.empty() && batch.size() < kMaxBatch) {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
@@ -260,6 +262,9 @@ void Recorder::Run() {
         want_idle = queued_bytes_ < kIdleBacklogBytes && !stopping_;
       }
       if (want_idle != idle) SetIdlePriority(idle = want_idle);
+      // The pages the next calls' records go to, mapped writable here rather
+      // than by a fault on an io thread. (Only this thread replaces log_.)
+      store::CallLog::Prefault(ahead);
       if (batch.empty()) continue;  // a wakeup for calls an earlier batch took
     }
     Status status = Commit(batch, idle);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
@@ -47,8 +48,15 @@ constexpr size_t kIdDigits = 16;
 // not sit in memory whole.
 constexpr size_t kRecoveryBatchCalls = 512;
 constexpr size_t kRecoveryBatchBytes = 64 << 20;
-// Allocated ahead of a log's end at a time: one fallocate (~10 µs) per 16 MiB of calls.
-constexpr uint64_t kReserveStep = 16 << 20;
+// A log's file grows by this at a time: one fallocate (~10 µs) per 16 MiB of calls.
+constexpr uint64_t kGrowStep = 16 << 20;
+// Address space a log is mapped into (no memory: the pages are the file's);
+// a log past it (the database stuck for tens of GiB of calls) is written.
+constexpr uint64_t kMappedBytes = uint64_t{64} << 30;
+// How far past the end Prefault maps pages writable: what the writer, which
+// prefaults when it takes a batch, sees appended in a 50 ms batch and more.
+constexpr uint64_t kPrefaultAhead = 4 << 20;
+constexpr uint64_t kPageBytes = 4096;
 
 std::string ErrnoText() { return std::strerror(errno); }
 
@@ -116,11 +124,13 @@ struct RecordHeader {
   bool request = false;  // a request record
 };
 
-// The header of the record at offset, if the whole record lies before end.
+// The header of the record at offset, if the whole record lies before end;
+// none at a header of zeros, the end of the records (no record's length is 0).
 std::optional<RecordHeader> ReadRecordHeader(int fd, uint64_t offset, uint64_t end) {
   char bytes[kRecordHeaderBytes];
   if (offset + kRecordHeaderBytes > end || !ReadAll(fd, offset, bytes, kRecordHeaderBytes)) return std::nullopt;
   RecordHeader header{Load64(bytes), Load64(bytes + 8), false};
+  if (header.length == 0) return std::nullopt;
   header.request = (header.length & kRequestRecordBit) != 0;
   header.length &= ~kRequestRecordBit;
   if (header.length > end - offset - kRecordHeaderBytes) return std::nullopt;
@@ -130,6 +140,15 @@ std::optional<RecordHeader> ReadRecordHeader(int fd, uint64_t offset, uint64_t e
 bool IsCallLogMagic(const char* header) {
   return std::memcmp(header, kMagic, sizeof kMagic) == 0 || std::memcmp(header, kMagicV2, sizeof kMagicV2) == 0 ||
          std::memcmp(header, kMagicV1, sizeof kMagicV1) == 0;
+}
+
+// Whether the records end at offset: the end of the file, or zeros (what a
+// log's file holds past its records).
+bool RecordsEndAt(int fd, uint64_t offset, uint64_t size) {
+  char bytes[kRecordHeaderBytes] = {};
+  size_t n = static_cast<size_t>(std::min<uint64_t>(kRecordHeaderBytes, size > offset ? size - offset : 0));
+  if (n > 0 && !ReadAll(fd, offset, bytes, n)) return false;
+  return std::all_of(bytes, bytes + n, [](char c) { return c == 0; });
 }
 
 // Reads the body of the record at offset into body; false unless it is all
@@ -304,12 +323,12 @@ uint64_t EndOfLastCall(const std::string& path, uint64_t from, uint64_t size) {
 
 }  // namespace
 
-Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path) {
+Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path, bool mapped) {
   // Made under a name recovery does not match, locked, then renamed: a
   // recovering process never sees a log before its writer holds the lock.
   std::string path = db_path + std::string(kInfix) + RandomHex(kIdDigits / 2);
   std::string fresh = path + ".new";
-  int fd = open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  int fd = open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::CantCreate(fresh + ": " + ErrnoText());
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(fresh.c_str(), path.c_str()) != 0) {
     Status error = Status::CantCreate(path + ": " + ErrnoText());
@@ -324,21 +343,48 @@ Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path) {
     return error;
   }
   std::unique_ptr<CallLog> log(new CallLog(fd, path, kHeaderBytes));
-  log->ReserveUpTo(kReserveStep);
+  // Mapped only where its blocks can be allocated ahead: a mapped copy into
+  // a page the disk has no room for is killed by SIGBUS, a pwritev fails.
+  if (mapped && fallocate(fd, 0, 0, static_cast<off_t>(kGrowStep)) == 0) {
+    void* map = mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) log->map_ = static_cast<char*>(map);
+    log->size_ = kGrowStep;
+  } else if (ftruncate(fd, static_cast<off_t>(kGrowStep)) == 0) {
+    log->size_ = kGrowStep;
+  } else {
+    log->size_ = kHeaderBytes;  // grown by the first append, or its error said then
+  }
+  Prefault(log->TakeAhead());  // not shared yet: the first calls' pages, here
   return log;
 }
 
-void CallLog::ReserveUpTo(uint64_t bytes) {
-  if (reserved_ >= bytes) return;
-  uint64_t to = std::max(bytes, reserved_ + kReserveStep);
-  if (fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(reserved_), static_cast<off_t>(to - reserved_)) == 0) {
-    reserved_ = to;
-  } else {
-    reserved_ = UINT64_MAX;  // e.g. EOPNOTSUPP, or a full disk: appends work without it
+Status CallLog::GrowTo(uint64_t bytes) {
+  if (size_ >= bytes) return Status::Ok();
+  uint64_t to = std::max(bytes, size_ + kGrowStep);
+  if (map_ ? fallocate(fd_, 0, static_cast<off_t>(size_), static_cast<off_t>(to - size_)) != 0
+           : ftruncate(fd_, static_cast<off_t>(to)) != 0) {
+    return Status::Io(path_ + ": cannot grow the file to " + std::to_string(to) + " bytes: " + ErrnoText());
   }
+  size_ = to;
+  return Status::Ok();
+}
+
+CallLog::Ahead CallLog::TakeAhead() {
+  uint64_t to = std::min(size_, end_ + kPrefaultAhead) / kPageBytes * kPageBytes;
+  to = std::min(to, kMappedBytes);
+  uint64_t from = std::max(prefaulted_, end_ / kPageBytes * kPageBytes);
+  if (!map_ || to <= from) return {};
+  prefaulted_ = to;
+  return {map_ + from, static_cast<size_t>(to - from)};
+}
+
+void CallLog::Prefault(Ahead ahead) {
+  // (Before Linux 5.14, EINVAL: appends then take the faults themselves.)
+  if (ahead.bytes > 0) madvise(ahead.at, ahead.bytes, MADV_POPULATE_WRITE);
 }
 
 CallLog::~CallLog() {
+  if (map_) munmap(map_, kMappedBytes);
   if (fd_ >= 0) close(fd_);
 }
 
@@ -419,23 +465,40 @@ Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
   pieces.reserve(body.size() + 1);
   pieces.push_back({record_header, sizeof record_header});
   pieces.insert(pieces.end(), body.begin(), body.end());
-  ReserveUpTo(end_ + sizeof record_header + length);
-  // writev takes at most IOV_MAX pieces and may write less than asked.
+  const uint64_t total = sizeof record_header + length;
+  FORGE_RETURN_IF_ERROR(GrowTo(end_ + total));
+  Status written = WriteAtEnd({pieces.data(), pieces.size()}, total);
+  if (!written.ok()) {
+    // A torn record would hide every later one from recovery: the file is
+    // cut at the end (it grows again at the next append).
+    if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
+      return Status::Io(path_ + ": cannot cut a failed append: " + ErrnoText());
+    }
+    size_ = end_;
+    prefaulted_ = std::min(prefaulted_, end_ / kPageBytes * kPageBytes);
+    return written;
+  }
+  end_ += total;
+  return Status::Ok();
+}
+
+Status CallLog::WriteAtEnd(std::span<iovec> pieces, uint64_t length) {
+  if (map_ && end_ + length <= kMappedBytes) {
+    char* to = map_ + end_;
+    for (const iovec& piece : pieces) {
+      std::memcpy(to, piece.iov_base, piece.iov_len);
+      to += piece.iov_len;
+    }
+    return Status::Ok();
+  }
+  // pwritev takes at most IOV_MAX pieces and may write less than asked.
   size_t first = 0;
   uint64_t written = 0;
   while (first < pieces.size()) {
     int count = static_cast<int>(std::min<size_t>(pieces.size() - first, IOV_MAX));
-    ssize_t n = writev(fd_, pieces.data() + first, count);
+    ssize_t n = pwritev(fd_, pieces.data() + first, count, static_cast<off_t>(end_ + written));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status error = Status::Io(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
-      // A torn record would hide every later one from recovery.
-      if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
-        return Status::Io(path_ + ": cannot cut a failed append: " + ErrnoText());
-      }
-      reserved_ = std::min(reserved_, end_);  // truncation frees the blocks past the end
-      return error;
-    }
+    if (n <= 0) return Status::Io(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
     written += static_cast<uint64_t>(n);
     for (size_t left = static_cast<size_t>(n); left > 0;) {
       iovec& piece = pieces[first];
@@ -450,7 +513,6 @@ Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
     }
     while (first < pieces.size() && pieces[first].iov_len == 0) ++first;
   }
-  end_ += written;
   return Status::Ok();
 }
 
@@ -518,7 +580,8 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     std::string body;
     WholeRecordsRead read;
     while (auto header = ReadRecordHeader(fd, offset, size)) {
-      bool intact = ReadRecordBody(fd, offset, *header, &body);
+      const bool whole = ReadRecordBody(fd, offset, *header, &body);
+      bool intact = whole;
       if (intact && !header->request) {
         // A call's references must hold too, or recovery would stop there.
         uint64_t request_text_at = 0;
@@ -526,12 +589,19 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
         auto call = DecodeCall(body, &request_text_at, &prompt_base);
         intact = call.ok() && !ResolveReferences(fd, offset, request_text_at, prompt_base, *call, read);
       }
+      uint64_t next = offset + kRecordHeaderBytes + header->length;
+      if (!whole && RecordsEndAt(fd, next, size)) {
+        // The last record, cut short by a crash while it was copied in (its
+        // header promises bytes the zeros after it stand for): never answered.
+        scan.cut_short = true;
+        break;
+      }
       if (!intact) scan.bad.push_back(offset);
       ++(header->request ? scan.request_records : scan.calls);
-      offset += kRecordHeaderBytes + header->length;
+      offset = next;
     }
     scan.end = offset;
-    scan.cut_short = offset < size;
+    scan.cut_short = scan.cut_short || !RecordsEndAt(fd, offset, size);
     close(fd);
     scans.push_back(std::move(scan));
   }

@@ -1,30 +1,41 @@
 // A store's call log: a file beside the database to which forge-proxy
-// appends each call, with one writev(2), before it sends the call's last
-// byte; a thread of the proxy then moves the calls into the database in
-// batches. An append only reaches the page cache, so a logged call is exactly
-// as safe as a SQLite commit in WAL mode with synchronous=NORMAL (the store's
-// setting): it survives a crash of the process, not of the machine. What it
-// saves is the transaction on the call's path (locks, B-tree inserts, WAL
-// frames): ~250 µs of a 1 KB call's ~400.
+// appends each call before it sends the call's last byte; a thread of the
+// proxy then moves the calls into the database in batches. An append only
+// reaches the page cache, so a logged call is exactly as safe as a SQLite
+// commit in WAL mode with synchronous=NORMAL (the store's setting): it
+// survives a crash of the process, not of the machine. What it saves is the
+// transaction on the call's path (locks, B-tree inserts, WAL frames): ~250 µs
+// of a 1 KB call's ~400.
 //
 // File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL3",
 // then records: u64 body length, u64 XXH3-64 of the body seeded with its
-// length, the body. A call record's body is the call (call_codec.h); a
-// request record (top bit of the length set) is a call's request text,
-// appended while the upstream works, and the call's record, appended when it
-// ends, refers to it by offset instead of holding the text: a 200 KB request
-// is no longer written on the call's path. A call record may also hold only
-// the end of its prompt ids, after the offset of an earlier call record of
-// its rollout (which holds all of its own) and how many of that one's come
-// first; a request record likewise for its text. ("FORGECL2" logs, without such references, and "FORGECL1" logs,
+// length, the body; then zeros, to the end of the file. A call record's body
+// is the call (call_codec.h); a request record (top bit of the length set)
+// is a call's request text, appended while the upstream works, and the
+// call's record, appended when it ends, refers to it by offset instead of
+// holding the text: a 200 KB request is no longer written on the call's path.
+// A call record may also hold only the end of its prompt ids, after the
+// offset of an earlier call record of its rollout (which holds all of its
+// own) and how many of that one's come first; a request record likewise for
+// its text. ("FORGECL2" logs, without such references, and "FORGECL1" logs,
 // without request records either, are still read.) The database keeps how far it has taken
 // each log, in the transaction that stores the calls (meta row
 // "call-log:<file name>" = the byte offset). Once the database has taken all
 // of a long log, its writer starts a new one and removes the old, so logs
-// stay small and their pages are rarely written back. Blocks are allocated
-// ahead of the end (fallocate, the size unchanged): an append into them skips
-// ext4's delayed-allocation bookkeeping (a 200 KB append, 55 -> 42 µs in a
-// microbenchmark). A live writer holds an flock(2) on its log; Store::Open moves whatever a log whose writer
+// stay small and their pages are rarely written back.
+//
+// The file is allocated 16 MiB at a time past its records (fallocate, zeros,
+// its size grown) and mapped shared: an append is a copy into the page cache,
+// no system call (two writev(2)s a call, each growing the file's size, were
+// ~20 µs of a 1 KB call's added latency, more than nginx's whole). The
+// pages appends write next are mapped writable ahead of them, off the calls'
+// path (Prefault), so the first write to a page does not fault on it. Where
+// the file system cannot allocate ahead, or the file cannot be mapped, appends
+// are pwritev(2)s into a file grown sparse (a write can then fail with a full
+// disk, where a mapped copy would be killed by SIGBUS). Readers stop at a
+// header of zeros: no record has one.
+//
+// A live writer holds an flock(2) on its log; Store::Open moves whatever a log whose writer
 // has gone still holds into the database (as SQLite replays a hot journal),
 // then deletes it. A record cut short by the crash was never acknowledged to
 // a client (its append had not returned) and is dropped.
@@ -56,7 +67,9 @@ struct LogPosition {
 class CallLog {
  public:
   // Creates a new log beside the database at db_path, locked to this process.
-  static Result<std::unique_ptr<CallLog>> Create(const std::string& db_path);
+  // mapped = false: appended by pwritev, as where the file system cannot
+  // allocate ahead (the same bytes).
+  static Result<std::unique_ptr<CallLog>> Create(const std::string& db_path, bool mapped = true);
   ~CallLog();
   CallLog(const CallLog&) = delete;
   CallLog& operator=(const CallLog&) = delete;
@@ -75,6 +88,16 @@ class CallLog {
   // resends its conversation: a 50K-token prompt is 200 KB of ids a call).
   // On failure the file is as it was before.
   Result<LogPosition> Append(const CallRecord& call, uint64_t request_text_at = 0);
+  // The pages appends will write next that are not yet mapped writable (up to
+  // 4 MiB past the end), for Prefault; none when the log is not mapped.
+  struct Ahead {
+    char* at = nullptr;
+    size_t bytes = 0;
+  };
+  Ahead TakeAhead();
+  // Maps them writable, as a first write to each would, without writing: any
+  // thread, outside the owner's lock (the log must outlive the call).
+  static void Prefault(Ahead ahead);
   // The meta row that records that the database has taken the log up to `at`.
   LogMark MarkAt(LogPosition at) const;
   // Deletes the file and its meta row. Only when the database holds every
@@ -86,8 +109,11 @@ class CallLog {
 
  private:
   CallLog(int fd, std::string path, uint64_t end) : fd_(fd), path_(std::move(path)), end_(end) {}
-  // Allocates disk blocks past the end (the file's size stays) up to at least `bytes`.
-  void ReserveUpTo(uint64_t bytes);
+  // Grows the file (zeros; allocated unless it is written, not mapped) to at
+  // least `bytes`, a step at a time.
+  Status GrowTo(uint64_t bytes);
+  // Writes pieces at the end: copied into the mapping, or pwritev'd.
+  Status WriteAtEnd(std::span<iovec> pieces, uint64_t length);
   // Appends one record: its header (length, kind, checksum), then body.
   Status AppendRecord(std::span<const iovec> body, bool request);
   // The last record of each rollout written whole (its prompt ids, or its
@@ -121,8 +147,10 @@ class CallLog {
 
   int fd_;
   std::string path_;
-  uint64_t end_;
-  uint64_t reserved_ = 0;  // blocks allocated up to here; UINT64_MAX: the file system cannot
+  uint64_t end_;           // of the records
+  uint64_t size_ = 0;      // of the file: the records, then zeros
+  char* map_ = nullptr;    // the file mapped shared (kMappedBytes of addresses); null: written
+  uint64_t prefaulted_ = 0;  // the mapping's pages before this are writable
   // A 50K-token prompt is 200 KB of ids; its request text about as long.
   LastWholeRecords<std::vector<int32_t>> whole_prompts_{256, 64 << 20};
   LastWholeRecords<std::string> whole_requests_{4096, 64 << 20};

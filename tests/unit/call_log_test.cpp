@@ -410,20 +410,31 @@ TEST_CASE("a record cut short by the crash is dropped; the ones before it are ke
   std::string db = dir.File("forge.db");
   OpenStore(db);
   std::string log_path;
+  uint64_t end = 0;
   {
     auto log = CreateLog(db);
     log_path = log->path();
     REQUIRE(log->Append(ProxyCall("r", "1")).ok());
     REQUIRE(log->Append(ProxyCall("r", "2")).ok());
+    end = log->bytes();
   }
-  // A third record whose writev the kill cut: its header promises more than follows.
+  // A third record whose copy the kill cut: its header promises more than
+  // follows (zeros, the rest of the file).
   std::string whole = Bytes(forge::store::EncodedCall(ProxyCall("r", "3")));
-  int fd = open(log_path.c_str(), O_WRONLY | O_APPEND);
+  int fd = open(log_path.c_str(), O_WRONLY);
   REQUIRE(fd >= 0);
-  uint64_t header[2] = {whole.size(), 0};
-  REQUIRE(write(fd, header, sizeof header) == sizeof header);
-  REQUIRE(write(fd, whole.data(), 300) == 300);
+  uint64_t header[2] = {whole.size(), 12345};
+  REQUIRE(pwrite(fd, header, sizeof header, static_cast<off_t>(end)) == sizeof header);
+  REQUIRE(pwrite(fd, whole.data(), 300, static_cast<off_t>(end + sizeof header)) == 300);
   close(fd);
+  // The check calls it cut short, not damaged: the proxy was killed while it copied the record in.
+  auto scans = forge::store::ScanCallLogs(db);
+  REQUIRE(scans.ok());
+  REQUIRE(scans->size() == 1);
+  CHECK((*scans)[0].calls == 2);
+  CHECK((*scans)[0].bad.empty());
+  CHECK((*scans)[0].cut_short);
+  CHECK((*scans)[0].end == end);
   auto store = OpenStore(db);
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2"});
   CHECK(LogFiles(dir.path().string()) == 0);
@@ -515,7 +526,7 @@ TEST_CASE("a call whose prompt refers to a record that is not a whole call fails
   std::string db = dir.File("forge.db");
   OpenStore(db);
   std::string log_path;
-  uint64_t request_at = 0;
+  uint64_t request_at = 0, end = 0;
   {
     auto log = CreateLog(db);
     log_path = log->path();
@@ -523,6 +534,7 @@ TEST_CASE("a call whose prompt refers to a record that is not a whole call fails
     auto request = log->AppendRequestText("{}");
     REQUIRE(request.ok());
     request_at = *request;
+    end = log->bytes();
   }
   // A record as a writer with a wrong memory would write: its prompt begins
   // with ids of the request record.
@@ -530,10 +542,11 @@ TEST_CASE("a call whose prompt refers to a record that is not a whole call fails
   bad.prompt_ids = GrownPrompt({}, 400, 6);
   std::string body = Bytes(forge::store::EncodedCall(bad, 0, {request_at, 300}));
   uint64_t header[2] = {body.size(), XXH3_64bits_withSeed(body.data(), body.size(), body.size())};
-  int fd = open(log_path.c_str(), O_WRONLY | O_APPEND);
+  int fd = open(log_path.c_str(), O_WRONLY);
   REQUIRE(fd >= 0);
-  REQUIRE(write(fd, header, sizeof header) == static_cast<ssize_t>(sizeof header));
-  REQUIRE(write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
+  REQUIRE(pwrite(fd, header, sizeof header, static_cast<off_t>(end)) == static_cast<ssize_t>(sizeof header));
+  REQUIRE(pwrite(fd, body.data(), body.size(), static_cast<off_t>(end + sizeof header)) ==
+          static_cast<ssize_t>(body.size()));
   close(fd);
   // The check names it without moving anything (forge-proxy --check-call-log).
   auto scans = forge::store::ScanCallLogs(db);
@@ -556,7 +569,17 @@ TEST_CASE("a call whose prompt refers to a record that is not a whole call fails
   CHECK(LogFiles(dir.path().string()) == 1);
 }
 
-TEST_CASE("a log has disk blocks allocated past its end, and its size is its records") {
+// The file's bytes up to `length`.
+std::string FileBytes(const std::string& path, size_t length) {
+  std::string bytes(length, '\0');
+  int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(pread(fd, bytes.data(), length, 0) == static_cast<ssize_t>(length));
+  close(fd);
+  return bytes;
+}
+
+TEST_CASE("a log's file is allocated past its records, zeros there, and readers stop at them") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
   auto store = OpenStore(db);
@@ -564,12 +587,64 @@ TEST_CASE("a log has disk blocks allocated past its end, and its size is its rec
   REQUIRE(log->Append(ProxyCall("r", "1")).ok());
   struct stat st {};
   REQUIRE(stat(log->path().c_str(), &st) == 0);
-  CHECK(static_cast<uint64_t>(st.st_size) == log->bytes());
+  CHECK(static_cast<uint64_t>(st.st_size) >= (16u << 20));
   CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= (16u << 20));
-  // Recovery reads up to the size, not into the allocated blocks.
+  std::string past = FileBytes(log->path(), log->bytes() + 64).substr(log->bytes());
+  CHECK(past == std::string(64, '\0'));
+  auto scans = forge::store::ScanCallLogs(db);
+  REQUIRE(scans.ok());
+  REQUIRE(scans->size() == 1);
+  CHECK((*scans)[0].calls == 1);
+  CHECK((*scans)[0].end == log->bytes());
+  CHECK_FALSE((*scans)[0].cut_short);
   log.reset();  // its writer gone: the next open recovers it
   auto again = OpenStore(db);
   CHECK(Tags(*again, "r") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("a log written (no mapping) holds the same bytes as a mapped one, and grows past its first step") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db"), db2 = dir.File("other.db");
+  OpenStore(db);
+  OpenStore(db2);
+  auto mapped = CallLog::Create(db, true);
+  auto written = CallLog::Create(db2, false);
+  REQUIRE(mapped.ok());
+  REQUIRE(written.ok());
+  // Past 16 MiB: both files grow (the mapped one allocated, the written one sparse).
+  const std::string big(3 << 20, 'y');
+  for (CallLog* log : {mapped->get(), written->get()}) {
+    for (int i = 0; i < 6; ++i) REQUIRE(log->AppendRequestText(big + std::to_string(i)).ok());
+    REQUIRE(log->Append(ProxyCall("r", "1")).ok());
+  }
+  REQUIRE((*mapped)->bytes() == (*written)->bytes());
+  CHECK((*mapped)->bytes() > (16u << 20));
+  // The files differ only in their names' digits (which name nothing inside).
+  CHECK(FileBytes((*mapped)->path(), (*mapped)->bytes()) == FileBytes((*written)->path(), (*written)->bytes()));
+  struct stat st {};
+  REQUIRE(stat((*written)->path().c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_size) > (*written)->bytes());  // zeros after the records there too
+  mapped->reset();
+  written->reset();
+  CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1"});
+  CHECK(Tags(*OpenStore(db2), "r") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("the pages appends write next are handed out once to be mapped ahead, up to 4 MiB past the end") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  auto store = OpenStore(db);
+  auto log = CreateLog(db);
+  CHECK(log->TakeAhead().bytes == 0);  // Create mapped the first ones
+  REQUIRE(log->AppendRequestText(std::string(1 << 20, 'z')).ok());
+  CallLog::Ahead ahead = log->TakeAhead();
+  CHECK(ahead.bytes > 0);
+  CHECK(ahead.bytes <= (1u << 20) + 4096);
+  CHECK(reinterpret_cast<uintptr_t>(ahead.at) % 4096 == 0);
+  CallLog::Prefault(ahead);
+  CHECK(log->TakeAhead().bytes == 0);
+  CallLog::Ahead none = CallLog::Create(db, false).value()->TakeAhead();
+  CHECK(none.bytes == 0);  // a written log maps nothing
 }
 
 TEST_CASE("a log removed after its calls are in the database leaves nothing behind") {
