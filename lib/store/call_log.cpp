@@ -379,8 +379,19 @@ CallLog::Ahead CallLog::TakeAhead() {
 }
 
 void CallLog::Prefault(Ahead ahead) {
+#if defined(__x86_64__)
+  // A write to each page. madvise(MADV_POPULATE_WRITE) maps them too, but on
+  // this machine the first write to a page so mapped still took ~5 µs (a
+  // page written once, from any thread, no longer does): 1.9 µs a 1.5 KB
+  // record on average against 0.05. The write is a locked OR of zero: an
+  // append may be copying into the same page by now, and must lose no byte.
+  for (size_t at = 0; at < ahead.bytes; at += kPageBytes) {
+    asm volatile("lock orb $0, %0" : "+m"(ahead.at[at])::"memory");
+  }
+#else
   // (Before Linux 5.14, EINVAL: appends then take the faults themselves.)
   if (ahead.bytes > 0) madvise(ahead.at, ahead.bytes, MADV_POPULATE_WRITE);
+#endif
 }
 
 CallLog::~CallLog() {

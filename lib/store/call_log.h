@@ -28,7 +28,7 @@
 // its size grown) and mapped shared: an append is a copy into the page cache,
 // no system call (two writev(2)s a call, each growing the file's size, were
 // ~20 µs of a 1 KB call's added latency, more than nginx's whole). The
-// pages appends write next are mapped writable ahead of them, off the calls'
+// pages appends write next are written once ahead of them, off the calls'
 // path (Prefault), so the first write to a page does not fault on it. Where
 // the file system cannot allocate ahead, or the file cannot be mapped, appends
 // are pwritev(2)s into a file grown sparse (a write can then fail with a full
@@ -95,8 +95,9 @@ class CallLog {
     size_t bytes = 0;
   };
   Ahead TakeAhead();
-  // Maps them writable, as a first write to each would, without writing: any
-  // thread, outside the owner's lock (the log must outlive the call).
+  // Writes to each of them without changing a byte, so an append's copy into
+  // them takes no fault: any thread, outside the owner's lock (the log must
+  // outlive the call).
   static void Prefault(Ahead ahead);
   // The meta row that records that the database has taken the log up to `at`.
   LogMark MarkAt(LogPosition at) const;
