@@ -25,11 +25,14 @@
 // stay small and their pages are rarely written back.
 //
 // The file is allocated 16 MiB at a time past its records (fallocate, zeros,
-// its size grown) and mapped shared: an append is a copy into the page cache,
-// no system call (two writev(2)s a call, each growing the file's size, were
-// ~20 µs of a 1 KB call's added latency, more than nginx's whole). The
-// pages appends write next are written once ahead of them, off the calls'
-// path (Prefault), so the first write to a page does not fault on it. Where
+// its size grown) and mapped shared: an append of a record under 16 KiB (a
+// call's, a short request's) is a copy into the page cache, no system call
+// (two writev(2)s a call, each growing the file's size, were ~20 µs of a
+// 1 KB call's added latency, more than nginx's whole). The pages such
+// appends write next are written once ahead of them, off the calls' path
+// (Prefault): a page's first write through the mapping costs ~5 µs here.
+// A longer record, or one past those pages, is pwritev(2)'d (within the
+// file's size: no size to update), as the kernel's copy takes no such fault. Where
 // the file system cannot allocate ahead, or the file cannot be mapped, appends
 // are pwritev(2)s into a file grown sparse (a write can then fail with a full
 // disk, where a mapped copy would be killed by SIGBUS). Readers stop at a
@@ -88,8 +91,11 @@ class CallLog {
   // resends its conversation: a 50K-token prompt is 200 KB of ids a call).
   // On failure the file is as it was before.
   Result<LogPosition> Append(const CallRecord& call, uint64_t request_text_at = 0);
-  // The pages appends will write next that are not yet mapped writable (up to
-  // 4 MiB past the end), for Prefault; none when the log is not mapped.
+  // The pages appends will copy into next that are not yet written (past the
+  // end, twice the short records' bytes since the last call, 64 KiB to
+  // 4 MiB), for Prefault; none when the log is not mapped. Only records
+  // under 16 KiB that fit in pages handed out so are copied; the rest are
+  // pwritev'd.
   struct Ahead {
     char* at = nullptr;
     size_t bytes = 0;
@@ -151,7 +157,8 @@ class CallLog {
   uint64_t end_;           // of the records
   uint64_t size_ = 0;      // of the file: the records, then zeros
   char* map_ = nullptr;    // the file mapped shared (kMappedBytes of addresses); null: written
-  uint64_t prefaulted_ = 0;  // the mapping's pages before this are writable
+  uint64_t prefaulted_ = 0;  // the mapping's pages before this are written
+  uint64_t short_since_ahead_ = 0;  // bytes of records under 16 KiB since TakeAhead
   // A 50K-token prompt is 200 KB of ids; its request text about as long.
   LastWholeRecords<std::vector<int32_t>> whole_prompts_{256, 64 << 20};
   LastWholeRecords<std::string> whole_requests_{4096, 64 << 20};
