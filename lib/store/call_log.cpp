@@ -491,17 +491,7 @@ Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
   pieces.insert(pieces.end(), body.begin(), body.end());
   const uint64_t total = sizeof record_header + length;
   FORGE_RETURN_IF_ERROR(GrowTo(end_ + total));
-  Status written = WriteAtEnd({pieces.data(), pieces.size()}, total);
-  if (!written.ok()) {
-    // A torn record would hide every later one from recovery: the file is
-    // cut at the end (it grows again at the next append).
-    if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
-      return Status::Io(path_ + ": cannot cut a failed append: " + ErrnoText());
-    }
-    size_ = end_;
-    prefaulted_ = std::min(prefaulted_, end_ / kPageBytes * kPageBytes);
-    return written;
-  }
+  FORGE_RETURN_IF_ERROR(WriteAtEnd({pieces.data(), pieces.size()}, total));
   end_ += total;
   return Status::Ok();
 }
@@ -523,7 +513,22 @@ Status CallLog::WriteAtEnd(std::span<iovec> pieces, uint64_t length) {
     int count = static_cast<int>(std::min<size_t>(pieces.size() - first, IOV_MAX));
     ssize_t n = pwritev(fd_, pieces.data() + first, count, static_cast<off_t>(end_ + written));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::Io(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
+    if (n <= 0) {
+      Status error = Status::Io(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
+      // What was written of the record goes back to zeros, where readers
+      // stop: a torn record would hide every later one from recovery. (Not
+      // by cutting the file: the writer may be prefaulting pages past here,
+      // and a mapped page past the file's end is SIGBUS.)
+      static constexpr char kZeros[4096] = {};
+      for (uint64_t erased = 0; erased < written;) {
+        size_t chunk = static_cast<size_t>(std::min<uint64_t>(sizeof kZeros, written - erased));
+        ssize_t z = pwrite(fd_, kZeros, chunk, static_cast<off_t>(end_ + erased));
+        if (z < 0 && errno == EINTR) continue;
+        if (z <= 0) return Status::Io(path_ + ": cannot erase a failed append: " + ErrnoText());
+        erased += static_cast<uint64_t>(z);
+      }
+      return error;
+    }
     written += static_cast<uint64_t>(n);
     for (size_t left = static_cast<size_t>(n); left > 0;) {
       iovec& piece = pieces[first];

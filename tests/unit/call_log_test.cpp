@@ -1,11 +1,13 @@
 #include <doctest/doctest.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <map>
 #include <cstring>
@@ -628,6 +630,34 @@ TEST_CASE("a log written (no mapping) holds the same bytes as a mapped one, and 
   written->reset();
   CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1"});
   CHECK(Tags(*OpenStore(db2), "r") == std::vector<std::string>{"1"});
+}
+
+TEST_CASE("an append the file cannot grow for fails naming the log, and the calls around it are kept") {
+  for (bool mapped : {true, false}) {
+    CAPTURE(mapped);
+    forge::testing::TempDir dir;
+    std::string db = dir.File("forge.db");
+    OpenStore(db);
+    auto log = CallLog::Create(db, mapped);
+    REQUIRE(log.ok());
+    REQUIRE((*log)->Append(ProxyCall("r", "1")).ok());
+    // A file size limit just past the first 16 MiB (the process gets EFBIG, not SIGXFSZ).
+    rlimit before {};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+    auto old_handler = signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = before;
+    limit.rlim_cur = (16u << 20) + (1u << 20);
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+    auto failed = (*log)->AppendRequestText(std::string(17u << 20, 'q'));
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+    signal(SIGXFSZ, old_handler);
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.status().message().find((*log)->path()) != std::string::npos);
+    CHECK(failed.status().message().find("cannot grow") != std::string::npos);
+    REQUIRE((*log)->Append(ProxyCall("r", "2")).ok());
+    log->reset();
+    CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1", "2"});
+  }
 }
 
 TEST_CASE("the pages appends copy into next are handed out once, twice as many as were copied") {
