@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "cli/diagnostics.h"
 
@@ -68,6 +69,19 @@ class NormalPriorityInScope {
   bool idle_;
 };
 
+// The writer's malloc arena (not the main one: it is not the main thread)
+// grows a few pages at a time as its caches fill, each growth an
+// mprotect(2), whose TLB flush interrupts every core that runs one of the
+// proxy's threads: 0.1 a 1 KB call (strace), with the io thread on the other
+// core. Grown once, here, instead; the free keeps it (the proxy keeps up to
+// 64 MiB free at an arena's top: TuneMallocForCalls).
+void GrowOwnMallocArena() {
+  constexpr size_t kBytes = 16 << 20;
+  char* block = static_cast<char*>(malloc(kBytes));
+  if (block) static_cast<volatile char*>(block)[kBytes - 1] = 0;  // (so the pair is not elided)
+  free(block);
+}
+
 }  // namespace
 
 double NowSeconds() {
@@ -85,6 +99,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(store::Store& store, Metrics&
 Recorder::Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup)
     : store_(store), metrics_(metrics), log_(std::move(log)), wakeup_(std::move(wakeup)), thread_([this] {
         pthread_setname_np(pthread_self(), "forge-writer");
+        GrowOwnMallocArena();
         Run();
       }) {
   StartCheckpointer();
