@@ -277,8 +277,8 @@ void Recorder::Run() {
         want_idle = queued_bytes_ < kIdleBacklogBytes && !stopping_;
       }
       if (want_idle != idle) SetIdlePriority(idle = want_idle);
-      // The pages the next calls' records go to, mapped writable here rather
-      // than by a fault on an io thread. (Only this thread replaces log_.)
+      // The pages the next calls' records go to, written once here rather
+      // than faulted on by an io thread. (Only this thread replaces log_.)
       store::CallLog::Prefault(ahead);
       if (batch.empty()) continue;  // a wakeup for calls an earlier batch took
     }

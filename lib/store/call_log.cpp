@@ -381,12 +381,12 @@ Status CallLog::GrowTo(uint64_t bytes) {
 CallLog::Ahead CallLog::TakeAhead() {
   // (A new log starts with the least: the writer replaces its log every 8 MiB
   // of 200 KB calls too, and prefaulting 1 MiB took it ~30 µs a call.)
+  if (!map_) return {};
   uint64_t ahead = std::clamp(2 * short_since_ahead_, kLeastAhead, kMostAhead);
   short_since_ahead_ = 0;
-  uint64_t to = std::min(size_, end_ + ahead) / kPageBytes * kPageBytes;
-  to = std::min(to, kMappedBytes);
+  uint64_t to = std::min({size_, end_ + ahead, kMappedBytes}) / kPageBytes * kPageBytes;
   uint64_t from = std::max(prefaulted_, end_ / kPageBytes * kPageBytes);
-  if (!map_ || to <= from) return {};
+  if (to <= from) return {};
   prefaulted_ = to;
   return {map_ + from, static_cast<size_t>(to - from)};
 }

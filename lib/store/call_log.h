@@ -89,7 +89,7 @@ class CallLog {
   // prompt ids begin the prompt of its rollout's last call logged with all of
   // its ids, only the rest are written, after that call's offset (a harness
   // resends its conversation: a 50K-token prompt is 200 KB of ids a call).
-  // On failure the file is as it was before.
+  // On failure the records are as they were before.
   Result<LogPosition> Append(const CallRecord& call, uint64_t request_text_at = 0);
   // The pages appends will copy into next that are not yet written (past the
   // end, twice the short records' bytes since the last call, 64 KiB to
