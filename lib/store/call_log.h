@@ -82,7 +82,7 @@ class CallLog {
   // short. Returns the record's offset, for Append. With the call's rollout,
   // a text that begins (for half or more of it) as that rollout's last whole
   // request text did is written as a reference to it and the rest. On
-  // failure the file is as it was before.
+  // failure the records are as they were before.
   Result<uint64_t> AppendRequestText(std::string_view text, const std::string& rollout = {});
   // Appends one call; with request_text_at, its request text is the request
   // record at that offset in this log, not written again. When half or more of its
