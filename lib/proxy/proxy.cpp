@@ -1,6 +1,5 @@
 #include "proxy/proxy.h"
 
-#include <malloc.h>
 #include <pthread.h>
 
 #include <cstdlib>
@@ -10,22 +9,6 @@
 #include "proxy/server.h"
 
 namespace forge::proxy {
-namespace {
-
-// glibc's defaults suit a process whose big blocks come and go rarely; a
-// proxy allocates and frees a request-sized block on every call. With them, a
-// 200 KB call's blocks were mmapped and unmapped, or freed at the top of the
-// heap and trimmed back to the kernel (a brk or madvise per call, and again
-// faulting the pages in on the next), and the trim ran under the malloc
-// arena's lock, which the writer thread takes to free a recorded call's
-// memory: io threads waited 0.1–0.6 ms for it (perf trace). Blocks up to
-// 32 MiB now come from the heap, which keeps up to 64 MiB free at its top.
-void TuneMallocForCalls() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
-}
-
-}  // namespace
 
 Status RunProxy(const ProxyConfig& config) {
   if (config.store_path.empty()) return Status::Usage("--store is required");
@@ -57,7 +40,6 @@ Status RunProxy(const ProxyConfig& config) {
               (replay->bad_lines() ? " (" + std::to_string(replay->bad_lines()) + " bad lines skipped)" : ""));
   }
 
-  TuneMallocForCalls();
   int threads = std::max(1, config.threads);
   // The io_context, the pool and the server are deliberately never destroyed:
   // connections still parked in the io_context when we return (idle keep-alive

@@ -47,9 +47,10 @@ void SetIdlePriority(bool idle) {
 
 // But an idle-priority thread must not hold what a call's thread can wait
 // for: preempted holding the appenders' lock, or freeing a call's memory
-// (glibc locks the malloc arena of the io thread that allocated it), it
-// stalled that io thread until a core fell idle: 1–4.5 ms waits in futex
-// (perf trace), the 200 KB p99. So the writer sleeps and does its storage
+// (glibc's malloc then locked the arena of the io thread that allocated it;
+// tcmalloc moves a full thread cache to lists shared by every thread, under
+// their locks), it stalled that io thread until a core fell idle: 1–4.5 ms
+// waits in futex (perf trace, with glibc's malloc), the 200 KB p99. So the writer sleeps and does its storage
 // work at idle priority, holding nothing, and is at normal priority while
 // it takes the queue and frees what it has committed. (It cannot simply stay
 // at normal priority: an io thread's wakeup of it would then preempt that
@@ -69,18 +70,6 @@ class NormalPriorityInScope {
   bool idle_;
 };
 
-// The writer's malloc arena (not the main one: it is not the main thread)
-// grows a few pages at a time as its caches fill, each growth an
-// mprotect(2), whose TLB flush interrupts every core that runs one of the
-// proxy's threads: 0.1 a 1 KB call (strace), with the io thread on the other
-// core. Grown once, here, instead; the free keeps it (the proxy keeps up to
-// 64 MiB free at an arena's top: TuneMallocForCalls).
-void GrowOwnMallocArena() {
-  constexpr size_t kBytes = 16 << 20;
-  char* block = static_cast<char*>(malloc(kBytes));
-  if (block) static_cast<volatile char*>(block)[kBytes - 1] = 0;  // (so the pair is not elided)
-  free(block);
-}
 
 }  // namespace
 
@@ -99,7 +88,6 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(store::Store& store, Metrics&
 Recorder::Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup)
     : store_(store), metrics_(metrics), log_(std::move(log)), wakeup_(std::move(wakeup)), thread_([this] {
         pthread_setname_np(pthread_self(), "forge-writer");
-        GrowOwnMallocArena();
         Run();
       }) {
   StartCheckpointer();
