@@ -12,10 +12,15 @@
 # Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx; scripts/bootstrap.sh installs it)
 #   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
 #   same run (column "baseline"), for before/after figures under the same load.
+#   SEQ_N / SEQ_N_LARGE: (a)'s 1 KB / 200 KB calls per path (5000 / 300).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-${FORGE_BIN:-$SRC/build}}
-SEQ_N=${SEQ_N:-300}
+# (a)'s calls per path: 1 KB calls in rounds long enough that a proxy's store
+# writer (it commits 50 ms after a batch's first call) works during that
+# proxy's own round, as under steady load, not during another path's.
+SEQ_N=${SEQ_N:-5000}
+SEQ_N_LARGE=${SEQ_N_LARGE:-300}  # 200 KB calls
 CLIENTS=${CLIENTS:-1000}
 EVENTS=${EVENTS:-200}
 LOAD_ROUNDS=${LOAD_ROUNDS:-3}
@@ -64,9 +69,10 @@ error_log $W/nginx.err warn;
 events { worker_connections 8192; }
 http {
   access_log off;
+  keepalive_requests 1000000;  # (a) keeps one connection for a round's calls
   client_body_temp_path $W/nginx/body;
   proxy_temp_path $W/nginx/proxy;
-  upstream up { server 127.0.0.1:$UP; keepalive 512; }
+  upstream up { server 127.0.0.1:$UP; keepalive 512; keepalive_requests 1000000; }
   server {
     listen 127.0.0.1:$NG;
     client_max_body_size 64m;
@@ -98,8 +104,9 @@ server_pids() {
 
 echo "forge-proxy benchmark  ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"
 echo
-echo "(a) sequential non-streaming calls, $SEQ_N each, keep-alive; latency ms (median / p99)"
-echo "    paths take turns in rounds of $((SEQ_N / 5)) calls, so a burst of load elsewhere hits all alike;"
+echo "(a) sequential non-streaming calls, keep-alive; latency ms (median / p99)"
+echo "    paths take turns in 5 rounds (1 KB: $((SEQ_N / 5)) calls a round, 200 KB: $((SEQ_N_LARGE / 5))), so a burst"
+echo "    of load elsewhere hits all alike and a proxy's recording runs in its own rounds;"
 echo "    'added' is each path's median / p99 minus the direct path's; 'CPU/call' is the serving"
 echo "    processes' CPU time per call (every thread: nginx's workers; the proxy's io threads and its recording)"
 # The third size is the second answered as vLLM answers the proxy, with every
@@ -108,6 +115,7 @@ echo "    processes' CPU time per call (every thread: nginx's workers; the proxy
 for size in 1024 204800 204800:real-ids; do
   bytes=${size%%:*}
   real_ids=$([ "$size" != "$bytes" ] && echo 1 || true)
+  calls=$(( bytes > 65536 ? SEQ_N_LARGE : SEQ_N ))
   paths=("direct http://127.0.0.1:$UP" "nginx http://127.0.0.1:$NG" "forge-proxy http://127.0.0.1:$PX")
   [ -n "$BASE" ] && paths+=("baseline http://127.0.0.1:$BX")
   for p in "${paths[@]}"; do : > "$W/seq.${p%% *}"; : > "$W/cpu.${p%% *}"; done
@@ -115,7 +123,7 @@ for size in 1024 204800 204800:real-ids; do
     for p in "${paths[@]}"; do
       pids=$(server_pids "${p%% *}")
       before=$(cpu_ns $pids)
-      BENCH_KEY=$SECRET BENCH_RAW=1 BENCH_REAL_IDS=${real_ids:-0} "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$((SEQ_N / 5))" "$bytes" >> "$W/seq.${p%% *}"
+      BENCH_KEY=$SECRET BENCH_RAW=1 BENCH_REAL_IDS=${real_ids:-0} "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$((calls / 5))" "$bytes" >> "$W/seq.${p%% *}"
       [ -n "$pids" ] && echo $(( $(cpu_ns $pids) - before )) >> "$W/cpu.${p%% *}"
     done
   done

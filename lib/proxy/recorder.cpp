@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -29,32 +30,49 @@ constexpr auto kGatherTime = std::chrono::milliseconds(50);
 // with 8 MiB of 200 KB calls: the 200 KB p99.)
 constexpr uint64_t kRotateBytes = 8 << 20;
 constexpr int kCheckpointPages = 1000;  // SQLite's own threshold
-// Below this backlog the writer only takes CPU no call is waiting for.
+// Below this backlog the writer may run at idle priority.
 constexpr size_t kIdleBacklogBytes = 16 << 20;
+// A writer that spent more than this of its own CPU on each call of its last
+// batch runs the next at idle priority; below it, under SCHED_BATCH.
+constexpr auto kLongCallWork = std::chrono::microseconds(100);
 
-// SCHED_IDLE: the kernel runs the thread only on a core nothing else wants,
-// and takes the core back the moment a call's thread is woken; with two
-// cores, the writer's batch otherwise delays whichever call it shares a
-// core with (the p99 went from 0.3 to 1.9 ms in bench/proxy_bench.sh). A
-// backlog puts it back at normal priority, so a busy machine cannot starve it.
+// Two ways to keep the writer's batches out of the calls' way, each right for
+// one kind of call:
+// - SCHED_IDLE: the kernel runs the thread only on a core nothing else wants,
+//   and takes the core back the moment a call's thread is woken. With two
+//   cores the writer's batch otherwise slowed whichever long call shared its
+//   core (the p99 went from 0.3 to 1.9 ms in bench/proxy_bench.sh; 200 KB
+//   calls' p99 in round 19: 0.7–0.9 ms idle, 1.9–2.3 SCHED_BATCH). But the
+//   kernel counts that core as idle, so a call's every wakeup lands there and
+//   preempts the writer: an interrupt and two context switches, ~18 µs of CPU
+//   a 1 KB call on this machine, more than the writer's own work on it.
+// - SCHED_BATCH: a normal share of a core, but never preempting a call's
+//   thread on waking, and its core is not taken for idle. For short calls
+//   (1 KB added median 5–26 µs lower than idle in round 19's runs).
+// Past a backlog the writer is at SCHED_BATCH whatever its calls, so a busy
+// machine cannot starve it.
 void SetIdlePriority(bool idle) {
   sched_param param{};
-  pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &param);
+  pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_BATCH, &param);
   // The change alone does not give the core up: a call's thread this one
   // preempted (its unlock woke the writer) waited for the next tick, 1–4 ms.
   if (idle) sched_yield();
 }
 
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
 // But an idle-priority thread must not hold what a call's thread can wait
 // for: preempted holding the appenders' lock, or freeing a call's memory
 // (glibc's malloc then locked the arena of the io thread that allocated it;
-// tcmalloc moves a full thread cache to lists shared by every thread, under
+// tcmalloc moves a full thread cache to lists every thread takes, under
 // their locks), it stalled that io thread until a core fell idle: 1–4.5 ms
-// waits in futex (perf trace, with glibc's malloc), the 200 KB p99. So the writer sleeps and does its storage
-// work at idle priority, holding nothing, and is at normal priority while
-// it takes the queue and frees what it has committed. (It cannot simply stay
-// at normal priority: an io thread's wakeup of it would then preempt that
-// io thread.)
+// waits in futex (perf trace, glibc's malloc), the 200 KB p99. So at idle
+// priority the writer sleeps and does its storage work holding nothing, and
+// is at SCHED_BATCH while it takes the queue and frees what it committed.
 class NormalPriorityInScope {
  public:
   explicit NormalPriorityInScope(bool idle) : idle_(idle) {
@@ -234,8 +252,9 @@ void Recorder::Rotate(bool idle) {
 void Recorder::Run() {
   std::vector<Pending> batch;
   int failures = 0;
-  bool idle = true;
-  SetIdlePriority(true);
+  bool idle = false;
+  bool long_calls = false;  // the last batch's calls took the writer long each
+  SetIdlePriority(false);
   for (;;) {
     if (batch.empty()) {
       // (Not when a flush is due: Stop's wakeup may have ended the last
@@ -262,7 +281,7 @@ void Recorder::Run() {
         if (!queue_.empty()) first_logged_at_.store(queue_.front().logged_at);
         flush_now_.store(stopping_ || !queue_.empty());  // left over: behind, no gathering
         if (batch.empty() && stopping_) return;  // the database holds every call
-        want_idle = queued_bytes_ < kIdleBacklogBytes && !stopping_;
+        want_idle = long_calls && queued_bytes_ < kIdleBacklogBytes && !stopping_;
       }
       if (want_idle != idle) SetIdlePriority(idle = want_idle);
       // The pages the next calls' records go to, written once here rather
@@ -270,7 +289,9 @@ void Recorder::Run() {
       store::CallLog::Prefault(ahead);
       if (batch.empty()) continue;  // a wakeup for calls an earlier batch took
     }
+    auto cpu_before = ThreadCpuTime();
     Status status = Commit(batch, idle);
+    long_calls = ThreadCpuTime() - cpu_before > kLongCallWork * batch.size();
     if (!status.ok()) {
       // The calls are safe in the log; the database may be busy or full for a while.
       ++failures;

@@ -1,9 +1,12 @@
 #include <doctest/doctest.h>
 #include <dirent.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -161,4 +164,83 @@ TEST_CASE("the recorder stops when Stop comes while a batch gathers") {
     stop.join();
     CHECK(r.metrics.records_written.load() == 1);
   }
+}
+
+namespace {
+
+// The scheduling policy of this process's thread named `name`, or -1.
+int PolicyOfThread(const std::string& name) {
+  DIR* d = opendir("/proc/self/task");
+  int policy = -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
+    if (!f) continue;
+    char comm[64] = {};
+    bool named = std::fgets(comm, sizeof comm, f) && std::string(comm) == name + "\n";
+    std::fclose(f);
+    if (named) policy = sched_getscheduler(static_cast<pid_t>(std::atoi(e->d_name)));
+  }
+  closedir(d);
+  return policy;
+}
+
+bool WaitForPolicy(const std::string& thread, int policy) {
+  for (int wait = 0; wait < 2000; ++wait) {
+    if (PolicyOfThread(thread) == policy) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+void SubmitAndWait(Recording& r, std::vector<CallRecord> calls) {
+  for (CallRecord& call : calls) {
+    auto logged = r.recorder->Submit(std::move(call), IgnoreDone);
+    REQUIRE(logged.has_value());
+    REQUIRE(logged->ok());
+  }
+  for (int wait = 0; wait < 10000 && r.recorder->pending() > 0; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(r.recorder->pending() == 0);
+}
+
+std::vector<CallRecord> ShortCalls(int n) {
+  std::vector<CallRecord> calls;
+  for (int i = 0; i < n; ++i) calls.push_back(ChatCall("short", std::to_string(i)));
+  return calls;
+}
+
+// Calls of 1 MB of letters that do not compress: milliseconds of the
+// writer's CPU each.
+std::vector<CallRecord> LongCalls(int n) {
+  std::vector<CallRecord> calls;
+  uint64_t state = 88172645463325252ull;
+  for (int i = 0; i < n; ++i) {
+    std::string text(1 << 20, ' ');
+    for (char& c : text) {
+      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+      c = static_cast<char>('a' + state % 26);
+    }
+    calls.push_back(ChatCall("long", text));
+  }
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after calls long to record") {
+  Recording r;
+  REQUIRE(WaitForPolicy("forge-writer", SCHED_BATCH));
+  SubmitAndWait(r, ShortCalls(300));
+  CHECK(PolicyOfThread("forge-writer") == SCHED_BATCH);  // a few µs of its CPU each
+  SubmitAndWait(r, LongCalls(8));
+  SubmitAndWait(r, ShortCalls(1));  // taken after the long batch: at idle priority
+  CHECK(WaitForPolicy("forge-writer", SCHED_IDLE));
+  SubmitAndWait(r, ShortCalls(300));  // short again...
+  SubmitAndWait(r, ShortCalls(300));  // ...so the batch after it is back under SCHED_BATCH
+  CHECK(WaitForPolicy("forge-writer", SCHED_BATCH));
+  auto calls = r.store->CallsOfRollout("long");
+  REQUIRE(calls.ok());
+  CHECK(calls->size() == 8);
 }
