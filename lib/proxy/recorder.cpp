@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include <chrono>
-#include <cstdlib>
 
 #include "cli/diagnostics.h"
 
@@ -42,13 +41,13 @@ constexpr auto kLongCallWork = std::chrono::microseconds(100);
 //   and takes the core back the moment a call's thread is woken. With two
 //   cores the writer's batch otherwise slowed whichever long call shared its
 //   core (the p99 went from 0.3 to 1.9 ms in bench/proxy_bench.sh; 200 KB
-//   calls' p99 in round 19: 0.7–0.9 ms idle, 1.9–2.3 SCHED_BATCH). But the
+//   calls' p99 in round 19: 0.7–0.9 ms idle, 1.4–2.3 SCHED_BATCH). But the
 //   kernel counts that core as idle, so a call's every wakeup lands there and
-//   preempts the writer: an interrupt and two context switches, ~18 µs of CPU
-//   a 1 KB call on this machine, more than the writer's own work on it.
+//   preempts the writer: an interrupt and two context switches, 13–18 µs of
+//   CPU a 1 KB call on this machine, more than the writer's own work on it.
 // - SCHED_BATCH: a normal share of a core, but never preempting a call's
 //   thread on waking, and its core is not taken for idle. For short calls
-//   (1 KB added median 5–26 µs lower than idle in round 19's runs).
+//   (1 KB added median 6–15 µs lower than at idle priority in round 19).
 // Past a backlog the writer is at SCHED_BATCH whatever its calls, so a busy
 // machine cannot starve it.
 void SetIdlePriority(bool idle) {
@@ -87,7 +86,6 @@ class NormalPriorityInScope {
  private:
   bool idle_;
 };
-
 
 }  // namespace
 
