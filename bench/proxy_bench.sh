@@ -12,14 +12,14 @@
 # Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx; scripts/bootstrap.sh installs it)
 #   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
 #   same run (column "baseline"), for before/after figures under the same load.
-#   SEQ_N / SEQ_N_LARGE: (a)'s 1 KB / 200 KB calls per path (5000 / 300).
+#   SEQ_N / SEQ_N_LARGE: (a)'s 1 KB / 200 KB calls per path (20000 / 300).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-${FORGE_BIN:-$SRC/build}}
-# (a)'s calls per path: 1 KB calls in rounds long enough that a proxy's store
-# writer (it commits 50 ms after a batch's first call) works during that
-# proxy's own round, as under steady load, not during another path's.
-SEQ_N=${SEQ_N:-5000}
+# (a)'s calls per path: 1 KB calls in rounds long enough (~0.5 s) that a
+# proxy's store writer (it commits 50 ms after a batch's first call) works
+# during that proxy's own round, as under steady load, not another path's.
+SEQ_N=${SEQ_N:-20000}
 SEQ_N_LARGE=${SEQ_N_LARGE:-300}  # 200 KB calls
 CLIENTS=${CLIENTS:-1000}
 EVENTS=${EVENTS:-200}
