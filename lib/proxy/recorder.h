@@ -81,6 +81,7 @@ class Recorder {
   Metrics& metrics_;
   std::unique_ptr<store::CallLog> log_;
   uint64_t log_generation_ = 1;  // counts the logs: a request logged in a replaced one is gone
+  std::unique_ptr<store::CallLog> spare_;  // the next log_: the last one, emptied (writer only)
   std::mutex mutex_;  // log_, queue_ and the rest below
   std::deque<Pending> queue_;
   size_t queued_bytes_ = 0;

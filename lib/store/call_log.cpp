@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "base/hash.h"
 #include "store/call_codec.h"
@@ -555,6 +556,24 @@ Status CallLog::Remove(Store& store) {
   close(fd_);
   fd_ = -1;
   return store.DeleteMeta(MetaKey(path_));
+}
+
+Status CallLog::Recycle(Store& store) {
+  if (!map_) return Status::Unavailable(path_ + ": a log written, not mapped, is not reused");
+  // Zeroed first, under the old name, whose meta row says the database took
+  // it all: a crash meanwhile leaves nothing to recover twice. Then renamed:
+  // the new name has no meta row, so its records count from the start.
+  std::memset(map_ + kHeaderBytes, 0, end_ - kHeaderBytes);
+  std::string fresh = store.path() + std::string(kInfix) + RandomHex(kIdDigits / 2);
+  if (rename(path_.c_str(), fresh.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
+  std::string old = std::exchange(path_, fresh);
+  // The zeroing wrote every page before the old end: none faults again.
+  prefaulted_ = end_ / kPageBytes * kPageBytes;
+  end_ = kHeaderBytes;
+  short_since_ahead_ = 0;
+  whole_prompts_.Forget();  // their offsets were in the old records
+  whole_requests_.Forget();
+  return store.DeleteMeta(MetaKey(old));
 }
 
 Status RecoverCallLogs(Store& store) {

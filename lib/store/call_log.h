@@ -110,6 +110,12 @@ class CallLog {
   // Deletes the file and its meta row. Only when the database holds every
   // call appended so far; the object is unusable afterwards.
   Status Remove(Store& store);
+  // Empties the log for reuse, under a new name (so the database's record of
+  // how far it took the old one cannot apply), keeping its file, its lock and
+  // its pages: a new log's pages each cost a page fault to map, the writer's
+  // largest cost for short calls. Only when the database holds every call
+  // appended so far, and only a mapped log (else an error: Remove it instead).
+  Status Recycle(Store& store);
 
   const std::string& path() const { return path_; }
   uint64_t bytes() const { return end_; }
@@ -140,6 +146,10 @@ class CallLog {
     // Keeps (a copy of) value, written whole at `at`, for the rollout's next records.
     template <typename Value>
     void Remember(const std::string& rollout, uint64_t at, const Value& value);
+    void Forget() {
+      by_rollout_.clear();
+      bytes_ = 0;
+    }
 
    private:
     static size_t Bytes(size_t length) { return length * sizeof(typename Whole::value_type); }

@@ -705,6 +705,64 @@ TEST_CASE("a log removed after its calls are in the database leaves nothing behi
   CHECK(Tags(*again, "r") == std::vector<std::string>{"1"});
 }
 
+TEST_CASE("a recycled log is empty under a new name; its calls are recovered once, from its start") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  OpenStore(db);
+  CallRecord first = ProxyCall("r", "1"), second = ProxyCall("r", "2"), third = ProxyCall("r", "3");
+  first.prompt_ids = GrownPrompt({}, 5000, 1);
+  second.prompt_ids = GrownPrompt(first.prompt_ids, 100, 2);  // would refer to first's record
+  third.prompt_ids = GrownPrompt(second.prompt_ids, 100, 3);
+  std::string old_path;
+  {
+    auto store = OpenStore(db);
+    auto log = CreateLog(db);
+    old_path = log->path();
+    auto mark = AppendTaken(*store, *log, {first});
+    REQUIRE(log->Recycle(*store).ok());
+    CHECK(log->path() != old_path);
+    CHECK(log->bytes() == 8);  // its header only
+    CHECK(LogFiles(dir.path().string()) == 1);
+    auto gone = store->GetMeta(mark.key);  // the old name's mark
+    REQUIRE(gone.ok());
+    CHECK(!gone->has_value());
+    auto scans = forge::store::ScanCallLogs(db);
+    REQUIRE(scans.ok());
+    REQUIRE(scans->size() == 1);
+    CHECK((*scans)[0].calls == 0);
+    CHECK((*scans)[0].end == 8);
+    // Written whole: the record first's prompt was in is gone.
+    uint64_t before = log->bytes();
+    REQUIRE(log->Append(second).ok());
+    uint64_t whole_second = log->bytes() - before;
+    CHECK(whole_second > 5100 * 4);
+    before = log->bytes();
+    REQUIRE(log->Append(third).ok());
+    CHECK(log->bytes() - before < whole_second - 4000 * 4);  // refers to second's, in this log
+  }  // the writer dies before the database took second and third
+  auto store = OpenStore(db);
+  CheckEachStored(*store, {{"r", {&first, &second, &third}}}, [](const CallRecord& stored, const CallRecord& logged) {
+    CHECK(stored.prompt_ids == logged.prompt_ids);
+  });
+  CHECK(LogFiles(dir.path().string()) == 0);
+}
+
+TEST_CASE("a log written, not mapped, is not recycled and stays as it was") {
+  forge::testing::TempDir dir;
+  std::string db = dir.File("forge.db");
+  auto store = OpenStore(db);
+  auto written = CallLog::Create(db, /*mapped=*/false);
+  REQUIRE(written.ok());
+  auto mark = AppendTaken(*store, **written, {ProxyCall("r", "1")});
+  uint64_t end = (*written)->bytes();
+  CHECK(!(*written)->Recycle(*store).ok());
+  CHECK((*written)->bytes() == end);
+  auto kept = store->GetMeta(mark.key);
+  REQUIRE(kept.ok());
+  CHECK(kept->has_value());
+  REQUIRE((*written)->Remove(*store).ok());
+}
+
 TEST_CASE("opening the store waits for a live writer to move what it has logged") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
