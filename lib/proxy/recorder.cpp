@@ -23,12 +23,15 @@ constexpr size_t kMaxBatch = 512;
 // The call is durable in the log before its answer ends; the database, which
 // readers wait for (Store::Open, /admin/drain), is at most this much behind.
 constexpr auto kGatherTime = std::chrono::milliseconds(50);
-// Once the database holds everything, a log this long is swapped for the
-// spare: the log before it, emptied outside the appenders' lock and renamed
-// (CallLog::Recycle), so the pages calls copy into stay mapped. A new log's
-// pages each cost a page fault to map, a quarter of the writer's CPU for
-// 1 KB calls in round 19. (Emptying it in place with ftruncate took 1–1.4 ms
-// under that lock with 8 MiB of 200 KB calls: the 200 KB p99.)
+// A log this long is swapped for the spare when the writer takes a batch
+// that leaves nothing queued (every call of the batch is in the old log);
+// once that batch is committed the old log is emptied and renamed
+// (CallLog::Recycle) to be the next spare, so the pages calls copy into stay
+// mapped: a new log's pages each cost a page fault to map, a quarter of the
+// writer's CPU for 1 KB calls in round 19. (A log emptied in place with
+// ftruncate under the appenders' lock took 1–1.4 ms with 8 MiB of 200 KB
+// calls: the 200 KB p99. Swapping only when the queue was empty after a
+// commit almost never happened under steady load: the log grew on.)
 constexpr uint64_t kRotateBytes = 8 << 20;
 constexpr int kCheckpointPages = 1000;  // SQLite's own threshold
 // Below this backlog the writer may run at idle priority.
@@ -201,10 +204,13 @@ void Recorder::Stop() {
     if (Status s = spare_->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
   }
   if (queue_.empty()) {
-    if (Status s = log_->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+    for (auto* log : {&retiring_, &log_}) {
+      if (!*log) continue;
+      if (Status s = (*log)->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+    }
   } else {
-    cli::Warn(std::to_string(queue_.size()) + " calls stay in the call log " + log_->path() +
-              "; the next forge tool to open the store moves them into it");
+    cli::Warn(std::to_string(queue_.size()) + " calls stay in the call log " + (retiring_ ? retiring_ : log_)->path() +
+              (retiring_ ? " and " + log_->path() : "") + "; the next forge tool to open the store moves them into it");
   }
 }
 
@@ -212,7 +218,8 @@ Status Recorder::Commit(std::vector<Pending>& batch, bool idle) {
   std::vector<store::CallRecord> calls;
   calls.reserve(batch.size());
   for (Pending& p : batch) calls.push_back(std::move(p.call));
-  store::LogMark mark = log_->MarkAt(batch.back().logged);
+  // (Only this thread replaces log_; a batch taken as the log was swapped is all in the old one.)
+  store::LogMark mark = (retiring_ ? *retiring_ : *log_).MarkAt(batch.back().logged);
   Status status = store_.AppendCalls(calls, &mark);
   {
     NormalPriorityInScope normal(idle);  // the calls' memory is the io threads'
@@ -229,39 +236,25 @@ Status Recorder::Commit(std::vector<Pending>& batch, bool idle) {
   return status;
 }
 
-void Recorder::Rotate(bool idle) {
-  // The next log is the last one emptied (its pages stay mapped), else a new
-  // one; it is swapped in under the appenders' lock, and made ready outside it.
-  std::unique_ptr<store::CallLog> next = std::move(spare_);
-  if (!next) {
-    auto fresh = store::CallLog::Create(store_.path());
-    if (!fresh.ok()) {
-      cli::Warn("call log: " + fresh.status().message() + " (the current log keeps growing)");
-      return;
-    }
-    next = std::move(*fresh);
-  }
-  std::unique_ptr<store::CallLog> retired;
-  {
-    NormalPriorityInScope normal(idle);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (queue_.empty()) {  // nothing appended since: the database holds all of the old log
-      retired = std::move(log_);
-      log_ = std::move(next);
-      ++log_generation_;
-    }
-  }
-  if (!retired) {
-    spare_ = std::move(next);
+void Recorder::RecycleRetiring(bool idle) {
+  // The database holds every call of the retiring log: the last batch it
+  // committed was the last taken from it.
+  if (retiring_->Recycle(store_).ok()) {
+    spare_ = std::move(retiring_);
     return;
   }
-  if (retired->Recycle(store_).ok()) {
-    spare_ = std::move(retired);
-    return;
-  }
-  if (Status s = retired->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+  if (Status s = retiring_->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
   NormalPriorityInScope normal(idle);  // the first log was made on the main thread
-  retired.reset();
+  retiring_.reset();
+}
+
+void Recorder::MakeSpare() {
+  auto fresh = store::CallLog::Create(store_.path());
+  if (!fresh.ok()) {
+    cli::Warn("call log: " + fresh.status().message() + " (the current log keeps growing)");
+    return;
+  }
+  spare_ = std::move(*fresh);
 }
 
 void Recorder::Run() {
@@ -287,11 +280,16 @@ void Recorder::Run() {
       {
         NormalPriorityInScope normal(idle);
         std::lock_guard<std::mutex> lock(mutex_);
-        ahead = log_->TakeAhead();
         while (!queue_.empty() && batch.size() < kMaxBatch) {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
+        if (!batch.empty() && queue_.empty() && spare_ && log_->bytes() >= kRotateBytes) {
+          retiring_ = std::move(log_);  // holds every call of the batch
+          log_ = std::move(spare_);
+          ++log_generation_;
+        }
+        ahead = log_->TakeAhead();
         queued_calls_.store(queue_.size());
         if (!queue_.empty()) first_logged_at_.store(queue_.front().logged_at);
         flush_now_.store(stopping_ || !queue_.empty());  // left over: behind, no gathering
@@ -324,20 +322,21 @@ void Recorder::Run() {
       continue;
     }
     failures = 0;
-    bool rotate = false;
+    bool want_spare = false;
     {
       NormalPriorityInScope normal(idle);
       {
         std::lock_guard<std::mutex> lock(mutex_);
         for (const Pending& p : batch) queued_bytes_ -= p.bytes;
-        rotate = queue_.empty() && log_->bytes() >= kRotateBytes;
+        want_spare = !spare_ && !retiring_ && log_->bytes() >= kRotateBytes / 2;
       }
       for (Pending& p : batch) {
         if (p.done) p.done(status);
       }
       batch.clear();
     }
-    if (rotate) Rotate(idle);
+    if (retiring_) RecycleRetiring(idle);
+    if (want_spare) MakeSpare();
   }
 }
 

@@ -73,7 +73,8 @@ class Recorder {
   Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup);
   void Run();
   Status Commit(std::vector<Pending>& batch, bool idle);
-  void Rotate(bool idle);  // replaces a long log the database has taken all of
+  void RecycleRetiring(bool idle);  // makes the retired log, all in the database, the spare
+  void MakeSpare();
   void StartCheckpointer();
   void RunCheckpoints();
 
@@ -81,7 +82,10 @@ class Recorder {
   Metrics& metrics_;
   std::unique_ptr<store::CallLog> log_;
   uint64_t log_generation_ = 1;  // counts the logs: a request logged in a replaced one is gone
-  std::unique_ptr<store::CallLog> spare_;  // the next log_: the last one, emptied (writer only)
+  // The writer's alone: the next log_ (the last one, emptied), and the log
+  // replaced by log_ until the batch taken from it is committed.
+  std::unique_ptr<store::CallLog> spare_;
+  std::unique_ptr<store::CallLog> retiring_;
   std::mutex mutex_;  // log_, queue_ and the rest below
   std::deque<Pending> queue_;
   size_t queued_bytes_ = 0;

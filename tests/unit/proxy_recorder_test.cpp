@@ -256,3 +256,43 @@ TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after c
   REQUIRE(calls.ok());
   CHECK(calls->size() == 8);
 }
+
+TEST_CASE("under steady calls the writer swaps a long log for an emptied one without waiting for a lull") {
+  Recording r;
+  // ~3 KB records arriving steadily, each batch taken while the next calls
+  // arrive: its queue is never empty after a commit, only right after a take.
+  constexpr int kCalls = 12000;
+  std::string text(2500, 'x');
+  uint64_t longest = 0;  // the most records a log held while the calls came
+  for (int i = 0; i < kCalls; ++i) {
+    auto logged = r.recorder->Submit(ChatCall("steady", std::to_string(i) + text), IgnoreDone);
+    REQUIRE(logged.has_value());
+    REQUIRE(logged->ok());
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (i % 1000 == 999) {
+      auto scans = forge::store::ScanCallLogs(r.dir.File("forge.db"));
+      REQUIRE(scans.ok());
+      for (const auto& scan : *scans) longest = std::max(longest, scan.end);
+    }
+  }
+  CHECK(longest < 12ull << 20);  // swapped at 8 MiB, not grown to ~31 MB
+  for (int wait = 0; wait < 10000 && r.recorder->pending() > 0; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(r.metrics.records_written.load() == kCalls);
+  // 12,000 × ~2.6 KB = ~31 MB appended; no log holds more than a swap's worth.
+  auto scans = forge::store::ScanCallLogs(r.dir.File("forge.db"));
+  REQUIRE(scans.ok());
+  CHECK(scans->size() <= 3);  // the current log, the spare, and one retiring
+  uint64_t appended = 0;
+  for (const auto& scan : *scans) {
+    CHECK(scan.end < 12ull << 20);
+    appended += scan.end;
+  }
+  CHECK(appended < 20ull << 20);
+  auto calls = r.store->CallsOfRollout("steady");
+  REQUIRE(calls.ok());
+  CHECK(calls->size() == kCalls);
+  r.recorder->Stop();
+  CHECK(Logs(r.dir.path().string()).empty());
+}
