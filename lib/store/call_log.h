@@ -21,8 +21,8 @@
 // without request records either, are still read.) The database keeps how far it has taken
 // each log, in the transaction that stores the calls (meta row
 // "call-log:<file name>" = the byte offset). Once the database has taken all
-// of a long log, its writer starts a new one and removes the old, so logs
-// stay small and their pages are rarely written back.
+// of a long log, its writer empties it and keeps it as the spare that takes
+// over from the next (Recycle), so logs stay small and their pages mapped.
 //
 // The file is allocated 16 MiB at a time past its records (fallocate, zeros,
 // its size grown) and mapped shared: an append of a record under 16 KiB (a
