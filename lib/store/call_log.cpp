@@ -577,7 +577,22 @@ Status CallLog::Recycle(Store& store) {
 }
 
 Status RecoverCallLogs(Store& store) {
-  for (const std::string& path : LogPaths(store.path())) {
+  // A writer that died just after swapping logs leaves two with calls the
+  // database lacks: the old one, partly taken (it has a mark), and the new
+  // one, of which nothing was (the writer commits the old log's last batch
+  // first). The old one's calls came first, and a call's place in its
+  // rollout is the order it reaches the database.
+  std::vector<std::string> paths = LogPaths(store.path());
+  std::vector<std::string> marked;
+  for (const std::string& path : paths) {
+    auto stored = store.GetMeta(MetaKey(path));
+    if (!stored.ok()) return stored.status().Prefixed("recovering a call log");
+    if (stored->has_value()) marked.push_back(path);
+  }
+  std::stable_partition(paths.begin(), paths.end(), [&](const std::string& path) {
+    return std::find(marked.begin(), marked.end(), path) != marked.end();
+  });
+  for (const std::string& path : paths) {
     int fd = OpenOrphan(path);
     if (fd < 0) continue;  // a live writer's, or gone already
     Status s = Recover(store, fd, path);

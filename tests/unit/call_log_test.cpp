@@ -747,6 +747,27 @@ TEST_CASE("a recycled log is empty under a new name; its calls are recovered onc
   CHECK(LogFiles(dir.path().string()) == 0);
 }
 
+TEST_CASE("a writer that died between swapping logs and committing the old one's last calls: the old log's calls come first") {
+  // Log names are random, so the directory's order is too: eight rounds.
+  for (int round = 0; round < 8; ++round) {
+    forge::testing::TempDir dir;
+    std::string db = dir.File("forge.db");
+    OpenStore(db);
+    {
+      auto store = OpenStore(db);
+      auto old_log = CreateLog(db);
+      AppendTaken(*store, *old_log, {ProxyCall("r", "1")});  // the old log has a mark
+      REQUIRE(old_log->Append(ProxyCall("r", "2")).ok());      // its last batch, not committed
+      auto new_log = CreateLog(db);
+      REQUIRE(new_log->Append(ProxyCall("r", "3")).ok());      // calls after the swap
+      REQUIRE(new_log->Append(ProxyCall("r", "4")).ok());
+    }  // the writer dies
+    auto store = OpenStore(db);
+    REQUIRE(Tags(*store, "r") == std::vector<std::string>{"1", "2", "3", "4"});
+    CHECK(LogFiles(dir.path().string()) == 0);
+  }
+}
+
 TEST_CASE("a log written, not mapped, is not recycled and stays as it was") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
