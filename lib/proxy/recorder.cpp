@@ -209,8 +209,9 @@ void Recorder::Stop() {
       if (Status s = (*log)->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
     }
   } else {
-    cli::Warn(std::to_string(queue_.size()) + " calls stay in the call log " + (retiring_ ? retiring_ : log_)->path() +
-              (retiring_ ? " and " + log_->path() : "") + "; the next forge tool to open the store moves them into it");
+    std::string logs = retiring_ ? retiring_->path() + " and " + log_->path() : log_->path();
+    cli::Warn(std::to_string(queue_.size()) + " calls stay in the call log " + logs +
+              "; the next forge tool to open the store moves them into it");
   }
 }
 

@@ -82,7 +82,13 @@ std::string DirName(const std::string& path) {
 
 std::string MetaKey(const std::string& log_path) { return "call-log:" + BaseName(log_path); }
 
-// The logs beside db_path (each is replayed on its own: their order does not matter).
+// A log's name: the database's, the infix, a random id.
+std::string NewLogPath(const std::string& db_path) {
+  return db_path + std::string(kInfix) + RandomHex(kIdDigits / 2);
+}
+
+// The logs beside db_path, in the directory's order (RecoverCallLogs puts
+// those the database has a mark for first).
 std::vector<std::string> LogPaths(const std::string& db_path) {
   std::string dir = DirName(db_path);
   std::string prefix = BaseName(db_path) + std::string(kInfix);
@@ -336,7 +342,7 @@ uint64_t EndOfLastCall(const std::string& path, uint64_t from, uint64_t size) {
 Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path, bool mapped) {
   // Made under a name recovery does not match, locked, then renamed: a
   // recovering process never sees a log before its writer holds the lock.
-  std::string path = db_path + std::string(kInfix) + RandomHex(kIdDigits / 2);
+  std::string path = NewLogPath(db_path);
   std::string fresh = path + ".new";
   int fd = open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::CantCreate(fresh + ": " + ErrnoText());
@@ -564,7 +570,7 @@ Status CallLog::Recycle(Store& store) {
   // it all: a crash meanwhile leaves nothing to recover twice. Then renamed:
   // the new name has no meta row, so its records count from the start.
   std::memset(map_ + kHeaderBytes, 0, end_ - kHeaderBytes);
-  std::string fresh = store.path() + std::string(kInfix) + RandomHex(kIdDigits / 2);
+  std::string fresh = NewLogPath(store.path());
   if (rename(path_.c_str(), fresh.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
   std::string old = std::exchange(path_, fresh);
   // The zeroing wrote every page before the old end: none faults again.
@@ -582,16 +588,13 @@ Status RecoverCallLogs(Store& store) {
   // one, of which nothing was (the writer commits the old log's last batch
   // first). The old one's calls came first, and a call's place in its
   // rollout is the order it reaches the database.
-  std::vector<std::string> paths = LogPaths(store.path());
-  std::vector<std::string> marked;
-  for (const std::string& path : paths) {
+  std::vector<std::string> paths, unmarked;
+  for (std::string& path : LogPaths(store.path())) {
     auto stored = store.GetMeta(MetaKey(path));
     if (!stored.ok()) return stored.status().Prefixed("recovering a call log");
-    if (stored->has_value()) marked.push_back(path);
+    (stored->has_value() ? paths : unmarked).push_back(std::move(path));
   }
-  std::stable_partition(paths.begin(), paths.end(), [&](const std::string& path) {
-    return std::find(marked.begin(), marked.end(), path) != marked.end();
-  });
+  paths.insert(paths.end(), unmarked.begin(), unmarked.end());
   for (const std::string& path : paths) {
     int fd = OpenOrphan(path);
     if (fd < 0) continue;  // a live writer's, or gone already

@@ -205,15 +205,20 @@ bool WaitForPolicy(const std::string& thread, int policy) {
   return false;
 }
 
+// Up to 10 s for the writer to commit what is queued.
+void WaitForCommits(Recording& r) {
+  for (int wait = 0; wait < 10000 && r.recorder->pending() > 0; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void SubmitAndWait(Recording& r, std::vector<CallRecord> calls) {
   for (CallRecord& call : calls) {
     auto logged = r.recorder->Submit(std::move(call), IgnoreDone);
     REQUIRE(logged.has_value());
     REQUIRE(logged->ok());
   }
-  for (int wait = 0; wait < 10000 && r.recorder->pending() > 0; ++wait) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  WaitForCommits(r);
   REQUIRE(r.recorder->pending() == 0);
 }
 
@@ -276,9 +281,7 @@ TEST_CASE("under steady calls the writer swaps a long log for an emptied one wit
     }
   }
   CHECK(longest < 12ull << 20);  // swapped at 8 MiB, not grown to ~31 MB
-  for (int wait = 0; wait < 10000 && r.recorder->pending() > 0; ++wait) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  WaitForCommits(r);
   CHECK(r.metrics.records_written.load() == kCalls);
   // 12,000 × ~2.6 KB = ~31 MB appended; no log holds more than a swap's worth.
   auto scans = forge::store::ScanCallLogs(r.dir.File("forge.db"));
