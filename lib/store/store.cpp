@@ -26,6 +26,14 @@
 namespace forge::store {
 namespace {
 
+// A writer's page cache (SQLite's default is 2 MiB). Every new blob goes into
+// the blobs' hash index at a random place, so once that index outgrows the
+// cache each call reads a page back through pread(2): bench-store_append's
+// 1 KB calls cost the writer 46 µs each after 200,000 calls with 2 MiB
+// against 33 with this (21 after 5,000 either way). The pages are allocated
+// as they are read, so a small store never holds this much.
+constexpr int kWriterCacheKiB = 16 << 10;
+
 double Now() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
@@ -96,7 +104,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions 
   if (!options.read_only) {
     // WAL lets readers run beside the one writer; NORMAL sync in WAL mode
     // is durable against a process crash, which is what the proxy promises.
-    Status s = store->db_.Execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    Status s = store->db_.Execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=" +
+                                  std::to_string(-kWriterCacheKiB));
     if (!s.ok()) return s.Prefixed("opening store");
     int target = options.target_version < 0 ? LatestSchemaVersion() : options.target_version;
     FORGE_RETURN_IF_ERROR(store->Migrate(target));
