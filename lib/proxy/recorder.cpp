@@ -94,6 +94,17 @@ class NormalPriorityInScope {
 
 }  // namespace
 
+bool NewThreadCanLeaveIdlePriority() {
+  bool can = false;
+  std::thread probe([&can] {  // a thread of its own: it stays idle if it may not leave
+    sched_param param{};
+    can = pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) == 0 &&
+          pthread_setschedparam(pthread_self(), SCHED_BATCH, &param) == 0;
+  });
+  probe.join();
+  return can;
+}
+
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -264,6 +275,10 @@ void Recorder::Run() {
   bool idle = false;
   bool long_calls = false;  // the last batch's calls took the writer long each
   SetIdlePriority(false);
+  // An unprivileged writer that went idle would stay idle for good, under any
+  // backlog, holding the io threads' allocator lists there: it stays under
+  // SCHED_BATCH instead.
+  const bool may_idle = NewThreadCanLeaveIdlePriority();
   for (;;) {
     if (batch.empty()) {
       // (Not when a flush is due: Stop's wakeup may have ended the last
@@ -295,7 +310,7 @@ void Recorder::Run() {
         if (!queue_.empty()) first_logged_at_.store(queue_.front().logged_at);
         flush_now_.store(stopping_ || !queue_.empty());  // left over: behind, no gathering
         if (batch.empty() && stopping_) return;  // the database holds every call
-        want_idle = long_calls && queued_bytes_ < kIdleBacklogBytes && !stopping_;
+        want_idle = may_idle && long_calls && queued_bytes_ < kIdleBacklogBytes && !stopping_;
       }
       if (want_idle != idle) SetIdlePriority(idle = want_idle);
       // The pages the next calls' records go to, written once here rather

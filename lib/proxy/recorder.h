@@ -108,4 +108,9 @@ class Recorder {
 
 double NowSeconds();  // wall clock, seconds since the epoch
 
+// Whether a thread the caller starts may, once at idle priority
+// (SCHED_IDLE), return to SCHED_BATCH. Without CAP_SYS_NICE only if
+// RLIMIT_NICE covers its nice value (sched(7)), which by default it does not.
+bool NewThreadCanLeaveIdlePriority();
+
 }  // namespace forge::proxy

@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 #include <dirent.h>
+#include <linux/capability.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -246,7 +250,25 @@ std::vector<CallRecord> LongCalls(int n) {
 
 }  // namespace
 
+namespace {
+
+// Takes CAP_SYS_NICE out of the calling thread's effective capabilities (a
+// thread's own; those it starts inherit them): what an unprivileged proxy has.
+bool DropSysNice() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  data[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+  return syscall(SYS_capset, &header, data) == 0;
+}
+
+}  // namespace
+
 TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after calls long to record") {
+  if (!forge::proxy::NewThreadCanLeaveIdlePriority()) {
+    MESSAGE("skipped: this process may not leave idle priority (no CAP_SYS_NICE, RLIMIT_NICE below 20)");
+    return;
+  }
   Recording r;
   REQUIRE(WaitForPolicy("forge-writer", SCHED_BATCH));
   SubmitAndWait(r, ShortCalls(300));
@@ -260,6 +282,40 @@ TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after c
   auto calls = r.store->CallsOfRollout("long");
   REQUIRE(calls.ok());
   CHECK(calls->size() == 8);
+}
+
+
+TEST_CASE("a writer that could not leave idle priority never takes it") {
+  // Without CAP_SYS_NICE and with RLIMIT_NICE at 0 (the default), a thread
+  // at SCHED_IDLE may not return to SCHED_BATCH: a writer that went idle for
+  // long calls stayed idle for good.
+  rlimit nice_limit{};
+  REQUIRE(getrlimit(RLIMIT_NICE, &nice_limit) == 0);
+  rlimit no_nice = nice_limit;
+  no_nice.rlim_cur = 0;
+  REQUIRE(setrlimit(RLIMIT_NICE, &no_nice) == 0);
+  std::unique_ptr<Recording> r;
+  bool dropped = false, left_idle = true;
+  std::thread unprivileged([&] {
+    dropped = DropSysNice();
+    left_idle = forge::proxy::NewThreadCanLeaveIdlePriority();  // what the kernel allows such a thread: no
+    r = std::make_unique<Recording>();  // its writer inherits this thread's capabilities
+  });
+  unprivileged.join();
+  REQUIRE(dropped);
+  CHECK_FALSE(left_idle);
+  REQUIRE(WaitForPolicy("forge-writer", SCHED_BATCH));
+  SubmitAndWait(*r, LongCalls(8));
+  SubmitAndWait(*r, ShortCalls(1));  // the batch a privileged writer takes at idle priority
+  CHECK(PolicyOfThread("forge-writer") == SCHED_BATCH);
+  SubmitAndWait(*r, ShortCalls(300));
+  SubmitAndWait(*r, ShortCalls(300));
+  CHECK(PolicyOfThread("forge-writer") == SCHED_BATCH);
+  auto calls = r->store->CallsOfRollout("long");
+  REQUIRE(calls.ok());
+  CHECK(calls->size() == 8);
+  r.reset();
+  REQUIRE(setrlimit(RLIMIT_NICE, &nice_limit) == 0);
 }
 
 TEST_CASE("under steady calls the writer swaps a long log for an emptied one without waiting for a lull") {
