@@ -248,10 +248,6 @@ std::vector<CallRecord> LongCalls(int n) {
   return calls;
 }
 
-}  // namespace
-
-namespace {
-
 // Takes CAP_SYS_NICE out of the calling thread's effective capabilities (a
 // thread's own; those it starts inherit them): what an unprivileged proxy has.
 bool DropSysNice() {
@@ -283,7 +279,6 @@ TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after c
   REQUIRE(calls.ok());
   CHECK(calls->size() == 8);
 }
-
 
 TEST_CASE("a writer that could not leave idle priority never takes it") {
   // Without CAP_SYS_NICE and with RLIMIT_NICE at 0 (the default), a thread
