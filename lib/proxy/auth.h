@@ -2,7 +2,8 @@
 // the store keeps only SHA-256 hashes of secrets. Positive lookups are cached
 // for a few seconds, by the secret itself (only in memory, and only secrets
 // that resolved), so a busy rollout neither queries SQLite nor hashes on
-// every call.
+// every call. A rollout that has ended (finished or cancelled) no longer
+// owns its secret: a key that outlives its sandbox records nothing.
 #pragma once
 
 #include <chrono>
@@ -15,11 +16,17 @@
 
 namespace forge::proxy {
 
+struct SecretOwner {
+  std::string rollout;
+  std::string ended;  // the rollout's status when it has ended ("finished", "cancelled"); empty while live
+};
+
 class SecretResolver {
  public:
   SecretResolver(store::Store& store, double ttl_seconds) : store_(store), ttl_(ttl_seconds) {}
-  // The rollout id the secret belongs to; nullopt when unknown.
-  Result<std::optional<std::string>> Resolve(const std::string& secret);
+  // The rollout the secret belongs to; nullopt when unknown. Only live
+  // rollouts are cached, so an ended one is seen as ended within the TTL.
+  Result<std::optional<SecretOwner>> Resolve(const std::string& secret);
 
  private:
   struct Entry {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "base/hash.h"
 #include "base/json_dump.h"
 #include "base/json_parse.h"
@@ -180,21 +182,34 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   if (secret.empty()) secret = std::string(req["x-api-key"]);
   if (secret.empty()) secret = std::string(req["x-goog-api-key"]);
   std::string rollout;
+  std::optional<SecretOwner> ended;  // a secret whose rollout is over: refused, and said so
+  auto owner_of = [&](const std::string& candidate) -> Result<std::string> {
+    auto resolved = secrets_.Resolve(candidate);
+    if (!resolved.ok()) return resolved.status();
+    if (!resolved->has_value()) return std::string();
+    if (!(*resolved)->ended.empty()) {
+      ended = **resolved;
+      return std::string();
+    }
+    return (*resolved)->rollout;
+  };
   // The path's secret first, then the header's. (Pointers, not a braced list
   // of strings: g++12 coroutines reject its array, and copies cost two allocations a call.)
   for (const std::string* candidate_text : {&path_rollout, &secret}) {
     const std::string& candidate = *candidate_text;
     if (candidate.empty() || !rollout.empty()) continue;
-    auto resolved = secrets_.Resolve(candidate);
-    if (!resolved.ok()) co_return co_await fail(503, "store unavailable: " + resolved.status().message());
-    if (resolved->has_value()) rollout = **resolved;
+    auto owner = owner_of(candidate);
+    if (!owner.ok()) co_return co_await fail(503, "store unavailable: " + owner.status().message());
+    rollout = std::move(*owner);
   }
   if (rollout.empty() && !path_rollout.empty()) {
     // /r/<rollout-id>/ with the rollout's secret as the key, or any id in --open mode.
-    auto by_secret = secrets_.Resolve(secret);
-    if (config_.open || (by_secret.ok() && by_secret->has_value() && **by_secret == path_rollout)) {
-      rollout = path_rollout;
-    }
+    auto by_secret = owner_of(secret);
+    if (config_.open || (by_secret.ok() && *by_secret == path_rollout)) rollout = path_rollout;
+  }
+  if (rollout.empty() && ended) {
+    co_return co_await fail(401, fmt::format("rollout {} has {}: its secret is no longer accepted", ended->rollout,
+                                             ended->ended == "finished" ? "finished" : "been cancelled"));
   }
   if (rollout.empty() && config_.open) rollout = "anonymous";
   if (rollout.empty()) {

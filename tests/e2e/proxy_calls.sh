@@ -115,6 +115,18 @@ post /r/r2/v1/chat/completions not-a-secret '{"model":"m","messages":[{"role":"u
 [ "$(status)" = 401 ] || fail "a rollout id in the path without its secret must be refused ($(status))"
 pass "path-prefix attribution"
 
+# 7b. A rollout that has ended no longer owns its secret, in either form.
+register_rollout "$STORE" r3 secret-three
+sqlite3 "$STORE" "UPDATE rollouts SET status = 'finished' WHERE id = 'r3'"
+register_rollout "$STORE" r4 secret-four
+sqlite3 "$STORE" "UPDATE rollouts SET status = 'cancelled' WHERE id = 'r4'"
+out=$(post /v1/chat/completions secret-three '{"model":"m","messages":[{"role":"user","content":"late"}]}')
+[ "$(status)" = 401 ] && echo "$out" | py '"r3 has finished" in d["error"]["message"]' || fail "a finished rollout's secret: $(status) $out"
+out=$(post /r/r4/v1/chat/completions secret-four '{"model":"m","messages":[{"role":"user","content":"late"}]}')
+[ "$(status)" = 401 ] && echo "$out" | py '"r4 has been cancelled" in d["error"]["message"]' || fail "a cancelled rollout's secret: $(status) $out"
+[ -z "$(calls "$STORE" r3)$(calls "$STORE" r4)" ] || fail "calls recorded for ended rollouts"
+pass "an ended rollout's secret is refused, saying so"
+
 # 8. Upstream 500: the client gets an error in its format; the call is recorded as failed.
 out=$(post /v1/chat/completions secret-two '{"model":"m","messages":[{"role":"user","content":"script:500"}]}')
 [ "$(status)" = 500 ] && echo "$out" | py '"exploded" in d["error"]["message"]' || fail "upstream 500: $(status) $out"
