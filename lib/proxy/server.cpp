@@ -92,8 +92,15 @@ void Server::Finish() {
 }
 
 Task<void> Server::AcceptLoop() {
+  // One asynchronous accept's completion waits its turn behind every
+  // handler already queued, so under a thousand busy streams accepting one
+  // connection per wake-up left the last of a burst waiting seconds for its
+  // first byte. Each wake-up therefore takes what the listen queue holds, up
+  // to a bound that keeps the streams' own handlers from waiting long.
+  constexpr int kMaxAcceptsPerWake = 256;
+  beast::error_code ec;
+  acceptor_.non_blocking(true, ec);
   for (;;) {
-    beast::error_code ec;
     // Each context has one thread, so a connection needs no strand.
     tcp::socket socket(contexts_[next_context_++ % contexts_.size()]->get_executor());
     co_await acceptor_.async_accept(socket, Into(ec));
@@ -101,9 +108,20 @@ Task<void> Server::AcceptLoop() {
       if (!acceptor_.is_open()) co_return;
       continue;  // e.g. EMFILE: keep serving the connections we have
     }
-    auto executor = socket.get_executor();
-    net::co_spawn(executor, Session(std::move(socket)), net::detached);
+    StartSession(std::move(socket));
+    for (int more = 1; more < kMaxAcceptsPerWake; ++more) {
+      tcp::socket next(contexts_[next_context_ % contexts_.size()]->get_executor());
+      acceptor_.accept(next, ec);
+      if (ec) break;  // would_block: the queue is empty (other errors: the next wake-up sees them)
+      ++next_context_;
+      StartSession(std::move(next));
+    }
   }
+}
+
+void Server::StartSession(tcp::socket socket) {
+  auto executor = socket.get_executor();
+  net::co_spawn(executor, Session(std::move(socket)), net::detached);
 }
 
 // Ends the socket waits past their deadline on this context (ready_io.h),

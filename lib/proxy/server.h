@@ -90,6 +90,7 @@ class Server {
 
  private:
   Task<void> AcceptLoop();
+  void StartSession(tcp::socket socket);
   Task<void> WatchStop();
   Task<void> SweepWaits();
   Task<void> Session(tcp::socket socket);
