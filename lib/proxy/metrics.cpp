@@ -30,6 +30,9 @@ std::string Metrics::Render() const {
           records_failed.load());
   counter("forge_proxy_store_queue", "Calls in the call log, not yet in the database.", "gauge", store_queue.load());
   counter("forge_proxy_open_connections", "Client connections open.", "gauge", open_connections.load());
+  counter("forge_proxy_accept_errors_total",
+          "Failed accepts (out of file descriptors or memory); the connection waits in the listen queue.", "counter",
+          accept_errors.load());
   out += fmt::format(
       "# HELP forge_proxy_store_lag_seconds Log-to-database time of the first call of the last batch.\n"
       "# TYPE forge_proxy_store_lag_seconds gauge\nforge_proxy_store_lag_seconds {:.6f}\n",

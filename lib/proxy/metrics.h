@@ -23,6 +23,7 @@ class Metrics {
   std::atomic<int64_t> store_lag_us{0};  // enqueue → commit of the last batch
   std::atomic<int64_t> store_queue{0};   // calls waiting for the writer
   std::atomic<int64_t> open_connections{0};
+  std::atomic<int64_t> accept_errors{0};  // accept(2) failures: out of file descriptors, memory
 
   void ObserveLatency(double seconds);
   std::string Render() const;

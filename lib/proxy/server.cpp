@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "cli/diagnostics.h"
 #include "cli/signals.h"
 #include "proxy/formats/openai_errors.h"
@@ -98,6 +100,12 @@ Task<void> Server::AcceptLoop() {
   // first byte. Each wake-up therefore takes what the listen queue holds, up
   // to a bound that keeps the streams' own handlers from waiting long.
   constexpr int kMaxAcceptsPerWake = 256;
+  // An accept that fails for want of a file descriptor or memory leaves the
+  // connection in the listen queue, so trying again at once fails at once:
+  // a loop on a core. Retried this often instead, until calls end.
+  constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+  net::steady_timer retry(acceptor_.get_executor());
+  bool failing = false;
   beast::error_code ec;
   acceptor_.non_blocking(true, ec);
   for (;;) {
@@ -106,13 +114,24 @@ Task<void> Server::AcceptLoop() {
     co_await acceptor_.async_accept(socket, Into(ec));
     if (ec) {
       if (!acceptor_.is_open()) co_return;
-      continue;  // e.g. EMFILE: keep serving the connections we have
+      metrics_.accept_errors.fetch_add(1);
+      if (!failing) {
+        cli::Warn(fmt::format("cannot accept connections: {} ({} open; retrying every {} ms, the rest wait in the "
+                              "listen queue)",
+                              ec.message(), metrics_.open_connections.load(), kAcceptRetry.count()));
+      }
+      failing = true;
+      retry.expires_after(kAcceptRetry);
+      co_await retry.async_wait(Into(ec));
+      continue;
     }
+    if (failing) cli::Note("accepting connections again");
+    failing = false;
     StartSession(std::move(socket));
     for (int more = 1; more < kMaxAcceptsPerWake; ++more) {
       tcp::socket next(contexts_[next_context_ % contexts_.size()]->get_executor());
       acceptor_.accept(next, ec);
-      if (ec) break;  // would_block: the queue is empty (other errors: the next wake-up sees them)
+      if (ec) break;  // would_block: the queue is empty (a failure: the next wake-up meets it)
       ++next_context_;
       StartSession(std::move(next));
     }
