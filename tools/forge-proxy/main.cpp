@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens-cap", c.max_tokens_cap,
                  "largest max_tokens sent upstream for translated formats (Anthropic, Responses, Gemini); 0: as asked")
       ->capture_default_str();
-  app.add_option("--secret-cache", c.secret_cache_ttl, "seconds a known secret stays cached")
+  app.add_option("--secret-cache", c.secret_cache_ttl, "seconds a live rollout's secret stays cached (a rollout that ends is refused within this)")
       ->capture_default_str();
   std::string dump_rollout;
   app.add_option("--dump-rollout", dump_rollout, "print the calls recorded for this rollout as JSONL and exit");
