@@ -109,6 +109,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     rec.retry_key.clear();
     finish(rec);
     co_await Commit(std::move(rec));
+    if (status == kClientHungUpStatus) co_return false;  // no one to tell
     if (!cs.headers_sent) co_return co_await reply_error(status, message);
     std::string event = error_event(message);
     co_await WriteSseBytes(cs, std::move(event), true);
@@ -129,6 +130,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
 
   // Connect and send; connection failures go to the next upstream.
   UpstreamExchange exchange;
+  exchange.client = &client;
   co_await ExchangeWithUpstream(rec.rollout_id, exchange, [&](const Upstream& u) {
     RequestHead up(u.base_path + path);
     up.Set("Host", u.host);
@@ -142,7 +144,10 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
-  if (!conn) co_return co_await fail_call(exchange.timed_out ? 504 : 502, exchange.error);
+  if (!conn) {
+    co_return co_await fail_call(exchange.client_gone ? kClientHungUpStatus : exchange.timed_out ? 504 : 502,
+                                 exchange.error);
+  }
   rec.upstream = upstream->url;
   upstream->outstanding.fetch_add(1);
   struct Outstanding {
@@ -156,6 +161,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     // A whole answer (or an error): relayed as the upstream sent it.
     std::string body;
     beast::error_code ec = co_await AppendWholeUpstreamBody(exchange, body);
+    if (ec == ClientHungUp()) co_return co_await fail_call(kClientHungUpStatus, kClientHungUpMessage);
     if (ec) co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
                                          "upstream " + upstream->url + " failed mid-response: " + ec.message());
     if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
@@ -195,7 +201,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     co_return ec;
   };
   co_await WriteSseBytes(cs, "", false);  // the header
-  if (cs.failed) co_return co_await fail_call(499, "the client closed the connection");
+  if (cs.failed) co_return co_await fail_call(kClientHungUpStatus, "the client closed the connection");
   AnthropicMessageAssembler assembled;
   SseParser sse;
   std::vector<SseEvent> events;
@@ -231,6 +237,11 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
       }
     }
     if (!stream_error.empty()) break;
+    if (ec == ClientHungUp()) {
+      cs.failed = true;
+      stream_error = kClientHungUpMessage;
+      break;
+    }
     if (ec) {
       stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
       break;
@@ -244,7 +255,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   FillFromMessage(rec, rec.response);
   if (!stream_error.empty()) {
     bool upstream_sent_error = !assembled.error().empty();
-    rec.http_status = stream_error.find("client closed") != std::string::npos ? 499 : 502;
+    rec.http_status = cs.failed ? kClientHungUpStatus : 502;
     rec.error = stream_error;
     rec.retry_key.clear();
     metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);

@@ -456,6 +456,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     finish(rec);
     co_await Commit(std::move(rec), logged_request);  // best effort: the client is told of the failure either way
     co_await stop_keepalive();
+    if (status == kClientHungUpStatus) co_return false;  // no one to tell
     if (!cs->headers_sent) co_return co_await fail(status, message);
     auto translator = format->NewStream();
     co_await WriteSseBytes(*cs, translator->OnError(message), true);
@@ -465,11 +466,15 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // Connect and send; connection failures are retried on another upstream
   // before any byte of the answer exists.
   UpstreamExchange exchange;
+  exchange.client = &client;
   co_await ExchangeWithUpstream(rollout, exchange, make_request, upstream_body, log_request, &forwarded);
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
-  if (!conn) co_return co_await fail_call(exchange.timed_out ? 504 : 502, exchange.error);
+  if (!conn) {
+    co_return co_await fail_call(exchange.client_gone ? kClientHungUpStatus : exchange.timed_out ? 504 : 502,
+                                 exchange.error);
+  }
   rec.upstream = upstream->url;
   upstream->outstanding.fetch_add(1);
   struct Outstanding {
@@ -505,6 +510,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   if (!streaming) {
     std::string text;
     beast::error_code ec = co_await AppendWholeUpstreamBody(exchange, text);
+    if (ec == ClientHungUp()) co_return co_await fail_call(kClientHungUpStatus, kClientHungUpMessage);
     if (ec) {
       co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
                                    "upstream " + upstream->url + " failed mid-response: " + ec.message());
@@ -654,6 +660,11 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
         break;
       }
     }
+    if (ec == ClientHungUp()) {
+      cs->failed = true;  // recorded as the client's doing, and nothing more is written
+      stream_error = kClientHungUpMessage;
+      break;
+    }
     if (ec) {
       stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
       break;
@@ -673,7 +684,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   rec.usage = usage;
   if (!stream_error.empty()) {
     metrics_.upstream_errors.fetch_add(cs->failed ? 0 : 1);
-    rec.http_status = cs->failed ? 499 : 502;
+    rec.http_status = cs->failed ? kClientHungUpStatus : 502;
     rec.error = stream_error;
     finish(rec);
     co_await Commit(std::move(rec), logged_request);

@@ -1,5 +1,9 @@
 #include "proxy/ready_io.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 namespace forge::proxy {
 namespace {
 
@@ -19,7 +23,9 @@ struct TimedWait {
   WaitList* list;  // null once the context has shut down
   tcp::socket& socket;
   Clock::time_point deadline;
+  const tcp::socket* watched_client = nullptr;
   bool expired = false;
+  bool client_gone = false;
   TimedWait* prev = nullptr;
   TimedWait* next = nullptr;
 };
@@ -61,12 +67,41 @@ TimedWait::~TimedWait() {
   if (next) next->prev = prev;
 }
 
+// Whether the peer of a connected socket has closed it or reset it: a peek
+// that finds the end of the stream, or an error. Bytes waiting (a pipelined
+// request) or none yet: still there.
+bool HungUp(const tcp::socket& socket) {
+  char byte;
+  ssize_t n = recv(const_cast<tcp::socket&>(socket).native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;
+  if (n == 0) return true;
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+class ProxyErrorCategory : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "forge-proxy"; }
+  std::string message(int) const override { return "the client hung up"; }
+};
+
 }  // namespace
+
+const beast::error_code& ClientHungUp() {
+  static const ProxyErrorCategory category;
+  static const beast::error_code code(1, category);
+  return code;
+}
 
 void SweepExpiredWaits(net::execution_context& context, Clock::time_point now) {
   for (TimedWait* wait = net::use_service<WaitList>(context).head; wait; wait = wait->next) {
-    if (wait->expired || wait->deadline > now) continue;
-    wait->expired = true;
+    if (wait->expired || wait->client_gone) continue;
+    if (wait->deadline <= now) {
+      wait->expired = true;
+    } else if (wait->watched_client && HungUp(*wait->watched_client)) {
+      wait->client_gone = true;
+    } else {
+      continue;
+    }
     beast::error_code ignored;
     wait->socket.cancel(ignored);
   }
@@ -83,7 +118,8 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
   if (wait.expired) ec = beast::error::timeout;
 }
 
-Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec) {
+Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec,
+                           const tcp::socket* watched_client) {
   ec = {};
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
   if (ec) co_return 0;
@@ -93,11 +129,13 @@ Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, doub
   // async_wait(wait_read): Asio re-arms the descriptor with an epoll_ctl
   // system call for every async_wait; a read waits without one.)
   ec = {};
-  if (timeout <= 0) co_return co_await socket.async_read_some(buffer, Into(ec));
+  if (timeout <= 0 && !watched_client) co_return co_await socket.async_read_some(buffer, Into(ec));
   TimedWait wait(net::use_service<WaitList>(socket.get_executor().context()), socket,
-                 Clock::now() + SteadySeconds(timeout));
+                 timeout > 0 ? Clock::now() + SteadySeconds(timeout) : Clock::time_point::max());
+  wait.watched_client = watched_client;
   n = co_await socket.async_read_some(buffer, Into(ec));
   if (wait.expired && ec) ec = beast::error::timeout;  // (bytes that beat the sweep are kept)
+  if (wait.client_gone && ec) ec = ClientHungUp();
   co_return n;
 }
 

@@ -17,16 +17,26 @@
 namespace forge::proxy {
 
 // Ends the waits on context whose deadline has passed (their socket's
-// operations are cancelled; the wait reports beast::error::timeout). Call
+// operations are cancelled; the wait reports beast::error::timeout), and the
+// reads whose watched client has hung up (they report ClientHungUp()). Call
 // it on the context's own thread.
 void SweepExpiredWaits(net::execution_context& context, std::chrono::steady_clock::time_point now);
+
+// What a read watching a client reports when that client hung up while it
+// waited: the upstream's answer has no one to go to (see ReadSomeReady).
+const beast::error_code& ClientHungUp();
 
 // Waits until socket can be read or written; timeout in seconds, 0 for none.
 Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double timeout, beast::error_code& ec);
 
 // Reads some bytes (at least one, or an error: eof when the peer closed);
-// when none are there yet, the reactor reads them as they come.
-Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec);
+// when none are there yet, the reactor reads them as they come. With
+// watched_client, a wait also ends, within a sweep, once that client has
+// hung up (ClientHungUp()): an upstream generating for a client that is
+// gone would go on for nothing (nginx aborts such a request too). The sweep
+// peeks at the client's socket, so a call that needs no wait costs nothing.
+Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec,
+                           const tcp::socket* watched_client = nullptr);
 
 // Writes every byte of buffers, waiting only while the socket's send buffer is full.
 template <typename ConstBuffers>

@@ -36,12 +36,21 @@ using Request = http::request<http::string_body>;
 
 // An upstream that answered a call with its status line and headers (the
 // body still to read through parser); or, without conn, why none did.
+// What a call whose client hung up before its answer was done is recorded
+// with (nginx's status for it); nothing is sent.
+constexpr int kClientHungUpStatus = 499;
+constexpr const char* kClientHungUpMessage = "the client hung up before the answer was done";
+
 struct UpstreamExchange {
+  // In: the client the answer is for. Its hanging up ends the wait for the
+  // answer (and, through the connection, every later read of it).
+  const tcp::socket* client = nullptr;
   std::unique_ptr<UpstreamConn> conn;
   Upstream* upstream = nullptr;  // the last one tried
   std::optional<http::response_parser<http::buffer_body>> parser;
   std::string error;
-  bool timed_out = false;  // the upstream went silent: a 504, and never sent twice
+  bool timed_out = false;    // the upstream went silent: a 504, and never sent twice
+  bool client_gone = false;  // the client hung up first: a 499, and the upstream is not to blame
 };
 
 // Appends the rest of an exchange's body to out: what came in with the header

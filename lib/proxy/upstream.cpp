@@ -99,6 +99,7 @@ Task<void> UpstreamPool::Open(Upstream& upstream, UpstreamConn& conn, beast::err
 void UpstreamPool::Release(Upstream& upstream, std::unique_ptr<UpstreamConn> conn) {
   constexpr size_t kMaxIdle = 256;
   conn->stream.expires_never();
+  conn->stream.watch_client(nullptr);  // that call's client is not the next one's
   std::lock_guard<std::mutex> lock(upstream.idle_mutex);
   if (upstream.idle.size() < kMaxIdle) upstream.idle.push_back(std::move(conn));
 }

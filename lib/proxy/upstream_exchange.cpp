@@ -31,6 +31,7 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
     } else {
       c = co_await upstreams_.Connect(*upstream, ec, reused);
     }
+    if (!ec) c->stream.watch_client(out.client);
     if (!ec) {
       if (!already_sent) {
         std::string header = make_request(*upstream).Text(body.size());
@@ -46,6 +47,11 @@ Task<void> Server::ExchangeWithUpstream(const std::string& rollout, UpstreamExch
     }
     if (!ec) {
       out.conn = std::move(c);
+      break;
+    }
+    if (ec == ClientHungUp()) {  // no one to answer: the upstream's connection goes, unblamed
+      out.client_gone = true;
+      out.error = "the client hung up before the upstream answered";
       break;
     }
     if (ec == beast::error::timeout) {  // a hang: the generation may be running; do not repeat it

@@ -14,7 +14,7 @@ void UpstreamStream::ExpireAfterTimeout() {
 }
 
 Task<size_t> UpstreamStream::ReadSome(net::mutable_buffer buffer, beast::error_code& ec) {
-  if (!tls_) co_return co_await ReadSomeReady(tcp_.socket(), buffer, timeout_, ec);
+  if (!tls_) co_return co_await ReadSomeReady(tcp_.socket(), buffer, timeout_, ec, watched_client_);
   ExpireAfterTimeout();
   size_t n = co_await tls_->async_read_some(buffer, Into(ec));
   tcp_.expires_never();

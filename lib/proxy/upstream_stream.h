@@ -35,6 +35,10 @@ class UpstreamStream {
 
   // The longest ReadSome and WriteAll wait for the upstream, in seconds (0: no limit).
   void set_timeout(double seconds) { timeout_ = seconds; }
+  // The client the upstream answers while it does: ReadSome's wait ends with
+  // ClientHungUp() once that client hangs up (plain TCP upstreams only; a
+  // TLS read waits on). Null: none, as for a connection back in the pool.
+  void watch_client(const tcp::socket* client) { watched_client_ = client; }
 
   // Reads some bytes; beast::error::timeout after the timeout without any.
   Task<size_t> ReadSome(net::mutable_buffer buffer, beast::error_code& ec);
@@ -69,6 +73,7 @@ class UpstreamStream {
   beast::tcp_stream tcp_;
   std::optional<ssl::stream<beast::tcp_stream&>> tls_;
   double timeout_ = 0;
+  const tcp::socket* watched_client_ = nullptr;
 };
 
 // A client TLS context that checks certificates against the system's CAs,
