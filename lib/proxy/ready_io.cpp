@@ -5,30 +5,10 @@
 #include <cerrno>
 
 namespace forge::proxy {
+
 namespace {
-
 using Clock = std::chrono::steady_clock;
-
-class WaitList;
-
-// A wait with a deadline, linked into its io_context's list for as long as
-// it waits. It lives in the waiting coroutine's frame, which does not move;
-// a frame destroyed while waiting (its context stopped) unlinks it.
-struct TimedWait {
-  TimedWait(WaitList& list, tcp::socket& socket, Clock::time_point deadline);
-  ~TimedWait();
-  TimedWait(const TimedWait&) = delete;
-  TimedWait& operator=(const TimedWait&) = delete;
-
-  WaitList* list;  // null once the context has shut down
-  tcp::socket& socket;
-  Clock::time_point deadline;
-  const tcp::socket* watched_client = nullptr;
-  bool expired = false;
-  bool client_gone = false;
-  TimedWait* prev = nullptr;
-  TimedWait* next = nullptr;
-};
+}  // namespace
 
 // The timed waits of one io_context, owned by it (an asio service). A
 // context runs on one thread and a connection's coroutines on its context
@@ -40,24 +20,28 @@ class WaitList : public net::execution_context::service {
 
   explicit WaitList(net::execution_context& context) : service(context) {}
 
-  TimedWait* head = nullptr;
+  SocketWait* head = nullptr;
 
  private:
   // Before the context destroys the frames still waiting: they must not
   // unlink themselves from a list that is gone.
   void shutdown() override {
-    for (TimedWait* wait = head; wait; wait = wait->next) wait->list = nullptr;
+    for (SocketWait* wait = head; wait; wait = wait->next) wait->list = nullptr;
     head = nullptr;
   }
 };
 
-TimedWait::TimedWait(WaitList& list, tcp::socket& socket, Clock::time_point deadline)
-    : list(&list), socket(socket), deadline(deadline), next(list.head) {
+SocketWait::SocketWait(tcp::socket& socket, Clock::time_point deadline, const tcp::socket* watched_client)
+    : list(&net::use_service<WaitList>(socket.get_executor().context())),
+      socket(socket),
+      deadline(deadline),
+      watched_client(watched_client),
+      next(list->head) {
   if (next) next->prev = this;
-  list.head = this;
+  list->head = this;
 }
 
-TimedWait::~TimedWait() {
+SocketWait::~SocketWait() {
   if (!list) return;
   if (prev) {
     prev->next = next;
@@ -66,6 +50,8 @@ TimedWait::~TimedWait() {
   }
   if (next) next->prev = prev;
 }
+
+namespace {
 
 // Whether the peer of a connected socket has closed it or reset it: a peek
 // that finds the end of the stream, or an error. Bytes waiting (a pipelined
@@ -93,7 +79,7 @@ const beast::error_code& ClientHungUp() {
 }
 
 void SweepExpiredWaits(net::execution_context& context, Clock::time_point now) {
-  for (TimedWait* wait = net::use_service<WaitList>(context).head; wait; wait = wait->next) {
+  for (SocketWait* wait = net::use_service<WaitList>(context).head; wait; wait = wait->next) {
     if (wait->expired || wait->client_gone) continue;
     if (wait->deadline <= now) {
       wait->expired = true;
@@ -112,8 +98,7 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
     co_await socket.async_wait(what, Into(ec));
     co_return;
   }
-  TimedWait wait(net::use_service<WaitList>(socket.get_executor().context()), socket,
-                 Clock::now() + SteadySeconds(timeout));
+  SocketWait wait(socket, Clock::now() + SteadySeconds(timeout));
   co_await socket.async_wait(what, Into(ec));
   if (wait.expired) ec = beast::error::timeout;
 }
@@ -130,9 +115,8 @@ Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, doub
   // system call for every async_wait; a read waits without one.)
   ec = {};
   if (timeout <= 0 && !watched_client) co_return co_await socket.async_read_some(buffer, Into(ec));
-  TimedWait wait(net::use_service<WaitList>(socket.get_executor().context()), socket,
-                 timeout > 0 ? Clock::now() + SteadySeconds(timeout) : Clock::time_point::max());
-  wait.watched_client = watched_client;
+  SocketWait wait(socket, timeout > 0 ? Clock::now() + SteadySeconds(timeout) : Clock::time_point::max(),
+                  watched_client);
   n = co_await socket.async_read_some(buffer, Into(ec));
   if (wait.expired && ec) ec = beast::error::timeout;  // (bytes that beat the sweep are kept)
   if (wait.client_gone && ec) ec = ClientHungUp();

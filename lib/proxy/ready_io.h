@@ -26,6 +26,30 @@ void SweepExpiredWaits(net::execution_context& context, std::chrono::steady_cloc
 // waited: the upstream's answer has no one to go to (see ReadSomeReady).
 const beast::error_code& ClientHungUp();
 
+class WaitList;  // an io_context's waits (ready_io.cpp)
+
+// A wait for an operation on socket (or on a stream over it, such as TLS),
+// linked into its io_context's list of waits for as long as it lives, in the
+// waiting coroutine's frame (which does not move). The sweep cancels the
+// socket's operations once the deadline passes (expired) or the watched
+// client hangs up (client_gone).
+struct SocketWait {
+  SocketWait(tcp::socket& socket, std::chrono::steady_clock::time_point deadline,
+             const tcp::socket* watched_client = nullptr);
+  ~SocketWait();
+  SocketWait(const SocketWait&) = delete;
+  SocketWait& operator=(const SocketWait&) = delete;
+
+  WaitList* list;  // null once the context has shut down
+  tcp::socket& socket;
+  std::chrono::steady_clock::time_point deadline;
+  const tcp::socket* watched_client;
+  bool expired = false;
+  bool client_gone = false;
+  SocketWait* prev = nullptr;
+  SocketWait* next = nullptr;
+};
+
 // Waits until socket can be read or written; timeout in seconds, 0 for none.
 Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double timeout, beast::error_code& ec);
 

@@ -16,8 +16,11 @@ void UpstreamStream::ExpireAfterTimeout() {
 Task<size_t> UpstreamStream::ReadSome(net::mutable_buffer buffer, beast::error_code& ec) {
   if (!tls_) co_return co_await ReadSomeReady(tcp_.socket(), buffer, timeout_, ec, watched_client_);
   ExpireAfterTimeout();
+  std::optional<SocketWait> watch;  // (the timeout is the TCP stream's own timer)
+  if (watched_client_) watch.emplace(tcp_.socket(), std::chrono::steady_clock::time_point::max(), watched_client_);
   size_t n = co_await tls_->async_read_some(buffer, Into(ec));
   tcp_.expires_never();
+  if (watch && watch->client_gone && ec) ec = ClientHungUp();
   co_return n;
 }
 

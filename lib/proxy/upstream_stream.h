@@ -36,8 +36,8 @@ class UpstreamStream {
   // The longest ReadSome and WriteAll wait for the upstream, in seconds (0: no limit).
   void set_timeout(double seconds) { timeout_ = seconds; }
   // The client the upstream answers while it does: ReadSome's wait ends with
-  // ClientHungUp() once that client hangs up (plain TCP upstreams only; a
-  // TLS read waits on). Null: none, as for a connection back in the pool.
+  // ClientHungUp() once that client hangs up. Null: none, as for a
+  // connection back in the pool.
   void watch_client(const tcp::socket* client) { watched_client_ = client; }
 
   // Reads some bytes; beast::error::timeout after the timeout without any.

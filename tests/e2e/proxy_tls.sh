@@ -42,6 +42,21 @@ grep -q '^data: \[DONE\]' "$WORK/sse" || fail "TLS stream incomplete: $(cat "$WO
 jq -e '.headers.Authorization == "Bearer sk-teacher-secret"' "$GOOD_LOG" >/dev/null || fail "the upstream did not get the key"
 if sqlite3 "$STORE" .dump | grep -q sk-teacher-secret; then fail "the upstream key was recorded"; fi
 pass "https upstream trusted by --upstream-ca: whole and streamed calls recorded; key sent upstream only"
+
+# 1b. A client that hangs up while the TLS upstream works: the proxy closes that
+# connection within a sweep (~1 s) and records 499 (as over plain HTTP).
+curl -s -o /dev/null --max-time 1 -d '{"model":"m","messages":[{"role":"user","content":"script:hang"}]}' \
+  "$PROXY/r/tls/v1/chat/completions" && fail "the hanging TLS call answered"
+for _ in $(seq 1 50); do
+  [ "$(ss -Htn state established "( dport = :$GOOD )" | wc -l)" = 0 ] && break
+  sleep 0.1
+done
+[ "$(ss -Htn state established "( dport = :$GOOD )" | wc -l)" = 0 ] \
+  || fail "the proxy still holds its TLS upstream connection 5 s after the client hung up"
+for _ in $(seq 1 30); do [ "$(calls "$STORE" tls | wc -l)" = 3 ] && break; sleep 0.1; done
+calls "$STORE" tls | tail -1 | jq -e '.http_status == 499 and (.error | test("hung up"))' >/dev/null \
+  || fail "TLS hangup record: $(calls "$STORE" tls | tail -1)"
+pass "a client's hangup closes the TLS upstream connection too (499)"
 kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 
 # 2. Not trusted (system CAs only) and wrong host name: 502, and the request never reaches the upstream.
