@@ -119,6 +119,7 @@ std::string FinishReasonOf(const Json& response) {
 }  // namespace
 
 Task<Status> Server::Commit(store::CallRecord&& call, std::optional<LoggedRequest> request) {
+  if (call.http_status == kClientHungUpStatus) metrics_.client_hangups.fetch_add(1, std::memory_order_relaxed);
   // The writer's answer arrives by a post to this call's io thread, so it
   // never races with the wait below.
   struct Waiting {
@@ -288,10 +289,12 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       co_return co_await fail(429, "paused for a policy update; retry shortly", std::move(headers));
     }
     net::steady_timer timer(co_await net::this_coro::executor);
-    while (paused_.load() && !stopping_.load()) {
+    for (int waits = 1; paused_.load() && !stopping_.load(); ++waits) {
       timer.expires_after(std::chrono::milliseconds(20));
       beast::error_code ec;
       co_await timer.async_wait(Into(ec));
+      // A client that gave up meanwhile would be sent upstream on resume, for no one.
+      if (waits % 10 == 0 && HasHungUp(client)) co_return false;
     }
   }
   // The request text goes into the call log while the upstream works (once

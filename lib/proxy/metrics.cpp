@@ -24,6 +24,9 @@ std::string Metrics::Render() const {
           "counter", upstream_errors.load());
   counter("forge_proxy_client_errors_total", "Requests answered with a 4xx.", "counter",
           client_errors.load());
+  counter("forge_proxy_client_hangups_total",
+          "Calls whose client hung up before the answer was done (recorded as 499; the upstream's work stopped).",
+          "counter", client_hangups.load());
   counter("forge_proxy_records_written_total", "Calls moved from the call log into the database.", "counter",
           records_written.load());
   counter("forge_proxy_records_failed_total", "Calls the call log failed to take.", "counter",

@@ -18,6 +18,7 @@ class Metrics {
   std::atomic<int64_t> in_flight{0};        // model calls not yet finished
   std::atomic<int64_t> upstream_errors{0};  // connect failures, 5xx, cut streams, timeouts
   std::atomic<int64_t> client_errors{0};    // 4xx answered to clients
+  std::atomic<int64_t> client_hangups{0};   // calls whose client left before the answer was done (recorded 499)
   std::atomic<int64_t> records_written{0};
   std::atomic<int64_t> records_failed{0};
   std::atomic<int64_t> store_lag_us{0};  // enqueue → commit of the last batch

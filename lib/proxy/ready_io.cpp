@@ -51,18 +51,15 @@ SocketWait::~SocketWait() {
   if (next) next->prev = prev;
 }
 
-namespace {
-
-// Whether the peer of a connected socket has closed it or reset it: a peek
-// that finds the end of the stream, or an error. Bytes waiting (a pipelined
-// request) or none yet: still there.
-bool HungUp(const tcp::socket& socket) {
+bool HasHungUp(const tcp::socket& socket) {
   char byte;
   ssize_t n = recv(const_cast<tcp::socket&>(socket).native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n > 0) return false;
   if (n == 0) return true;
   return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
+
+namespace {
 
 class ProxyErrorCategory : public boost::system::error_category {
  public:
@@ -83,7 +80,7 @@ void SweepExpiredWaits(net::execution_context& context, Clock::time_point now) {
     if (wait->expired || wait->client_gone) continue;
     if (wait->deadline <= now) {
       wait->expired = true;
-    } else if (wait->watched_client && HungUp(*wait->watched_client)) {
+    } else if (wait->watched_client && HasHungUp(*wait->watched_client)) {
       wait->client_gone = true;
     } else {
       continue;

@@ -22,6 +22,11 @@ namespace forge::proxy {
 // it on the context's own thread.
 void SweepExpiredWaits(net::execution_context& context, std::chrono::steady_clock::time_point now);
 
+// Whether the peer of a connected socket has closed (or half-closed) it or
+// reset it: a non-blocking peek. Bytes waiting (a pipelined request) or none
+// yet: still there.
+bool HasHungUp(const tcp::socket& socket);
+
 // What a read watching a client reports when that client hung up while it
 // waited: the upstream's answer has no one to go to (see ReadSomeReady).
 const beast::error_code& ClientHungUp();

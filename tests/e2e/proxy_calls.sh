@@ -159,19 +159,23 @@ curl -s -X POST "$PROXY/admin/pause" | py 'd["paused"] is True' || fail "pause"
 curl -s -H 'Authorization: Bearer secret-one' -d '{"model":"m","messages":[{"role":"user","content":"paused"}]}' \
   "$PROXY/v1/chat/completions" > "$WORK/paused" &
 waiter=$!
-sleep 0.5
+# A client that gives up during the pause is not sent upstream on resume.
+curl -s -o /dev/null --max-time 0.5 -H 'Authorization: Bearer secret-one' \
+  -d '{"model":"m","messages":[{"role":"user","content":"left during the pause"}]}' "$PROXY/v1/chat/completions" || true
+sleep 1
 kill -0 $waiter 2>/dev/null || fail "a call completed while paused"
 curl -s -X POST "$PROXY/admin/policy-version" -d '{"version": 8}' >/dev/null
 curl -s -X POST "$PROXY/admin/resume" | py 'd["paused"] is False' || fail "resume"
 wait $waiter
 py 'd["choices"][0]["message"]["content"]=="hello from fake!"' < "$WORK/paused" || fail "paused call after resume: $(cat "$WORK/paused")"
+if grep -q "left during the pause" "$FAKE_LOG"; then fail "a call whose client left during the pause went upstream"; fi
 calls "$STORE" r1 | tail -1 | py 'd["policy_version_start"]==8' || fail "policy version not recorded"
 curl -s -X POST "$PROXY/admin/pause?mode=reject" >/dev/null
 code=$(curl -s -D "$WORK/hdr" -o "$WORK/out" -w '%{http_code}' -H 'Authorization: Bearer secret-one' -d "$body" "$PROXY/v1/chat/completions")
 [ "$code" = 429 ] && grep -qi '^retry-after:' "$WORK/hdr" || fail "reject mode gave $code"
 curl -s -X POST "$PROXY/admin/resume" >/dev/null
 curl -s -X POST "$PROXY/admin/drain" | py 'd["in_flight"]==0' || fail "drain"
-pass "pause (wait and reject), resume, drain, policy version"
+pass "pause (wait and reject; a client that left meanwhile not sent upstream), resume, drain, policy version"
 
 # 12. Metrics.
 curl -s "$PROXY/metrics" > "$WORK/metrics"

@@ -44,6 +44,7 @@ hang_up "stream midway" 0.6 '{"model":"m","stream":true,"messages":[{"role":"use
 
 # The upstream was not blamed, and serves the next call.
 [ "$(metric forge_proxy_upstream_errors_total)" = 0 ] || fail "hangups counted as upstream errors: $(metric forge_proxy_upstream_errors_total)"
+[ "$(metric forge_proxy_client_hangups_total)" = 3 ] || fail "hangups not counted: $(metric forge_proxy_client_hangups_total)"
 out=$(curl -s -d '{"model":"m","messages":[{"role":"user","content":"hi"}]}' "$PROXY/v1/chat/completions")
 echo "$out" | py 'd["choices"][0]["message"]["content"]=="hello from fake!"' || fail "the next call: $out"
-pass "no upstream error counted; the next call is served"
+pass "3 hangups counted, no upstream error; the next call is served"
