@@ -197,6 +197,12 @@ grep -q '^: keepalive' "$WORK/sse" || fail "no keepalive while waiting: $(cat "$
 grep -q '^data: {"error"' "$WORK/sse" || fail "no error event after the stream stalled: $(cat "$WORK/sse")"
 [ "$(calls "$WORK/open.db" anonymous | grep -c '"http_status":504')" -ge 1 ] || fail "timeout not recorded"
 pass "upstream hang: 504 / keepalives then an error event (--open mode)"
+register_rollout "$WORK/open.db" r5 secret-five
+sqlite3 "$WORK/open.db" "UPDATE rollouts SET status = 'finished' WHERE id = 'r5'"
+out=$(post /v1/chat/completions secret-five '{"model":"m","messages":[{"role":"user","content":"late"}]}')
+[ "$(status)" = 401 ] && echo "$out" | py '"r5 has finished" in d["error"]["message"]' \
+  || fail "--open mode took a finished rollout's secret: $(status) $out"
+pass "--open mode still refuses a finished rollout's secret"
 
 # 14. SIGTERM drains: a slow stream in flight completes, then exit 143.
 PROXY=$PROXY_MAIN
