@@ -49,7 +49,7 @@ start_proxy() {  # binary port store -> pid
   "$1" --store "$3" --upstream "http://127.0.0.1:$UP" --port "$2" --threads 2 \
     --health-interval 0 --keepalive 0 >/dev/null 2>>"$W/proxy.err" & local pid=$!
   wait_http "http://127.0.0.1:$2/healthz"
-  sqlite3 "$3" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
+  sqlite3 -cmd ".timeout 10000" "$3" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
     VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
   echo $pid
 }

@@ -37,7 +37,7 @@ wait_http "http://127.0.0.1:$UP/health"
   --health-interval 0 --keepalive 0 2>"$W/proxy.err" & PROXY_PID=$!; PIDS+=($PROXY_PID)
 wait_http "http://127.0.0.1:$PX/healthz"
 SECRET=bench-secret
-sqlite3 "$W/bench.db" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
+sqlite3 -cmd ".timeout 10000" "$W/bench.db" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
   VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
 
 echo "forge-proxy translation CPU per token  ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"

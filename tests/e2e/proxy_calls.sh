@@ -117,9 +117,9 @@ pass "path-prefix attribution"
 
 # 7b. A rollout that has ended no longer owns its secret, in either form.
 register_rollout "$STORE" r3 secret-three
-sqlite3 "$STORE" "UPDATE rollouts SET status = 'finished' WHERE id = 'r3'"
+store_write "$STORE" "UPDATE rollouts SET status = 'finished' WHERE id = 'r3'"
 register_rollout "$STORE" r4 secret-four
-sqlite3 "$STORE" "UPDATE rollouts SET status = 'cancelled' WHERE id = 'r4'"
+store_write "$STORE" "UPDATE rollouts SET status = 'cancelled' WHERE id = 'r4'"
 out=$(post /v1/chat/completions secret-three '{"model":"m","messages":[{"role":"user","content":"late"}]}')
 [ "$(status)" = 401 ] && echo "$out" | py '"r3 has finished" in d["error"]["message"]' || fail "a finished rollout's secret: $(status) $out"
 out=$(post /r/r4/v1/chat/completions secret-four '{"model":"m","messages":[{"role":"user","content":"late"}]}')
@@ -198,7 +198,7 @@ grep -q '^data: {"error"' "$WORK/sse" || fail "no error event after the stream s
 [ "$(calls "$WORK/open.db" anonymous | grep -c '"http_status":504')" -ge 1 ] || fail "timeout not recorded"
 pass "upstream hang: 504 / keepalives then an error event (--open mode)"
 register_rollout "$WORK/open.db" r5 secret-five
-sqlite3 "$WORK/open.db" "UPDATE rollouts SET status = 'finished' WHERE id = 'r5'"
+store_write "$WORK/open.db" "UPDATE rollouts SET status = 'finished' WHERE id = 'r5'"
 out=$(post /v1/chat/completions secret-five '{"model":"m","messages":[{"role":"user","content":"late"}]}')
 [ "$(status)" = 401 ] && echo "$out" | py '"r5 has finished" in d["error"]["message"]' \
   || fail "--open mode took a finished rollout's secret: $(status) $out"

@@ -50,11 +50,15 @@ start_proxy() {
   wait_for "$PROXY/healthz"
 }
 
+# store_write STORE SQL: a write beside a running proxy, whose writer holds
+# the store's lock while it commits: waited for, not failed with "locked".
+store_write() { sqlite3 -cmd ".timeout 10000" "$1" "$2"; }
+
 # register_rollout STORE ID SECRET: what forge-launch does, by hand.
 register_rollout() {
   local hash
   hash=$(printf '%s' "$3" | sha256sum | cut -d' ' -f1)
-  sqlite3 "$1" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
+  store_write "$1" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
                 VALUES ('$2', 'run1', 'task1', 0, 'test', '$hash', 'running', 0, 0);"
 }
 
