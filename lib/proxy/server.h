@@ -34,13 +34,13 @@ namespace forge::proxy {
 
 using Request = http::request<http::string_body>;
 
-// An upstream that answered a call with its status line and headers (the
-// body still to read through parser); or, without conn, why none did.
 // What a call whose client hung up before its answer was done is recorded
 // with (nginx's status for it); nothing is sent.
 constexpr int kClientHungUpStatus = 499;
 constexpr const char* kClientHungUpMessage = "the client hung up before the answer was done";
 
+// An upstream that answered a call with its status line and headers (the
+// body still to read through parser); or, without conn, why none did.
 struct UpstreamExchange {
   // In: the client the answer is for. Its hanging up ends the wait for the
   // answer (and, through the connection, every later read of it).
