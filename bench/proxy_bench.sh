@@ -13,6 +13,8 @@
 #   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
 #   same run (column "baseline"), for before/after figures under the same load.
 #   SEQ_N / SEQ_N_LARGE: (a)'s 1 KB / 200 KB calls per path (20000 / 2000).
+#   WARM_N / WARM_N_LARGE: calls each path serves, unmeasured, before (a)'s
+#   rounds of that size (30000 / 500).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-${FORGE_BIN:-$SRC/build}}
@@ -21,6 +23,12 @@ BIN=${1:-${FORGE_BIN:-$SRC/build}}
 # during that proxy's own round, as under steady load, not another path's.
 SEQ_N=${SEQ_N:-20000}
 SEQ_N_LARGE=${SEQ_N_LARGE:-2000}  # 200 KB calls: a p99 of 300 was their 3rd slowest
+# A fresh proxy's first ~30,000 calls fault in its SQLite page cache, call
+# logs and allocator arenas: its store writer takes ~28 us a 1 KB call in the
+# first 10,000 and ~8 us from 30,000 on. (a) measures the steady state every
+# path reaches after that many calls, and prints the warm-up's own figures.
+WARM_N=${WARM_N:-30000}
+WARM_N_LARGE=${WARM_N_LARGE:-500}
 CLIENTS=${CLIENTS:-1000}
 EVENTS=${EVENTS:-200}
 LOAD_ROUNDS=${LOAD_ROUNDS:-3}
@@ -127,6 +135,10 @@ for size in 1024 204800 204800:real-ids; do
   paths=("direct http://127.0.0.1:$UP" "nginx http://127.0.0.1:$NG" "forge-proxy http://127.0.0.1:$PX")
   [ -n "$BASE" ] && paths+=("baseline http://127.0.0.1:$BX")
   for p in "${paths[@]}"; do : > "$W/seq.${p%% *}"; : > "$W/cpu.${p%% *}"; : > "$W/rec.${p%% *}"; done
+  warm=$(( bytes > 65536 ? WARM_N_LARGE : WARM_N ))
+  for p in "${paths[@]}"; do
+    BENCH_KEY=$SECRET BENCH_RAW=1 BENCH_REAL_IDS=${real_ids:-0} "$BIN/bench-proxy_bench" seq "${p#* }/v1/chat/completions" "$warm" "$bytes" > "$W/warm.${p%% *}"
+  done
   for round in 1 2 3 4 5; do
     for p in "${paths[@]}"; do
       pids=$(server_pids "${p%% *}")
@@ -148,6 +160,10 @@ ms = {p: [float(x) for x in open(f"{w}/seq.{p}").read().split()] for p in paths}
 d50, d99 = pct(ms["direct"], 0.5), pct(ms["direct"], 0.99)
 print(f"  {size // 1024} KB requests ({len(ms['direct'])} calls per path)" +
       (f"; the proxy's answers carry {size // 4:,} prompt token ids, as vLLM's do" if real_ids else ""))
+warm = {p: [float(x) for x in open(f"{w}/warm.{p}").read().split()] for p in paths}
+w50, w99 = pct(warm["direct"], 0.5), pct(warm["direct"], 0.99)
+print(f"    warm-up first, unmeasured below: {len(warm['direct'])} calls per path, one run each in turn; added median / p99: " +
+      ", ".join(f"{p} {pct(warm[p], 0.5) - w50:.3f} / {pct(warm[p], 0.99) - w99:.3f}" for p in paths if p != "direct"))
 print(f"    {'path':<12} {'median':>8} {'p99':>8} {'added median':>13} {'added p99':>10} {'CPU/call ms':>12} {'recording':>10}")
 for p in paths:
     m, q = pct(ms[p], 0.5), pct(ms[p], 0.99)

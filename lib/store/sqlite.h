@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,10 @@ class Statement {
   Statement& Bind(int index, double value);
   Statement& Bind(int index, std::string_view text);
   Statement& BindBlob(int index, std::string_view bytes);
+  // The same without SQLite's copy: the caller keeps the bytes alive and
+  // unchanged until this statement is done (Run, or its destruction).
+  Statement& BindUnowned(int index, std::string_view text);
+  Statement& BindBlobUnowned(int index, std::string_view bytes);
   Statement& BindNull(int index);
 
   // Advances; true while a row is available. Errors (including BUSY) come back as Status.
@@ -81,7 +86,12 @@ class Database {
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  // Looked up by the caller's view of the SQL, with no copy of it made.
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const { return std::hash<std::string_view>{}(sql); }
+  };
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
 
 // BUSY and LOCKED are worth retrying; everything else is not.

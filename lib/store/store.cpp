@@ -436,7 +436,7 @@ Result<int64_t> Store::InsertBlob(const std::string& hash, std::string_view data
   auto insert = db_.PrepareCached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
   if (!insert.ok()) return insert.status();
   std::string stored = PackBlob(data);
-  FORGE_RETURN_IF_ERROR(insert->BindBlob(1, hash).BindBlob(2, stored).Run());
+  FORGE_RETURN_IF_ERROR(insert->BindBlobUnowned(1, hash).BindBlobUnowned(2, stored).Run());
   if (db_.Changes() == 1) return db_.LastInsertRowId();
   auto select = db_.PrepareCached("SELECT id FROM blobs WHERE hash = ?1");
   if (!select.ok()) return select.status();
@@ -554,24 +554,26 @@ Status Store::AppendCallLocked(CallRecord& call) {
       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
       "?22, ?23, ?24, ?25)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, call.rollout_id).Bind(2, call.seq).Bind(3, call.started_at).Bind(4, call.first_token_at);
-  stmt->Bind(5, call.ended_at).Bind(6, call.client_format).Bind(7, call.upstream).Bind(8, call.model);
-  stmt->Bind(9, call.policy_version_start).Bind(10, call.policy_version_end);
-  stmt->Bind(11, *request).Bind(12, *response).Bind(13, *upstream_request).Bind(14, *upstream_response);
+  // (Every text and array bound unowned lives until Run below.)
+  stmt->BindUnowned(1, call.rollout_id).Bind(2, call.seq).Bind(3, call.started_at).Bind(4, call.first_token_at);
+  stmt->Bind(5, call.ended_at).BindUnowned(6, call.client_format).BindUnowned(7, call.upstream);
+  stmt->BindUnowned(8, call.model).Bind(9, call.policy_version_start).Bind(10, call.policy_version_end);
+  stmt->BindUnowned(11, *request).BindUnowned(12, *response);
+  stmt->BindUnowned(13, *upstream_request).BindUnowned(14, *upstream_response);
   if (base_call == 0) stmt->BindNull(15); else stmt->Bind(15, base_call);
   stmt->Bind(16, static_cast<int64_t>(prefix));
-  stmt->BindBlob(17, BytesOf(suffix)).BindBlob(18, BytesOf(call.completion_ids));
-  stmt->BindBlob(19, BytesOf(call.logprobs)).Bind(20, call.finish_reason);
+  stmt->BindBlobUnowned(17, BytesOf(suffix)).BindBlobUnowned(18, BytesOf(call.completion_ids));
+  stmt->BindBlobUnowned(19, BytesOf(call.logprobs)).BindUnowned(20, call.finish_reason);
   if (!call.usage.is_null()) {
     stmt->Bind(21, DumpJson(call.usage));
   } else if (!usage_text.empty() && !IsJsonNull(usage_text)) {
-    stmt->Bind(21, usage_text);
+    stmt->BindUnowned(21, usage_text);
   } else {
     stmt->BindNull(21);
   }
-  stmt->Bind(22, static_cast<int64_t>(call.http_status)).Bind(23, call.error);
+  stmt->Bind(22, static_cast<int64_t>(call.http_status)).BindUnowned(23, call.error);
   stmt->Bind(24, static_cast<int64_t>(call.side_call ? 1 : 0));
-  if (call.retry_key.empty()) stmt->BindNull(25); else stmt->Bind(25, call.retry_key);
+  if (call.retry_key.empty()) stmt->BindNull(25); else stmt->BindUnowned(25, call.retry_key);
   FORGE_RETURN_IF_ERROR(stmt->Run());
   call.id = db_.LastInsertRowId();
 
