@@ -22,6 +22,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <atomic>
 #include <unordered_map>
 #include <utility>
 
@@ -498,8 +499,28 @@ Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
   pieces.insert(pieces.end(), body.begin(), body.end());
   const uint64_t total = sizeof record_header + length;
   FORGE_RETURN_IF_ERROR(GrowTo(end_ + total));
+  FORGE_RETURN_IF_ERROR(EndRecordsAt(end_ + total));
   FORGE_RETURN_IF_ERROR(WriteAtEnd({pieces.data(), pieces.size()}, total));
   end_ += total;
+  return Status::Ok();
+}
+
+Status CallLog::EndRecordsAt(uint64_t at) {
+  if (at >= stale_until_ || at >= size_) return Status::Ok();  // zeros there already
+  static constexpr char kZeroHeader[kRecordHeaderBytes] = {};
+  size_t n = static_cast<size_t>(std::min<uint64_t>(kRecordHeaderBytes, size_ - at));
+  if (map_ && at + n <= prefaulted_) {
+    std::memcpy(map_ + at, kZeroHeader, n);
+  } else {
+    ssize_t written;
+    do {
+      written = pwrite(fd_, kZeroHeader, n, static_cast<off_t>(at));
+    } while (written < 0 && errno == EINTR);
+    if (written != static_cast<ssize_t>(n)) return Status::Io(path_ + ": cannot end its records: " + ErrnoText());
+  }
+  // Before the record that ends here: a reader that sees any of the record
+  // sees its end.
+  std::atomic_thread_fence(std::memory_order_release);
   return Status::Ok();
 }
 
@@ -566,15 +587,22 @@ Status CallLog::Remove(Store& store) {
 
 Status CallLog::Recycle(Store& store) {
   if (!map_) return Status::Unavailable(path_ + ": a log written, not mapped, is not reused");
-  // Zeroed first, under the old name, whose meta row says the database took
+  // Emptied first, under the old name, whose meta row says the database took
   // it all: a crash meanwhile leaves nothing to recover twice. Then renamed:
   // the new name has no meta row, so its records count from the start.
-  std::memset(map_ + kHeaderBytes, 0, end_ - kHeaderBytes);
+  // Only the first record's header is zeroed: readers stop there, and each
+  // append ends the records after it with a zero header (EndRecordsAt)
+  // while it writes over the old ones. (Zeroing all of them, 8 MiB a swap,
+  // took ~17 µs of the writer's CPU a 200 KB call.)
+  std::memset(map_ + kHeaderBytes, 0, std::min(kRecordHeaderBytes, end_ - kHeaderBytes));
+  std::atomic_thread_fence(std::memory_order_release);
   std::string fresh = NewLogPath(store.path());
   if (rename(path_.c_str(), fresh.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
   std::string old = std::exchange(path_, fresh);
-  // The zeroing wrote every page before the old end: none faults again.
-  prefaulted_ = end_ / kPageBytes * kPageBytes;
+  stale_until_ = std::max(stale_until_, end_);
+  // The pages before the old end stay mapped, but those its long records
+  // were pwritev'd into are not in this mapping: Prefault writes them again.
+  prefaulted_ = 0;
   end_ = kHeaderBytes;
   short_since_ahead_ = 0;
   whole_prompts_.Forget();  // their offsets were in the old records

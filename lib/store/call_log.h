@@ -9,7 +9,8 @@
 //
 // File "<database>-calls-<16 random hex digits>": the 8 bytes "FORGECL3",
 // then records: u64 body length, u64 XXH3-64 of the body seeded with its
-// length, the body; then zeros, to the end of the file. A call record's body
+// length, the body; then a header of zeros (past which a recycled log may
+// hold an earlier use's records, and a new one holds zeros). A call record's body
 // is the call (call_codec.h); a request record (top bit of the length set)
 // is a call's request text, appended while the upstream works, and the
 // call's record, appended when it ends, refers to it by offset instead of
@@ -36,7 +37,9 @@
 // the file system cannot allocate ahead, or the file cannot be mapped, appends
 // are pwritev(2)s into a file grown sparse (a write can then fail with a full
 // disk, where a mapped copy would be killed by SIGBUS). Readers stop at a
-// header of zeros: no record has one.
+// header of zeros: no record has one. An append over an earlier use's
+// records writes the zero header that ends it before the record itself, so
+// a reader (or a crash) never meets an old record after a new one.
 //
 // A live writer holds an flock(2) on its log; Store::Open moves whatever a log whose writer
 // has gone still holds into the database (as SQLite replays a hot journal),
@@ -127,6 +130,9 @@ class CallLog {
   Status GrowTo(uint64_t bytes);
   // Writes pieces at the end: copied into the mapping, or pwritev'd.
   Status WriteAtEnd(std::span<iovec> pieces, uint64_t length);
+  // Where what an earlier use of the file left (Recycle) follows the record
+  // about to end at `at`, a zero header there first, for readers to stop at.
+  Status EndRecordsAt(uint64_t at);
   // Appends one record: its header (length, kind, checksum), then body.
   Status AppendRecord(std::span<const iovec> body, bool request);
   // The last record of each rollout written whole (its prompt ids, or its
@@ -168,6 +174,7 @@ class CallLog {
   uint64_t size_ = 0;      // of the file: the records, then zeros
   char* map_ = nullptr;    // the file mapped shared (kMappedBytes of addresses); null: written
   uint64_t prefaulted_ = 0;  // the mapping's pages before this are written
+  uint64_t stale_until_ = 0;  // past end_, the records of earlier uses (Recycle) end before this
   uint64_t short_since_ahead_ = 0;  // bytes of records under 16 KiB since TakeAhead
   // A 50K-token prompt is 200 KB of ids; its request text about as long.
   LastWholeRecords<std::vector<int32_t>> whole_prompts_{256, 64 << 20};

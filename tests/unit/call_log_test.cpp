@@ -747,6 +747,42 @@ TEST_CASE("a recycled log is empty under a new name; its calls are recovered onc
   CHECK(LogFiles(dir.path().string()) == 0);
 }
 
+TEST_CASE("a recycled log's new records end where they end, not where the old ones did") {
+  // Calls of one length: each new record ends where an old one began, whose
+  // header and checksum still hold there. Short records are copied into the
+  // mapping, long ones (40 KB) pwritev'd, and so is the zero header after them.
+  for (size_t padding : {size_t{0}, size_t{40000}}) {
+    CAPTURE(padding);
+    forge::testing::TempDir dir;
+    std::string db = dir.File("forge.db");
+    OpenStore(db);
+    auto call = [padding](const std::string& tag) {
+      CallRecord c = ProxyCall("r", tag);
+      c.request_text.insert(c.request_text.find("xxx"), std::string(padding, 'y'));
+      return c;
+    };
+    {
+      auto store = OpenStore(db);
+      auto log = CreateLog(db);
+      AppendTaken(*store, *log, {call("old0"), call("old1"), call("old2"), call("old3"), call("old4")});
+      uint64_t old_end = log->bytes();
+      REQUIRE(log->Recycle(*store).ok());
+      REQUIRE(log->Append(call("new0")).ok());
+      REQUIRE(log->Append(call("new1")).ok());
+      CHECK(log->bytes() < old_end);
+      auto scans = forge::store::ScanCallLogs(db);
+      REQUIRE(scans.ok());
+      REQUIRE(scans->size() == 1);
+      CHECK((*scans)[0].calls == 2);
+      CHECK((*scans)[0].bad.empty());
+      CHECK(!(*scans)[0].cut_short);
+      CHECK((*scans)[0].end == log->bytes());
+    }  // the writer dies before the database took new0 and new1
+    auto store = OpenStore(db);
+    CHECK(Tags(*store, "r") == std::vector<std::string>{"old0", "old1", "old2", "old3", "old4", "new0", "new1"});
+  }
+}
+
 TEST_CASE("a writer that died between swapping logs and committing the old one's last calls: the old log's calls come first") {
   // Log names are random, so the directory's order is too: eight rounds.
   for (int round = 0; round < 8; ++round) {
