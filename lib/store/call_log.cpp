@@ -17,12 +17,12 @@
 #include <boost/container/small_vector.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <thread>
-#include <atomic>
 #include <unordered_map>
 #include <utility>
 
