@@ -64,6 +64,11 @@ class Recorder {
 
  private:
   struct Pending {
+    // (Constructed in place, in the queue: a compiler without C++20's
+    // parenthesized aggregate initialization, clang before 16, needs this.)
+    Pending(store::CallRecord&& call, store::LogPosition logged, size_t bytes, Done done,
+            std::chrono::steady_clock::time_point logged_at)
+        : call(std::move(call)), logged(logged), bytes(bytes), done(std::move(done)), logged_at(logged_at) {}
     store::CallRecord call;
     store::LogPosition logged;
     size_t bytes;
