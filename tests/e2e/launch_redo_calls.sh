@@ -34,6 +34,10 @@ launch() {
     --harness react --proxy "http://127.0.0.1:$proxy_port" "$work/tasks.jsonl"
 }
 calls() { "$BIN/forge-proxy" --store "$work/forge.db" --dump-rollout "$1" | wc -l; }
+# As a launcher that died mid-attempt leaves it (waiting out a proxy's writer).
+unfinish_rollout() {
+  sqlite3 -cmd ".timeout 10000" "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+}
 
 launch >"$work/first.out" 2>"$work/first.err"
 rollout=$(jq -r .rollout_id "$work/first.out")
@@ -42,7 +46,7 @@ rollout=$(jq -r .rollout_id "$work/first.out")
 jq -e 'has("set_aside_calls") | not' "$work/first.out" >/dev/null || fail "a first try set calls aside"
 
 # The launcher died before the attempt was finished: a rerun redoes it.
-sqlite3 -cmd ".timeout 10000" "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+unfinish_rollout
 launch >"$work/second.out" 2>"$work/second.err"
 [[ "$(jq -r .outcome "$work/second.out")" == ok ]] || fail "second try: $(cat "$work/second.out" "$work/second.err")"
 [[ "$(jq -r .resumed "$work/second.out")" != true ]] || fail "the unfinished attempt was not run again"
@@ -60,7 +64,7 @@ prompts "$rollout" | jq -e 'length == 2 and (.[0] | length) > 0 and .[1][:(.[0] 
 echo "ok - a redone attempt's rollout holds its own calls; the dead try's are set aside"
 
 # And again: the next set aside takes the next number.
-sqlite3 -cmd ".timeout 10000" "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+unfinish_rollout
 launch >"$work/third.out" 2>/dev/null
 [[ "$(calls "$rollout~2")" == 2 && "$(calls "$rollout")" == 2 ]] || fail "third try: ~2 $(calls "$rollout~2"), rollout $(calls "$rollout")"
 echo "ok - a second redo sets the calls aside as ~2"
@@ -84,7 +88,7 @@ pids+=($!)
 for p in "$open_port" "$slow_port"; do
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$p/healthz" && break; sleep 0.05; done
 done
-sqlite3 -cmd ".timeout 10000" "$work/forge.db" "UPDATE rollouts SET status = 'running', outcome = NULL WHERE id = '$rollout'"
+unfinish_rollout
 curl -s -o "$work/late.json" -d '{"model":"m","messages":[{"role":"user","content":"sleep:2"}]}' \
   "http://127.0.0.1:$open_port/r/$rollout/v1/chat/completions" &
 late=$!
