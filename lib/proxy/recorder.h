@@ -77,7 +77,12 @@ class Recorder {
   };
   Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup);
   void Run();
-  Status Commit(std::vector<Pending>& batch, bool idle);
+  // The calls' side of mutex_: a call that finds the writer holding it says
+  // so, and the writer, once it lets go, gives way (GiveWayIfCallWaited).
+  std::unique_lock<std::mutex> LockForCall();
+  void GiveWayIfCallWaited();
+  void TakeBatch(std::deque<Pending>& batch);  // the writer's, under mutex_
+  Status Commit(std::deque<Pending>& batch, bool idle);
   void RecycleRetiring(bool idle);  // makes the retired log, all in the database, the spare
   void MakeSpare();
   void StartCheckpointer();
@@ -92,7 +97,7 @@ class Recorder {
   std::unique_ptr<store::CallLog> spare_;
   std::unique_ptr<store::CallLog> retiring_;
   std::mutex mutex_;  // log_, queue_ and the rest below
-  std::deque<Pending> queue_;
+  std::deque<Pending> queue_;  // swapped with the writer's empty batch
   size_t queued_bytes_ = 0;
   bool stopping_ = false;
   bool stopped_ = false;
@@ -100,6 +105,7 @@ class Recorder {
   std::atomic<size_t> queued_calls_ = 0;
   std::atomic<std::chrono::steady_clock::time_point> first_logged_at_{};
   std::atomic<bool> flush_now_ = false;  // full, a call waiting, or Stop: no gathering
+  std::atomic<bool> call_waited_ = false;  // a call's thread waited for mutex_ (LockForCall)
   Wakeup wakeup_;  // given by the call that starts a batch or ends its gathering
   std::thread thread_;
 
