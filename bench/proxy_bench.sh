@@ -119,7 +119,7 @@ server_pids() {
 
 echo "forge-proxy benchmark  ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"
 echo
-echo "(a) sequential non-streaming calls, keep-alive; latency ms (median / p99)"
+echo "(a) sequential non-streaming calls, keep-alive; latency ms (median / p99; p99.9 for the tail beyond)"
 echo "    paths take turns in 5 rounds (1 KB: $((SEQ_N / 5)) calls a round, 200 KB: $((SEQ_N_LARGE / 5))), so a burst"
 echo "    of load elsewhere hits all alike and a proxy's recording runs in its own rounds;"
 echo "    'added' is each path's median / p99 minus the direct path's; 'CPU/call' is the serving"
@@ -164,16 +164,17 @@ warm = {p: [float(x) for x in open(f"{w}/warm.{p}").read().split()] for p in pat
 w50, w99 = pct(warm["direct"], 0.5), pct(warm["direct"], 0.99)
 print(f"    warm-up first, unmeasured below: {len(warm['direct'])} calls per path, one run each in turn; added median / p99: " +
       ", ".join(f"{p} {pct(warm[p], 0.5) - w50:.3f} / {pct(warm[p], 0.99) - w99:.3f}" for p in paths if p != "direct"))
-print(f"    {'path':<12} {'median':>8} {'p99':>8} {'added median':>13} {'added p99':>10} {'CPU/call ms':>12} {'recording':>10}")
+print(f"    {'path':<12} {'median':>8} {'p99':>8} {'p99.9':>8} {'added median':>13} {'added p99':>10} {'CPU/call ms':>12} {'recording':>10}")
 for p in paths:
     m, q = pct(ms[p], 0.5), pct(ms[p], 0.99)
-    added = "" if p == "direct" else f"{m - d50:>13.3f} {q - d99:>10.3f}"
+    tail = f"{pct(ms[p], 0.999):>8.3f}"
+    added = f"{'':>13} {'':>10}" if p == "direct" else f"{m - d50:>13.3f} {q - d99:>10.3f}"
     cpu = [int(x) for x in open(f"{w}/cpu.{p}").read().split()]
     per_call = f"{sum(cpu) / 1e6 / len(ms[p]):>12.3f}" if cpu else ""
     recording = [int(x) for x in open(f"{w}/rec.{p}").read().split()]
     if p not in ("direct", "nginx") and recording:
         per_call += f" {sum(recording) / 1e6 / len(ms[p]):>10.3f}"
-    print(f"    {p:<12} {m:>8.3f} {q:>8.3f} {added}{per_call}")
+    print(f"    {p:<12} {m:>8.3f} {q:>8.3f} {tail} {added}{per_call}")
 n50, n99 = pct(ms["nginx"], 0.5) - d50, pct(ms["nginx"], 0.99) - d99
 f50, f99 = pct(ms["forge-proxy"], 0.5) - d50, pct(ms["forge-proxy"], 0.99) - d99
 # (nginx's p99 can fall below the direct path's by chance: no ratio then.)
