@@ -129,6 +129,21 @@ bool ReadAll(int fd, uint64_t offset, char* out, size_t n) {
   return true;
 }
 
+// Through the file, not the mapping: false (errno set, or 0 for a write of
+// nothing) if it could not.
+bool WriteZeros(int fd, uint64_t offset, uint64_t n) {
+  static constexpr char kZeros[4096] = {};
+  while (n > 0) {
+    ssize_t put = pwrite(fd, kZeros, static_cast<size_t>(std::min<uint64_t>(sizeof kZeros, n)),
+                         static_cast<off_t>(offset));
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return false;
+    offset += static_cast<uint64_t>(put);
+    n -= static_cast<uint64_t>(put);
+  }
+  return true;
+}
+
 uint64_t Load64(const char* bytes) {
   uint64_t value;
   std::memcpy(&value, bytes, 8);
@@ -507,16 +522,11 @@ Status CallLog::AppendRecord(std::span<const iovec> body, bool request) {
 
 Status CallLog::EndRecordsAt(uint64_t at) {
   if (at >= stale_until_ || at >= size_) return Status::Ok();  // zeros there already
-  static constexpr char kZeroHeader[kRecordHeaderBytes] = {};
   size_t n = static_cast<size_t>(std::min<uint64_t>(kRecordHeaderBytes, size_ - at));
   if (map_ && at + n <= prefaulted_) {
-    std::memcpy(map_ + at, kZeroHeader, n);
-  } else {
-    ssize_t written;
-    do {
-      written = pwrite(fd_, kZeroHeader, n, static_cast<off_t>(at));
-    } while (written < 0 && errno == EINTR);
-    if (written != static_cast<ssize_t>(n)) return Status::Io(path_ + ": cannot end its records: " + ErrnoText());
+    std::memset(map_ + at, 0, n);
+  } else if (!WriteZeros(fd_, at, n)) {
+    return Status::Io(path_ + ": cannot end its records: " + ErrnoText());
   }
   // Before the record that ends here: a reader that sees any of the record
   // sees its end.
@@ -547,14 +557,7 @@ Status CallLog::WriteAtEnd(std::span<iovec> pieces, uint64_t length) {
       // stop: a torn record would hide every later one from recovery. (Not
       // by cutting the file: the writer may be prefaulting pages past here,
       // and a mapped page past the file's end is SIGBUS.)
-      static constexpr char kZeros[4096] = {};
-      for (uint64_t erased = 0; erased < written;) {
-        size_t chunk = static_cast<size_t>(std::min<uint64_t>(sizeof kZeros, written - erased));
-        ssize_t z = pwrite(fd_, kZeros, chunk, static_cast<off_t>(end_ + erased));
-        if (z < 0 && errno == EINTR) continue;
-        if (z <= 0) return Status::Io(path_ + ": cannot erase a failed append: " + ErrnoText());
-        erased += static_cast<uint64_t>(z);
-      }
+      if (!WriteZeros(fd_, end_, written)) return Status::Io(path_ + ": cannot erase a failed append: " + ErrnoText());
       return error;
     }
     written += static_cast<uint64_t>(n);

@@ -660,6 +660,43 @@ TEST_CASE("an append the file cannot grow for fails naming the log, and the call
   }
 }
 
+TEST_CASE("a long record the file takes only part of is erased, and the calls around it are kept") {
+  // Long records are pwritev'd, mapped log or not. A file size limit partway
+  // into one lets the first pwritev write part of it and fails the next; the
+  // part written goes back to zeros, or recovery would stop at a torn record.
+  for (bool mapped : {true, false}) {
+    CAPTURE(mapped);
+    forge::testing::TempDir dir;
+    std::string db = dir.File("forge.db");
+    OpenStore(db);
+    auto log = CallLog::Create(db, mapped);
+    REQUIRE(log.ok());
+    REQUIRE((*log)->Append(ProxyCall("r", "1")).ok());
+    CallRecord longer = ProxyCall("r", "long");
+    longer.request_text.insert(longer.request_text.find("xxx"), std::string(40000, 'y'));
+    rlimit before {};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+    auto old_handler = signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = before;
+    limit.rlim_cur = (*log)->bytes() + 20000;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+    auto failed = (*log)->Append(longer);
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+    signal(SIGXFSZ, old_handler);
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.status().message().find((*log)->path()) != std::string::npos);
+    auto scans = forge::store::ScanCallLogs(db);  // as a writer that died now leaves it
+    REQUIRE(scans.ok());
+    REQUIRE(scans->size() == 1);
+    CHECK((*scans)[0].calls == 1);
+    CHECK((*scans)[0].bad.empty());
+    CHECK(!(*scans)[0].cut_short);
+    REQUIRE((*log)->Append(ProxyCall("r", "2")).ok());
+    log->reset();
+    CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1", "2"});
+  }
+}
+
 TEST_CASE("the pages appends copy into next are handed out once, twice as many as were copied") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
