@@ -81,7 +81,7 @@ class Recorder {
   // so, and the writer, once it lets go, gives way (GiveWayIfCallWaited).
   std::unique_lock<std::mutex> LockForCall();
   void GiveWayIfCallWaited();
-  void TakeBatch(std::deque<Pending>& batch);  // the writer's, under mutex_
+  void TakeBatch(std::deque<Pending>& batch);  // into the writer's empty batch, under mutex_
   Status Commit(std::deque<Pending>& batch, bool idle);
   void RecycleRetiring(bool idle);  // makes the retired log, all in the database, the spare
   void MakeSpare();

@@ -109,7 +109,10 @@ forge::store::LogMark AppendTaken(Store& store, CallLog& log, std::vector<CallRe
 // Each rollout's calls in the store are the logged ones, in order, as check says.
 void CheckEachStored(Store& store, const std::vector<std::pair<std::string, std::vector<const CallRecord*>>>& rollouts,
                      const std::function<void(const CallRecord& stored, const CallRecord& logged)>& check) {
-  for (const auto& [rollout, logged] : rollouts) {
+  // (Not a structured binding: CAPTURE's lambda cannot name one before clang 16.)
+  for (const auto& entry : rollouts) {
+    const std::string& rollout = entry.first;
+    const std::vector<const CallRecord*>& logged = entry.second;
     auto calls = store.CallsOfRollout(rollout);
     REQUIRE(calls.ok());
     REQUIRE(calls->size() == logged.size());
@@ -118,6 +121,22 @@ void CheckEachStored(Store& store, const std::vector<std::pair<std::string, std:
       check((*calls)[i], *logged[i]);
     }
   }
+}
+
+// What run returns, run under a file size limit of limit bytes (the
+// process gets EFBIG, not SIGXFSZ); the limit and the signal are restored.
+template <typename Run>
+auto UnderFileSizeLimit(uint64_t limit, Run run) {
+  rlimit before {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  auto old_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit lowered = before;
+  lowered.rlim_cur = limit;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &lowered) == 0);
+  auto result = run();
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
+  signal(SIGXFSZ, old_handler);
+  return result;
 }
 
 }  // namespace
@@ -641,16 +660,9 @@ TEST_CASE("an append the file cannot grow for fails naming the log, and the call
     auto log = CallLog::Create(db, mapped);
     REQUIRE(log.ok());
     REQUIRE((*log)->Append(ProxyCall("r", "1")).ok());
-    // A file size limit just past the first 16 MiB (the process gets EFBIG, not SIGXFSZ).
-    rlimit before {};
-    REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-    auto old_handler = signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = before;
-    limit.rlim_cur = (16u << 20) + (1u << 20);
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
-    auto failed = (*log)->AppendRequestText(std::string(17u << 20, 'q'));
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
-    signal(SIGXFSZ, old_handler);
+    // A file size limit just past the first 16 MiB.
+    auto failed = UnderFileSizeLimit((16u << 20) + (1u << 20),
+                                     [&] { return (*log)->AppendRequestText(std::string(17u << 20, 'q')); });
     REQUIRE_FALSE(failed.ok());
     CHECK(failed.status().message().find((*log)->path()) != std::string::npos);
     CHECK(failed.status().message().find("cannot grow") != std::string::npos);
@@ -674,15 +686,7 @@ TEST_CASE("a long record the file takes only part of is erased, and the calls ar
     REQUIRE((*log)->Append(ProxyCall("r", "1")).ok());
     CallRecord longer = ProxyCall("r", "long");
     longer.request_text.insert(longer.request_text.find("xxx"), std::string(40000, 'y'));
-    rlimit before {};
-    REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-    auto old_handler = signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = before;
-    limit.rlim_cur = (*log)->bytes() + 20000;
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
-    auto failed = (*log)->Append(longer);
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &before) == 0);
-    signal(SIGXFSZ, old_handler);
+    auto failed = UnderFileSizeLimit((*log)->bytes() + 20000, [&] { return (*log)->Append(longer); });
     REQUIRE_FALSE(failed.ok());
     CHECK(failed.status().message().find((*log)->path()) != std::string::npos);
     auto scans = forge::store::ScanCallLogs(db);  // as a writer that died now leaves it
