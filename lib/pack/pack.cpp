@@ -122,7 +122,8 @@ Result<RolloutInput> ParseRollout(records::Record& r) {
 
 struct Stats {
   int64_t records = 0;
-  int64_t bad_records = 0;
+  int64_t malformed_lines = 0;  // not JSON objects: never became records
+  int64_t bad_records = 0;      // records without a field packing needs
   int64_t duplicate_rollouts = 0;
   int64_t filtered_not_passed = 0;
   int64_t filtered_below_min_reward = 0;
@@ -137,6 +138,7 @@ struct Stats {
   Json ToJson() const {
     double rollouts = static_cast<double>(std::max<int64_t>(assembly.rollouts, 1));
     Json j = {{"records", records},
+              {"malformed_lines", malformed_lines},
               {"bad_records", bad_records},
               {"duplicate_rollouts", duplicate_rollouts},
               {"filtered", {{"not_passed", filtered_not_passed}, {"below_min_reward", filtered_below_min_reward}}},
@@ -173,6 +175,15 @@ struct Stats {
     return j;
   }
 };
+
+// DataErr naming every input line that was skipped, of both kinds, so the
+// count says what the file:line messages said.
+Status SkippedInput(const Stats& stats) {
+  const int64_t skipped = stats.malformed_lines + stats.bad_records;
+  if (skipped == 0) return Status::Ok();
+  return Status::DataErr(fmt::format("{} input line{} skipped ({} malformed, {} lacking required fields)", skipped,
+                                     skipped == 1 ? "" : "s", stats.malformed_lines, stats.bad_records));
+}
 
 void PrintSummary(const Json& s) {
   cli::Note(fmt::format(
@@ -275,6 +286,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   std::set<std::string> seen;
   records::ReaderOptions reader;
   reader.strict = o.strict;
+  size_t malformed = 0;
   Status read = records::ForEachRecord(o.inputs, reader, [&](records::Record& r) -> Status {
     ++stats.records;
     auto in = ParseRollout(r);
@@ -291,8 +303,9 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     }
     inputs.push_back(std::move(*in));
     return Status::Ok();
-  });
+  }, &malformed);
   if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  stats.malformed_lines = static_cast<int64_t>(malformed);
   watch.AddTo(times.read);
 
   std::vector<RlRollout> rl_rollouts;
@@ -447,11 +460,8 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     std::ofstream f(o.stats_path);
     if (!(f << summary.dump(2) << "\n")) return Status::CantCreate(o.stats_path + ": cannot write stats");
   }
-  if (!read.ok()) return read;
-  if (stats.bad_records) {
-    return Status::DataErr(fmt::format("{} record(s) lacked required fields and were skipped", stats.bad_records));
-  }
-  return Status::Ok();
+  if (o.strict && !read.ok()) return read;  // the first bad line, as the reader named it
+  return SkippedInput(stats);
 }
 
 }  // namespace forge::pack

@@ -76,7 +76,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
 }
 
 Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions options,
-                     const std::function<Status(Record&)>& on_record) {
+                     const std::function<Status(Record&)>& on_record, size_t* bad_lines) {
   size_t bad = 0;
   for (const std::string& path : paths) {
     auto reader = JsonlReader::Open(path, options);
@@ -89,6 +89,7 @@ Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions option
     }
     bad += (*reader)->bad_lines();
   }
+  if (bad_lines != nullptr) *bad_lines = bad;
   if (bad > 0) {
     return Status::DataErr(std::to_string(bad) + " malformed input line" + (bad == 1 ? "" : "s") +
                            " skipped");

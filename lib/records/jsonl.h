@@ -73,9 +73,10 @@ class JsonlReader {
 // Reads every input in turn ("-" for stdin), calling on_record for each good
 // record. Stops at the first error on_record returns. Bad lines are reported
 // and counted; afterwards, if any were seen (lenient mode), returns DataErr
-// naming how many, so a pipeline notices that data was skipped.
+// naming how many, so a pipeline notices that data was skipped. When bad_lines
+// is given, it receives that count as well.
 Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions options,
-                     const std::function<Status(Record&)>& on_record);
+                     const std::function<Status(Record&)>& on_record, size_t* bad_lines = nullptr);
 
 class JsonlWriter {
  public:

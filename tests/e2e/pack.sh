@@ -148,7 +148,7 @@ echo '{"rollout_id": "a1", "task_id": ' >>"$work/bad.jsonl"
 echo '{"task_id": "A"}' >>"$work/bad.jsonl"
 echo '{"rollout_id": "zz", "task_id": "Z"}' >>"$work/bad.jsonl"
 set +e
-"$pack" --store "$store" "$work/bad.jsonl" >"$work/bad.out" 2>"$work/bad.err"
+"$pack" --store "$store" --stats "$work/bad-stats.json" "$work/bad.jsonl" >"$work/bad.out" 2>"$work/bad.err"
 rc=$?
 set -e
 cat "$work/bad.err"
@@ -157,6 +157,11 @@ grep -q "bad.jsonl:7" "$work/bad.err" || fail "no file:line for the malformed li
 grep -q "bad.jsonl:8: record has no rollout_id" "$work/bad.err" || fail "no file:line for the missing id"
 grep -q "bad.jsonl:9: no recorded calls for rollout zz" "$work/bad.err" || fail "no warning for a rollout without calls"
 [ "$(grep -c . "$work/bad.out")" -eq 6 ] || fail "good records lost next to bad ones"
+# Both skipped lines are counted, each by its kind, in the summary and in --stats.
+grep -q "2 input lines skipped (1 malformed, 1 lacking required fields)" "$work/bad.err" ||
+  fail "the summary does not count both skipped lines: $(tail -n 2 "$work/bad.err")"
+jq -e '.malformed_lines == 1 and .bad_records == 1' "$work/bad-stats.json" >/dev/null ||
+  fail "--stats does not count both skipped lines: $(cat "$work/bad-stats.json")"
 set +e
 "$pack" --strict --store "$store" "$work/bad.jsonl" >/dev/null 2>&1; rc=$?
 set -e

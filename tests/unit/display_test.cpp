@@ -15,6 +15,7 @@
 
 #include "sandbox/display.h"
 #include "sandbox/local/local_backend.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 using forge::ExitCode;
@@ -108,11 +109,9 @@ TEST_CASE("display: the failure marker counts only at the start of a line, with 
   CHECK(!DisplayFailed(r));
 }
 
-TEST_CASE("display: the harness sees the screen it asked for; two at once get two displays; Xvfb stops") {
-  if (!HostHasXvfb()) {
-    MESSAGE("skipped: no Xvfb/xdpyinfo on this host (apt-get install xvfb x11-utils)");
-    return;
-  }
+TEST_CASE("display: the harness sees the screen it asked for; two at once get two displays; Xvfb stops" *
+          doctest::test_suite("host")) {
+  if (!HostHasXvfb()) FORGE_SKIP("no Xvfb/xdpyinfo on this host (apt-get install xvfb x11-utils)");
   forge::testing::TempDir dir;
   forge::sandbox::local::LocalBackend backend(dir.File("root"));
   auto a = NewLocalSandbox(backend, "a");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "proxy/recorder.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 using forge::store::CallRecord;
@@ -260,10 +261,10 @@ bool DropSysNice() {
 
 }  // namespace
 
-TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after calls long to record") {
+TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after calls long to record" *
+          doctest::test_suite("host")) {
   if (!forge::proxy::NewThreadCanLeaveIdlePriority()) {
-    MESSAGE("skipped: this process may not leave idle priority (no CAP_SYS_NICE, RLIMIT_NICE below 20)");
-    return;
+    FORGE_SKIP("this process may not leave idle priority (no CAP_SYS_NICE, RLIMIT_NICE below 20)");
   }
   Recording r;
   REQUIRE(WaitForPolicy("forge-writer", SCHED_BATCH));
