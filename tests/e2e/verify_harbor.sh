@@ -123,7 +123,9 @@ field r-missing .log | grep -q 'tests ran but wrote nothing' || fail "log tail n
 [[ $(field r-missing .exit_code) == 3 ]] || fail "test.sh exit status not recorded"
 [[ $(outcome r-slow) == verifier_timeout ]] || fail "slow test.sh: $(outcome r-slow)"
 [[ $(field r-slow .timeout_sec) == 2 ]] || fail "effective timeout not recorded"
-[[ $(outcome r-planted) == failed ]] || fail "planted reward was believed: $(outcome r-planted)"
+# Planting is tampering (tests/e2e/verify_adversarial.sh has the rest); the
+# real test still ran and scored the real answer.
+[[ $(outcome r-planted) == tampered ]] || fail "planted reward: $(outcome r-planted)"
 [[ $(field r-planted .reward) == 0 ]] || fail "planted reward value"
 [[ $(outcome r-cmd) == passed ]] || fail "command verifier: $(outcome r-cmd)"
 [[ $(outcome r-files) == failed ]] || fail "files verifier: $(outcome r-files)"
