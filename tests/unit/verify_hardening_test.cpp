@@ -133,6 +133,9 @@ TEST_CASE("the sweep's output: fit, a fault the agent caused, a full disk, a she
   CHECK(ok.min_avail_kib == 2048);
   SweepReport blocked = ParseSweepOutput("forge-sweep: cannot clear /tests: mv: Operation not permitted\n", 4);
   CHECK(blocked.fault == "cannot clear /tests: mv: Operation not permitted");
+  SweepReport stuck = ParseSweepOutput("forge-sweep: left 2\n", 3);
+  CHECK(stuck.left == 2);
+  CHECK(stuck.fault == "2 process(es) of the agent's would not stop");
   SweepReport full = ParseSweepOutput("forge-sweep: avail 12\nforge-sweep: done ab\n", 0);
   CHECK(full.fault.find("12 KiB free") != std::string::npos);
   SweepReport broken = ParseSweepOutput("", 127);
