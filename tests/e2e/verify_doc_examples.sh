@@ -29,6 +29,7 @@ while IFS= read -r cmd; do
   for word in $cmd; do
     case "$word" in
       *.jsonl|*.db) [[ "$word" == */* ]] || : >"$dir/$word" ;;
+      forge-*) [[ -x "$FORGE_BIN/$word" ]] || fail "'$cmd': $FORGE_BIN/$word is not built" ;;
     esac
   done
   rm -f "$dir/forge.db"  # a store that is not SQLite is another error; let the tool make it
