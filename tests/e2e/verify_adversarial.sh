@@ -9,20 +9,8 @@
 # `report` shows the tampered trials and folds duplicated verdicts.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
-verify="$FORGE_BIN/forge-verify"
-image="${FORGE_BUSYBOX_IMAGE:-forge-busybox:latest}"
-run_label="forge.run=e2e-adversarial-$$"
-
-work="$(mktemp -d)"
-cleanup() {
-  docker ps -aq --filter "label=$run_label" | xargs -r docker rm -f >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-source "$FORGE_SRC/tests/e2e/verify/image.sh"
-ensure_busybox_image "$image"
+source "$FORGE_SRC/tests/e2e/verify/setup.sh"
+verify_setup adversarial
 
 # A held sandbox as forge-launch makes it; extra docker flags may follow.
 hold() {

@@ -6,22 +6,9 @@
 # and --keep, verdicts in the store, and `report` on the result.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
-verify="$FORGE_BIN/forge-verify"
-image="${FORGE_BUSYBOX_IMAGE:-forge-busybox:latest}"
-run_label="forge.run=e2e-verify-$$"
-
-work="$(mktemp -d)"
-cleanup() {
-  docker ps -aq --filter "label=$run_label" | xargs -r docker rm -f >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$FORGE_SRC/tests/e2e/verify/setup.sh"
+verify_setup verify
 check() { local what="$1"; shift; "$@" || fail "$what"; }
-
-source "$FORGE_SRC/tests/e2e/verify/image.sh"
-ensure_busybox_image "$image"
 
 # A held sandbox as forge-launch leaves it: a running container labelled
 # forge.managed=1 whose "agent" already worked in /work.

@@ -261,3 +261,14 @@ TEST_CASE("the last verdict of each rollout counts; rollouts without an id are a
   twice.insert(twice.end(), trials.begin(), trials.end());
   CHECK(FoldByRollout(&twice) == 2);  // the two with an id; those without cannot be told apart
 }
+
+TEST_CASE("verifier.keep_processes is read, kept, and checked") {
+  Json task = {{"id", "t"}, {"verifier", {{"kind", "command"}, {"command", "true"}, {"keep_processes", true}}}};
+  auto spec = VerifierSpecFromTask(task);
+  REQUIRE(spec.ok());
+  CHECK(spec->keep_processes);
+  task["verifier"]["keep_processes"] = "yes";
+  auto bad = VerifierSpecFromTask(task);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("verifier.keep_processes") != std::string::npos);
+}
