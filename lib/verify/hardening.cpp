@@ -171,6 +171,7 @@ std::string SweepScript(bool stop_processes, bool clear_harbor_dirs, const std::
     s += "aside() {\n"
          "  if [ -e \"$1\" ] || [ -L \"$1\" ]; then\n"
          "    err=$(mv -f -- \"$1\" \"$2\" 2>&1) || { echo \"forge-sweep: cannot clear $1: $err\"; exit 4; }\n"
+         "    rm -rf -- \"$2\" 2>/dev/null\n"
          "  fi\n"
          "}\n"
          "if [ -L /logs ] || { [ -e /logs ] && [ ! -d /logs ]; }; then aside /logs /.forge-old-logs-" + tag + "; fi\n"
@@ -350,6 +351,11 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
   FORGE_RETURN_IF_ERROR(TamperCheck(sandbox, options, &prep));
   if (prep.fault.empty() && options.clear_harbor_dirs) {
     FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, "0", &prep));
+    // A local sandbox's /tests is the host's: failing to clear it is forge's
+    // setup, not the agent's doing.
+    if (!prep.fault.empty() && sandbox.handle().backend == "local") {
+      return Status::Config("local sandbox: " + prep.fault);
+    }
   }
   return prep;
 }
