@@ -1,6 +1,8 @@
 // What Harbor-style verification costs per rollout on the local Docker
 // engine, next to the baseline of one bare exec round trip in the same
-// container: attach, wipe + upload tests + run test.sh + read the reward,
+// container: attach, the preparation alone (stop the agent's processes, the
+// tamper evidence, /tests and /logs/verifier moved aside), the whole
+// verification (preparation + upload tests + run test.sh + read the reward),
 // release. Bounded: 10 containers, one verification each.
 //
 //   bench-verify_overhead [image]   (default forge-busybox:latest)
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "sandbox/docker/docker_backend.h"
+#include "verify/hardening.h"
 #include "verify/verifiers.h"
 
 namespace {
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
   spec.tests_dir = tests.string();
   spec.timeout_sec = 30;
 
-  std::vector<double> bare, attach, verify, release;
+  std::vector<double> bare, attach, prepare, verify, release;
   int passed = 0;
   for (int i = 0; i < n; ++i) {
     forge::sandbox::Spec s;
@@ -71,8 +74,17 @@ int main(int argc, char** argv) {
     t = Clock::now();
     (void)(*box)->Exec(req);
     bare.push_back(Ms(t));
+    forge::verify::PrepareOptions prep;
+    prep.clear_harbor_dirs = true;
+    prep.script = "#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n";
     t = Clock::now();
-    auto verdict = forge::verify::RunHarbor(**box, spec, 1.0);
+    auto prepared = forge::verify::PrepareSandbox(**box, prep);
+    prepare.push_back(Ms(t));
+    // The evidence taken before stands: the preparation's own moves are
+    // changes too, as on a second verification.
+    const forge::verify::Json evidence = prepared.ok() ? prepared->tamper : forge::verify::Json::object();
+    t = Clock::now();
+    auto verdict = forge::verify::RunHarbor(**box, spec, 1.0, nullptr, &evidence);
     verify.push_back(Ms(t));
     if (verdict.outcome == forge::verify::Outcome::kPassed) ++passed;
     t = Clock::now();
@@ -83,7 +95,9 @@ int main(int argc, char** argv) {
   std::printf("docker, %s, %d rollouts (median ms)\n", image.c_str(), n);
   std::printf("  baseline: one bare exec (sh -c true)          %8.1f\n", Median(bare));
   std::printf("  attach to the held container                 %8.1f\n", Median(attach));
-  std::printf("  harbor verify (wipe, upload, test.sh, reward) %8.1f  (%.1fx the bare exec)\n",
+  std::printf("  prepare (stop, evidence, move aside)          %8.1f  (%.1fx the bare exec)\n",
+              Median(prepare), Median(prepare) / std::max(0.001, Median(bare)));
+  std::printf("  harbor verify (prepare, upload, test.sh, reward) %5.1f  (%.1fx the bare exec)\n",
               Median(verify), Median(verify) / std::max(0.001, Median(bare)));
   std::printf("  release                                       %8.1f\n", Median(release));
   std::printf("  passed %d of %d\n", passed, n);

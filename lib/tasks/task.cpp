@@ -196,6 +196,7 @@ Status ReadVerifier(const Json& object, const std::string& base_dir, Verifier* v
   FORGE_RETURN_IF_ERROR(GetPositive(*v, "timeout_sec", p, &verifier->timeout_sec));
   FORGE_RETURN_IF_ERROR(GetEnv(*v, p, &verifier->env));
   FORGE_RETURN_IF_ERROR(GetString(*v, "user", p, &verifier->user, false));
+  FORGE_RETURN_IF_ERROR(GetBool(*v, "keep_processes", p, &verifier->keep_processes));
   if (kind == "harbor") {
     verifier->kind = VerifierKind::kHarbor;
     return GetDir(*v, "tests_dir", p, base_dir, "test.sh", &verifier->tests_dir, true);
@@ -327,6 +328,7 @@ Json Task::ToJson() const {
     v["timeout_sec"] = verifier.timeout_sec;
     v["env"] = EnvJson(verifier.env);
     if (!verifier.user.empty()) v["user"] = verifier.user;
+    if (verifier.keep_processes) v["keep_processes"] = true;
     switch (verifier.kind) {
       case VerifierKind::kHarbor: v["tests_dir"] = verifier.tests_dir; break;
       case VerifierKind::kCommand: v["command"] = verifier.command; break;

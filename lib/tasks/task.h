@@ -69,6 +69,10 @@ struct Verifier {
   double timeout_sec = kDefaultTimeoutSec;
   std::map<std::string, std::string> env;
   std::string user;
+  // harbor, command: leave the agent's processes running while the verifier
+  // runs (a task whose test checks a server the agent started). Off: every
+  // process the agent left is stopped first (verify/hardening.h).
+  bool keep_processes = false;
   std::string tests_dir;                // harbor: absolute host path
   std::string command;                  // command: run by /bin/sh -c
   std::vector<FileExpectation> expect;  // files

@@ -7,6 +7,7 @@
 
 #include "cli/diagnostics.h"
 #include "store/store.h"
+#include "verify/fold.h"
 #include "verify/metrics.h"
 #include "verify/rollout_fields.h"
 #include "verify/tool_use.h"
@@ -17,10 +18,12 @@ using records::Json;
 
 namespace {
 
-// Reads the trials of every verified record; a record without a usable
-// verdict is reported as file:line and skipped, and afterwards DataErr.
+// Reads the trials of every verified record, the last verdict of each
+// rollout (fold.h; *folded says how many earlier ones were dropped); a record
+// without a usable verdict is reported as file:line and skipped, and
+// afterwards DataErr.
 Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
-                  std::vector<Json>* records = nullptr) {
+                  std::vector<Json>* records = nullptr, size_t* folded = nullptr) {
   size_t bad = 0;
   Status read = records::ForEachRecord(inputs, {}, [&](records::Record& r) -> Status {
     auto trial = TrialFromRecord(r.json);
@@ -34,6 +37,8 @@ Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* tr
     return Status::Ok();
   });
   FORGE_RETURN_IF_ERROR(read);
+  const size_t dropped = FoldByRollout(trials, records);
+  if (folded != nullptr) *folded = dropped;
   if (bad > 0) return Status::DataErr(fmt::format("{} record(s) without a usable verdict", bad));
   return Status::Ok();
 }
@@ -55,12 +60,17 @@ Status Print(const std::string& text) {
 
 Status ReportCommand(const ReportOptions& options) {
   std::vector<Trial> trials;
-  Status read = ReadTrials(options.inputs, &trials);
+  size_t folded = 0;
+  Status read = ReadTrials(options.inputs, &trials, nullptr, &folded);
   // Bad lines were reported; a report of the good ones still helps, but the
   // exit status says data was skipped.
   if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
   auto report = BuildReport(trials, options.ks);
   if (!report.ok()) return report.status();
+  report->duplicates_folded = static_cast<int64_t>(folded);
+  if (folded > 0) {
+    cli::Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
+  }
   FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(ReportToTable(*report))
                                                  : Print(ReportToJson(*report).dump(2) + "\n"));
   return read;

@@ -30,6 +30,7 @@ Result<Trial> TrialFromRecord(const Json& record) {
   trial.task_id = TaskIdOf(record);
   if (trial.task_id.empty()) return Status::DataErr("task_id: missing");
   trial.harness = HarnessOf(record);
+  trial.rollout_id = RolloutIdOf(record);
   auto verdict = record.find("verdict");
   if (verdict == record.end() || !verdict->is_object()) {
     return Status::DataErr("verdict: missing (run `forge-verify run` first)");
@@ -57,6 +58,7 @@ void TaskStats::Add(const Trial& trial) {
   }
   ++valid;
   if (trial.outcome == Outcome::kPassed) ++passed;
+  if (trial.outcome == Outcome::kTampered) ++tampered;
   if (trial.reward) reward_sum += *trial.reward;
 }
 
@@ -104,6 +106,7 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
     report.overall.valid += stats.valid;
     report.overall.passed += stats.passed;
     report.overall.excluded += stats.excluded;
+    report.overall.tampered += stats.tampered;
     report.overall.reward_sum += stats.reward_sum;
     for (const auto& [name, count] : stats.outcomes) report.overall.outcomes[name] += count;
     report.tasks.push_back(std::move(row));
@@ -122,6 +125,7 @@ Json StatsJson(const TaskStats& stats, const std::vector<KValues>& ks, double me
   Json j = {{"valid", stats.valid},
             {"passed", stats.passed},
             {"excluded", stats.excluded},
+            {"tampered", stats.tampered},
             {"mean_reward", mean_reward},
             {"outcomes", stats.outcomes}};
   Json at = Json::object(), hat = Json::object();
@@ -145,6 +149,7 @@ Json ReportToJson(const Report& report) {
   }
   Json overall = StatsJson(report.overall, report.overall_ks, report.overall_mean_reward);
   overall["tasks"] = report.tasks.size();
+  overall["duplicates_folded"] = report.duplicates_folded;
   return {{"tasks", std::move(tasks)}, {"overall", std::move(overall)}};
 }
 
@@ -184,6 +189,13 @@ std::string ReportToTable(const Report& report) {
               report.overall_ks, report.overall_mean_reward);
   if (report.overall.excluded > 0) {
     out += fmt::format("{} trial(s) excluded as infra_error or cancelled\n", report.overall.excluded);
+  }
+  if (report.overall.tampered > 0) {
+    out += fmt::format("{} trial(s) tampered with the verifier (counted as failures)\n", report.overall.tampered);
+  }
+  if (report.duplicates_folded > 0) {
+    out += fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout counts\n",
+                       report.duplicates_folded);
   }
   return out;
 }

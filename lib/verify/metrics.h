@@ -32,6 +32,7 @@ struct Trial {
   std::string harness;
   Outcome outcome = Outcome::kInfraError;
   std::optional<double> reward;
+  std::string rollout_id;  // for folding duplicates (fold.h); may be empty
 };
 
 // Reads the fields report needs from a verified rollout record. DataErr
@@ -43,6 +44,7 @@ struct TaskStats {
   int64_t valid = 0;     // trials that count (not infra_error, not cancelled)
   int64_t passed = 0;
   int64_t excluded = 0;  // infra_error + cancelled
+  int64_t tampered = 0;  // counted in valid, as failures
   double reward_sum = 0; // over valid trials; a valid trial without a reward adds 0
   std::map<std::string, int64_t> outcomes;  // every trial, by outcome name
 
@@ -67,6 +69,7 @@ struct Report {
   TaskStats overall;
   std::vector<KValues> overall_ks;
   double overall_mean_reward = 0;  // mean over tasks of each task's mean reward
+  int64_t duplicates_folded = 0;   // verdicts of a rollout read again (fold.h)
 };
 
 // Groups trials by task and computes every k. A k larger than some task's

@@ -6,7 +6,7 @@
 namespace forge::verify {
 namespace {
 
-constexpr std::array<std::pair<Outcome, std::string_view>, 8> kNames = {{
+constexpr std::array<std::pair<Outcome, std::string_view>, 9> kNames = {{
     {Outcome::kPassed, "passed"},
     {Outcome::kFailed, "failed"},
     {Outcome::kAgentTimeout, "agent_timeout"},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 8> kNames = {{
     {Outcome::kVerifierTimeout, "verifier_timeout"},
     {Outcome::kInfraError, "infra_error"},
     {Outcome::kCancelled, "cancelled"},
+    {Outcome::kTampered, "tampered"},
 }};
 
 }  // namespace

@@ -19,13 +19,16 @@ enum class Outcome {
   kVerifierTimeout,  // the task's verifier ran past its deadline
   kInfraError,       // sandbox lost, engine unreachable, store failure: nobody's answer
   kCancelled,        // stopped by a signal
+  kTampered,         // the agent changed the verifier's toolchain, /tests or
+                     // /logs/verifier (hardening.h): a failure, reported apart
 };
 
 std::string_view OutcomeName(Outcome outcome);
 std::optional<Outcome> ParseOutcome(std::string_view name);
 
 // Counts as a trial for pass@k: the agent had its chance and the verifier or
-// the agent's own failure decided. Infra errors and cancellations do not.
+// the agent's own failure decided (tampered counts, as a failure). Infra
+// errors and cancellations do not.
 bool CountsAsTrial(Outcome outcome);
 
 }  // namespace forge::verify

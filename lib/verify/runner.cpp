@@ -9,6 +9,7 @@
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "tasks/load.h"
+#include "verify/hardening.h"
 #include "verify/rollout_fields.h"
 #include "verify/verifiers.h"
 
@@ -189,9 +190,12 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
     if (attached.ok()) {
       out.sandbox = std::move(*attached);
     } else if (!decided) {
-      v.outcome = Outcome::kInfraError;
+      // A sandbox whose keep-alive the agent stopped is the agent's failure.
+      const std::string cause = AgentCauseOfLostSandbox(*handle, attached.status());
+      v.outcome = cause.empty() ? Outcome::kInfraError : Outcome::kFailed;
+      if (!cause.empty()) v.reward = 0.0;
       v.message = "attach to " + handle->backend + " sandbox " + handle->id + ": " +
-                  attached.status().message();
+                  attached.status().message() + (cause.empty() ? "" : " (" + cause + ")");
       decided = true;
     }
   } else if (needs_sandbox && !decided) {
@@ -202,10 +206,16 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   }
 
   if (!decided) {
+    // A sandbox verified before carries that verification's own changes:
+    // the evidence taken then stands.
+    const Json* previous_tamper = nullptr;
+    if (auto it = record.find("verdict"); it != record.end() && it->is_object() && it->contains("tamper")) {
+      previous_tamper = &(*it)["tamper"];
+    }
     if (spec->kind == tasks::VerifierKind::kHarbor) {
-      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &cancel_);
+      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &cancel_, previous_tamper);
     } else if (spec->kind == tasks::VerifierKind::kCommand) {
-      v = RunCommand(*out.sandbox, *spec, options_.threshold, &cancel_);
+      v = RunCommand(*out.sandbox, *spec, options_.threshold, &cancel_, previous_tamper);
     } else if (spec->kind == tasks::VerifierKind::kFiles) {
       v = RunFiles(*out.sandbox, *spec, options_.threshold);
     } else {

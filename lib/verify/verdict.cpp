@@ -15,6 +15,8 @@ Json Verdict::ToJson() const {
   if (!message.empty()) j["message"] = message;
   if (!log_tail.empty()) j["log"] = log_tail;
   if (!details.empty()) j["details"] = details;
+  if (!sweep.empty()) j["sweep"] = sweep;
+  if (!tamper.empty()) j["tamper"] = tamper;
   return j;
 }
 

@@ -24,6 +24,8 @@ struct Verdict {
   std::string message;           // why, for anything but passed/failed
   std::string log_tail;          // the end of the verifier's stdout and stderr ("log")
   Json details = Json::object(); // per-kind: file checks, judge answer, ...
+  Json sweep = Json::object();   // what forge did before the verifier (hardening.h)
+  Json tamper = Json::object();  // the tamper evidence (hardening.h)
 
   Json ToJson() const;
 };

@@ -3,8 +3,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "tasks/harbor.h"
+#include "verify/hardening.h"
 #include "verify/reward.h"
 
 namespace forge::verify {
@@ -86,37 +89,87 @@ std::string LogTail(const std::string& out, const std::string& err, size_t max_b
   return joined;
 }
 
+namespace {
+
+// A sandbox step failed: the agent's doing when the sandbox is still there
+// (hardening.h), else the infrastructure's.
+Verdict& Blame(Verdict& v, sandbox::Sandbox& sandbox, const std::string& step, const Status& status) {
+  std::string cause = AgentCause(sandbox, status);
+  if (cause.empty()) return Infra(v, step, status);
+  v.reward = 0.0;
+  return Fail(v, Outcome::kFailed, step + ": " + status.message() + " (" + cause + ")");
+}
+
+// Prepares the sandbox and records what was done in v. False when the
+// verifier must not run: v then holds the verdict.
+bool Prepare(sandbox::Sandbox& sandbox, const VerifierSpec& spec, const std::string& script, bool clear,
+             const Json* previous_tamper, Verdict& v, Preparation* prep) {
+  PrepareOptions options;
+  options.clear_harbor_dirs = clear;
+  options.stop_processes = !spec.keep_processes;
+  options.script = script;
+  options.previous_tamper = previous_tamper;
+  auto prepared = PrepareSandbox(sandbox, options);
+  if (!prepared.ok()) {
+    Infra(v, "prepare the sandbox for the verifier", prepared.status());
+    return false;
+  }
+  *prep = std::move(*prepared);
+  v.sweep = prep->sweep;
+  v.tamper = prep->tamper;
+  if (prep->fault.empty()) return true;
+  v.reward = 0.0;
+  Fail(v, Outcome::kFailed, "the agent left the sandbox unfit for its verifier: " + prep->fault);
+  return false;
+}
+
+// Evidence of tampering outranks whatever the verifier said; only a stop by
+// a signal stays what it is.
+Verdict Finish(Verdict& v, const Preparation& prep, const Stopwatch& clock) {
+  v.seconds = clock.Seconds();
+  if (prep.tampered && v.outcome != Outcome::kCancelled) {
+    std::string paths;
+    for (const auto& change : prep.tamper.value("toolchain", Json::array())) {
+      if (paths.size() > 200) break;
+      paths += (paths.empty() ? "" : ", ") + change.value("path", std::string()) + " " +
+               change.value("kind", std::string());
+    }
+    const std::string verifier_said = std::string(OutcomeName(v.outcome)) + (v.message.empty() ? "" : ": " + v.message);
+    v.outcome = Outcome::kTampered;
+    v.message = "the agent changed the verifier's toolchain (" + paths + "); the verifier said " + verifier_said;
+  }
+  return v;
+}
+
+std::string ReadHostFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                  const std::atomic<bool>* cancel) {
+                  const std::atomic<bool>* cancel, const Json* previous_tamper) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
+  Preparation prep;
   std::error_code ec;
-  if (!fs::is_regular_file(fs::path(spec.tests_dir) / "test.sh", ec)) {
+  const std::string test_sh = (fs::path(spec.tests_dir) / "test.sh").string();
+  if (!fs::is_regular_file(test_sh, ec)) {
     v.seconds = clock.Seconds();
     return Fail(v, Outcome::kVerifierError, spec.tests_dir + "/test.sh: missing on the host");
   }
 
   // Whatever the agent left in /tests or /logs/verifier (a planted reward.txt,
-  // a doctored test) goes before the real tests arrive. The verifier's own
-  // user must be able to write its reward.
-  sandbox::ExecRequest wipe;
-  wipe.argv = {"/bin/sh", "-c",
-               std::string("rm -rf ") + kVerifierLogs + " " + kTestsDir + " && mkdir -p " +
-                   kVerifierLogs + " " + kTestsDir + " && chmod 0777 " + kVerifierLogs};
-  wipe.user = "0";
-  wipe.workdir = "/";
-  wipe.timeout_seconds = 60;
-  auto wiped = sandbox.Exec(wipe);
-  if (!wiped.ok()) return v.seconds = clock.Seconds(), Infra(v, "wipe /tests and /logs/verifier", wiped.status());
-  if (wiped->exit_code != 0) {
-    v.seconds = clock.Seconds();
-    v.log_tail = LogTail(wiped->stdout_data, wiped->stderr_data);
-    return Fail(v, Outcome::kInfraError,
-                "wipe /tests and /logs/verifier: exit status " + std::to_string(wiped->exit_code));
-  }
+  // a doctored test, a directory it made unreadable) is moved aside before
+  // the real tests arrive, and no process of the agent's is left to write
+  // there again.
+  if (!Prepare(sandbox, spec, ReadHostFile(test_sh), true, previous_tamper, v, &prep)) return Finish(v, prep, clock);
   if (Status copied = sandbox.CopyIn(spec.tests_dir, kTestsDir); !copied.ok()) {
-    v.seconds = clock.Seconds();
-    return Infra(v, std::string("upload tests to ") + kTestsDir, copied);
+    Blame(v, sandbox, std::string("upload tests to ") + kTestsDir, copied);
+    return Finish(v, prep, clock);
   }
 
   // Harbor runs `bash /tests/test.sh`; a minimal image without bash gets sh.
@@ -130,18 +183,22 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
   test.cancel = cancel;
   auto ran = sandbox.Exec(test);
   if (!ran.ok()) {
-    v.seconds = clock.Seconds();
-    if (ran.status().code() == ExitCode::kInterrupted) return Fail(v, Outcome::kCancelled, "stopped by a signal");
-    return Infra(v, "run /tests/test.sh", ran.status());
+    if (ran.status().code() == ExitCode::kInterrupted) Fail(v, Outcome::kCancelled, "stopped by a signal");
+    else Blame(v, sandbox, "run /tests/test.sh", ran.status());
+    return Finish(v, prep, clock);
   }
   v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
   if (ran->timed_out) {
-    v.seconds = clock.Seconds();
-    return Fail(v, Outcome::kVerifierTimeout,
-                "/tests/test.sh ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+    Fail(v, Outcome::kVerifierTimeout,
+         "/tests/test.sh ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+    return Finish(v, prep, clock);
   }
   v.exit_code = ran->exit_code;
 
+  // Read through the engine's archive endpoint (docker): a symlink is read
+  // as a symlink, never followed, and counts as no reward file. The
+  // directory was empty when test.sh started and nothing of the agent's ran
+  // beside it, so whatever is there, test.sh wrote.
   const std::string txt_path = std::string(kVerifierLogs) + "/reward.txt";
   const std::string json_path = std::string(kVerifierLogs) + "/reward.json";
   Result<Reward> reward = Status::NoInput("");
@@ -153,30 +210,34 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
     if (json.ok()) {
       reward = ParseRewardJson(*json);
     } else if (json.status().code() == ExitCode::kNoInput) {
-      v.seconds = clock.Seconds();
-      return Fail(v, Outcome::kVerifierError,
-                  "no reward file: /tests/test.sh (exit status " + std::to_string(ran->exit_code) +
-                      ") wrote neither " + txt_path + " nor " + json_path);
+      Fail(v, Outcome::kVerifierError,
+           "no reward file: /tests/test.sh (exit status " + std::to_string(ran->exit_code) + ") wrote neither " +
+               txt_path + " nor " + json_path);
+      return Finish(v, prep, clock);
     } else {
-      v.seconds = clock.Seconds();
-      return Infra(v, "read " + json_path, json.status());
+      Blame(v, sandbox, "read " + json_path, json.status());
+      return Finish(v, prep, clock);
     }
   } else {
-    v.seconds = clock.Seconds();
-    return Infra(v, "read " + txt_path, txt.status());
+    Blame(v, sandbox, "read " + txt_path, txt.status());
+    return Finish(v, prep, clock);
   }
-  v.seconds = clock.Seconds();
-  if (!reward.ok()) return Fail(v, Outcome::kVerifierError, reward.status().message());
+  if (!reward.ok()) {
+    Fail(v, Outcome::kVerifierError, reward.status().message());
+    return Finish(v, prep, clock);
+  }
   v.reward = reward->value;
   v.rewards = reward->named;
   v.outcome = OutcomeForReward(reward->value, threshold);
-  return v;
+  return Finish(v, prep, clock);
 }
 
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                   const std::atomic<bool>* cancel) {
+                   const std::atomic<bool>* cancel, const Json* previous_tamper) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
+  Preparation prep;
+  if (!Prepare(sandbox, spec, spec.command, false, previous_tamper, v, &prep)) return Finish(v, prep, clock);
   sandbox::ExecRequest req;
   req.argv = {"/bin/sh", "-c", spec.command};
   req.env = spec.env;
@@ -184,25 +245,27 @@ Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double t
   req.timeout_seconds = spec.timeout_sec;
   req.cancel = cancel;
   auto ran = sandbox.Exec(req);
-  v.seconds = clock.Seconds();
   if (!ran.ok()) {
-    if (ran.status().code() == ExitCode::kInterrupted) return Fail(v, Outcome::kCancelled, "stopped by a signal");
-    return Infra(v, "run the verifier command", ran.status());
+    if (ran.status().code() == ExitCode::kInterrupted) Fail(v, Outcome::kCancelled, "stopped by a signal");
+    else Blame(v, sandbox, "run the verifier command", ran.status());
+    return Finish(v, prep, clock);
   }
   v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
   if (ran->timed_out) {
-    return Fail(v, Outcome::kVerifierTimeout,
-                "the verifier command ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+    Fail(v, Outcome::kVerifierTimeout,
+         "the verifier command ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+    return Finish(v, prep, clock);
   }
   v.exit_code = ran->exit_code;
   // The shell's own "cannot run" statuses say the check itself is broken.
   if (ran->exit_code == 126 || ran->exit_code == 127) {
-    return Fail(v, Outcome::kVerifierError,
-                "the verifier command could not run (exit status " + std::to_string(ran->exit_code) + ")");
+    Fail(v, Outcome::kVerifierError,
+         "the verifier command could not run (exit status " + std::to_string(ran->exit_code) + ")");
+    return Finish(v, prep, clock);
   }
   v.reward = ran->exit_code == 0 ? 1.0 : 0.0;
   v.outcome = OutcomeForReward(*v.reward, threshold);
-  return v;
+  return Finish(v, prep, clock);
 }
 
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold) {

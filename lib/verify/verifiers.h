@@ -38,11 +38,13 @@ inline constexpr const char* kVerifierLogs = "/logs/verifier";
 inline constexpr size_t kMaxRewardBytes = 64 * 1024;
 
 // cancel, when set and it becomes true, kills a running test.sh or command
-// (the verdict is then `cancelled`).
+// (the verdict is then `cancelled`). Both prepare the sandbox first
+// (hardening.h); previous_tamper is the "tamper" object of an earlier
+// verification of the same sandbox, which stands.
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                  const std::atomic<bool>* cancel = nullptr);
+                  const std::atomic<bool>* cancel = nullptr, const Json* previous_tamper = nullptr);
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                   const std::atomic<bool>* cancel = nullptr);
+                   const std::atomic<bool>* cancel = nullptr, const Json* previous_tamper = nullptr);
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
 
 // The last max_bytes of stdout and stderr, for the verdict's log_tail.

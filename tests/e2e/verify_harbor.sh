@@ -6,22 +6,9 @@
 # and --keep, verdicts in the store, and `report` on the result.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
-verify="$FORGE_BIN/forge-verify"
-image="${FORGE_BUSYBOX_IMAGE:-forge-busybox:latest}"
-run_label="forge.run=e2e-verify-$$"
-
-work="$(mktemp -d)"
-cleanup() {
-  docker ps -aq --filter "label=$run_label" | xargs -r docker rm -f >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$FORGE_SRC/tests/e2e/verify/setup.sh"
+verify_setup verify
 check() { local what="$1"; shift; "$@" || fail "$what"; }
-
-source "$FORGE_SRC/tests/e2e/verify/image.sh"
-ensure_busybox_image "$image"
 
 # A held sandbox as forge-launch leaves it: a running container labelled
 # forge.managed=1 whose "agent" already worked in /work.
@@ -123,7 +110,9 @@ field r-missing .log | grep -q 'tests ran but wrote nothing' || fail "log tail n
 [[ $(field r-missing .exit_code) == 3 ]] || fail "test.sh exit status not recorded"
 [[ $(outcome r-slow) == verifier_timeout ]] || fail "slow test.sh: $(outcome r-slow)"
 [[ $(field r-slow .timeout_sec) == 2 ]] || fail "effective timeout not recorded"
-[[ $(outcome r-planted) == failed ]] || fail "planted reward was believed: $(outcome r-planted)"
+# Planting is tampering (tests/e2e/verify_adversarial.sh has the rest); the
+# real test still ran and scored the real answer.
+[[ $(outcome r-planted) == tampered ]] || fail "planted reward: $(outcome r-planted)"
 [[ $(field r-planted .reward) == 0 ]] || fail "planted reward value"
 [[ $(outcome r-cmd) == passed ]] || fail "command verifier: $(outcome r-cmd)"
 [[ $(outcome r-files) == failed ]] || fail "files verifier: $(outcome r-files)"
