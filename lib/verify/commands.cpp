@@ -15,12 +15,10 @@ namespace forge::verify {
 
 using records::Json;
 
-namespace {
-
 // Reads the trials of every verified record; a record without a usable
 // verdict is reported as file:line and skipped, and afterwards DataErr.
 Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
-                  std::vector<Json>* records = nullptr) {
+                  std::vector<Json>* records) {
   size_t bad = 0;
   Status read = records::ForEachRecord(inputs, {}, [&](records::Record& r) -> Status {
     auto trial = TrialFromRecord(r.json);
@@ -51,9 +49,8 @@ Status Print(const std::string& text) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status ReportCommand(const ReportOptions& options) {
+  if (!options.by.empty() || !options.stores.empty() || !options.html.empty()) return GroupedReportCommand(options);
   std::vector<Trial> trials;
   Status read = ReadTrials(options.inputs, &trials);
   // Bad lines were reported; a report of the good ones still helps, but the
@@ -103,7 +100,7 @@ Status ToolUseCommand(const ToolUseOptions& options) {
     const std::string rollout_id = RolloutIdOf(records[i]);
     auto calls = (*store)->CallsOfRollout(rollout_id);
     if (!calls.ok()) return calls.status().Prefixed("store: calls of " + rollout_id);
-    RolloutToolUse use = ToolUseOfCalls(*calls);
+    RolloutToolUse use = ToolUseOfCalls(*calls, trials[i].harness);
     const bool valid = CountsAsTrial(trials[i].outcome);
     const bool passed = trials[i].outcome == Outcome::kPassed;
     by_harness[trials[i].harness.empty() ? "(unnamed)" : trials[i].harness].Add(use, valid, passed);
