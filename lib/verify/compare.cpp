@@ -193,7 +193,7 @@ std::string ComparisonToTable(const Comparison& c) {
                                 c.settings.resamples, c.settings.seed);
   out += fmt::format("{:<{}}  {:>7} {:>7}", "task", width, "A c/n", "B c/n");
   for (int64_t k : c.settings.ks) {
-    out += fmt::format("  {:>13} {:<26}", fmt::format("pass@{} A>B", k), fmt::format("B-A [interval]"));
+    out += fmt::format("  {:>14} {:<26}", fmt::format("pass@{} A->B", k), fmt::format("B-A [interval]"));
   }
   out += "  flip\n";
   for (const auto& t : c.tasks) {
@@ -201,7 +201,7 @@ std::string ComparisonToTable(const Comparison& c) {
     out += fmt::format("{:<{}}  {:>7} {:>7}", shown, width, fmt::format("{}/{}", t.a.passed, t.a.valid),
                        fmt::format("{}/{}", t.b.passed, t.b.valid));
     for (size_t i = 0; i < t.diffs.size(); ++i) {
-      out += fmt::format("  {:>13} {:<26}", fmt::format("{:.3f}>{:.3f}", t.ka[i].pass_at_k, t.kb[i].pass_at_k),
+      out += fmt::format("  {:>14} {:<26}", fmt::format("{:.3f}->{:.3f}", t.ka[i].pass_at_k, t.kb[i].pass_at_k),
                          IntervalText(t.diffs[i].pass_at_k));
     }
     out += "  " + t.flip + "\n";

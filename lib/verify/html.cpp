@@ -37,7 +37,8 @@ svg .axis-label{font-size:12px;fill:#52606d}
 svg .panel-title{font-size:13px;font-weight:600}
 svg .in-bar{font-size:11px;font-weight:600}
 svg .mono,td.num,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace}
-table{border-collapse:collapse;width:100%;font-size:13px;margin:8px 0 18px}
+.scroll{overflow-x:auto;margin:8px 0 18px}
+table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -224,16 +225,16 @@ std::string StatsRow(const std::string& name, const TaskStats& s, const std::vec
 }
 
 std::string TaskTable(const std::string& title, const Report& report) {
-  std::string t = "<h3>" + Escape(title) + "</h3><table>" + StatsHeader("task", report.overall_ks, false);
+  std::string t = "<h3>" + Escape(title) + "</h3><div class=\"scroll\"><table>" + StatsHeader("task", report.overall_ks, false);
   for (const auto& row : report.tasks) t += StatsRow(row.stats.task_id, row.stats, row.ks, row.stats.MeanReward(), std::nullopt);
   t += StatsRow(fmt::format("overall ({} tasks)", report.tasks.size()), report.overall, report.overall_ks,
                 report.overall_mean_reward, std::nullopt, true);
-  return t + "</table>\n";
+  return t + "</table></div>\n";
 }
 
 std::string BehaviourHtmlTable(const std::vector<const GroupReport*>& groups) {
   if (groups.empty() || !groups[0]->behaviour) return "";
-  std::string t = "<h3>Behaviour (valid trials)</h3><table><tr><th>group</th><th class=\"num\">trials</th>"
+  std::string t = "<h3>Behaviour (valid trials)</h3><div class=\"scroll\"><table><tr><th>group</th><th class=\"num\">trials</th>"
                   "<th class=\"num\">tool calls</th>";
   for (size_t i = 0; i < kToolKinds; ++i) t += "<th class=\"num\">" + std::string(ToolKindName(static_cast<ToolKind>(i))) + "</th>";
   t += "<th class=\"num\">self-verify</th><th class=\"num\">recovery</th><th class=\"num\">turns</th>"
@@ -251,7 +252,7 @@ std::string BehaviourHtmlTable(const std::vector<const GroupReport*>& groups) {
                      b.tools.recovered, b.tools.rollouts_with_failures, b.PerTrial(b.turns), b.PerTrial(b.prompt_tokens),
                      b.PerTrial(b.completion_tokens), Escape(names));
   }
-  return t + "</table>\n";
+  return t + "</table></div>\n";
 }
 
 std::string Footer() {
@@ -290,11 +291,11 @@ std::string ReportPage(const GroupedReport& report, const PageSource& source) {
   page += OutcomesSection(outcome_rows) + BehaviourSections(groups);
   std::string tables;
   if (!report.by.empty()) {
-    tables += "<h3>By " + Escape(report.by) + "</h3><table>" + StatsHeader(report.by, all.overall_ks, true);
+    tables += "<h3>By " + Escape(report.by) + "</h3><div class=\"scroll\"><table>" + StatsHeader(report.by, all.overall_ks, true);
     for (const auto* g : groups) {
       tables += StatsRow(g->name, g->report.overall, g->report.overall_ks, g->report.overall_mean_reward, g->report.tasks.size());
     }
-    tables += StatsRow("all", all.overall, all.overall_ks, all.overall_mean_reward, all.tasks.size(), true) + "</table>\n";
+    tables += StatsRow("all", all.overall, all.overall_ks, all.overall_mean_reward, all.tasks.size(), true) + "</table></div>\n";
   }
   tables += BehaviourHtmlTable(groups);
   for (const auto* g : groups) tables += TaskTable(report.by.empty() ? "Per task" : report.by + " = " + g->name, g->report);
@@ -305,11 +306,13 @@ namespace {
 
 std::string DiffText(const Interval& v) { return fmt::format("{} [{}, {}]", Signed(v.estimate), Signed(v.low), Signed(v.high)); }
 
+// pass@k at the first k; pass^k at the last (at k = 1 both are the plain success rate).
 std::string DifferenceSection(const Comparison& c, bool hat) {
-  const KDiff& first = c.overall[0];
+  const size_t at = hat ? c.overall.size() - 1 : 0;
+  const KDiff& first = c.overall[at];
   std::vector<svg::Estimate> rows;
   for (const auto& t : c.tasks) {
-    const Interval& v = hat ? t.diffs[0].pass_hat_k : t.diffs[0].pass_at_k;
+    const Interval& v = hat ? t.diffs[at].pass_hat_k : t.diffs[at].pass_at_k;
     rows.push_back({t.task_id + (t.flip.empty() ? "" : " (" + t.flip + ")"), v.estimate, v.low, v.high, DiffText(v)});
   }
   const Interval& o = hat ? first.pass_hat_k : first.pass_at_k;
@@ -325,7 +328,7 @@ std::string DifferenceSection(const Comparison& c, bool hat) {
 }
 
 std::string CompareTable(const Comparison& c) {
-  std::string t = "<h3>Per task, B − A</h3><table><tr><th>task</th><th class=\"num\">A c/n</th><th class=\"num\">B c/n</th>";
+  std::string t = "<h3>Per task, B − A</h3><div class=\"scroll\"><table><tr><th>task</th><th class=\"num\">A c/n</th><th class=\"num\">B c/n</th>";
   for (int64_t k : c.settings.ks) t += fmt::format("<th class=\"num\">pass@{0} A → B</th><th class=\"num\">Δ pass@{0} [interval]</th><th class=\"num\">Δ pass^{0} [interval]</th>", k);
   t += "<th>flip</th></tr>\n";
   auto cls = [](const Interval& v) { return v.low > 0 ? " pos" : v.high < 0 ? " neg" : ""; };
@@ -345,7 +348,7 @@ std::string CompareTable(const Comparison& c) {
                      c.a.report.overall_ks[i].pass_at_k, c.b.report.overall_ks[i].pass_at_k, cls(c.overall[i].pass_at_k),
                      DiffText(c.overall[i].pass_at_k), cls(c.overall[i].pass_hat_k), DiffText(c.overall[i].pass_hat_k));
   }
-  t += "<td></td></tr></table>\n";
+  t += "<td></td></tr></table></div>\n";
   auto list = [](const std::vector<std::string>& ids) {
     std::string s;
     for (const auto& id : ids) s += (s.empty() ? "" : ", ") + Escape(id);

@@ -3,7 +3,7 @@
 // the charts at the top and the tables beneath. Chart ids, for tests and
 // links: chart-pass-curves, chart-outcomes, chart-tool-use, chart-rates,
 // chart-effort, and on the compare page chart-differences and
-// chart-differences-hat.
+// chart-differences-hat (pass@k at the first k, pass^k at the last).
 #pragma once
 
 #include <string>

@@ -37,7 +37,7 @@ std::string Label(double x, double y, const std::string& text, size_t max_chars,
 // Legend entries laid out left to right from (x, y), wrapping at the width;
 // returns the markup and moves y below the last line.
 std::string Legend(const std::vector<std::pair<std::string, std::string>>& items, double x, double* y,
-                   const std::vector<bool>& dashed = {}) {
+                   const std::vector<bool>& dashed = {}, bool lines = false) {
   std::string out = R"(<g class="legend">)";
   double cx = x;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -48,7 +48,7 @@ std::string Legend(const std::vector<std::pair<std::string, std::string>>& items
     }
     const bool dash = i < dashed.size() && dashed[i];
     out += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="{}"{}/>)",
-                       cx, *y - 4, cx + 18, *y - 4, items[i].second, dash ? 2.5 : 8,
+                       cx, *y - 4, cx + 18, *y - 4, items[i].second, lines ? 2.5 : 8,
                        dash ? R"( stroke-dasharray="5 3")" : "");
     out += Label(cx + 24, *y, items[i].first, 30, fmt::format(R"(fill="{}")", kInk));
     cx += w;
@@ -93,7 +93,7 @@ std::string LineChart(const std::string& id, const std::string& x_label, const s
     for (const auto& [x, y] : s.points) x_max = std::max(x_max, x);
   }
   double y = 22;
-  std::string legend = Legend(items, 60, &y, dashed);
+  std::string legend = Legend(items, 60, &y, dashed, true);
   const double top = y + 4, bottom = top + 240, left = 60, right = kWidth - 24;
   auto px = [&](double x) { return left + (x - 1) / (x_max - 1) * (right - left); };
   auto py = [&](double v) { return bottom - v * (bottom - top); };

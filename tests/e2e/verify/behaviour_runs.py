@@ -60,7 +60,7 @@ def conversation(run, task, attempt):
     calls, _, _, _ = plan(run, task, attempt)
     history = [{"role": "user", "content": "Task %s, attempt %d of run %s" % (task, attempt, run)}]
     out = []
-    for n, (name, args, result) in enumerate(calls + [None]):
+    for n, (name, args, result) in enumerate(calls + [(None, None, None)]):
         request = {"model": model, "messages": list(history)}
         if name is None:
             message = {"role": "assistant", "content": "Done."}
