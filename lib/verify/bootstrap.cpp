@@ -20,8 +20,9 @@ Interval PercentileInterval(std::vector<double>& samples, double estimate, doubl
   std::sort(samples.begin(), samples.end());
   const double alpha = 1 - confidence;
   const double r = static_cast<double>(samples.size());
-  auto low = static_cast<size_t>(std::floor(r * alpha / 2));
-  auto high = static_cast<size_t>(std::ceil(r * (1 - alpha / 2)));
+  // The tolerance keeps 100 x (1 - 0.9) / 2 at 5, not 4.999...
+  auto low = static_cast<size_t>(std::floor(r * alpha / 2 + 1e-9));
+  auto high = static_cast<size_t>(std::ceil(r * (1 - alpha / 2) - 1e-9));
   high = std::clamp<size_t>(high, 1, samples.size()) - 1;
   low = std::min(low, high);
   out.low = samples[low];

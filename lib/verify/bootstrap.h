@@ -6,7 +6,8 @@
 // A resample draws each of its N indices as Next() % N, in order. The
 // interval is the percentile interval of the resampled statistics: sorted
 // ascending, s[floor(R * a/2)] and s[ceil(R * (1 - a/2)) - 1], a = 1 -
-// confidence, R resamples.
+// confidence, R resamples (floor and ceil with a 1e-9 tolerance, so that
+// floating point does not move an index: 100 x 0.05 is 5).
 #pragma once
 
 #include <cstdint>

@@ -371,7 +371,8 @@ std::string CompareTable(const Comparison& c) {
 
 std::string ComparePage(const Comparison& c, const PageSource& source) {
   std::vector<const GroupReport*> groups = {&c.a, &c.b};
-  const std::string title = "A: " + c.label_a + "  ·  B: " + c.label_b;
+  auto base = [](const std::string& path) { return path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1); };
+  const std::string title = "A: " + base(c.label_a) + "  ·  B: " + base(c.label_b);  // whole paths in the meta line
   std::string page = Head("forge-verify compare — " + title) + Header("forge-verify compare", title, source);
   size_t gained = 0, lost = 0;
   for (const auto& t : c.tasks) {

@@ -98,7 +98,8 @@ for k in (1, 2):
                 s += vals[next(g) % len(vals)]
             means.append(s / len(vals))
         means.sort()
-        lo, hi = means[math.floor(R * (1 - conf) / 2)], means[math.ceil(R * (1 - (1 - conf) / 2)) - 1]
+        a = 1 - conf
+        lo, hi = means[math.floor(R * a / 2 + 1e-9)], means[math.ceil(R * (1 - a / 2) - 1e-9) - 1]
         got = c["overall"][key][str(k)]
         assert abs(got["difference"] - sum(vals) / len(vals)) < 1e-12, (key, k, got)
         assert got["low"] == lo and got["high"] == hi, (key, k, got, lo, hi)
