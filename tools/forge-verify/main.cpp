@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
   forge::verify::ReportOptions report;
   bool report_json = false, report_table = false;
   CLI::App* report_cmd = app.add_subcommand(
-      "report", "Per task and overall: valid trials, pass@k, pass^k, mean reward, outcomes by type");
+      "report", "Per task (per group with --by) and overall: valid trials, pass@k, pass^k, mean reward, "
+                "outcomes by type; with --store the agents' behaviour; with --html a page of charts");
   report_cmd->add_option("inputs", report.inputs, "Verified rollout records (JSONL; - for stdin)")->capture_default_str();
   report_cmd->add_option("-k", report.ks, "k values, comma separated (each at most every task's valid trials)")
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
