@@ -24,6 +24,9 @@ packages=(
   xvfb x11-utils
   # forge-launch --backend local --bubblewrap
   bubblewrap
+  # tests/e2e/verify_html.sh renders forge-verify's HTML pages in headless
+  # Chromium and checks the screenshot and the parsed DOM
+  chromium
 )
 
 missing=()

@@ -75,7 +75,10 @@ status=0
   <"$out/rollouts.jsonl" >"$out/verdicts.jsonl" || status=$?
 # 1 means some verdicts are negative, which a demo with failing attempts expects.
 [ "$status" -le 1 ] || exit "$status"
-"$bin/forge-verify" report --json -k 1,2 "$out/verdicts.jsonl" >"$out/report.json"
+# The report page: pass@k curves, outcomes, and the agent's behaviour (tool
+# use, self-verification, recovery, turns and tokens) from the recorded calls.
+"$bin/forge-verify" report --json -k 1,2 --store "$store" --html "$out/report.html" \
+  "$out/verdicts.jsonl" >"$out/report.json"
 
 say "forge-dedup: drop near-duplicate trajectories"
 "$bin/forge-dedup" --field logs.stdout --id-field rollout_id --rank 'verdict.reward desc,rollout_id asc' \
@@ -98,4 +101,5 @@ cat <<SUMMARY
   after dedup:                          $(wc -l <"$out/deduped.jsonl")  (dropped: $out/dropped.jsonl)
   SFT samples (passed only):            $(wc -l <"$out/sft.jsonl")  ($out/sft.jsonl)
   RL micro-batches (safetensors):       $(wc -l <"$out/rl-index.jsonl")  ($out/rl/, index: $out/rl-index.jsonl)
+  report page (open in a browser):      $out/report.html
 SUMMARY

@@ -16,14 +16,12 @@ namespace forge::verify {
 
 using records::Json;
 
-namespace {
-
 // Reads the trials of every verified record, the last verdict of each
 // rollout (fold.h; *folded says how many earlier ones were dropped); a record
 // without a usable verdict is reported as file:line and skipped, and
 // afterwards DataErr.
 Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
-                  std::vector<Json>* records = nullptr, size_t* folded = nullptr) {
+                  std::vector<Json>* records, size_t* folded) {
   size_t bad = 0;
   Status read = records::ForEachRecord(inputs, {}, [&](records::Record& r) -> Status {
     auto trial = TrialFromRecord(r.json);
@@ -43,6 +41,11 @@ Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* tr
   return Status::Ok();
 }
 
+void WarnIfFolded(size_t folded) {
+  if (folded == 0) return;
+  cli::Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
+}
+
 bool UseTable(Format format) {
   if (format == Format::kAuto) return isatty(STDOUT_FILENO) == 1;
   return format == Format::kTable;
@@ -56,9 +59,8 @@ Status Print(const std::string& text) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status ReportCommand(const ReportOptions& options) {
+  if (!options.by.empty() || !options.stores.empty() || !options.html.empty()) return GroupedReportCommand(options);
   std::vector<Trial> trials;
   size_t folded = 0;
   Status read = ReadTrials(options.inputs, &trials, nullptr, &folded);
@@ -68,9 +70,7 @@ Status ReportCommand(const ReportOptions& options) {
   auto report = BuildReport(trials, options.ks);
   if (!report.ok()) return report.status();
   report->duplicates_folded = static_cast<int64_t>(folded);
-  if (folded > 0) {
-    cli::Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
-  }
+  WarnIfFolded(folded);
   FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(ReportToTable(*report))
                                                  : Print(ReportToJson(*report).dump(2) + "\n"));
   return read;
@@ -113,7 +113,7 @@ Status ToolUseCommand(const ToolUseOptions& options) {
     const std::string rollout_id = RolloutIdOf(records[i]);
     auto calls = (*store)->CallsOfRollout(rollout_id);
     if (!calls.ok()) return calls.status().Prefixed("store: calls of " + rollout_id);
-    RolloutToolUse use = ToolUseOfCalls(*calls);
+    RolloutToolUse use = ToolUseOfCalls(*calls, trials[i].harness);
     const bool valid = CountsAsTrial(trials[i].outcome);
     const bool passed = trials[i].outcome == Outcome::kPassed;
     by_harness[trials[i].harness.empty() ? "(unnamed)" : trials[i].harness].Add(use, valid, passed);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <regex>
 #include <set>
+#include <sstream>
 
 namespace forge::verify {
 
@@ -23,83 +24,173 @@ std::string Text(const Json& content) {
   return text;
 }
 
-void CountResponse(const Json& r, RolloutToolUse& use) {
-  if (!r.is_object()) return;
-  auto add = [&](const Json& name) {
-    if (name.is_string()) ++use.calls_by_tool[name.get<std::string>()];
-  };
-  if (r.contains("choices") && r["choices"].is_array()) {
-    for (const auto& choice : r["choices"]) {
-      const Json* calls = nullptr;
-      if (choice.contains("message") && choice["message"].contains("tool_calls")) calls = &choice["message"]["tool_calls"];
-      if (calls == nullptr || !calls->is_array()) continue;
-      for (const auto& call : *calls) {
-        if (call.contains("function") && call["function"].contains("name")) add(call["function"]["name"]);
-      }
-    }
+// Arguments as an object: the wire sends chat and Responses arguments as a
+// JSON string, Anthropic and Gemini ones as an object.
+Json Arguments(const Json& value) {
+  if (value.is_object()) return value;
+  if (!value.is_string()) return nullptr;
+  Json parsed = Json::parse(value.get<std::string>(), nullptr, false);
+  if (parsed.is_object()) return parsed;
+  return Json{{"input", value}};  // a custom tool's free text (Codex's apply_patch)
+}
+
+void AddCall(RolloutToolUse& use, const Json& name, const Json& arguments) {
+  if (!name.is_string()) return;
+  use.calls.push_back({name.get<std::string>(), Arguments(arguments)});
+  ++use.calls_by_tool[use.calls.back().name];
+}
+
+const Json& At(const Json& object, const char* key) { return JsonAt(object, key); }
+
+void ChatCalls(const Json& r, RolloutToolUse& use) {
+  if (!At(r, "choices").is_array()) return;
+  for (const auto& choice : r["choices"]) {
+    const Json& calls = At(At(choice, "message"), "tool_calls");
+    if (!calls.is_array()) continue;
+    for (const auto& call : calls) AddCall(use, At(At(call, "function"), "name"), At(At(call, "function"), "arguments"));
   }
-  if (r.contains("content") && r["content"].is_array()) {
-    for (const auto& block : r["content"]) {
-      if (block.is_object() && block.value("type", "") == "tool_use" && block.contains("name")) add(block["name"]);
-    }
+}
+
+void AnthropicCalls(const Json& r, RolloutToolUse& use) {
+  if (!At(r, "content").is_array()) return;
+  for (const auto& block : r["content"]) {
+    if (At(block, "type") == "tool_use") AddCall(use, At(block, "name"), At(block, "input"));
   }
-  if (r.contains("output") && r["output"].is_array()) {
-    for (const auto& item : r["output"]) {
-      if (item.is_object() && item.value("type", "") == "function_call" && item.contains("name")) add(item["name"]);
+}
+
+void ResponsesCalls(const Json& r, RolloutToolUse& use) {
+  if (!At(r, "output").is_array()) return;
+  for (const auto& item : r["output"]) {
+    const Json& type = At(item, "type");
+    if (type == "function_call") AddCall(use, At(item, "name"), At(item, "arguments"));
+    if (type == "custom_tool_call") AddCall(use, At(item, "name"), At(item, "input"));
+    if (type == "local_shell_call") AddCall(use, Json("local_shell"), At(item, "action"));
+  }
+}
+
+void GeminiCalls(const Json& r, RolloutToolUse& use) {
+  if (!At(r, "candidates").is_array()) return;
+  for (const auto& candidate : r["candidates"]) {
+    const Json& parts = At(At(candidate, "content"), "parts");
+    if (!parts.is_array()) continue;
+    for (const auto& part : parts) {
+      const Json& call = At(part, "functionCall");
+      if (call.is_object()) AddCall(use, At(call, "name"), At(call, "args"));
     }
   }
 }
 
-// Walks a request's conversation, calling on_result(id, failed) for every
-// tool result in it.
+// The reference ReACT harness: the first choice's text is one shell command
+// unless it is DONE (a ``` fence around it is dropped, as the harness does).
+void ReactCall(const Json& r, RolloutToolUse& use) {
+  if (!At(r, "choices").is_array() || r["choices"].empty()) return;
+  const Json& content = At(At(r["choices"][0], "message"), "content");
+  if (!content.is_string()) return;
+  std::string command;
+  std::istringstream lines(content.get<std::string>());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("```", 0) == 0) continue;
+    command += (command.empty() ? "" : "\n") + line;
+  }
+  while (!command.empty() && std::isspace(static_cast<unsigned char>(command.back()))) command.pop_back();
+  if (command.empty() || command == "DONE" || command == "DONE.") return;
+  AddCall(use, Json("sh"), Json{{"command", command}});
+}
+
+// The ReACT harness appends "[exit status N]" to every command's output.
+bool ReactResultFailed(const std::string& text) {
+  static const std::regex kStatus(R"(\[exit status ([0-9]+)\]\s*$)");
+  std::smatch m;
+  return std::regex_search(text, m, kStatus) && m[1] != "0";
+}
+
+// Walks a request's conversation, calling on_result(key, failed) for every
+// tool result in it. A result without an id is keyed by its place in the
+// conversation, which later requests resend unchanged.
 template <typename F>
-void ForEachToolResult(const Json& request, F on_result) {
-  if (!request.is_object()) return;
+void ForEachToolResult(const Json& request, bool react, F on_result) {
+  auto key = [](const std::string& id, size_t message, size_t part) {
+    return id.empty() ? "#" + std::to_string(message) + ":" + std::to_string(part) : id;
+  };
   auto visit_messages = [&](const Json& messages) {
     if (!messages.is_array()) return;
-    for (const auto& m : messages) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const Json& m = messages[i];
       if (!m.is_object()) continue;
       const std::string role = m.value("role", "");
+      if (react) {
+        if (role == "user" && i > 0 && At(messages[i - 1], "role") == "assistant") {
+          on_result(key("", i, 0), ReactResultFailed(Text(m.value("content", Json()))));
+        }
+        continue;
+      }
       if (role == "tool") {
-        on_result(m.value("tool_call_id", ""), LooksLikeToolFailure(Text(m.value("content", Json()))));
+        on_result(key(m.value("tool_call_id", ""), i, 0), LooksLikeToolFailure(Text(m.value("content", Json()))));
       } else if (m.contains("content") && m["content"].is_array()) {
-        for (const auto& block : m["content"]) {
+        for (size_t j = 0; j < m["content"].size(); ++j) {
+          const Json& block = m["content"][j];
           if (block.is_object() && block.value("type", "") == "tool_result") {
-            bool failed = block.value("is_error", false);
-            on_result(block.value("tool_use_id", ""), failed);
+            on_result(key(block.value("tool_use_id", ""), i, j), block.value("is_error", false));
           }
         }
       }
-      if (m.value("type", "") == "function_call_output") {
-        on_result(m.value("call_id", ""), LooksLikeToolFailure(Text(m.value("output", Json()))));
+      const std::string type = m.value("type", "");
+      if (type == "function_call_output" || type == "custom_tool_call_output") {
+        on_result(key(m.value("call_id", ""), i, 0), LooksLikeToolFailure(Text(m.value("output", Json()))));
       }
     }
   };
-  if (request.contains("messages")) visit_messages(request["messages"]);
-  if (request.contains("input")) visit_messages(request["input"]);
+  auto visit_contents = [&](const Json& contents) {  // Gemini
+    if (!contents.is_array()) return;
+    for (size_t i = 0; i < contents.size(); ++i) {
+      const Json& parts = At(contents[i], "parts");
+      if (!parts.is_array()) continue;
+      for (size_t j = 0; j < parts.size(); ++j) {
+        const Json& fr = At(parts[j], "functionResponse");
+        if (!fr.is_object()) continue;
+        const Json& response = At(fr, "response");
+        const bool failed = response.contains("error") || LooksLikeToolFailure(Text(At(response, "output")));
+        on_result(key(fr.value("id", ""), i, j), failed);
+      }
+    }
+  };
+  visit_messages(At(request, "messages"));
+  visit_messages(At(request, "input"));
+  visit_contents(At(request, "contents"));
 }
 
 }  // namespace
 
+const Json& JsonAt(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
 bool LooksLikeToolFailure(const std::string& text) {
   static const std::regex kFailure(
-      R"((\berror\b|\bexception\b|\btraceback\b|\bfailed\b|command not found|exit (code|status):? *[1-9]))",
+      R"((\berror\b|\bexception\b|\btraceback\b|\bfailed\b|command not found|exit (code|status):? *[1-9]|exited with code:? *[1-9]))",
       std::regex::icase);
   std::string head = text.substr(0, 300);
   return std::regex_search(head, kFailure);
 }
 
-RolloutToolUse ToolUseOfCalls(const std::vector<store::CallRecord>& calls) {
+RolloutToolUse ToolUseOfCalls(const std::vector<store::CallRecord>& calls, const std::string& harness) {
   RolloutToolUse use;
+  const bool react = harness == kReactHarness;
   std::set<std::string> seen;
-  int anonymous = 0;
   for (const auto& call : calls) {
     if (call.side_call) continue;
-    CountResponse(call.response, use);
-    ForEachToolResult(call.request, [&](const std::string& id, bool failed) {
-      // A result without an id cannot be matched across requests; each is
-      // counted where it first appears in the call sequence.
-      std::string key = id.empty() ? "#" + std::to_string(call.seq) + ":" + std::to_string(anonymous++) : id;
+    if (react) {
+      ReactCall(call.response, use);
+    } else {
+      ChatCalls(call.response, use);
+      AnthropicCalls(call.response, use);
+      ResponsesCalls(call.response, use);
+      GeminiCalls(call.response, use);
+    }
+    ForEachToolResult(call.request, react, [&](const std::string& key, bool failed) {
       if (!seen.insert(key).second) return;
       ++use.tool_results;
       if (failed) ++use.failed_results;

@@ -31,5 +31,12 @@ jq -e '.messages | length >= 3' "$(printf '%s' "$out/sft.jsonl")" >/dev/null 2>&
 [ "$(wc -l <"$out/rl-index.jsonl")" -ge 1 ] && pass || fail "no RL batches"
 ls "$out"/rl/*.safetensors >/dev/null 2>&1 && pass || fail "no safetensors files in $out/rl"
 grep -q "RL micro-batches" "$OUT" && pass || fail "no summary printed"
+grep -q "report page (open in a browser): *$out/report.html" "$OUT" && pass || fail "the summary does not name the page"
+for id in chart-pass-curves chart-outcomes chart-tool-use chart-rates chart-effort; do
+  grep -q "<svg id=\"$id\"" "$out/report.html" && pass || fail "report.html has no $id"
+done
+# The ReACT agent's shell commands, half of its attempts reading back what they wrote.
+jq -e '.behaviour.share_by_kind.shell == 1 and .behaviour.self_verification_rate == 0.5' "$out/report.json" >/dev/null \
+  && pass || fail "demo behaviour: $(jq -c .behaviour "$out/report.json")"
 [ "$(docker ps -aq --filter label=forge.run | wc -l)" -eq 0 ] && pass || fail "the demo left containers behind"
 finish

@@ -30,6 +30,7 @@ std::vector<char*> WithDefaultSubcommand(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   const bool named = argc > 1 && (!std::strcmp(argv[1], "run") || !std::strcmp(argv[1], "report") ||
                                   !std::strcmp(argv[1], "solvable") || !std::strcmp(argv[1], "tool-use") ||
+                                  !std::strcmp(argv[1], "compare") ||
                                   !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
                                   !std::strcmp(argv[1], "--version"));
   if (!named) args.insert(args.begin() + 1, run);
@@ -86,11 +87,37 @@ int main(int argc, char** argv) {
   forge::verify::ReportOptions report;
   bool report_json = false, report_table = false;
   CLI::App* report_cmd = app.add_subcommand(
-      "report", "Per task and overall: valid trials, pass@k, pass^k, mean reward, outcomes by type");
+      "report", "Per task (per group with --by) and overall: valid trials, pass@k, pass^k, mean reward, "
+                "outcomes by type; with --store the agents' behaviour; with --html a page of charts");
   report_cmd->add_option("inputs", report.inputs, "Verified rollout records (JSONL; - for stdin)")->capture_default_str();
   report_cmd->add_option("-k", report.ks, "k values, comma separated (each at most every task's valid trials)")
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  report_cmd->add_option("--by", report.by,
+                         "Group by a record field (harness, model, policy_version, run_id, a.b.c); model and "
+                         "policy_version come from the recorded calls when the record lacks them");
+  report_cmd->add_option("--store", report.stores,
+                         "forge store(s) holding the calls, for the behaviour metrics (repeatable) [$FORGE_STORE]");
+  report_cmd->add_option("--html", report.html, "Also write a self-contained HTML page with the charts to FILE");
   AddFormat(report_cmd, &report_json, &report_table);
+
+  // compare
+  forge::verify::CompareOptions compare;
+  bool compare_json = false, compare_table = false;
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "Run B against run A: per task and overall, the difference in pass@k and pass^k with bootstrap "
+                 "intervals, tasks that flipped, and the behaviour of each run");
+  compare_cmd->add_option("a", compare.a, "Verified rollout records of run A (JSONL; - for stdin)")->required();
+  compare_cmd->add_option("b", compare.b, "Verified rollout records of run B (JSONL; - for stdin)")->required();
+  compare_cmd->add_option("-k", compare.ks, "k values, comma separated")->delimiter(',')->capture_default_str();
+  compare_cmd->add_option("--store", compare.stores, "forge store(s) holding either run's calls (repeatable) [$FORGE_STORE]");
+  compare_cmd->add_option("--resamples", compare.resamples, "Bootstrap resamples")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  compare_cmd->add_option("--seed", compare.seed, "Bootstrap seed (the same seed gives the same intervals)")
+      ->capture_default_str();
+  compare_cmd->add_option("--confidence", compare.confidence, "Interval confidence level")
+      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  compare_cmd->add_option("--html", compare.html, "Also write a self-contained HTML page with the charts to FILE");
+  AddFormat(compare_cmd, &compare_json, &compare_table);
 
   // solvable
   forge::verify::SolvableCommandOptions solvable;
@@ -118,7 +145,13 @@ int main(int argc, char** argv) {
   return tool.Run(static_cast<int>(args.size()), args.data(), [&]() -> Status {
     if (report_cmd->parsed()) {
       report.format = FormatOf(report_json, report_table);
+      if (report.stores.empty() && !store_path.empty()) report.stores.push_back(store_path);
       return forge::verify::ReportCommand(report);
+    }
+    if (compare_cmd->parsed()) {
+      compare.format = FormatOf(compare_json, compare_table);
+      if (compare.stores.empty() && !store_path.empty()) compare.stores.push_back(store_path);
+      return forge::verify::CompareCommand(compare);
     }
     if (solvable_cmd->parsed()) {
       solvable.format = FormatOf(solvable_json, solvable_table);

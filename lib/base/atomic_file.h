@@ -1,0 +1,16 @@
+// Writing a whole file so that readers see the old one or the new one, never
+// a part: the bytes go to a temporary next to it, which is then renamed.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace forge {
+
+// CantCreate when the temporary cannot be made, Io when a write or the
+// rename fails (the temporary is removed).
+Status WriteFileAtomically(const std::string& path, std::string_view data);
+
+}  // namespace forge
