@@ -64,14 +64,16 @@ bool KnownMcpFormat(const std::string& format) {
 }
 
 Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers) {
+  if (!KnownMcpFormat(format)) {
+    return Status::Config("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
+  }
   if (format == "codex") return CodexTables(servers);
   Json object = Json::object();
   for (const auto& s : servers) {
     if (format == "claude") object[s.name] = ClaudeEntry(s);
     else if (format == "gemini") object[s.name] = GeminiEntry(s);
     else if (format == "opencode") object[s.name] = OpencodeEntry(s);
-    else if (format == "openclaw") object[s.name] = OpenclawEntry(s);
-    else return Status::Config("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
+    else object[s.name] = OpenclawEntry(s);
   }
   if (format == "claude") return Json{{"mcpServers", object}}.dump();
   return object.dump();

@@ -95,8 +95,8 @@ J = lambda v: json.loads(v) if isinstance(v, str) else v
 agent = [c for c in calls if not c["side_call"]]
 assert len(agent) == 3, [(c["seq"], c["side_call"]) for c in calls]
 first, second = agent[0], agent[1]
-tools = [t["name"] for t in J(first["request"])["tools"]]
-assert "mcp__codes__secret_code" in tools, tools
+# Claude Code defers MCP tools (ToolSearch, DeferredToolPlaceholder) rather
+# than list them in every request; the call itself names the MCP tool.
 call = J(first["response"])["content"][0]
 assert call["type"] == "tool_use" and call["name"] == "mcp__codes__secret_code", call
 results = [b for m in J(second["request"])["messages"] if m["role"] == "user" and isinstance(m["content"], list)
