@@ -10,6 +10,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libcurl4-openssl-dev
   libssl-dev doctest-dev libtomlplusplus-dev libboost-dev libopenblas-dev libhnswlib-dev
   libxxhash-dev libzstd-dev libgoogle-perftools-dev
+  # Harbor tasks' docker-compose.yaml (lib/tasks/compose.cpp)
+  libyaml-cpp-dev
   # benchmarks only: bench-dedup_search compares with FAISS when this is present
   libfaiss-dev
   # runtime and tests

@@ -1,5 +1,7 @@
 #include "launch/harness.h"
 
+#include "launch/mcp.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,6 +42,11 @@ Result<HarnessProfile> ParseHarness(const Json& json, const std::string& where) 
   FORGE_RETURN_IF_ERROR(text("solution_dir", profile.solution_dir));
   FORGE_RETURN_IF_ERROR(text("default_model", profile.default_model));
   FORGE_RETURN_IF_ERROR(text("requires", profile.requires_));
+  FORGE_RETURN_IF_ERROR(text("mcp_format", profile.mcp_format));
+  if (!profile.mcp_format.empty() && !KnownMcpFormat(profile.mcp_format)) {
+    return Status::Config(where + ": 'mcp_format' \"" + profile.mcp_format +
+                          "\" is not one of claude, codex, gemini, opencode, openclaw");
+  }
   if (!json.contains("command") || !json["command"].is_array() || json["command"].empty()) {
     return Status::Config(where + ": 'command' must be a non-empty array of strings");
   }

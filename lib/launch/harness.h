@@ -15,6 +15,7 @@
 //                  backend, kHarnessMountPath in docker sandboxes (mounted
 //                  read-only there when the profile uses it)
 //   {workdir} {rollout_id} {run_id} {task_id} {command}
+//   {mcp_servers}  the task's MCP servers in the profile's "mcp_format" (launch/mcp.h)
 #pragma once
 
 #include <map>
@@ -42,6 +43,8 @@ struct HarnessProfile {
   std::string solution_dir;
   std::string default_model;
   std::string requires_;                     // what the image must provide
+  // How the harness reads MCP servers (launch/mcp.h); empty: it has no MCP client.
+  std::string mcp_format;
   std::string source_dir;                    // the directory the profile came from
 };
 

@@ -20,7 +20,9 @@
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "launch/harness.h"
+#include "launch/mcp.h"
 #include "launch/network.h"
+#include "launch/services.h"
 #include "launch/task_input.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
@@ -126,6 +128,11 @@ class Launcher {
   void SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
                             Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
+  // The task's services into spec (Config on a backend that has no pods).
+  Status AddPod(const TaskSpec& task, sandbox::Spec& spec) const;
+  // {mcp_servers} for the profile; a task's servers that the harness cannot
+  // read are said once per task and harness.
+  Result<std::string> McpServersFor(const TaskSpec& task, const HarnessProfile& profile);
   // Absolute, since the docker engine binds only absolute host paths.
   std::string HarnessInstallDir() const {
     std::error_code ec;
@@ -150,6 +157,7 @@ class Launcher {
   net::Endpoint proxy_endpoint_;
   std::mutex mutex_;  // guards the fields below
   std::map<std::string, HarnessProfile> profiles_;
+  std::set<std::string> mcp_warned_;
   Status output_status_;
   std::unique_ptr<cli::Progress> progress_;
   int running_ = 0, ok_ = 0, failed_ = 0, infra_ = 0;
@@ -178,6 +186,32 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
     }
   }
   return &profiles_.emplace(name, std::move(*profile)).first->second;
+}
+
+Status Launcher::AddPod(const TaskSpec& task, sandbox::Spec& spec) const {
+  if (!task.pod) return Status::Ok();
+  if (backend_.name() == "local") {
+    return Status::Config("task " + task.id + " has services (a compose pod); the local backend runs no "
+                          "containers: use --backend docker or k8s");
+  }
+  spec.pod = task.pod;
+  for (const auto& [k, v] : task.pod_env) spec.env[k] = v;
+  return Status::Ok();
+}
+
+Result<std::string> Launcher::McpServersFor(const TaskSpec& task, const HarnessProfile& profile) {
+  if (profile.mcp_format.empty()) {
+    // The oracle and the command harness reach a task's servers their own way.
+    if (!task.mcp_servers.empty() && profile.solution_dir.empty() && profile.name != "command") {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (mcp_warned_.insert(task.id + "\n" + profile.name).second) {
+        cli::Warn(task.id + ": harness " + profile.name + " has no MCP client (no mcp_format in its profile); the "
+                  "task's MCP servers are not offered to it");
+      }
+    }
+    return std::string();
+  }
+  return RenderMcpServers(profile.mcp_format, task.mcp_servers);
 }
 
 Status Launcher::Emit(const Json& record) {
@@ -315,12 +349,16 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
   spec.lifetime_seconds = static_cast<int64_t>(agent_timeout) + 600 +
                           (options_.hold ? options_.hold_seconds : 0);
+  FORGE_RETURN_IF_ERROR(AddPod(task, spec));
+  auto mcp_servers = McpServersFor(task, profile);
+  if (!mcp_servers.ok()) return mcp_servers.status();
 
   // What goes into the sandbox: host trees (task files, harness helpers, the
   // solution for the oracle, skills) and files by content (the instruction,
   // config files that may hold the secret).
   const bool local = backend_.name() == "local";
-  const bool one_shot = backend_.CanRunOnce();
+  // A pod's services start before its harness: an exec'd sandbox.
+  const bool one_shot = backend_.CanRunOnce() && !spec.pod;
   const std::string root = local ? "{root}" : "";
   std::map<std::string, std::string> vars = {
       {"proxy", options_.proxy},
@@ -335,6 +373,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"run_id", options_.run_id},
       {"task_id", task.id},
       {"command", task.command.empty() ? options_.command : task.command},
+      {"mcp_servers", *mcp_servers},
   };
   sandbox::OneShot plan;
   if (!task.files_dir.empty()) plan.copies.emplace_back(task.files_dir, options_.workdir);
@@ -378,6 +417,11 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // The harness, under its deadline.
   sandbox::ExecRequest& exec = plan.exec;
   for (const auto& arg : profile.command) exec.argv.push_back(FillPlaceholders(arg, vars));
+  if (!task.sandbox_skills_dir.empty() && !profile.skills_dir.empty()) {
+    // Harbor's environment.skills_dir: skill folders the image holds join
+    // the harness's skills (beside --skills and the task's "skills").
+    exec.argv = WithSandboxSkills(root + task.sandbox_skills_dir, root + profile.skills_dir, exec.argv);
+  }
   for (const auto& [k, v] : profile.env) exec.env[k] = FillPlaceholders(v, vars);
   exec.env["FORGE_ROLLOUT_ID"] = rollout_id;
   exec.env["FORGE_RUN_ID"] = options_.run_id;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "launch/services.h"
+
 namespace forge::launch {
 namespace {
 
@@ -75,6 +77,7 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
   };
   FORGE_RETURN_IF_ERROR(directory("files", spec.files_dir));
   FORGE_RETURN_IF_ERROR(directory("skills", spec.skills_dir));
+  if (Status s = ReadPodAndTools(extra, &spec); !s.ok()) return Status::DataErr(task.source + ": " + s.message());
   spec.record = task.ToJson();
   return spec;
 }

@@ -8,16 +8,22 @@
 // "skills" (a host directory of skill folders, each holding a SKILL.md, copied
 // to the harness profile's skills_dir), "command" (the generic harness's
 // shell command) and "display" (a virtual X display for a GUI task: "WxHxD"
-// or {"width", "height", "depth"}; see sandbox/display.h).
+// or {"width", "height", "depth"}; see sandbox/display.h), and "pod" (a
+// Harbor compose file's services; launch/services.h).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "records/jsonl.h"
 #include "sandbox/display.h"
+#include "sandbox/pod.h"
+#include "tasks/mcp_servers.h"
 #include "tasks/task.h"
 
 namespace forge::launch {
@@ -40,6 +46,12 @@ struct TaskSpec {
   std::optional<int64_t> pids;
   std::optional<bool> allow_internet;
   std::optional<sandbox::Display> display;  // Xvfb started before the harness
+  // "pod" (launch/services.h): services beside the main container, and the
+  // environment the compose file gives main.
+  std::shared_ptr<const sandbox::Pod> pod;
+  std::map<std::string, std::string> pod_env;
+  std::vector<tasks::McpServer> mcp_servers;  // environment.mcp_servers, for the harness
+  std::string sandbox_skills_dir;  // environment.skills_dir: skill folders in the sandbox
   records::Json record;  // the canonical task record, passed through into the rollout record
 };
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "sandbox/pod.h"
 
 namespace forge::sandbox {
 
@@ -64,6 +65,8 @@ struct Spec {
   std::vector<Mount> mounts;
   // Server-side bound on the sandbox's whole life, so nothing leaks if forge dies.
   int64_t lifetime_seconds = 6 * 3600;
+  // Services that run beside the main container, sharing its network (pod.h).
+  std::shared_ptr<const Pod> pod;
 };
 
 // Names a sandbox across processes: written into rollout records and the

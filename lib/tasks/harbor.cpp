@@ -11,6 +11,9 @@
 
 #include <toml++/toml.h>
 
+#include "tasks/compose.h"
+#include "tasks/mcp_servers.h"
+
 namespace forge::tasks {
 namespace {
 
@@ -197,11 +200,57 @@ class HarborReader {
       Map(section, key, dotted, node);
     } else if (key == "memory" || key == "storage") {
       FORGE_RETURN_IF_ERROR(ReadDeprecatedSize(key, node));
-    } else if (key == "gpu_types" || key == "os" || key == "mcp_servers" || key == "skills_dir") {
+    } else if (key == "mcp_servers" || key == "skills_dir") {
+      FORGE_RETURN_IF_ERROR(ReadToolKey(key, node));
+    } else if (key == "gpu_types" || key == "os") {
       Carry(section, key, node);
     } else {
       Unknown(section, key, node);
     }
+    return Status::Ok();
+  }
+
+  // [[environment.mcp_servers]] and environment.skills_dir, checked here so
+  // an error names its line; the launcher hands them to the harness.
+  Status ReadToolKey(const std::string& key, const toml::node& node) {
+    const std::string dotted = "environment." + key;
+    Map("environment", key, dotted, node);
+    if (key == "skills_dir") {
+      auto dir = node.value<std::string>();
+      if (!dir || dir->empty() || (*dir)[0] != '/') {
+        return Error(Line(node), dotted + ": expected an absolute path in the environment");
+      }
+      return Status::Ok();
+    }
+    const toml::array* list = node.as_array();
+    if (list == nullptr) return Error(Line(node), dotted + ": expected an array of tables");
+    const Json& servers = record_["environment"][key];
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string at = dotted + "[" + std::to_string(i) + "]";
+      auto server = McpServerFromJson(servers[i], at);
+      if (!server.ok()) return Error(Line((*list)[i]), server.status().message());
+    }
+    auto all = McpServersFromJson(&servers, dotted);
+    return all.ok() ? Status::Ok() : Error(Line(node), all.status().message());
+  }
+
+  // environment/docker-compose.yaml: the task's services, run as a pod
+  // beside the main container (tasks/compose.h).
+  Status ReadPod(const fs::path& compose) {
+    const Json env = record_.contains("environment") ? record_["environment"] : Json::object();
+    const std::map<std::string, std::string> vars = {
+        {"CONTEXT_DIR", (dir_ / "environment").string()},
+        {"MAIN_IMAGE_NAME", "hb__" + dir_.filename().string()},
+        {"PREBUILT_IMAGE_NAME", env.value("image", std::string())},
+        {"CPUS", std::to_string(env.value("cpus", 1))},
+        {"MEMORY", std::to_string(env.value("memory_mb", int64_t{2048})) + "M"},
+        {"ENV_AGENT_LOGS_PATH", "/logs/agent"},
+        {"ENV_VERIFIER_LOGS_PATH", "/logs/verifier"},
+        {"ENV_ARTIFACTS_PATH", "/logs/artifacts"},
+    };
+    auto pod = ReadCompose(compose.string(), vars, warnings_);
+    if (!pod.ok()) return pod.status();
+    record_["pod"] = std::move(*pod);
     return Status::Ok();
   }
 
@@ -258,15 +307,16 @@ class HarborReader {
     if (IsFile(env_dir / "Dockerfile")) {
       record_["environment"]["build_context"] = env_dir.string();
     } else if (!record_.contains("environment") || !record_["environment"].contains("image")) {
-      for (const char* compose : {"docker-compose.yaml", "docker-compose.yml"}) {
-        if (IsFile(env_dir / compose)) {
-          return Status::DataErr((env_dir / compose).string() +
-                                 ": docker compose environments are not supported; add "
-                                 "environment/Dockerfile or set [environment] docker_image");
-        }
-      }
       return Status::DataErr((env_dir / "Dockerfile").string() +
-                             ": missing, and task.toml sets no [environment] docker_image");
+                             ": missing, and task.toml sets no [environment] docker_image (a compose "
+                             "task's main service is built from it too)");
+    }
+    // Harbor reads docker-compose.yaml only; the .yml spelling would be ignored there.
+    if (IsFile(env_dir / "docker-compose.yaml")) {
+      FORGE_RETURN_IF_ERROR(ReadPod(env_dir / "docker-compose.yaml"));
+    } else if (IsFile(env_dir / "docker-compose.yml")) {
+      return Status::DataErr((env_dir / "docker-compose.yml").string() +
+                             ": Harbor reads environment/docker-compose.yaml only; rename it");
     }
 
     const fs::path tests = dir_ / "tests";

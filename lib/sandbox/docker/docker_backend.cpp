@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "sandbox/docker/pod_runner.h"
 #include "sandbox/docker/raw_call.h"
 #include "sandbox/docker/stream_demux.h"
 #include "sandbox/one_shot_script.h"
@@ -111,9 +112,10 @@ bool OomKilledSince(Engine& engine, const std::string& id, double since) {
 
 class DockerSandbox : public Sandbox {
  public:
+  // pod: the rollout id its services are labelled with (pod_runner.h), if any.
   DockerSandbox(std::shared_ptr<Engine> engine, std::string id, std::string workdir,
-                std::string user)
-      : engine_(std::move(engine)), workdir_(std::move(workdir)), user_(std::move(user)) {
+                std::string user, std::string pod = "")
+      : engine_(std::move(engine)), workdir_(std::move(workdir)), user_(std::move(user)), pod_(std::move(pod)) {
     handle_.backend = "docker";
     handle_.id = std::move(id);
   }
@@ -140,6 +142,7 @@ class DockerSandbox : public Sandbox {
   Handle handle_;
   std::string workdir_;
   std::string user_;
+  std::string pod_;
   int stdin_files_ = 0;
 };
 
@@ -282,7 +285,11 @@ Result<std::string> DockerSandbox::ReadFile(const std::string& path, size_t max_
 }
 
 Status DockerSandbox::Release() {
+  // A pod's services go first (they live in main's network namespace), its
+  // volumes last (main holds them until it is gone).
+  if (!pod_.empty()) FORGE_RETURN_IF_ERROR(RemovePod(*engine_, pod_, handle_.id));
   auto response = engine_->Call("DELETE", "/containers/" + handle_.id + "?force=1&v=1");
+  if (!pod_.empty() && response.ok()) FORGE_RETURN_IF_ERROR(RemovePod(*engine_, pod_, ""));
   if (!response.ok()) return response.status();
   if (response->status == 404 || response->status == 204) return Status::Ok();
   // 409 "removal already in progress" means someone else is on it.
@@ -329,7 +336,7 @@ Result<Json> BindMounts(const std::vector<Mount>& mounts) {
   return out;
 }
 
-Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape) {
+Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape, const PodRunner* pod) {
   const bool one_shot = shape != Shape::kKept;
   std::string image = spec.image;
   if (!spec.build_context.empty()) {
@@ -384,6 +391,7 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
     if (!mounts.ok()) return mounts.status();
     body["HostConfig"]["Mounts"] = std::move(*mounts);
   }
+  if (pod != nullptr) FORGE_RETURN_IF_ERROR(pod->AddToMain(body));
   std::string name = spec.rollout_id.empty() ? "" : "forge-" + spec.rollout_id;
   std::string path = "/containers/create" + (name.empty() ? "" : "?name=" + Engine::Escape(name));
   auto created = engine_->CallJson("POST", path, body);
@@ -404,20 +412,45 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
 }
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
-  auto created = CreateContainer(spec, Shape::kKept);
-  if (!created.ok()) return created.status();
+  std::optional<PodRunner> pod;
+  if (spec.pod) {
+    pod.emplace(*engine_, spec);
+    Status prepared = pod->Prepare([&](const std::string& context) { return BuildImage(context, spec.run_id); });
+    if (!prepared.ok()) {
+      RemovePod(*engine_, spec.rollout_id, "");
+      return prepared;
+    }
+  }
+  auto created = CreateContainer(spec, Shape::kKept, pod ? &*pod : nullptr);
+  if (!created.ok()) {
+    if (pod) RemovePod(*engine_, spec.rollout_id, "");
+    return created.status();
+  }
   const std::string id = *created;
-  auto sandbox = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user);
+  auto sandbox = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user,
+                                                 spec.pod ? spec.rollout_id : "");
   auto started = engine_->CallJson("POST", "/containers/" + id + "/start");
   if (!started.ok()) {
     sandbox->Release();
     return started.status().Prefixed("start container");
+  }
+  if (pod) {
+    // The services join main's network namespace, so they start after it;
+    // the harness runs only once what main depends on is reached.
+    double cpus = spec.limits.cpus;
+    if (int n = HostCpus(); n > 0 && cpus > n) cpus = n;
+    Status s = pod->Start(id, static_cast<int64_t>(std::llround(cpus * 1e9)));
+    if (!s.ok()) {
+      sandbox->Release();
+      return s.Prefixed("pod");
+    }
   }
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
 Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
   if (job.exec.argv.empty()) return Status::Usage("exec: empty command");
+  if (spec.pod) return Status::CantCreate("a pod's services start before its harness: it runs in an exec'd sandbox");
   auto phase = [&](const char* name) {
     if (job.on_phase) job.on_phase(name);
   };
@@ -583,7 +616,8 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Attach(const Handle& handle) {
   return std::unique_ptr<Sandbox>(std::make_unique<DockerSandbox>(
       engine_, (*inspect)["Id"].get<std::string>(),
       inspect->value("/Config/WorkingDir"_json_pointer, std::string("/")),
-      inspect->value("/Config/User"_json_pointer, std::string())));
+      inspect->value("/Config/User"_json_pointer, std::string()),
+      inspect->value(Json::json_pointer("/Config/Labels/" + std::string(kPodLabel)), std::string())));
 }
 
 Result<int> DockerBackend::Collect(const std::string& run_id, int64_t older_than_seconds) {
@@ -628,7 +662,10 @@ Result<int> DockerBackend::Collect(const std::string& run_id, int64_t older_than
     if (!r.status.ok()) return r.status;
     removed += r.counted;
   }
-  return removed;
+  // Pods' volumes, once the containers holding them are gone.
+  auto volumes = CollectVolumes(*engine_, run_id);
+  if (!volumes.ok()) return volumes.status();
+  return removed + *volumes;
 }
 
 Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,

@@ -66,7 +66,8 @@ class DockerBackend : public Backend {
   // into) or one-shot (a bootstrap that runs the script sent on stdin),
   // removed by the engine when it exits unless held.
   enum class Shape { kKept, kOneShot, kOneShotHeld };
-  Result<std::string> CreateContainer(const Spec& spec, Shape shape);
+  // pod: adds what a pod's main container needs (pod_runner.h).
+  Result<std::string> CreateContainer(const Spec& spec, Shape shape, const class PodRunner* pod = nullptr);
   // Puts the job's host files into the created container as one archive.
   Status PutCopies(const std::string& id, const std::vector<std::pair<std::string, std::string>>& copies);
   int HostCpus();  // from GET /info, once; 0 if unknown

@@ -1,5 +1,7 @@
 #include "sandbox/k8s/pod_spec.h"
 
+#include "sandbox/k8s/pod_services.h"
+
 #include <cctype>
 #include <cmath>
 
@@ -138,8 +140,9 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
       {"terminationGracePeriodSeconds", 5},
       {"automountServiceAccountToken", false},
       {"enableServiceLinks", false},
-      {"containers", Json::array({container})},
   };
+  if (spec.pod) FORGE_RETURN_IF_ERROR(AddPodServices(spec, options, pod_spec, container));
+  pod_spec["containers"] = Json::array({container});
   if (spec.network == NetworkPolicy::kHost) pod_spec["hostNetwork"] = true;
   if (!options.service_account_name.empty()) {
     pod_spec["serviceAccountName"] = options.service_account_name;

@@ -1,0 +1,82 @@
+#include "launch/mcp.h"
+
+#include <nlohmann/json.hpp>
+
+namespace forge::launch {
+namespace {
+
+using Json = nlohmann::json;
+
+Json StdioCommand(const tasks::McpServer& s) { return {{"command", s.command}, {"args", s.args}}; }
+
+Json ClaudeEntry(const tasks::McpServer& s) {
+  if (s.transport == "stdio") {
+    Json j = StdioCommand(s);
+    j["type"] = "stdio";
+    return j;
+  }
+  return {{"type", s.transport == "sse" ? "sse" : "http"}, {"url", s.url}};
+}
+
+Json GeminiEntry(const tasks::McpServer& s) {
+  if (s.transport == "stdio") return StdioCommand(s);
+  return {{s.transport == "sse" ? "url" : "httpUrl", s.url}};
+}
+
+Json OpencodeEntry(const tasks::McpServer& s) {
+  if (s.transport != "stdio") return {{"type", "remote"}, {"url", s.url}};
+  Json command = Json::array({s.command});
+  for (const auto& arg : s.args) command.push_back(arg);
+  return {{"type", "local"}, {"command", command}};
+}
+
+Json OpenclawEntry(const tasks::McpServer& s) {
+  if (s.transport == "stdio") return StdioCommand(s);
+  return {{"url", s.url}, {"transport", s.transport}};
+}
+
+// TOML basic strings accept JSON's escapes for everything JSON escapes.
+std::string TomlString(const std::string& text) { return Json(text).dump(); }
+
+Result<std::string> CodexTables(const std::vector<tasks::McpServer>& servers) {
+  std::string out;
+  for (const auto& s : servers) {
+    out += "\n[mcp_servers." + TomlString(s.name) + "]\n";
+    if (s.transport == "sse") {
+      return Status::Usage("MCP server " + s.name + ": Codex speaks stdio and streamable-http MCP servers, not sse");
+    }
+    if (s.transport == "stdio") {
+      out += "command = " + TomlString(s.command) + "\nargs = [";
+      for (size_t i = 0; i < s.args.size(); ++i) out += (i ? ", " : "") + TomlString(s.args[i]);
+      out += "]\n";
+    } else {
+      out += "url = " + TomlString(s.url) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool KnownMcpFormat(const std::string& format) {
+  return format == "claude" || format == "codex" || format == "gemini" || format == "opencode" ||
+         format == "openclaw";
+}
+
+Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers) {
+  if (!KnownMcpFormat(format)) {
+    return Status::Config("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
+  }
+  if (format == "codex") return CodexTables(servers);
+  Json object = Json::object();
+  for (const auto& s : servers) {
+    if (format == "claude") object[s.name] = ClaudeEntry(s);
+    else if (format == "gemini") object[s.name] = GeminiEntry(s);
+    else if (format == "opencode") object[s.name] = OpencodeEntry(s);
+    else object[s.name] = OpenclawEntry(s);
+  }
+  if (format == "claude") return Json{{"mcpServers", object}}.dump();
+  return object.dump();
+}
+
+}  // namespace forge::launch

@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -q -O /work/answer.txt http://api:8000/secret.txt

@@ -1,0 +1,7 @@
+#!/bin/sh
+mkdir -p /logs/verifier
+if [ "$(cat /work/answer.txt 2>/dev/null)" = mcp-code-7391 ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
