@@ -210,8 +210,9 @@ Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at,
     std::string_view text;
     if (!in.Bytes(&text)) return cut(name);
     if (text.empty()) continue;
-    *value = Json::parse(text, nullptr, false);
-    if (value->is_discarded()) return Status::DataErr(std::string("call record: field ") + name + " is not JSON");
+    auto read = ReadStoredJson(text, std::string("call record: field ") + name);
+    if (!read.ok()) return read.status();
+    *value = std::move(*read);
   }
   std::string_view prompt, completion, logprobs;
   if (in.Peek64() == kPromptAfterEarlierCall) {
