@@ -12,8 +12,8 @@
 #   429   HTTP 429 with Retry-After: 1 (Codex CLI retries a 429 only with it)
 #   cut   the stream broken off after some content (Qwen Code and opencode
 #         retry a broken connection, and exit 1 on an error event)
-# Codex speaks only the Responses API, which the scripted server does not:
-# it runs through the proxy only, where it must recover.
+# Codex speaks only the Responses API: run directly, the scripted server
+# answers it in that API; through the proxy, in chat completions.
 # FORGE_FAULT_CASES="opencode:cut qwen-code:429 ..." picks cases.
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
 source "$FORGE_SRC/tests/support/proxy_env.sh"
@@ -94,12 +94,6 @@ for c in $cases; do
   harness=${c%%:*} fault=${c#*:}
   via_proxy=$(run_case "$harness" "$fault" proxy)
   echo "   $harness, $fault, through forge-proxy: $via_proxy"
-  if [[ $harness == codex ]]; then
-    # No Responses server to run it against directly: it must recover through the proxy.
-    [[ $via_proxy == "ok exit=0 verdict=passed"* ]] || fail "codex/$fault through forge-proxy: $via_proxy"
-    pass "codex recovers from $fault through forge-proxy (not run directly: the scripted server has no Responses API)"
-    continue
-  fi
   direct=$(run_case "$harness" "$fault" direct)
   echo "   $harness, $fault, directly: $direct"
   [[ ${direct% requests=*} == "${via_proxy% requests=*}" ]] ||

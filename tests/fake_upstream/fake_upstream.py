@@ -32,6 +32,8 @@ with that HTTP error (with "retry_after": "S", also that Retry-After header),
 and later ones normally (to see how a harness retries); "cut_once": true
 streams part of the first answer to reach it and then drops the connection.
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
+A POST to .../responses (Codex CLI run straight against this server) gets the
+step as an OpenAI Responses stream (the scenario's steps, token ids aside).
 
 Every request is appended to --log as JSON (path, headers, body, keys that
 came twice in one object); LOG.heads gets a line as each request's header
@@ -85,12 +87,15 @@ def tool_results(body):
     for m in body.get("messages", []):
         if m.get("role") == "tool":
             n += 1
+    for item in body.get("input", []) if isinstance(body.get("input"), list) else []:
+        if item.get("type") == "function_call_output":
+            n += 1
     return n
 
 
 def scenario_step(body):
     """The scripted reply for a harness request, or None without --scenario."""
-    if not ARGS.scenario or "messages" not in body:
+    if not ARGS.scenario or ("messages" not in body and "input" not in body):
         return None
     if not body.get("tools"):
         return {"text": "Forge task"}
@@ -207,6 +212,8 @@ class Handler(BaseHTTPRequestHandler):
         if cmd == "script:hang":
             time.sleep(60)
             return
+        if self.path.endswith("/responses"):
+            return self.responses_stream(body)
         if body.get("stream"):
             return self.stream(body, cmd, completions)
         return self.whole(body, cmd, completions)
@@ -255,6 +262,47 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 resp["prompt_token_ids"] = prompt_ids(body)
         self.send_json(200, resp)
+
+    def responses_stream(self, body):
+        """A scenario step as an OpenAI Responses stream (for Codex CLI run straight against this server)."""
+        step = scenario_step(body) or {"text": "hello from fake!"}
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        seq = [0]
+
+        def event(kind, **fields):
+            seq[0] += 1
+            self.chunk(json.dumps(dict(type=kind, sequence_number=seq[0], **fields)))
+        n = tool_results(body)
+        response = {"id": "resp_fake%d" % n, "object": "response", "status": "in_progress", "output": [],
+                    "model": body.get("model", "fake-policy")}
+        event("response.created", response=response)
+        if "tool_call" in step:
+            args = json.dumps(step["tool_call"]["arguments"])
+            item = {"id": "fc_%d" % n, "type": "function_call", "status": "completed", "call_id": "call_%d" % n,
+                    "name": step["tool_call"]["name"], "arguments": args}
+            pieces = fragments(args)
+        else:
+            item = {"id": "msg_%d" % n, "type": "message", "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": step["text"], "annotations": []}]}
+            pieces = fragments(step["text"])
+        empty = {"arguments": ""} if "tool_call" in step else {"content": []}
+        event("response.output_item.added", output_index=0, item=dict(item, status="in_progress", **empty))
+        cut = self.cut_after
+        for i, piece in enumerate(pieces):
+            if cut is not None and i == cut:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            kind = "response.function_call_arguments.delta" if "tool_call" in step else "response.output_text.delta"
+            event(kind, item_id=item["id"], output_index=0, content_index=0, delta=piece)
+        event("response.output_item.done", output_index=0, item=item)
+        usage = {"input_tokens": len(prompt_ids(body)), "output_tokens": len(pieces),
+                 "total_tokens": len(prompt_ids(body)) + len(pieces)}
+        event("response.completed", response=dict(response, status="completed", output=[item], usage=usage))
+        self.wfile.write(b"0\r\n\r\n")
 
     def chunk(self, obj):
         data = ("data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n").encode()
