@@ -6,12 +6,12 @@
 namespace forge::proxy {
 namespace {
 
-bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+bool StartsWithNoCase(beast::string_view s, beast::string_view prefix) {
   return s.size() >= prefix.size() && beast::iequals(s.substr(0, prefix.size()), prefix);
 }
 
-std::optional<double> Seconds(std::string_view text) {
-  std::string s(text);
+std::optional<double> Seconds(beast::string_view text) {
+  std::string s(text.data(), text.size());
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end == s.c_str() || *end != '\0' || !(v >= 0)) return std::nullopt;
@@ -30,10 +30,11 @@ void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
 Headers RetryHeaders(const http::fields& upstream) {
   Headers out;
   for (const auto& field : upstream) {
-    std::string_view name(field.name_string().data(), field.name_string().size());
+    beast::string_view name = field.name_string();
     if (beast::iequals(name, "retry-after") || beast::iequals(name, "retry-after-ms") ||
         StartsWithNoCase(name, "x-ratelimit-") || StartsWithNoCase(name, "anthropic-ratelimit-")) {
-      out.emplace_back(std::string(name), std::string(field.value()));
+      beast::string_view value = field.value();
+      out.emplace_back(std::string(name.data(), name.size()), std::string(value.data(), value.size()));
     }
   }
   return out;

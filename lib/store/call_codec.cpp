@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/json_dump.h"
+#include "store/content.h"
 #include "store/little_endian.h"
 
 namespace forge::store {
