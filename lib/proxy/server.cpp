@@ -268,9 +268,7 @@ Task<void> Server::Session(tcp::socket socket) {
     reader.timeout = config_.header_timeout;
     bool long_line = false;  // the header is too long for its request line: 414, not 431
     if (ec == http::error::header_limit) {
-      std::string_view start(static_cast<const char*>(buffer.data().data()), buffer.size());
-      size_t line_end = start.find("\r\n");
-      long_line = line_end == std::string_view::npos || line_end > kMaxRequestLine;
+      long_line = parser.get().target().empty();  // the request line never ended
     } else if (!ec && parser.get().target().size() > kMaxRequestLine) {
       ec = http::error::header_limit;
       long_line = true;
