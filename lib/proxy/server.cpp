@@ -312,7 +312,7 @@ Task<void> Server::Session(tcp::socket socket) {
         Request req;
         req.keep_alive(false);
         std::string_view path;
-        if (parser.is_header_done()) path = std::string_view(parser.get().target().data(), parser.get().target().size());
+        path = std::string_view(parser.get().target().data(), parser.get().target().size());  // empty if never read
         co_await Send(socket, req, static_cast<http::status>(status),
                       ErrorBodyForPath(path, status, UnreadableRequestMessage(status, ec, config_.body_limit)).dump());
       }

@@ -113,7 +113,8 @@ malformed_http "partial header (--header-timeout 1)" 408 'b"POST /v1/chat/comple
 pass "malformed HTTP: 414, 431 (long header, 3,000 fields), 400 (bad, negative, conflicting length), 413, 408; proxy still serving"
 
 # 413 on /v1/messages is Anthropic's shape (the path tells the format).
-code=$(curl -s -o "$WORK/out" -w '%{http_code}' -H 'Expect:' --data-binary @"$WORK/big" "$PROXY/v1/messages")
+python3 -c 'import sys; sys.stdout.write("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}" % ("x"*1200000))' >"$WORK/huge"
+code=$(curl -s -o "$WORK/out" -w '%{http_code}' -H 'Expect:' --data-binary @"$WORK/huge" "$PROXY/v1/messages")
 [ "$code" = 413 ] && py 'd["type"]=="error" and d["error"]["type"]=="request_too_large"' <"$WORK/out" ||
   fail "413 on /v1/messages: $code $(cat "$WORK/out")"
 
