@@ -2,7 +2,9 @@
 // client request (the first line) and upstream chunks (one per further line),
 // every entry point is driven with them, and
 // nothing may crash, hang or throw. Status values are the expected outcome
-// for bad input.
+// for bad input. The documents are parsed as the proxy parses them: a
+// request nested deeper than the default --max-json-depth, or a chunk deeper
+// than the ceiling, never reaches a translator.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/json_parse.h"
+#include "base/json_scan.h"
 #include "proxy/client_format.h"
 
 namespace forge::proxy::fuzz {
@@ -26,7 +30,10 @@ inline void Drive(ClientFormat& format, const uint8_t* data, size_t size) {
     input.remove_prefix(nl + 1);
   }
   if (lines.empty()) return;
-  Json request = Json::parse(lines[0], nullptr, /*allow_exceptions=*/false);
+  auto parse = [](std::string_view text, int max_depth) {
+    return forge::ParseJson(text, nullptr, max_depth).value_or(Json(Json::value_t::discarded));
+  };
+  Json request = parse(lines[0], forge::kDefaultMaxJsonDepth);
   if (!request.is_discarded()) {
     auto chat = format.ToChat(request);
     (void)format.ErrorBody(400, "x");
@@ -34,7 +41,7 @@ inline void Drive(ClientFormat& format, const uint8_t* data, size_t size) {
   }
   auto stream = format.NewStream();
   for (size_t i = 1; i < lines.size(); ++i) {
-    Json chunk = Json::parse(lines[i], nullptr, false);
+    Json chunk = parse(lines[i], forge::kMaxJsonDepthCeiling);
     if (chunk.is_discarded()) continue;
     (void)stream->OnChunk(chunk);
     (void)format.FromChat(chunk);  // a chunk is also a (malformed) whole response

@@ -65,8 +65,8 @@ Json* NextSlot(Json& container, std::string_view s, size_t& i) {
 
 }  // namespace
 
-std::optional<Json> ParseJson(std::string_view text, std::string* error) {
-  if (auto why = JsonSyntaxError(text)) {
+std::optional<Json> ParseJson(std::string_view text, std::string* error, int max_depth) {
+  if (auto why = JsonSyntaxError(text, nullptr, max_depth)) {
     if (error) *error = *why;
     return std::nullopt;
   }

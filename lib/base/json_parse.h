@@ -23,7 +23,8 @@ namespace forge {
 
 // The document text holds, or nullopt with *error (if given) saying what is
 // wrong and at which byte (JsonSyntaxError's words).
-std::optional<nlohmann::json> ParseJson(std::string_view text, std::string* error = nullptr);
+// max_depth > 0: deeper nesting is an error (see JsonSyntaxError).
+std::optional<nlohmann::json> ParseJson(std::string_view text, std::string* error = nullptr, int max_depth = 0);
 // The same as nlohmann::json::parse(text, nullptr, false): a discarded value
 // when text is not JSON.
 inline nlohmann::json ParseJsonOrDiscarded(std::string_view text) {

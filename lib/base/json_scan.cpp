@@ -168,7 +168,8 @@ int Hex4(std::string_view s, size_t i) {
 
 class Validator {
  public:
-  Validator(std::string_view s, JsonSpans* spans) : s_(s), spans_(spans) {}
+  Validator(std::string_view s, JsonSpans* spans, int max_depth)
+      : s_(s), spans_(spans), max_depth_(max_depth > 0 ? static_cast<size_t>(max_depth) : SIZE_MAX) {}
 
   std::optional<std::string> Run() {
     if (s_.size() >= 3 && static_cast<unsigned char>(s_[0]) == 0xEF) {
@@ -186,6 +187,9 @@ class Validator {
       // A value is expected here.
       if (i_ >= s_.size()) return Fail("unexpected end of input; expected a value");
       char c = s_[i_];
+      if ((c == '{' || c == '[') && stack.size() >= max_depth_) {
+        return Fail("nested deeper than " + std::to_string(max_depth_) + " levels");
+      }
       if (c == '{') {
         size_t open = i_++;
         SkipSpace();
@@ -422,6 +426,7 @@ class Validator {
   std::string_view s_;
   size_t i_ = 0;
   JsonSpans* spans_;
+  size_t max_depth_;
   boost::container::small_vector<size_t, 16> open_spans_;  // spans_ indices of the open containers
 };
 
@@ -506,9 +511,9 @@ void AppendUtf8(std::string& out, uint32_t cp) {
 
 }  // namespace
 
-std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans) {
+std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans, int max_depth) {
   if (spans) spans->Clear();
-  return Validator(text, spans).Run();
+  return Validator(text, spans, max_depth).Run();
 }
 
 const char* JsonSpans::EndOf(const char* open) const {

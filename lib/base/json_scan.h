@@ -48,10 +48,20 @@ class JsonSpans {
   mutable size_t next_ = 0;  // where EndOf looks first: after the span it found last
 };
 
+// How deep objects and arrays may nest in a document the proxy accepts
+// (--max-json-depth), and the most that may be set: code that recurses over
+// a document (nlohmann's copy, compare and dump; the format translations)
+// stays far inside a thread's stack at that depth. Readers of the store read
+// any document up to the ceiling, so anything a proxy accepted.
+constexpr int kDefaultMaxJsonDepth = 512;
+constexpr int kMaxJsonDepthCeiling = 4096;
+
 // Checks that text is one JSON value, surrounding whitespace allowed.
 // Returns std::nullopt, or why not and at which byte offset. With spans,
-// also notes where each non-empty object and array ends.
-std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans = nullptr);
+// also notes where each non-empty object and array ends. max_depth > 0:
+// objects and arrays nested deeper than that are an error ("nested deeper
+// than N levels"); the validator itself takes any depth (no recursion).
+std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans = nullptr, int max_depth = 0);
 
 // One member of an object, as spans of the validated text.
 struct JsonMember {

@@ -10,6 +10,7 @@
 #include "proxy/http_read.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
+#include "proxy/upstream_faults.h"
 
 namespace forge::proxy {
 
@@ -93,13 +94,16 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     metrics_.ObserveLatency(MonotonicSeconds() - t0);
   };
   auto reply_error = [&](int status, const std::string& message) -> Task<bool> {
-    co_return co_await Send(client, req, static_cast<http::status>(status), format.ErrorBody(status, message).dump());
+    co_return co_await Send(client, req, static_cast<http::status>(status),
+                            format.ErrorBody(status, WithoutAddresses(message, config_.upstreams)).dump());
   };
   ClientStream cs;
   cs.socket = &client;
   cs.version = req.version();
   // An error event as the Anthropic API sends one: the client format's own.
-  auto error_event = [&](const std::string& message) { return format.NewStream()->OnError(message); };
+  auto error_event = [&](const std::string& message) {
+    return format.NewStream()->OnError(WithoutAddresses(message, config_.upstreams));
+  };
   // Ends the call as failed and recorded; the client gets an error unless
   // the stream already began (then an error event).
   auto fail_call = [&](int status, std::string message) -> Task<bool> {
@@ -184,7 +188,9 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     if (!committed.ok()) co_return co_await reply_error(500, "the call could not be recorded: " + committed.message());
     // Named, not a temporary in the co_await: g++12 destroys such temporaries twice.
     if (content_type.empty()) content_type = "application/json";
-    co_return co_await Send(client, req, static_cast<http::status>(status), std::move(body), content_type);
+    // An error keeps the upstream's retry headers (retry-after on a 429 or a 529 overloaded_error).
+    co_return co_await Send(client, req, static_cast<http::status>(status), std::move(body), content_type,
+                            status >= 400 ? RetryHeaders(parser->get()) : Headers());
   }
 
   // A stream: each event goes to the client as it arrives; message_stop is
@@ -207,6 +213,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   std::vector<SseEvent> events;
   std::string held;
   std::string stream_error;
+  bool upstream_broke = false;  // its connection broke or went silent mid-answer
   while (!parser->is_done() && !assembled.stopped()) {
     std::string bytes;
     beast::error_code ec = co_await read_some(bytes);
@@ -244,11 +251,13 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     }
     if (ec) {
       stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
+      upstream_broke = true;
       break;
     }
   }
   if (stream_error.empty() && !assembled.stopped()) {
     stream_error = "upstream " + upstream->url + " ended the stream without message_stop";
+    upstream_broke = true;
   }
   rec.response = assembled.Result();
   rec.upstream_response = rec.response;
@@ -261,6 +270,9 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);
     finish(rec);
     co_await Commit(std::move(rec));
+    // A broken upstream connection breaks the client's, after what was sent
+    // (Claude Code retries a broken stream).
+    if (upstream_broke) co_return false;
     // An error event the upstream sent was relayed already: the stream just
     // ends. (Named: g++12 destroys a conditional's temporary inside co_await twice.)
     std::string event = upstream_sent_error ? std::string() : error_event(stream_error);

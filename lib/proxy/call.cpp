@@ -12,6 +12,7 @@
 #include "base/hash.h"
 #include "base/json_dump.h"
 #include "base/json_parse.h"
+#include "cli/diagnostics.h"
 #include "proxy/chat_assembler.h"
 #include "proxy/client_stream.h"
 #include "proxy/formats/gemini.h"
@@ -22,11 +23,10 @@
 #include "proxy/server.h"
 #include "proxy/sse.h"
 #include "proxy/token_capture.h"
+#include "proxy/upstream_faults.h"
 
 namespace forge::proxy {
 namespace {
-
-using Headers = std::vector<std::pair<std::string, std::string>>;
 
 // Counts a call in flight overall, and per rollout (null: no --max-per-rollout
 // to enforce, so no count to keep) for its whole life.
@@ -107,6 +107,10 @@ std::string UpstreamErrorMessage(int status, const std::string& body) {
   return "upstream answered " + std::to_string(status) + ": " + detail;
 }
 
+constexpr const char* kNoTokenIdsMessage =
+    "the upstream answered without token ids (it ignores return_token_ids; vLLM sends them from 0.10.2) and "
+    "--require-token-ids is set";
+
 std::string FinishReasonOf(const Json& response) {
   if (!response.is_object() || !response.contains("choices") || !response["choices"].is_array() ||
       response["choices"].empty()) {
@@ -117,6 +121,20 @@ std::string FinishReasonOf(const Json& response) {
 }
 
 }  // namespace
+
+bool Server::LacksTokenIds(const store::CallRecord& call) {
+  if (!call.prompt_ids.empty() || !call.completion_ids.empty()) return false;
+  metrics_.calls_without_token_ids.fetch_add(1, std::memory_order_relaxed);
+  if (!warned_no_token_ids_.exchange(true)) {
+    cli::Warn(fmt::format("upstream {} answered a call of rollout {} without token ids: it ignores return_token_ids, so "
+                          "its calls are useless for RL training ({}; counted in "
+                          "forge_proxy_calls_without_token_ids_total; warned once)",
+                          call.upstream, call.rollout_id,
+                          config_.require_token_ids ? "--require-token-ids fails them"
+                                                    : "recorded anyway; --require-token-ids fails them"));
+  }
+  return config_.require_token_ids;
+}
 
 Task<Status> Server::Commit(store::CallRecord&& call, std::optional<LoggedRequest> request) {
   if (call.http_status == kClientHungUpStatus) metrics_.client_hangups.fetch_add(1, std::memory_order_relaxed);
@@ -170,8 +188,10 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   std::unique_ptr<ClientFormat> format = MakeClientFormat(format_name);
   auto fail = [&](int status, const std::string& message, Headers headers = Headers()) -> Task<bool> {
     if (status < 500) metrics_.client_errors.fetch_add(1);
-    return Send(client, req, static_cast<http::status>(status), format->ErrorBody(status, message).dump(),
-                "application/json", std::move(headers));
+    // Upstream addresses stay in the log and the store.
+    return Send(client, req, static_cast<http::status>(status),
+                format->ErrorBody(status, WithoutAddresses(message, config_.upstreams)).dump(), "application/json",
+                std::move(headers));
   };
   if (stopping_.load()) co_return co_await fail(503, "forge-proxy is shutting down");
 
@@ -236,7 +256,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   if (cut_through) {
     // (read below, as its bytes go upstream)
   } else if (pass_through && !replay_) {
-    auto read = ReadPassThroughRequest(req.body(), route.format == "openai-completions");
+    auto read = ReadPassThroughRequest(req.body(), route.format == "openai-completions", config_.max_json_depth);
     if (!read.ok()) co_return co_await fail(400, read.status().message());
     raw = std::move(*read);
     chat.stream = raw->stream;
@@ -244,10 +264,12 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   } else {
     // (ParseJson, not nlohmann's parser: a 200 KB conversation in ~0.1 ms, not ~2.)
     std::string parse_error;
-    if (std::optional<Json> parsed = ParseJson(req.body(), &parse_error)) {
+    // Nesting is bounded here, so the translations, which recurse, never meet
+    // a document deeper than --max-json-depth.
+    if (std::optional<Json> parsed = ParseJson(req.body(), &parse_error, config_.max_json_depth)) {
       client_request = std::move(*parsed);
     } else {
-      parse_error = "request body is not valid JSON: " + parse_error;
+      parse_error = RequestJsonError(parse_error);
     }
     if (!parse_error.empty()) co_return co_await fail(400, parse_error);
     if (!bad_url.ok()) co_return co_await fail(404, bad_url.message());
@@ -449,9 +471,10 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     co_await WaitWhile(cs->keepalive_running);
   };
 
-  // Ends the call with an error: a JSON error if nothing was streamed yet,
-  // else a well-formed error event; the call is recorded as failed.
-  auto fail_call = [&](int status, std::string message) -> Task<bool> {
+  // Ends the call with an error: a JSON error if nothing was streamed yet
+  // (with the upstream's retry headers, if it sent any), else a well-formed
+  // error event; the call is recorded as failed.
+  auto fail_call = [&](int status, std::string message, Headers headers = Headers()) -> Task<bool> {
     metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
     rec.http_status = status;
     rec.error = message;
@@ -460,17 +483,49 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     co_await Commit(std::move(rec), logged_request);  // best effort: the client is told of the failure either way
     co_await stop_keepalive();
     if (status == kClientHungUpStatus) co_return false;  // no one to tell
-    if (!cs->headers_sent) co_return co_await fail(status, message);
+    if (!cs->headers_sent) co_return co_await fail(status, message, std::move(headers));
     auto translator = format->NewStream();
-    co_await WriteSseBytes(*cs, translator->OnError(message), true);
+    co_await WriteSseBytes(*cs, translator->OnError(WithoutAddresses(message, config_.upstreams)), true);
     co_return false;
   };
 
   // Connect and send; connection failures are retried on another upstream
-  // before any byte of the answer exists.
+  // before any byte of the answer exists, and with --upstream-retries a
+  // failure or a 429/502/503 is tried again (each attempt recorded).
   UpstreamExchange exchange;
   exchange.client = &client;
-  co_await ExchangeWithUpstream(rollout, exchange, make_request, upstream_body, log_request, &forwarded);
+  std::string error_text;  // an error answer's body
+  for (int attempt = 0;; ++attempt) {
+    co_await ExchangeWithUpstream(rollout, exchange, make_request, upstream_body, log_request, &forwarded);
+    std::string failure = exchange.error;
+    const http::fields* answer = exchange.conn ? &exchange.parser->get().base() : nullptr;
+    if (answer && exchange.parser->get().result_int() >= 400) {
+      int status = exchange.parser->get().result_int();
+      error_text.clear();
+      beast::error_code ec = co_await AppendWholeUpstreamBody(exchange, error_text);
+      failure = UpstreamErrorMessage(status, error_text);
+      if (attempt >= config_.upstream_retries || !RetryableStatus(status, *answer, config_.retry_after_max)) break;
+      if (!ec && exchange.parser->get().keep_alive()) upstreams_.Release(*exchange.upstream, std::move(exchange.conn));
+    } else if (answer || exchange.client_gone || exchange.timed_out || attempt >= config_.upstream_retries) {
+      break;
+    }
+    // Tried again: this attempt is recorded as a failed call of its own.
+    metrics_.upstream_retries.fetch_add(1);
+    store::CallRecord failed = rec;
+    if (exchange.upstream) failed.upstream = exchange.upstream->url;
+    failed.http_status = answer ? exchange.parser->get().result_int() : 502;
+    failed.error = failure + fmt::format(" (retried by the proxy, attempt {} of {})", attempt + 1,
+                                         config_.upstream_retries + 1);
+    failed.retry_key.clear();
+    finish(failed);
+    co_await Commit(std::move(failed));
+    net::steady_timer pause(co_await net::this_coro::executor);
+    pause.expires_after(SteadySeconds(RetryDelay(attempt + 1, answer)));
+    beast::error_code ec;
+    co_await pause.async_wait(Into(ec));
+    exchange.Reset();
+    if (HasHungUp(client)) co_return co_await fail_call(kClientHungUpStatus, kClientHungUpMessage);
+  }
   std::unique_ptr<UpstreamConn>& conn = exchange.conn;
   Upstream* upstream = exchange.upstream;
   std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
@@ -499,14 +554,13 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     co_return buf.size() - parser->get().body().size;
   };
 
-  if (upstream_status >= 400 || (streaming && !upstream_streams)) {
-    std::string text;
-    co_await AppendWholeUpstreamBody(exchange, text);
-    if (upstream_status < 400) {
-      co_return co_await fail_call(502, "upstream answered a stream request with " + content_type + ", not SSE");
-    }
-    co_return co_await fail_call(upstream_status >= 500 ? upstream_status : upstream_status,
-                                 UpstreamErrorMessage(upstream_status, text));
+  if (upstream_status >= 400) {
+    // The upstream's status and retry headers, in the client's own error shape.
+    co_return co_await fail_call(upstream_status, UpstreamErrorMessage(upstream_status, error_text),
+                                 RetryHeaders(parser->get()));
+  }
+  if (streaming && !upstream_streams) {
+    co_return co_await fail_call(502, "upstream answered a stream request with " + content_type + ", not SSE");
   }
 
   CapturedTokens tokens;
@@ -530,6 +584,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       rec.logprobs = std::move(tokens.logprobs);
       rec.finish_reason = chunk->finish_reason;
       rec.usage_text = std::move(chunk->usage);
+      if (LacksTokenIds(rec)) co_return co_await fail_call(502, kNoTokenIdsMessage);
       rec.http_status = 200;
       rec.retry_key = retry_key;
       finish(rec);
@@ -555,6 +610,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     rec.logprobs = std::move(tokens.logprobs);
     rec.finish_reason = FinishReasonOf(response);
     rec.usage = response.value("usage", Json());
+    if (LacksTokenIds(rec)) co_return co_await fail_call(502, kNoTokenIdsMessage);
     rec.http_status = 200;
     rec.retry_key = retry_key;
     finish(rec);
@@ -578,6 +634,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   std::string held;
   bool saw_done = false;
   std::string stream_error;
+  bool upstream_broke = false;  // its connection broke or went silent mid-answer
   std::vector<char> buf(16384);
   while (!parser->is_done() && !saw_done) {
     beast::error_code ec;
@@ -670,10 +727,14 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     }
     if (ec) {
       stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
+      upstream_broke = true;
       break;
     }
   }
-  if (stream_error.empty() && !saw_done) stream_error = "upstream " + upstream->url + " ended the stream without [DONE]";
+  if (stream_error.empty() && !saw_done) {
+    stream_error = "upstream " + upstream->url + " ended the stream without [DONE]";
+    upstream_broke = true;
+  }
   if (!cs->call_started_writing) co_await stop_keepalive();
 
   rec.response = raw ? upstream_assembled.Result() : translator->Assembled();
@@ -685,13 +746,21 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   rec.logprobs = std::move(tokens.logprobs);
   rec.finish_reason = FinishReasonOf(upstream_response);
   rec.usage = usage;
+  if (stream_error.empty() && LacksTokenIds(rec)) stream_error = kNoTokenIdsMessage;
   if (!stream_error.empty()) {
     metrics_.upstream_errors.fetch_add(cs->failed ? 0 : 1);
     rec.http_status = cs->failed ? kClientHungUpStatus : 502;
     rec.error = stream_error;
     finish(rec);
     co_await Commit(std::move(rec), logged_request);
-    if (!cs->failed) co_await WriteSseBytes(*cs, held + translator->OnError(stream_error), true);
+    if (cs->failed) co_return false;
+    if (upstream_broke) {
+      // As the upstream's did, the client's connection breaks after what was
+      // sent (no clean end): harnesses retry a broken stream, not an error event.
+      if (!held.empty()) co_await WriteSseBytes(*cs, std::move(held), false);
+      co_return false;
+    }
+    co_await WriteSseBytes(*cs, held + translator->OnError(WithoutAddresses(stream_error, config_.upstreams)), true);
     co_return false;  // the upstream connection is not reusable; close the client's too
   }
   if (parser->is_done() && parser->get().keep_alive()) {

@@ -83,7 +83,7 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
       co_return;  // conn closes with the body cut short
     }
   }
-  auto read = ReadPassThroughRequest(body, completions);
+  auto read = ReadPassThroughRequest(body, completions, config_.max_json_depth);
   if (!read.ok()) {
     out.outcome = CutThrough::Outcome::kBadRequest;
     out.error = read.status().message();

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "proxy/formats/formats.h"
+#include "proxy/formats/openai_errors.h"
 
 namespace forge::proxy {
 namespace {
@@ -61,6 +62,34 @@ std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name) {
     if (factory.name == name) return factory.make();
   }
   return nullptr;
+}
+
+namespace {
+
+std::string_view BarePath(std::string_view path) {
+  path = path.substr(0, path.find('?'));
+  if (path.rfind("/r/", 0) == 0) {
+    size_t end = path.find('/', 3);
+    path = end == std::string_view::npos ? std::string_view("/") : path.substr(end);
+  }
+  return path;
+}
+
+}  // namespace
+
+Json ErrorBodyForPath(std::string_view path, int http_status, const std::string& message) {
+  if (const Route* route = FindRoute("POST", BarePath(path))) {
+    if (auto format = MakeClientFormat(route->format)) return format->ErrorBody(http_status, message);
+  }
+  return OpenAIErrorBody(http_status, message);
+}
+
+std::string_view AllowedMethods(std::string_view path) {
+  path = BarePath(path);
+  if (FindRoute("POST", path)) return "POST";
+  if (path == "/healthz" || path == "/metrics" || path == "/v1/models") return "GET";
+  if (path.rfind("/admin/", 0) == 0) return "GET, POST";
+  return "";
 }
 
 }  // namespace forge::proxy

@@ -27,4 +27,13 @@ const Route* FindRoute(std::string_view method, std::string_view path);
 // A new ClientFormat by name, or nullptr for an unknown name.
 std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name);
 
+// An error body in the shape of the format a path belongs to (any method;
+// a query, and the /r/<rollout> prefix, allowed), or OpenAI's for any other
+// path: what a request refused before it reaches its format is answered with.
+Json ErrorBodyForPath(std::string_view path, int http_status, const std::string& message);
+
+// The methods a path is served for ("POST", "GET"), or empty when the
+// proxy serves nothing there.
+std::string_view AllowedMethods(std::string_view path);
+
 }  // namespace forge::proxy

@@ -36,6 +36,14 @@ std::string Metrics::Render() const {
   counter("forge_proxy_accept_errors_total",
           "Failed accepts (out of file descriptors or memory); the connection waits in the listen queue.", "counter",
           accept_errors.load());
+  counter("forge_proxy_malformed_requests_total",
+          "Requests refused before routing: malformed, too long a line or header, too large a body, too slow.",
+          "counter", malformed_requests.load());
+  counter("forge_proxy_calls_without_token_ids_total",
+          "Calls the upstream answered without completion token ids (it ignores return_token_ids): useless for RL.",
+          "counter", calls_without_token_ids.load());
+  counter("forge_proxy_upstream_retries_total", "Upstream attempts the proxy repeated (--upstream-retries).",
+          "counter", upstream_retries.load());
   out += fmt::format(
       "# HELP forge_proxy_store_lag_seconds Log-to-database time of the first call of the last batch.\n"
       "# TYPE forge_proxy_store_lag_seconds gauge\nforge_proxy_store_lag_seconds {:.6f}\n",

@@ -25,6 +25,9 @@ class Metrics {
   std::atomic<int64_t> store_queue{0};   // calls waiting for the writer
   std::atomic<int64_t> open_connections{0};
   std::atomic<int64_t> accept_errors{0};  // accept(2) failures: out of file descriptors, memory
+  std::atomic<int64_t> malformed_requests{0};   // requests refused before routing (400/408/413/414/431)
+  std::atomic<int64_t> calls_without_token_ids{0};  // answered 200 with no completion token ids from the upstream
+  std::atomic<int64_t> upstream_retries{0};     // attempts repeated upstream (--upstream-retries)
 
   void ObserveLatency(double seconds);
   std::string Render() const;

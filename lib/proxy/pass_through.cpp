@@ -159,11 +159,16 @@ int64_t ChoiceIndex(const JsonMembers& choice) {
 
 }  // namespace
 
-Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions) {
-  forge::JsonSpans spans;
-  if (auto error = forge::JsonSyntaxError(body, &spans)) {
-    return Status::DataErr("request body is not valid JSON: " + *error);
+std::string RequestJsonError(const std::string& validator_error) {
+  if (validator_error.rfind("nested deeper than", 0) == 0) {
+    return "request body: objects and arrays " + validator_error + " (--max-json-depth)";
   }
+  return "request body is not valid JSON: " + validator_error;
+}
+
+Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions, int max_depth) {
+  forge::JsonSpans spans;
+  if (auto error = forge::JsonSyntaxError(body, &spans, max_depth)) return Status::DataErr(RequestJsonError(*error));
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("request body: must be a JSON object");
   JsonMembers members = ObjectMembers(object, &spans);
@@ -275,7 +280,10 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
 Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWants& wants, bool drop_usage,
                                          CapturedTokens& tokens) {
   forge::JsonSpans spans;
-  if (auto error = forge::JsonSyntaxError(body, &spans)) return Status::DataErr("not JSON: " + *error);
+  // (Nesting bounded as a request's is, at the ceiling: the translations recurse.)
+  if (auto error = forge::JsonSyntaxError(body, &spans, forge::kMaxJsonDepthCeiling)) {
+    return Status::DataErr("not JSON: " + *error);
+  }
   std::string_view object = forge::TrimJson(body);
   if (!IsJsonObject(object)) return Status::DataErr("not a JSON object");
   PassThroughChunk out;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_scan.h"
 #include "base/status.h"
 #include "proxy/token_capture.h"
 
@@ -46,8 +47,14 @@ struct PassThroughRequest {
 // Validates a chat (completions = false) or completions request body — the
 // same checks, in the same order and words, as parsing it would make — and
 // builds the upstream request. Invalid JSON is InvalidArgument ("request body
-// is not valid JSON: ..."); a bad field is DataErr naming it.
-Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions);
+// is not valid JSON: ..."); a bad field is DataErr naming it. Objects and
+// arrays nested deeper than max_depth are refused (RequestJsonError's words).
+Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions,
+                                                  int max_depth = forge::kDefaultMaxJsonDepth);
+
+// What a client is told of a request body the validator refused (its words):
+// not JSON, or nested too deep for --max-json-depth.
+std::string RequestJsonError(const std::string& validator_error);
 
 // One upstream response or stream chunk, with the token fields harvested and cut.
 struct PassThroughChunk {

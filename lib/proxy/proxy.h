@@ -23,7 +23,13 @@ struct ProxyConfig {
   std::string replay_path;                // serve recorded responses from this store or recorded-exchange file
   int threads = 2;
   uint64_t body_limit = 64ull << 20;      // client request body, bytes
+  int max_json_depth = 512;               // nesting a request body may have (kDefaultMaxJsonDepth)
   double upstream_idle_timeout = 900;     // seconds without a byte from the upstream
+  double header_timeout = 60;             // seconds for a request's header, and between reads of its body
+  double idle_timeout = 75;               // seconds a kept-alive connection may wait for its next request
+  bool require_token_ids = false;         // a 200 without completion token ids fails the call (502)
+  int upstream_retries = 0;               // attempts repeated upstream before the answer's first byte
+  double retry_after_max = 10;            // longest Retry-After (seconds) a 429 is retried after
   double keepalive_interval = 3;          // seconds before/between SSE keepalive comments
   double health_interval = 5;             // seconds between upstream health checks
   std::string health_path = "/health";

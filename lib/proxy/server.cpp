@@ -10,6 +10,7 @@
 #include "proxy/formats/openai_errors.h"
 #include "proxy/http_read.h"
 #include "proxy/http_write.h"
+#include "proxy/upstream_faults.h"
 
 namespace forge::proxy {
 
@@ -191,14 +192,48 @@ constexpr size_t kIdleReadBuffer = 16 * 1024;
 // conversation: store-and-forward put its whole transfer on the call's path twice).
 constexpr size_t kCutThroughBytes = 64 * 1024;
 
-// Reads the client's requests from its socket, within the idle timeout.
+// A request line longer than this is answered 414, a header (all its
+// fields) longer than this or with more fields 431: nginx's
+// large_client_header_buffers (4 of 8 KB) and a bound no harness comes near
+// (Claude Code sends some thirty fields, 3 KB).
+constexpr size_t kMaxRequestLine = 8 * 1024;
+constexpr uint32_t kMaxHeaderBytes = 32 * 1024;
+constexpr size_t kMaxHeaderFields = 256;
+
+// Reads the client's requests from its socket: each read within timeout
+// seconds, and all of them before deadline (a monotonic time; 0: none).
 struct ClientReader {
   tcp::socket& socket;
   double timeout;
+  double deadline = 0;
   Task<size_t> ReadSome(net::mutable_buffer into, beast::error_code& ec) {
-    return ReadSomeReady(socket, into, timeout, ec);
+    double wait = timeout;
+    if (deadline > 0) wait = std::max(0.001, deadline - MonotonicSeconds());
+    return ReadSomeReady(socket, into, wait, ec);
   }
 };
+
+// The status a request that could not be read is answered with, or 0 when
+// the connection just closes (the client went). long_line: a header too
+// long because of its request line.
+int UnreadableRequestStatus(const beast::error_code& ec, bool long_line) {
+  if (ec == beast::error::timeout) return 408;
+  if (ec == http::error::body_limit) return 413;
+  if (ec == http::error::header_limit) return long_line ? 414 : 431;
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return 0;
+  return ec.category() == beast::error_code(http::error::bad_method).category() ? 400 : 0;  // else a socket error
+}
+
+std::string UnreadableRequestMessage(int status, const beast::error_code& ec, uint64_t body_limit) {
+  switch (status) {
+    case 408: return "the request did not arrive in time (--header-timeout)";
+    case 413: return "request body exceeds the proxy's limit of " + std::to_string(body_limit) + " bytes (--body-limit)";
+    case 414: return "request line longer than " + std::to_string(kMaxRequestLine) + " bytes";
+    case 431: return "request header longer than " + std::to_string(kMaxHeaderBytes) + " bytes or with more than " +
+                     std::to_string(kMaxHeaderFields) + " fields";
+    default: return "malformed request: " + ec.message();
+  }
+}
 
 }  // namespace
 
@@ -207,15 +242,39 @@ Task<void> Server::Session(tcp::socket socket) {
   beast::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   socket.non_blocking(true, ec);
-  // An idle keep-alive connection may wait long; a harness thinks between calls.
-  ClientReader reader{socket, 3600};
+  // A new connection gets --header-timeout for its first request's whole
+  // header, a kept-alive one --idle-timeout to begin its next, and then the
+  // header timeout for the rest of that header; a body gets the header
+  // timeout between reads (nginx: client_header_timeout, keepalive_timeout,
+  // client_body_timeout).
+  ClientReader reader{socket, config_.header_timeout};
   beast::flat_buffer buffer;
-  for (;;) {
+  for (bool first = true;; first = false) {
     ArrivingBody arriving;
     bool body_arriving = false;
     http::request_parser<http::string_body> parser;
+    parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(config_.body_limit);
+    if (buffer.size() == 0) {
+      reader.timeout = first ? config_.header_timeout : config_.idle_timeout;
+      reader.deadline = 0;
+      size_t n = co_await reader.ReadSome(buffer.prepare(kIdleReadBuffer), ec);
+      if (ec) break;  // closed, or idle too long: nothing to answer
+      buffer.commit(n);
+    }
+    reader.deadline = config_.header_timeout > 0 ? MonotonicSeconds() + config_.header_timeout : 0;
     co_await ReadHttp(reader, buffer, parser, ReadUntil::kHeader, ec);
+    reader.deadline = 0;
+    reader.timeout = config_.header_timeout;
+    bool long_line = false;  // the header is too long for its request line: 414, not 431
+    if (ec == http::error::header_limit) {
+      long_line = parser.get().target().empty();  // the request line never ended
+    } else if (!ec && parser.get().target().size() > kMaxRequestLine) {
+      ec = http::error::header_limit;
+      long_line = true;
+    } else if (!ec && static_cast<size_t>(std::distance(parser.get().begin(), parser.get().end())) > kMaxHeaderFields) {
+      ec = http::error::header_limit;
+    }
     if (!ec && !parser.is_done() && parser.get().version() >= 11 &&
         beast::iequals(parser.get()[http::field::expect], "100-continue")) {
       // The client holds the body back until told to send it (curl does for
@@ -244,22 +303,26 @@ Task<void> Server::Session(tcp::socket socket) {
         co_await ReadHttp(reader, buffer, parser, ReadUntil::kMessage, ec);
       }
     }
+    if (ec) {
+      // As nginx does: a status and a body (in the shape of the client's
+      // format where the path tells it), then the connection closes.
+      if (int status = UnreadableRequestStatus(ec, long_line)) {
+        metrics_.client_errors.fetch_add(1);
+        metrics_.malformed_requests.fetch_add(1);
+        Request req;
+        req.keep_alive(false);
+        std::string_view path;
+        path = std::string_view(parser.get().target().data(), parser.get().target().size());  // empty if never read
+        co_await Send(socket, req, static_cast<http::status>(status),
+                      ErrorBodyForPath(path, status, UnreadableRequestMessage(status, ec, config_.body_limit)).dump());
+      }
+      break;
+    }
     // An open connection keeps no more than a small buffer, and none when it
     // holds nothing (a stream may stay open for minutes).
     if (buffer.size() == 0 || (buffer.capacity() > kIdleReadBuffer && buffer.size() <= kIdleReadBuffer)) {
       buffer.shrink_to_fit();
     }
-    if (ec == http::error::body_limit) {
-      metrics_.client_errors.fetch_add(1);
-      Request req;
-      req.keep_alive(false);
-      co_await Send(socket, req, http::status::payload_too_large,
-                    OpenAIErrorBody(413, "request body exceeds the proxy's limit of " +
-                                             std::to_string(config_.body_limit) + " bytes (--body-limit)")
-                        .dump());
-      break;
-    }
-    if (ec) break;
     metrics_.requests.fetch_add(1);
     Request req = parser.release();
     bool keep = co_await Handle(socket, req, body_arriving ? &arriving : nullptr);
@@ -320,6 +383,18 @@ Task<bool> Server::Handle(tcp::socket& client, Request& req, ArrivingBody* arriv
   if (path.rfind("/admin/", 0) == 0) co_return co_await HandleAdmin(client, req, path, query);
   if (route) co_return co_await HandleCall(client, req, *route, std::move(path_rollout), arriving);
   metrics_.client_errors.fetch_add(1);
+  // A path served for other methods, or a method served nowhere: 405 (as nginx).
+  std::string_view allowed = AllowedMethods(path);
+  if (!allowed.empty() || (!get && req.method() != http::verb::post)) {
+    if (allowed.empty()) allowed = "GET, POST";
+    Headers allow;
+    allow.emplace_back("Allow", std::string(allowed));
+    co_return co_await Send(client, req, http::status::method_not_allowed,
+                            ErrorBodyForPath(path, 405, std::string(req.method_string()) + " is not served for " +
+                                                            std::string(path) + " (allowed: " + std::string(allowed) + ")")
+                                .dump(),
+                            "application/json", std::move(allow));
+  }
   co_return co_await Send(client, req, http::status::not_found,
                           OpenAIErrorBody(404, "no route for " + std::string(req.method_string()) + " " +
                                                    std::string(path))
@@ -349,7 +424,7 @@ Task<bool> Server::HandleModels(tcp::socket& client, Request& req) {
   if (ec) {
     metrics_.upstream_errors.fetch_add(1);
     co_return co_await Send(client, req, http::status::bad_gateway,
-                            OpenAIErrorBody(502, "upstream " + up->url + ": " + ec.message()).dump());
+                            OpenAIErrorBody(502, "the upstream: " + ec.message()).dump());
   }
   co_return co_await Send(client, req, res.result(), std::move(res.body()));
 }

@@ -51,6 +51,14 @@ struct UpstreamExchange {
   std::string error;
   bool timed_out = false;    // the upstream went silent: a 504, and never sent twice
   bool client_gone = false;  // the client hung up first: a 499, and the upstream is not to blame
+  // Ready for another attempt (the client kept).
+  void Reset() {
+    parser.reset();
+    conn.reset();
+    upstream = nullptr;
+    error.clear();
+    timed_out = client_gone = false;
+  }
 };
 
 // Appends the rest of an exchange's body to out: what came in with the header
@@ -145,6 +153,11 @@ class Server {
                                  std::optional<PassThroughRequest>& raw, CutThrough& out,
                                  const std::function<void()>& after_send);
 
+  // Whether a call answered 200 came without token ids (an upstream that
+  // ignores return_token_ids): counted, warned of once, and true (fail it)
+  // with --require-token-ids.
+  bool LacksTokenIds(const store::CallRecord& call);
+
   Task<bool> Send(tcp::socket& client, Request& req, http::status status, std::string body,
                   std::string_view content_type = "application/json",
                   std::vector<std::pair<std::string, std::string>> headers = {});
@@ -164,6 +177,7 @@ class Server {
   tcp::acceptor acceptor_;
 
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> warned_no_token_ids_{false};
   std::atomic<bool> paused_{false};
   std::atomic<bool> pause_rejects_{false};
   std::atomic<int64_t> policy_version_{0};

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/json_dump.h"
+#include "store/content.h"
 #include "store/little_endian.h"
 
 namespace forge::store {
@@ -210,8 +211,9 @@ Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at,
     std::string_view text;
     if (!in.Bytes(&text)) return cut(name);
     if (text.empty()) continue;
-    *value = Json::parse(text, nullptr, false);
-    if (value->is_discarded()) return Status::DataErr(std::string("call record: field ") + name + " is not JSON");
+    auto read = ReadStoredJson(text, std::string("call record: field ") + name);
+    if (!read.ok()) return read.status();
+    *value = std::move(*read);
   }
   std::string_view prompt, completion, logprobs;
   if (in.Peek64() == kPromptAfterEarlierCall) {

@@ -4,9 +4,21 @@
 #include "base/json_scan.h"
 
 namespace forge::store {
-namespace {
 
 using Json = nlohmann::json;
+
+Result<Json> ReadStoredJson(std::string_view text, const std::string& what) {
+  if (auto error = JsonSyntaxError(text, nullptr, kMaxJsonDepthCeiling)) {
+    if (error->rfind("nested deeper than", 0) != 0) return Status::DataErr(what + " is not valid JSON: " + *error);
+    // Stored by a proxy that took any depth: kept as its text, which
+    // every reader can copy and print (a document this deep overflows
+    // the stack of code that recurses over it).
+    return Json(std::string(text));
+  }
+  return Json::parse(text, nullptr, false);
+}
+
+namespace {
 
 // Parts smaller than this stay inline: a reference would cost more than it saves.
 constexpr size_t kMinPartBytes = 48;
@@ -42,9 +54,7 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
 Result<Json> FetchPart(int64_t id, const FetchFn& fetch) {
   auto data = fetch(id);
   if (!data.ok()) return data.status();
-  Json value = Json::parse(*data, nullptr, false);
-  if (value.is_discarded()) return Status::DataErr("blob " + std::to_string(id) + " is not valid JSON");
-  return value;
+  return ReadStoredJson(*data, "blob " + std::to_string(id));
 }
 
 Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {

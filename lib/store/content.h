@@ -41,4 +41,10 @@ nlohmann::json TopLevelDiff(const nlohmann::json& base, const nlohmann::json& ta
 nlohmann::json ApplyTopLevelDiff(const nlohmann::json& base, const nlohmann::json& diff);
 Result<nlohmann::json> Join(const nlohmann::json& skeleton, const FetchFn& fetch);
 
+// A stored JSON text as a document, for a reader. Objects and arrays nested
+// deeper than kMaxJsonDepthCeiling (deeper than any proxy accepts now)
+// come back as one string holding the text, so no reader crashes on what an
+// older proxy recorded; text that is not JSON is DataErr naming what.
+Result<nlohmann::json> ReadStoredJson(std::string_view text, const std::string& what);
+
 }  // namespace forge::store

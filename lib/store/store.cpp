@@ -41,8 +41,8 @@ double Now() {
 
 Json ParseJsonOrNull(const std::string& text) {
   if (text.empty()) return nullptr;
-  Json value = Json::parse(text, nullptr, false);
-  return value.is_discarded() ? Json(nullptr) : value;
+  auto value = ReadStoredJson(text, "");
+  return value.ok() && !value->is_discarded() ? std::move(*value) : Json(nullptr);
 }
 
 // The text without surrounding space if it is one JSON value; else empty.

@@ -6,7 +6,7 @@
 # proxy's key sent as x-api-key and never the client's. Streams are relayed
 # event by event (thinking + signature, text, tool_use fragments) and the
 # assembled message is recorded. Upstream errors keep Anthropic's shape; a
-# cut stream ends with an error event and a failed record; other wire
+# cut stream breaks the client's connection and leaves a failed record; other wire
 # formats get 400.
 source "$FORGE_SRC/tests/support/proxy_env.sh"
 
@@ -89,18 +89,25 @@ code=$(post /v1/messages/count_tokens '{"model":"claude-teacher","messages":[{"r
   || fail "count_tokens not recorded as a side call"
 pass "count_tokens passed through and recorded as a side call"
 
-# 4. Errors: the upstream's 401 as is; a cut stream ends with an error event; other formats 400.
+# 4. Errors: the upstream's 401 as is; a cut stream breaks the client's connection
+# after what was sent, as the upstream's broke (Claude Code retries that); other formats 400.
 code=$(post /v1/messages '{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"script:401"}]}')
 [ "$code" = 401 ] && jq -e '.error.type == "authentication_error"' "$WORK/out" >/dev/null || fail "upstream 401: $code $(cat "$WORK/out")"
-code=$(post /v1/messages '{"model":"c","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"script:cut"}]}' -N)
-grep -q '^event: message_start' "$WORK/out" && grep -q '^event: error' "$WORK/out" || fail "cut stream: $(cat "$WORK/out")"
+code=$(post /v1/messages '{"model":"c","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"script:cut"}]}' -N) &&
+  fail "a cut stream ended the client's transfer cleanly"
+grep -q '^event: message_start' "$WORK/out" || fail "cut stream: what came before the cut is lost: $(cat "$WORK/out")"
+grep -q '^event: error' "$WORK/out" && fail "a cut stream ended cleanly with an error event: $(cat "$WORK/out")"
 grep -q message_stop "$WORK/out" && fail "a cut stream claimed to have stopped"
 calls "$STORE" teach | jq -s -e 'map(select(.http_status == 401)) | length == 1' >/dev/null || fail "401 not recorded"
 calls "$STORE" teach | jq -s -e 'map(select(.http_status == 502 and (.error | test("broke off|without message_stop")))) | length == 1' >/dev/null \
   || fail "cut stream not recorded as failed: $(calls "$STORE" teach | tail -1)"
+code=$(post /v1/messages '{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"script:529"}]}' -D "$WORK/head")
+[ "$code" = 529 ] && jq -e '.error.type == "overloaded_error"' "$WORK/out" >/dev/null || fail "upstream 529: $code $(cat "$WORK/out")"
+grep -qi '^retry-after: 3' "$WORK/head" && grep -qi '^anthropic-ratelimit-requests-remaining: 0' "$WORK/head" ||
+  fail "529 lost the upstream's retry headers: $(cat "$WORK/head")"
 code=$(post /v1/chat/completions '{"model":"m","messages":[{"role":"user","content":"hi"}]}')
 [ "$code" = 400 ] && jq -e '.error.message | test("Anthropic")' "$WORK/out" >/dev/null || fail "chat call to an Anthropic upstream: $code"
-pass "upstream 401 relayed, cut stream ends with an error event (recorded 502), other formats 400"
+pass "upstream 401 and 529 (with retry-after) relayed, cut stream breaks the client connection (recorded 502), other formats 400"
 kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 
 status=0

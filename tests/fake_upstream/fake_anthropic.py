@@ -7,6 +7,7 @@ arrives in fragments, message_delta, message_stop) and
 headers, the body's exact text). The last user text picks a script:
   script:401  an authentication error in Anthropic's shape
   script:cut  message_start, then the connection is dropped mid-stream
+  script:529  overloaded_error (HTTP 529) with retry-after: 3 and anthropic-ratelimit-* headers
   script:slow the stream's events 100 ms apart
 """
 import argparse
@@ -74,11 +75,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def send_json(self, status, obj):
+    def send_json(self, status, obj, headers=()):
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -100,6 +103,9 @@ class Handler(BaseHTTPRequestHandler):
         if script == "script:401":
             return self.send_json(401, {"type": "error",
                                         "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+        if script == "script:529":
+            return self.send_json(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+                                  [("retry-after", "3"), ("anthropic-ratelimit-requests-remaining", "0")])
         if not body.get("stream"):
             return self.send_json(200, MESSAGE)
         self.send_response(200)

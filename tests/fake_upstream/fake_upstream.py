@@ -14,6 +14,11 @@ The last user message (or the prompt) chooses the behaviour:
   script:disconnect  stream three tokens, then drop the connection
   script:slow:N      N tokens, 50 ms apart
   script:words:N     N tokens
+  script:429         HTTP 429 with Retry-After: 1, retry-after-ms and x-ratelimit-* headers
+  script:503         HTTP 503 with Retry-After: 2
+  script:flaky:S:N   HTTP S (429 with Retry-After: 1, else none) to the first N requests
+                     with this exact command, then a normal answer
+  script:noids       a normal answer that ignores return_token_ids (no ids)
   anything else      echo "hello from fake" (4 tokens)
 
 With --scenario FILE (for real harnesses, whose last user message is not ours
@@ -23,8 +28,12 @@ step repeats). The file is JSON: {"steps": [step, ...]}, a step being
   {"tool_call": {"name": "Write", "arguments": {...}}}  or  {"text": "..."},
 either with an optional "reasoning": "..." sent first as reasoning_content.
 A step with "fail_once": STATUS answers the first request that reaches it
-with that HTTP error, and later ones normally (to see how a harness retries).
+with that HTTP error (with "retry_after": "S", also that Retry-After header),
+and later ones normally (to see how a harness retries); "cut_once": true
+streams part of the first answer to reach it and then drops the connection.
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
+A POST to .../responses (Codex CLI run straight against this server) gets the
+step as an OpenAI Responses stream (the scenario's steps, token ids aside).
 
 Every request is appended to --log as JSON (path, headers, body, keys that
 came twice in one object); LOG.heads gets a line as each request's header
@@ -43,6 +52,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOG_LOCK = threading.Lock()
 ARGS = None
 FAILED_STEPS = set()  # step indexes whose fail_once has fired
+FLAKY_SEEN = {}  # script:flaky command -> requests seen
 
 
 def prompt_ids(body):
@@ -77,12 +87,15 @@ def tool_results(body):
     for m in body.get("messages", []):
         if m.get("role") == "tool":
             n += 1
+    for item in body.get("input", []) if isinstance(body.get("input"), list) else []:
+        if item.get("type") == "function_call_output":
+            n += 1
     return n
 
 
 def scenario_step(body):
     """The scripted reply for a harness request, or None without --scenario."""
-    if not ARGS.scenario or "messages" not in body:
+    if not ARGS.scenario or ("messages" not in body and "input" not in body):
         return None
     if not body.get("tools"):
         return {"text": "Forge task"}
@@ -90,17 +103,28 @@ def scenario_step(body):
     return steps[min(tool_results(body), len(steps) - 1)]
 
 
-def scenario_failure(body):
-    """The HTTP status a fail_once step answers with the first time, else None."""
+def scenario_failure(body, kind="fail_once"):
+    """The step whose fail_once (or cut_once) fires for this request (the first to reach it), else None."""
     step = scenario_step(body)
-    if not step or "fail_once" not in step:
+    if not step or kind not in step:
         return None
     index = min(tool_results(body), len(load_scenario(ARGS.scenario)) - 1)
     with LOG_LOCK:
-        if index in FAILED_STEPS:
+        if (kind, index) in FAILED_STEPS:
             return None
-        FAILED_STEPS.add(index)
-    return int(step["fail_once"])
+        FAILED_STEPS.add((kind, index))
+    return step
+
+
+def flaky_status(cmd):
+    """script:flaky:S:N: S for the first N requests with this command, then None."""
+    if not cmd.startswith("script:flaky:"):
+        return None
+    _, _, status, count = cmd.split(":")[:4]
+    with LOG_LOCK:
+        seen = FLAKY_SEEN.get(cmd, 0)
+        FLAKY_SEEN[cmd] = seen + 1
+    return int(status) if seen < int(count) else None
 
 
 def fragments(text, size=7):
@@ -120,11 +144,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def send_json(self, status, obj):
+    def send_json(self, status, obj, headers=()):
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -163,12 +189,31 @@ class Handler(BaseHTTPRequestHandler):
         cmd = command(body)
         if cmd == "script:500":
             return self.send_json(500, {"error": {"message": "fake upstream exploded", "type": "server_error"}})
+        if cmd == "script:429":
+            return self.send_json(429, {"error": {"message": "fake upstream is rate limited", "type": "rate_limit"}},
+                                  [("Retry-After", "1"), ("retry-after-ms", "1000"),
+                                   ("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1s"),
+                                   ("x-fake-private", "not for clients")])
+        if cmd == "script:503":
+            return self.send_json(503, {"error": {"message": "fake upstream is overloaded", "type": "server_error"}},
+                                  [("Retry-After", "2")])
+        flaky = flaky_status(cmd)
+        if flaky:
+            return self.send_json(flaky, {"error": {"message": "fake upstream is flaky", "type": "server_error"}},
+                                  [("Retry-After", "1")] if flaky == 429 else [])
+        if cmd == "script:noids":
+            body.pop("return_token_ids", None)
         failure = scenario_failure(body)
         if failure:
-            return self.send_json(failure, {"error": {"message": "fake upstream failed once", "type": "server_error"}})
+            headers = [("Retry-After", str(failure["retry_after"]))] if "retry_after" in failure else []
+            return self.send_json(int(failure["fail_once"]),
+                                  {"error": {"message": "fake upstream failed once", "type": "server_error"}}, headers)
+        self.cut_after = 2 if body.get("stream") and scenario_failure(body, "cut_once") else None
         if cmd == "script:hang":
             time.sleep(60)
             return
+        if self.path.endswith("/responses"):
+            return self.responses_stream(body)
         if body.get("stream"):
             return self.stream(body, cmd, completions)
         return self.whole(body, cmd, completions)
@@ -218,6 +263,47 @@ class Handler(BaseHTTPRequestHandler):
                 resp["prompt_token_ids"] = prompt_ids(body)
         self.send_json(200, resp)
 
+    def responses_stream(self, body):
+        """A scenario step as an OpenAI Responses stream (for Codex CLI run straight against this server)."""
+        step = scenario_step(body) or {"text": "hello from fake!"}
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        seq = [0]
+
+        def event(kind, **fields):
+            seq[0] += 1
+            self.chunk(json.dumps(dict(type=kind, sequence_number=seq[0], **fields)))
+        n = tool_results(body)
+        response = {"id": "resp_fake%d" % n, "object": "response", "status": "in_progress", "output": [],
+                    "model": body.get("model", "fake-policy")}
+        event("response.created", response=response)
+        if "tool_call" in step:
+            args = json.dumps(step["tool_call"]["arguments"])
+            item = {"id": "fc_%d" % n, "type": "function_call", "status": "completed", "call_id": "call_%d" % n,
+                    "name": step["tool_call"]["name"], "arguments": args}
+            pieces = fragments(args)
+        else:
+            item = {"id": "msg_%d" % n, "type": "message", "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": step["text"], "annotations": []}]}
+            pieces = fragments(step["text"])
+        empty = {"arguments": ""} if "tool_call" in step else {"content": []}
+        event("response.output_item.added", output_index=0, item=dict(item, status="in_progress", **empty))
+        cut = self.cut_after
+        for i, piece in enumerate(pieces):
+            if cut is not None and i == cut:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            kind = "response.function_call_arguments.delta" if "tool_call" in step else "response.output_text.delta"
+            event(kind, item_id=item["id"], output_index=0, content_index=0, delta=piece)
+        event("response.output_item.done", output_index=0, item=item)
+        usage = {"input_tokens": len(prompt_ids(body)), "output_tokens": len(pieces),
+                 "total_tokens": len(prompt_ids(body)) + len(pieces)}
+        event("response.completed", response=dict(response, status="completed", output=[item], usage=usage))
+        self.wfile.write(b"0\r\n\r\n")
+
     def chunk(self, obj):
         data = ("data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n").encode()
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -263,7 +349,7 @@ class Handler(BaseHTTPRequestHandler):
                 c["token_ids"] = [900 + i]
             self.chunk(dict(head, choices=[c]))
         for i, w in enumerate(words):
-            if cmd == "script:disconnect" and i == 3:
+            if (cmd == "script:disconnect" and i == 3) or (self.cut_after is not None and i == self.cut_after):
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True

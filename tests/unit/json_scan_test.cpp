@@ -589,3 +589,36 @@ TEST_CASE("json scan: a decoded prefix stops early and matches the whole decode"
   }
   CHECK(DecodeJsonStringPrefix(std::string(100000, 'z'), 10).size() == 10);
 }
+
+TEST_CASE("json scan: a nesting limit refuses deeper objects and arrays, at any depth without recursion") {
+  auto nested = [](int depth, char open, char close) {
+    return std::string(static_cast<size_t>(depth), open) + std::string(static_cast<size_t>(depth), close);
+  };
+  CHECK_FALSE(forge::JsonSyntaxError(nested(512, '[', ']'), nullptr, 512));
+  auto over = forge::JsonSyntaxError(nested(513, '[', ']'), nullptr, 512);
+  REQUIRE(over);
+  CHECK(over->rfind("nested deeper than 512 levels at byte 512", 0) == 0);
+  // Empty containers count as a level; objects as arrays do.
+  CHECK(forge::JsonSyntaxError("[[[]]]", nullptr, 2));
+  CHECK_FALSE(forge::JsonSyntaxError("[[],[]]", nullptr, 2));
+  std::string objects;
+  for (int i = 0; i < 600; ++i) objects += "{\"k\":";
+  objects += "1" + std::string(600, '}');
+  CHECK(forge::JsonSyntaxError(objects, nullptr, 512));
+  CHECK_FALSE(forge::JsonSyntaxError(objects));  // no limit given: any depth
+  // A million levels: refused at the limit, checked without a deep stack.
+  CHECK(forge::JsonSyntaxError(nested(1000000, '[', ']'), nullptr, 512));
+  CHECK_FALSE(forge::JsonSyntaxError(nested(1000000, '[', ']')));
+}
+
+TEST_CASE("pass-through requests: nesting past the limit is refused, saying so and naming the flag") {
+  std::string body = R"({"model":"m","messages":[{"role":"user","content":"hi"}],"x":)" + std::string(30000, '[') +
+                     std::string(30000, ']') + "}";
+  auto r = forge::proxy::ReadPassThroughRequest(body, false, 512);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("nested deeper than 512 levels") != std::string::npos);
+  CHECK(r.status().message().find("--max-json-depth") != std::string::npos);
+  CHECK(forge::proxy::ReadPassThroughRequest(body, false, 40000).ok());
+  CHECK(forge::proxy::RequestJsonError("unexpected end of input at byte 3") ==
+        "request body is not valid JSON: unexpected end of input at byte 3");
+}

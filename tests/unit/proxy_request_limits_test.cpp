@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "proxy/request_limits.h"
+#include "proxy/upstream_faults.h"
 
 using forge::proxy::CapMaxTokens;
 using forge::proxy::Json;
@@ -33,4 +34,35 @@ TEST_CASE("CapMaxTokens lowers max_tokens and max_completion_tokens above the ca
   Json null_field = {{"max_tokens", nullptr}};
   CHECK_FALSE(CapMaxTokens(null_field, 10));
   CHECK(null_field["max_tokens"].is_null());
+}
+
+TEST_CASE("upstream faults: the retry headers a client gets, and which answers the proxy retries") {
+  using namespace forge::proxy;
+  http::fields f;
+  f.set("Retry-After", "1");
+  f.set("retry-after-ms", "1500");
+  f.set("x-ratelimit-remaining-requests", "0");
+  f.set("anthropic-ratelimit-tokens-reset", "2026-01-01T00:00:00Z");
+  f.set("x-internal", "secret");
+  f.set("Content-Type", "application/json");
+  Headers h = RetryHeaders(f);
+  REQUIRE(h.size() == 4);
+  CHECK(h[0] == std::pair<std::string, std::string>("Retry-After", "1"));
+  for (const auto& [name, value] : h) CHECK((name != "x-internal" && name != "Content-Type"));
+  CHECK(RetryAfterSeconds(f) == doctest::Approx(1.5));  // retry-after-ms first
+  f.erase("retry-after-ms");
+  CHECK(RetryAfterSeconds(f) == doctest::Approx(1.0));
+  CHECK(RetryableStatus(429, f, 1.0));
+  CHECK_FALSE(RetryableStatus(429, f, 0.5));  // asks to wait longer than allowed
+  CHECK(RetryableStatus(503, f, 0));
+  CHECK(RetryableStatus(502, http::fields(), 0));
+  CHECK_FALSE(RetryableStatus(500, f, 10));
+  CHECK_FALSE(RetryableStatus(429, http::fields(), 10));  // no Retry-After: the client decides
+  f.set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT");
+  CHECK_FALSE(RetryAfterSeconds(f).has_value());
+  CHECK(RetryDelay(1, nullptr) == doctest::Approx(0.25));
+  CHECK(RetryDelay(2, nullptr) == doctest::Approx(0.5));
+  CHECK(RetryDelay(9, nullptr) == doctest::Approx(4.0));
+  CHECK(WithoutAddresses("upstream http://10.0.0.5:8000/v1 broke off the stream; http://10.0.0.5:8000/v1 again",
+                         {"http://10.0.0.5:8000/v1"}) == "the upstream broke off the stream; the upstream again");
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "base/json_scan.h"
 #include "store/blob_codec.h"
 #include "store/sqlite.h"
 #include "store/content.h"
@@ -638,4 +639,50 @@ TEST_CASE("two processes writing at once lose nothing") {
       CHECK((*calls)[i].prompt_ids == std::vector<int32_t>{w, i});
     }
   }
+}
+
+TEST_CASE("a request nested deeper than any proxy accepts is read back as its text, and never crashes a reader") {
+  // An older proxy took any depth: such a request, 100,000 deep, was stored
+  // from its text (no recursion). Copying or printing it as a document would
+  // overflow the stack; a reader gets it as one string instead.
+  forge::testing::TempDir dir;
+  auto store = OpenOrDie(dir.File("forge.db"));
+  const int depth = 100000;
+  std::string deep = std::string(depth, '[') + "1" + std::string(depth, ']');
+  CallRecord call = MakeCall("r", Json::array({Message("user", "hi")}), {1, 2});
+  call.request = nullptr;
+  call.request_text = R"({"model":"policy","messages":[{"role":"user","content":"hi"}],"metadata":)" + deep + "}";
+  call.upstream_request_patch_text = R"({"set":{"return_token_ids":true},"unset":[]})";
+  CallRecord shallow = MakeCall("r", Json::array({Message("user", "next")}), {1, 2, 3});
+  shallow.request["metadata"] = Json::parse(std::string(500, '[') + std::string(500, ']'));
+  std::vector<CallRecord> calls = {call, shallow};
+  REQUIRE(store->AppendCalls(calls).ok());
+  auto back = store->CallsOfRollout("r");
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  REQUIRE(back->size() == 2);
+  const CallRecord& read = (*back)[0];
+  CHECK(read.request["messages"][0]["content"] == "hi");
+  REQUIRE(read.request["metadata"].is_string());
+  CHECK(read.request["metadata"].get<std::string>() == deep);  // nothing lost
+  CHECK(read.upstream_request["return_token_ids"] == true);     // the diff applied to a copy, without a crash
+  CHECK(read.upstream_request["metadata"].is_string());
+  CHECK(read.request.dump().size() > 2 * depth);
+  // Within the ceiling, a document stays a document.
+  CHECK((*back)[1].request["metadata"].is_array());
+  CHECK((*back)[1].request == shallow.request);
+}
+
+TEST_CASE("ReadStoredJson: a document up to the depth ceiling, a string beyond, an error for what is not JSON") {
+  using forge::store::ReadStoredJson;
+  const int ceiling = forge::kMaxJsonDepthCeiling;
+  auto at = ReadStoredJson(std::string(ceiling, '[') + std::string(ceiling, ']'), "x");
+  REQUIRE(at.ok());
+  CHECK(at->is_array());
+  std::string over = std::string(ceiling + 1, '[') + std::string(ceiling + 1, ']');
+  auto beyond = ReadStoredJson(over, "x");
+  REQUIRE(beyond.ok());
+  CHECK(*beyond == Json(over));
+  auto bad = ReadStoredJson("{\"a\":", "blob 7");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("blob 7 is not valid JSON") != std::string::npos);
 }

@@ -1,4 +1,5 @@
 // forge-proxy: serve and record every model call a harness makes.
+#include "base/json_scan.h"
 #include "cli/tool.h"
 #include "proxy/dump.h"
 #include "proxy/proxy.h"
@@ -30,6 +31,28 @@ int main(int argc, char** argv) {
                  "(JSONL, as --export writes)");
   app.add_option("--threads", c.threads, "io threads")->capture_default_str();
   app.add_option("--body-limit", c.body_limit, "largest client request body, bytes")->capture_default_str();
+  app.add_option("--max-json-depth", c.max_json_depth,
+                 "deepest nesting of objects and arrays a request body may have (answered 400 beyond it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, forge::kMaxJsonDepthCeiling));
+  app.add_option("--header-timeout", c.header_timeout,
+                 "seconds a client has to send a request's header (408 after), and between reads of its body (0: none)")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", c.idle_timeout,
+                 "seconds a kept-alive client connection may wait for its next request before it is closed (0: none)")
+      ->capture_default_str();
+  app.add_flag("--require-token-ids", c.require_token_ids,
+               "fail a call (502, recorded as failed) whose upstream answer carries no completion token ids, as an "
+               "upstream that ignores return_token_ids sends; without it such calls are recorded, counted and warned of");
+  app.add_option("--upstream-retries", c.upstream_retries,
+                 "times a call is retried upstream, before the first byte of its answer, after a connection failure, "
+                 "a 502 or 503, or a 429 whose Retry-After is at most --retry-after-max (0: off; every attempt is "
+                 "recorded)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10));
+  app.add_option("--retry-after-max", c.retry_after_max,
+                 "longest Retry-After, in seconds, a 429 is retried after with --upstream-retries")
+      ->capture_default_str();
   app.add_option("--upstream-idle-timeout", c.upstream_idle_timeout,
                  "seconds without a byte from the upstream before the call fails")->capture_default_str();
   app.add_option("--keepalive", c.keepalive_interval,

@@ -1,0 +1,40 @@
+// What a client sees of an upstream's failure, and which failures the proxy
+// may retry itself (--upstream-retries). A harness decides whether and when
+// to retry from the status and a few headers (Codex CLI retries a 429 only
+// with Retry-After; the OpenAI and Anthropic SDKs read retry-after-ms and
+// retry-after; Anthropic sends 529 overloaded_error), so those go to the
+// client as the upstream sent them; the upstream's address never does.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proxy/net.h"
+
+namespace forge::proxy {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The retry-relevant fields of an upstream's answer: Retry-After,
+// retry-after-ms, x-ratelimit-* and anthropic-ratelimit-*, as sent.
+Headers RetryHeaders(const http::fields& upstream);
+
+// Seconds the upstream asked to wait (retry-after-ms, else Retry-After as
+// seconds; an HTTP date counts as unknown), if it said.
+std::optional<double> RetryAfterSeconds(const http::fields& upstream);
+
+// Whether an answer before its first byte is worth another attempt: a 502
+// or 503, or a 429 asking to wait no more than max_wait seconds.
+bool RetryableStatus(int status, const http::fields& upstream, double max_wait);
+
+// The pause before attempt n (1, 2, ...): the upstream's Retry-After if it
+// gave one, else 0.25 s doubling, at most 4 s.
+double RetryDelay(int attempt, const http::fields* upstream);
+
+// message with each of the URLs (and "upstream <url>") replaced by "the
+// upstream": what a client is told of a failure that names an upstream.
+std::string WithoutAddresses(std::string message, const std::vector<std::string>& urls);
+
+}  // namespace forge::proxy
