@@ -24,6 +24,8 @@ packages=(
   xvfb x11-utils
   # forge-launch --backend local --bubblewrap
   bubblewrap
+  # a real registry on 127.0.0.1 for forge-launch's image pulls (tests/e2e/launch_registry.sh)
+  docker-registry
 )
 
 missing=()

@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "records/jsonl.h"
@@ -39,6 +41,18 @@ struct TaskSpec {
   std::optional<int64_t> memory_bytes;
   std::optional<int64_t> pids;
   std::optional<bool> allow_internet;
+  // Harbor environment fields (tasks/task.h): env and solution_env hold
+  // templates, resolved from forge-launch's environment per rollout.
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> solution_env;
+  std::string workdir;  // empty: --workdir, else the image's WORKDIR, else /work
+  int64_t gpus = 0;
+  double build_timeout_seconds = tasks::kDefaultTimeoutSec;
+  std::optional<tasks::Healthcheck> healthcheck;
+  // The compose half's (lib/launch/services.*): environment.compose,
+  // mcp_servers and skills_dir, named here so a task needing them is never
+  // run without them.
+  std::vector<std::string> compose_fields;
   std::optional<sandbox::Display> display;  // Xvfb started before the harness
   records::Json record;  // the canonical task record, passed through into the rollout record
 };

@@ -129,6 +129,7 @@ Result<HttpResponse> Engine::Call(const std::string& method, const std::string& 
     headers.Add("Content-Type: " + options.content_type);
   }
   headers.Add("Expect:");  // no 100-continue round trip for archive uploads
+  for (const auto& header : options.headers) headers.Add(header);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
   if (options.timeout_seconds > 0) {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_seconds * 1000));

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@ struct HttpResponse {
 struct CallOptions {
   std::string content_type = "application/json";
   double timeout_seconds = 120;  // whole request; 0 = none
+  std::vector<std::string> headers;  // extra "Name: value" lines (X-Registry-Auth)
 };
 
 class Engine {
