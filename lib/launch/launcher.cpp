@@ -109,7 +109,7 @@ struct Job {
 
 Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend);
 
-std::string NetworkFor(const LaunchOptions& options, const TaskSpec& task) {
+std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task) {
   return NetworkFor(options.network, options.proxy, task.allow_internet);
 }
 
@@ -325,7 +325,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   spec.build_timeout_seconds = task.build_timeout_seconds;
   spec.drop_all_capabilities = options_.drop_all_capabilities;
   spec.gpus = task.gpus;
-  const std::string network = NetworkFor(options_, task);
+  const std::string network = TaskNetwork(options_, task);
   auto policy = ParseNetwork(network);
   if (!policy.ok()) return policy.status();
   spec.network = *policy;
@@ -708,7 +708,7 @@ Status Launcher::Run() {
   // = false under --proxy: one host relay for all of them.
   const TaskSpec* proxy_only_task = nullptr;
   for (const Job& job : jobs) {
-    if (NetworkFor(options_, *job.task) == "proxy-only") {
+    if (TaskNetwork(options_, *job.task) == "proxy-only") {
       proxy_only_task = job.task;
       break;
     }

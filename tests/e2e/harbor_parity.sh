@@ -45,7 +45,9 @@ oracle() {
   for t in "${tasks[@]}"; do cp -r "$corpus/$t" "$WORK/$label/"; done
   L --run-id "$run-$label" --harness oracle --hold "${flags[@]}" "$WORK/$label" \
     >"$WORK/$label.rollouts" 2>"$WORK/$label.err"
-  V --tasks "$WORK/$label" <"$WORK/$label.rollouts" >"$WORK/$label.verdicts" 2>"$WORK/$label.verr"
+  local task_flags=()
+  for t in "${tasks[@]}"; do task_flags+=(--tasks "$WORK/$label/$t"); done
+  V "${task_flags[@]}" <"$WORK/$label.rollouts" >"$WORK/$label.verdicts" 2>"$WORK/$label.verr"
   "$LAUNCH" --backend docker gc --run-id "$run-$label" >/dev/null 2>&1
 }
 reward_of() { jq -r --arg t "$2" 'select(.task_id == $t) | .verdict.reward' "$WORK/$1.verdicts"; }

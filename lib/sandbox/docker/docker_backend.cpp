@@ -777,7 +777,7 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
   Json labels = {{"forge.managed", "1"}, {"forge.run", run_id}};
   std::string path = "/build?t=" + Engine::Escape(tag) + "&rm=1&forcerm=1&labels=" +
                      Engine::Escape(labels.dump());
-  const int build_timeout = static_cast<int>(std::max(1.0, std::ceil(timeout_seconds)));
+  const double build_timeout = std::max(1.0, std::ceil(timeout_seconds));
   auto response = engine_->Call("POST", path, context, {"application/x-tar", build_timeout});
   if (!response.ok()) return response.status();
   if (response->status != 200) return StatusForHttp("build " + context_dir, *response);

@@ -109,8 +109,9 @@ Status PullImage(Engine& engine, const std::string& image, const std::string& re
   if (!ref.tag.empty()) path += "&tag=" + Engine::Escape(ref.tag);
   CallOptions options;
   options.timeout_seconds = timeout_seconds;
-  if (!registry_auth.empty()) options.headers.push_back("X-Registry-Auth: " + registry_auth);
-  auto response = engine.Call("POST", path, "", options);
+  std::vector<std::string> headers;
+  if (!registry_auth.empty()) headers.push_back("X-Registry-Auth: " + registry_auth);
+  auto response = engine.Call("POST", path, "", options, headers);
   if (!response.ok()) return response.status().Prefixed("pull " + image);
   if (response->status != 200) {
     Status status = StatusForHttp("pull " + image, *response);
