@@ -29,7 +29,7 @@ L() { "$LAUNCH" "${common[@]}" "$@"; }
 
 echo "== limits are applied at create; a held sandbox keeps its labels"
 echo '{"id":"limits","instruction":"x","environment":{"cpus":0.5,"memory_mb":64},"resources":{"pids":50}}' >"$work/limits.jsonl"
-L --run-id "$run_prefix-limits" --hold --command 'true' "$work/limits.jsonl" >"$work/limits.out"
+L --run-id "$run_prefix-limits" --hold --cap-drop-all --command 'true' "$work/limits.jsonl" >"$work/limits.out"
 id="$(jq -r .sandbox.id "$work/limits.out")"
 [[ "$(jq -r .outcome "$work/limits.out")" == ok ]] || fail "limits run not ok"
 inspect="$(docker inspect "$id")"
