@@ -29,6 +29,8 @@ packages=(
   # tests/e2e/verify_html.sh renders forge-verify's HTML pages in headless
   # Chromium and checks the screenshot and the parsed DOM
   chromium
+  # a real registry on 127.0.0.1 for forge-launch's image pulls (tests/e2e/launch_registry.sh)
+  docker-registry
 )
 
 missing=()

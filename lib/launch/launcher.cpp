@@ -20,10 +20,12 @@
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "launch/harness.h"
+#include "launch/healthcheck.h"
 #include "launch/mcp.h"
 #include "launch/network.h"
 #include "launch/services.h"
 #include "launch/task_input.h"
+#include "tasks/env_template.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/k8s/k8s_backend.h"
@@ -106,6 +108,31 @@ struct Job {
   const TaskSpec* task;
   int attempt;
 };
+
+Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend);
+
+std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task) {
+  return NetworkFor(options.network, options.proxy, task.allow_internet);
+}
+
+// --workdir, else the task's, else the image's WORKDIR, else /work (an
+// image without one would otherwise run the harness in /).
+std::string WorkdirFor(const LaunchOptions& options, const TaskSpec& task, const sandbox::ImageConfig& image) {
+  if (!options.workdir.empty()) return options.workdir;
+  if (!task.workdir.empty()) return task.workdir;
+  if (!image.workdir.empty() && image.workdir != "/") return image.workdir;
+  return "/work";
+}
+
+// A task that needs GPUs runs with them or not at all.
+Status CheckGpus(const TaskSpec& task, sandbox::Backend& backend) {
+  if (task.gpus <= 0) return Status::Ok();
+  const int available = backend.AvailableGpus();
+  if (available < 0 || available >= task.gpus) return Status::Ok();
+  return Status::Config(fmt::format("{}: environment.gpus = {}, but the {} backend has {} (no NVIDIA "
+                                    "runtime): not run without them",
+                                    task.id, task.gpus, backend.name(), available));
+}
 
 class Launcher {
  public:
@@ -302,6 +329,10 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // recording more; what it recorded is set aside, kept under another id.
   SetAsideEarlierCalls(job, rollout_id, std::nullopt, record);
 
+  if (Status s = CheckGpus(task, backend_); !s.ok()) {
+    record["error_kind"] = "no_gpu";
+    return s;
+  }
   sandbox::Spec spec;
   spec.run_id = options_.run_id;
   spec.rollout_id = rollout_id;
@@ -310,18 +341,29 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   spec.limits.cpus = task.cpus.value_or(options_.cpus);
   spec.limits.memory_bytes = task.memory_bytes.value_or(options_.memory_bytes);
   spec.limits.pids = task.pids.value_or(options_.pids);
-  std::string network = options_.network.empty() ? (options_.proxy.empty() ? "none" : "host")
-                                                  : options_.network;
-  if (task.allow_internet && !*task.allow_internet && network == "host" && options_.proxy.empty()) {
-    network = "none";
-  }
+  spec.build_timeout_seconds = task.build_timeout_seconds;
+  spec.drop_all_capabilities = options_.drop_all_capabilities;
+  spec.gpus = task.gpus;
+  const std::string network = TaskNetwork(options_, task);
   auto policy = ParseNetwork(network);
   if (!policy.ok()) return policy.status();
   spec.network = *policy;
   const bool proxy_only = network == "proxy-only";
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(job.attempt)}};
-  spec.workdir = options_.workdir;
   spec.user = task.user.empty() ? options_.user : task.user;
+  // The task's environment, its templates resolved from ours (as Harbor does).
+  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env");
+  if (!task_env.ok()) return task_env.status().Prefixed(task.id);
+  spec.env = std::move(*task_env);
+  // The image is built or pulled once here, so its WORKDIR is known before
+  // anything is put in place.
+  enter("image");
+  auto image = backend_.PrepareImage(&spec);
+  if (!image.ok()) return image.status();
+  if (image->pulled) record["image_pulled"] = spec.image;  // for gc --images
+  enter("create");
+  const std::string workdir = WorkdirFor(options_, task, *image);
+  spec.workdir = workdir;
   // The real harnesses stay installed on the host; a container sees them
   // read-only at a fixed path, so nothing is fetched at rollout time.
   const bool mount_harnesses = backend_.name() == "docker" && UsesPlaceholder(profile, "harnesses");
@@ -366,7 +408,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"model", options_.model.empty() ? profile.default_model : options_.model},
       {"instruction", task.instruction},
       {"instruction_file", root + "/forge/instruction.md"},
-      {"workdir", root + options_.workdir},
+      {"workdir", root + workdir},
       {"root", root},
       {"harnesses", mount_harnesses ? options_.harness_mount : HarnessInstallDir()},
       {"rollout_id", rollout_id},
@@ -376,7 +418,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       {"mcp_servers", *mcp_servers},
   };
   sandbox::OneShot plan;
-  if (!task.files_dir.empty()) plan.copies.emplace_back(task.files_dir, options_.workdir);
+  if (!task.files_dir.empty()) plan.copies.emplace_back(task.files_dir, workdir);
   plan.files.emplace_back("/forge/instruction.md", task.instruction);
   Scratch scratch;
   if (!profile.solution_dir.empty()) {
@@ -408,7 +450,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // local backend whose {root} makes the harness's env and argv host paths.
   std::map<std::string, std::string> sandbox_vars = vars;
   sandbox_vars["root"] = "";
-  sandbox_vars["workdir"] = options_.workdir;
+  sandbox_vars["workdir"] = workdir;
   sandbox_vars["instruction_file"] = "/forge/instruction.md";
   for (const auto& [path, content] : profile.config_files) {
     plan.files.emplace_back(FillPlaceholders(path, sandbox_vars), FillPlaceholders(content, vars));
@@ -428,6 +470,12 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   exec.env["FORGE_TASK_ID"] = task.id;
   exec.env["FORGE_ATTEMPT"] = std::to_string(job.attempt);
   exec.env["FORGE_INSTRUCTION_FILE"] = vars["instruction_file"];
+  if (!profile.solution_dir.empty()) {
+    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env");
+    if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
+    for (const auto& [k, v] : *solution_env) exec.env[k] = v;
+  }
+  if (task.healthcheck) exec.argv = WithHealthcheck(*task.healthcheck, exec.argv);
   if (!options_.proxy.empty()) {
     exec.env["FORGE_PROXY_URL"] = options_.proxy;
     exec.env["FORGE_API_KEY"] = secret;
@@ -521,6 +569,15 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     }
   }
 
+  if (task.healthcheck && ran->exit_code == kHealthcheckExit) {
+    const size_t at = ran->stderr_data.find("forge-healthcheck: ");
+    if (at != std::string::npos) {
+      // The environment never became ready: the harness did not run.
+      std::string line = ran->stderr_data.substr(at);
+      record["error_kind"] = "healthcheck_failed";
+      return fail(Status::Config("environment.healthcheck: " + line.substr(19, line.find('\n') - 19)));
+    }
+  }
   if (auto failed = display ? sandbox::DisplayFailed(*ran) : std::nullopt) {
     // The harness never ran. A missing Xvfb is the environment's fault, not
     // the agent's: an infra_error (not counted as an attempt; a rerun after
@@ -584,6 +641,7 @@ Json Launcher::RunRollout(const Job& job) {
     record["timings"] = Json::object();
     record.erase("error");  // an earlier try's
     record.erase("error_kind");
+    record.erase("transient");
     last_try_began = WallNow();
     Status s = TryOnce(job, **profile, rollout_id, record);
     if (s.ok()) break;
@@ -594,6 +652,9 @@ Json Launcher::RunRollout(const Job& job) {
     }
     record["outcome"] = "infra_error";
     record["error"] = s.message();
+    // Whether a retry could help (a registry 5xx, a timeout, a busy engine)
+    // or meets the same wall (image not found, a failing build step).
+    record["transient"] = IsRetryable(s);
     if (!IsRetryable(s) || retries >= options_.infra_retries) break;
     ++retries;
     // Bounded exponential backoff with jitter, interruptible by SIGINT.
@@ -672,7 +733,22 @@ Status Launcher::Run() {
   }
   if (skipped) cli::Note(fmt::format("run {}: {} finished attempts skipped", options_.run_id, skipped));
 
-  if (options_.network == "proxy-only" && !jobs.empty()) {
+  // proxy-only for --network proxy-only, and for tasks with allow_internet
+  // = false under --proxy: one host relay for all of them.
+  const TaskSpec* proxy_only_task = nullptr;
+  for (const Job& job : jobs) {
+    if (TaskNetwork(options_, *job.task) == "proxy-only") {
+      proxy_only_task = job.task;
+      break;
+    }
+  }
+  if (proxy_only_task != nullptr && options_.network != "proxy-only") {
+    if (Status s = CheckProxyOnly(options_, backend_); !s.ok()) {
+      return Status::Config("task " + proxy_only_task->id + " sets allow_internet = false, which with --proxy "
+                            "means proxy-only: " + s.message());
+    }
+  }
+  if (proxy_only_task != nullptr) {
     auto target = ProxyOnlyTarget(options_.proxy);
     if (!target.ok()) return target.status();
     proxy_endpoint_ = *target;
@@ -813,12 +889,25 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
   return backend.Collect(run_id, older_than_seconds);
 }
 
+Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const std::string& run_id) {
+  auto rows = store.RolloutsOfRun(run_id);
+  if (!rows.ok()) return rows.status().Prefixed("store");
+  std::set<std::string> pulled;
+  for (const auto& row : *rows) {
+    if (row.record.is_object() && row.record.contains("image_pulled") && row.record["image_pulled"].is_string()) {
+      pulled.insert(row.record["image_pulled"].get<std::string>());
+    }
+  }
+  return backend.CollectImages(run_id, {pulled.begin(), pulled.end()});
+}
+
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
                                                       const sandbox::k8s::K8sOptions& k8s_options,
-                                                      bool bubblewrap) {
+                                                      bool bubblewrap, const std::string& docker_config) {
   if (bubblewrap && name != "local") return Status::Usage("--bubblewrap is for --backend local");
   if (name == "docker") {
     auto docker = std::make_unique<sandbox::docker::DockerBackend>();
+    if (!docker_config.empty()) docker->set_docker_config(docker_config);
     FORGE_RETURN_IF_ERROR(docker->Ping());
     return std::unique_ptr<sandbox::Backend>(std::move(docker));
   }

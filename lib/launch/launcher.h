@@ -47,7 +47,12 @@ struct LaunchOptions {
   double backoff_seconds = 1;        // first infra retry delay; doubles, capped at 30 s
   size_t log_bytes = 64 << 10;       // per stream kept in the record
   int64_t hold_seconds = 3600;       // a held sandbox's server-side lifetime after the agent
-  std::string workdir = "/work";
+  // The harness's working directory for every task; empty: the task's
+  // environment.workdir, else the image's WORKDIR, else /work.
+  std::string workdir;
+  // Drop every capability (today's hardening before Harbor parity); the
+  // default is Docker's default set, as `docker run` and Harbor give.
+  bool drop_all_capabilities = false;
   std::string user;
   // Host directory of skill folders (each with a SKILL.md), copied into the
   // harness profile's skills_dir for every rollout (tasks may add their own).
@@ -72,12 +77,20 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
 Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
                            int64_t older_than_seconds);
 
+// Removes the images run_id built and those forge-launch pulled for it (the
+// store's rollout records say which: "image_pulled"); images another
+// sandbox still uses stay. Returns how many went.
+Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const std::string& run_id);
+
 // "local", "docker" or "k8s" (k8s: the cluster settings given, else
 // $KUBECONFIG, ~/.kube/config or the in-cluster service account). bubblewrap:
 // the local backend runs commands under bwrap (probed first).
+// docker_config: the Docker config whose "auths" give registry credentials
+// (empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json).
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
                                                       const sandbox::k8s::K8sOptions& k8s = {},
-                                                      bool bubblewrap = false);
+                                                      bool bubblewrap = false,
+                                                      const std::string& docker_config = "");
 
 // The rollout id of (run, task, attempt): stable, so a rerun finds it.
 std::string RolloutId(const std::string& run_id, const std::string& task_id, int attempt);

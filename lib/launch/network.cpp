@@ -22,6 +22,13 @@ const std::vector<std::string>& NetworkNames() {
   return names;
 }
 
+std::string NetworkFor(const std::string& network_flag, const std::string& proxy,
+                       std::optional<bool> allow_internet) {
+  std::string network = network_flag.empty() ? (proxy.empty() ? "none" : "host") : network_flag;
+  if (allow_internet == false && network == "host") network = proxy.empty() ? "none" : "proxy-only";
+  return network;
+}
+
 Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name) {
   if (name == "none") return sandbox::NetworkPolicy::kNone;
   if (name == "loopback") return sandbox::NetworkPolicy::kLoopback;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,13 @@ inline constexpr const char* kNetworkHelp =
     "Default: host with --proxy, else none";
 const std::vector<std::string>& NetworkNames();
 Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name);
+
+// The network a task's sandbox gets: --network (network_flag), else host
+// with a proxy and none without. A task's allow_internet = false always
+// wins: "host" becomes proxy-only when there is a proxy (the harness still
+// reaches it, nothing else) and none when there is not.
+std::string NetworkFor(const std::string& network_flag, const std::string& proxy,
+                       std::optional<bool> allow_internet);
 
 // Where a sandbox sees the relay binary and the host relay's socket directory.
 inline constexpr const char* kRelaySandboxPath = "/forge/bin/forge-relay";

@@ -42,9 +42,15 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     spec.pids = pids.get<int64_t>();
   }
   spec.allow_internet = task.environment.allow_internet;
+  spec.env = task.environment.env;
+  spec.workdir = task.environment.workdir;
+  spec.gpus = task.environment.gpus;
+  spec.build_timeout_seconds = task.environment.build_timeout_sec;
+  spec.healthcheck = task.environment.healthcheck;
   if (task.solution) {
     spec.solution_dir = task.solution->dir;
     spec.solution_script = task.solution->script;
+    spec.solution_env = task.solution->env;
   }
   if (extra.contains("command")) {
     if (!extra["command"].is_string()) return Status::DataErr(task.source + ": command: expected a string");

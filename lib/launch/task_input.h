@@ -45,6 +45,14 @@ struct TaskSpec {
   std::optional<int64_t> memory_bytes;
   std::optional<int64_t> pids;
   std::optional<bool> allow_internet;
+  // Harbor environment fields (tasks/task.h): env and solution_env hold
+  // templates, resolved from forge-launch's environment per rollout.
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> solution_env;
+  std::string workdir;  // empty: --workdir, else the image's WORKDIR, else /work
+  int64_t gpus = 0;
+  double build_timeout_seconds = tasks::kDefaultTimeoutSec;
+  std::optional<tasks::Healthcheck> healthcheck;
   std::optional<sandbox::Display> display;  // Xvfb started before the harness
   // "pod" (launch/services.h): services beside the main container, and the
   // environment the compose file gives main.

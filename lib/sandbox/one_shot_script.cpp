@@ -68,6 +68,9 @@ std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_
             " & wait $!; trap '' TERM; kill -KILL -1; exit 4) >/dev/null 2>&1 &\n";
   script += "forge_watchdog=$!\nwait $forge_pid\nforge_status=$?\n";
   script += "kill $forge_watchdog 2>/dev/null\nwait $forge_watchdog\nforge_deadline=$(($? == 4))\n";
+  // The end line on stdout first, then on stderr: each stream's line comes
+  // after everything the command wrote to it, so the reader waits for both.
+  script += "printf '\\n%s\\n' " + ShellQuote(held_marker) + "\n";
   script += "printf '\\n%s %d %d\\n' " + ShellQuote(held_marker) + " \"$forge_status\" \"$forge_deadline\" >&2\n";
   // The rest of the lifetime as the keep-alive (see docker_backend.h): in
   // 10 s steps, so orphans are reaped, and TERM ends it early.

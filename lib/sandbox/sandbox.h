@@ -56,6 +56,7 @@ struct Spec {
   std::string rollout_id;  // labelled too
   std::string image;       // image to start from
   std::string build_context;  // directory with a Dockerfile to build instead, if set
+  double build_timeout_seconds = 3600;  // a build that takes longer is abandoned
   Limits limits;
   NetworkPolicy network = NetworkPolicy::kNone;
   std::map<std::string, std::string> labels;  // extra labels
@@ -63,6 +64,13 @@ struct Spec {
   std::string workdir = "/work";
   std::string user;  // empty: the image's default
   std::vector<Mount> mounts;
+  // Capabilities: Docker's default set (what `docker run` and Harbor give:
+  // root may chown and apt-get may drop to _apt), always with
+  // no-new-privileges; true drops them all (forge-launch --cap-drop-all).
+  bool drop_all_capabilities = false;
+  // GPUs the sandbox gets (a device request); the launcher refuses a task
+  // needing more than the backend has rather than run it without.
+  int64_t gpus = 0;
   // Server-side bound on the sandbox's whole life, so nothing leaks if forge dies.
   int64_t lifetime_seconds = 6 * 3600;
   // Services that run beside the main container, sharing its network (pod.h).
@@ -134,10 +142,31 @@ class Sandbox {
   virtual Status Release() = 0;
 };
 
+// What an image says about how to run it (Docker's image Config), so a
+// task runs where and as its image means: empty fields are unknown or unset.
+struct ImageConfig {
+  std::string workdir;
+  std::string user;
+  std::vector<std::string> entrypoint;
+  std::vector<std::string> cmd;
+  bool pulled = false;  // PrepareImage pulled it for this run (gc --images removes it)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Makes spec's image available (builds spec.build_context, pulls a missing
+  // image) and says what its configuration is. Afterwards spec->image names
+  // it and spec->build_context is empty. Backends that cannot look inside an
+  // image (local, k8s) leave spec alone and return an empty ImageConfig.
+  virtual Result<ImageConfig> PrepareImage(Spec* spec) {
+    (void)spec;
+    return ImageConfig{};
+  }
+  // GPUs the backend can hand out; -1 when it cannot tell (k8s: the
+  // scheduler decides).
+  virtual int AvailableGpus() { return 0; }
   virtual Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) = 0;
   // Whether RunOnce is available; callers fall back to Create + Exec.
   virtual bool CanRunOnce() const { return false; }
@@ -155,6 +184,13 @@ class Backend {
   // Removes everything labelled with run_id (all runs when empty) and, when
   // older_than_seconds > 0, only what is older. Returns how many were removed.
   virtual Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) = 0;
+  // Removes the images run_id built, and those named in pulled (what
+  // PrepareImage pulled for it); one still in use by a sandbox stays.
+  // Returns how many went.
+  virtual Result<int> CollectImages(const std::string& run_id, const std::vector<std::string>& pulled) {
+    (void)run_id, (void)pulled;
+    return 0;
+  }
 };
 
 }  // namespace forge::sandbox

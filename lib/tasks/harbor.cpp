@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <system_error>
 
 #include <toml++/toml.h>
 
 #include "tasks/compose.h"
+#include "tasks/harbor_schema.h"
 #include "tasks/mcp_servers.h"
 
 namespace forge::tasks {
@@ -86,7 +86,6 @@ class HarborReader {
     }
     FORGE_RETURN_IF_ERROR(ReadFiles());
     if (!record_.contains("id")) record_["id"] = dir_.filename().string();
-    if (!harbor_.empty()) record_["harbor"] = harbor_;
 
     auto task = TaskFromJson(record_, dir_.string(), dir_.string());
     if (!task.ok()) return Locate(task.status());
@@ -106,106 +105,95 @@ class HarborReader {
 
   static int64_t Line(const toml::node& node) { return node.source().begin.line; }
 
-  // Sets record_[section][field] from a TOML value and remembers its origin.
-  void Map(const std::string& section, const std::string& field, const std::string& toml_key,
-           const toml::node& node) {
-    record_[section][field] = TomlToJson(node);
-    origins_[section + "." + field] = {toml_key, Line(node)};
-  }
-
-  // Keeps a key forge does not act on under "harbor", at the same path.
-  void Carry(const std::string& section, const std::string& key, const toml::node& node) {
-    if (section.empty()) {
-      harbor_[key] = TomlToJson(node);
-    } else {
-      harbor_[section][key] = TomlToJson(node);
+  // Sets the record field at a dotted path ("harbor.task.description").
+  void SetRecord(const std::string& path, Json value) {
+    Json* at = &record_;
+    size_t pos = 0;
+    for (size_t dot; (dot = path.find('.', pos)) != std::string::npos; pos = dot + 1) {
+      at = &(*at)[path.substr(pos, dot - pos)];
     }
+    (*at)[path.substr(pos)] = std::move(value);
   }
 
-  void Unknown(const std::string& section, const std::string& key, const toml::node& node) {
-    const std::string dotted = section.empty() ? key : section + "." + key;
+  void Unknown(const std::string& dotted, const toml::node& node) {
     Warn(Line(node), "unknown key " + dotted + " (not used; kept as harbor." + dotted + ")");
-    Carry(section, key, node);
+    SetRecord("harbor." + dotted, TomlToJson(node));
   }
 
   Status ReadTopLevel(const std::string& key, const toml::node& node) {
-    // The version of task.toml's own format: consumed here, not a property of the task.
-    if (key == "version" || key == "schema_version") return Status::Ok();
-    if (key == "source") {  // the dataset the task came from
-      Carry("", key, node);
-      return Status::Ok();
-    }
-    if (key == "steps") {
-      return Error(Line(node), "steps: multi-step Harbor tasks are not supported");
-    }
-    static const std::set<std::string> kSections = {"task",  "metadata", "verifier",
-                                                    "agent", "solution", "environment"};
-    if (kSections.count(key) == 0) {
-      Unknown("", key, node);
-      return Status::Ok();
-    }
+    if (!IsHarborSection(key)) return ReadKey(key, node);
     const toml::table* table = node.as_table();
     if (table == nullptr) {
       return Error(Line(node), key + ": expected a table, got " + TomlTypeName(node));
     }
-    if (key == "metadata") {
-      record_["metadata"] = TomlToJson(node);
-      return Status::Ok();
-    }
     for (auto&& [k, value] : *table) {
-      FORGE_RETURN_IF_ERROR(ReadSectionKey(key, std::string(k.str()), value));
+      FORGE_RETURN_IF_ERROR(ReadKey(key + "." + std::string(k.str()), value));
     }
     return Status::Ok();
   }
 
-  Status ReadSectionKey(const std::string& section, const std::string& key,
-                        const toml::node& node) {
-    const std::string dotted = section + "." + key;
-    if (section == "task") {
-      // Newer Harbor ([task] name = "org/name"): the name is the task's id.
-      if (key == "name") {
-        record_["id"] = TomlToJson(node);
-        origins_["id"] = {dotted, Line(node)};
-      } else if (key == "description" || key == "authors" || key == "keywords") {
-        Carry(section, key, node);
-      } else {
-        Unknown(section, key, node);
-      }
+  // One key, as the schema table (tasks/harbor_schema.h) says.
+  Status ReadKey(const std::string& dotted, const toml::node& node) {
+    const HarborField* field = FindHarborField(dotted);
+    if (field == nullptr) {
+      Unknown(dotted, node);
       return Status::Ok();
     }
-    if (section == "verifier" || section == "agent") {
-      if (key == "timeout_sec" || key == "user" || (section == "verifier" && key == "env")) {
-        Map(section, key, dotted, node);
-      } else if (section == "agent" && key == "setup_timeout_sec") {
-        Carry(section, key, node);
-      } else {
-        Unknown(section, key, node);
-      }
-      return Status::Ok();
+    const std::string record(field->record);
+    switch (field->action) {
+      case HarborAction::kRefuse:
+        return Error(Line(node), dotted + ": not supported by forge: " + std::string(field->note));
+      case HarborAction::kWarn:
+        Warn(Line(node), dotted + ": not used by forge (" + std::string(field->note) + "); kept as " + record);
+        SetRecord(record, TomlToJson(node));
+        return Status::Ok();
+      case HarborAction::kMap:
+        break;
     }
-    if (section == "solution") {
-      if (key == "env") {
-        solution_env_ = &node;
-      } else {
-        Unknown(section, key, node);
+    FORGE_RETURN_IF_ERROR(CheckValue(dotted, node));
+    if (dotted == "solution.env") {
+      solution_env_ = &node;
+    } else if (dotted == "environment.memory" || dotted == "environment.storage") {
+      return ReadDeprecatedSize(dotted.substr(dotted.find('.') + 1), node);
+    } else if (dotted == "environment.network_mode") {
+      SetRecord(record, node.value<std::string>() == std::optional<std::string>("public"));
+    } else if (dotted == "environment.mcp_servers" || dotted == "environment.skills_dir") {
+      FORGE_RETURN_IF_ERROR(ReadToolKey(dotted.substr(dotted.find('.') + 1), node));
+    } else if (!record.empty()) {
+      if (dotted == "environment.memory_mb" || dotted == "environment.storage_mb") {
+        FORGE_RETURN_IF_ERROR(CheckSizeConflict(dotted.substr(dotted.find('.') + 1), node));
       }
-      return Status::Ok();
+      SetRecord(record, TomlToJson(node));
     }
-    // [environment]
-    if (key == "docker_image") {
-      Map(section, "image", dotted, node);
-    } else if (key == "build_timeout_sec" || key == "cpus" || key == "memory_mb" ||
-               key == "storage_mb" || key == "gpus" || key == "allow_internet") {
-      FORGE_RETURN_IF_ERROR(CheckSizeConflict(key, node));
-      Map(section, key, dotted, node);
-    } else if (key == "memory" || key == "storage") {
-      FORGE_RETURN_IF_ERROR(ReadDeprecatedSize(key, node));
-    } else if (key == "mcp_servers" || key == "skills_dir") {
-      FORGE_RETURN_IF_ERROR(ReadToolKey(key, node));
-    } else if (key == "gpu_types" || key == "os") {
-      Carry(section, key, node);
-    } else {
-      Unknown(section, key, node);
+    if (!record.empty()) origins_[record] = {dotted, Line(node)};
+    return Status::Ok();
+  }
+
+  // Mapped keys whose value decides whether forge can honour them.
+  Status CheckValue(const std::string& dotted, const toml::node& node) const {
+    auto text = node.value<std::string>();
+    auto is = [&](const char* want) { return text && *text == want; };
+    auto refuse = [&](const std::string& why) {
+      return Error(Line(node), dotted + ": not supported by forge: " + why);
+    };
+    if (dotted == "environment.os" && !is("linux") && !is("Linux") && !is("LINUX")) {
+      return refuse("forge runs linux containers only");
+    }
+    if (dotted == "environment.network_mode" && !is("public") && !is("no-network")) {
+      return refuse("`public` and `no-network` only (a host allowlist has no forge equivalent)");
+    }
+    if (dotted == "verifier.environment_mode" && !is("shared")) {
+      return refuse("the verifier runs in the agent's sandbox (`shared`) only");
+    }
+    if (dotted == "metadata" && node.as_table() == nullptr) {
+      return Error(Line(node), "metadata: expected a table, got " + std::string(TomlTypeName(node)));
+    }
+    if (dotted == "verifier.continuous") {
+      const toml::table* t = node.as_table();
+      if (t == nullptr) return Error(Line(node), dotted + ": expected a table, got " + TomlTypeName(node));
+      if (t->get("enabled") && t->get("enabled")->value<bool>().value_or(true)) {
+        return refuse("verification during the agent phase");
+      }
     }
     return Status::Ok();
   }
@@ -214,7 +202,7 @@ class HarborReader {
   // an error names its line; the launcher hands them to the harness.
   Status ReadToolKey(const std::string& key, const toml::node& node) {
     const std::string dotted = "environment." + key;
-    Map("environment", key, dotted, node);
+    SetRecord(dotted, TomlToJson(node));
     if (key == "skills_dir") {
       auto dir = node.value<std::string>();
       if (!dir || dir->empty() || (*dir)[0] != '/') {
@@ -365,7 +353,6 @@ class HarborReader {
   std::string toml_path_;
   std::vector<std::string>* warnings_;
   Json record_;
-  Json harbor_ = Json::object();
   const toml::node* solution_env_ = nullptr;
   std::map<std::string, Origin> origins_;
 };

@@ -3,10 +3,12 @@
 // A Harbor task is a directory: task.toml (settings), instruction.md (the
 // prompt, verbatim), environment/ (a Dockerfile, unless task.toml names a
 // pre-built docker_image), tests/test.sh (writes /logs/verifier/reward.txt)
-// and optionally solution/solve.sh. Known task.toml keys map onto the
-// record's fields; keys forge does not act on are kept under the record's
-// "harbor" object, and unknown ones are also reported as warnings — a newer
-// Harbor key is never fatal, and never silently lost.
+// and optionally solution/solve.sh, and maybe environment/docker-compose.yaml.
+// Each task.toml key is read as the schema table says (harbor_schema.h):
+// mapped onto the record, kept with a warning, or refused with an error
+// naming file, line and key. Keys the table lacks (a newer Harbor's) are
+// kept under the record's "harbor" object and warned about — never fatal,
+// never silently lost.
 #pragma once
 
 #include <string>

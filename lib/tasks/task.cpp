@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "tasks/env_template.h"
+
 namespace forge::tasks {
 namespace {
 
@@ -122,12 +124,41 @@ Status GetDir(const Json& object, const char* key, const std::string& prefix,
   return Status::Ok();
 }
 
+Status ReadHealthcheck(const Json& e, std::optional<Healthcheck>* out) {
+  const Json* h = nullptr;
+  const std::string p = "environment.healthcheck";
+  FORGE_RETURN_IF_ERROR(GetObject(e, "healthcheck", "environment", &h));
+  if (h == nullptr) return Status::Ok();
+  Healthcheck check;
+  FORGE_RETURN_IF_ERROR(GetString(*h, "command", p, &check.command, true));
+  FORGE_RETURN_IF_ERROR(GetPositive(*h, "interval_sec", p, &check.interval_sec));
+  FORGE_RETURN_IF_ERROR(GetPositive(*h, "timeout_sec", p, &check.timeout_sec));
+  FORGE_RETURN_IF_ERROR(GetPositive(*h, "start_interval_sec", p, &check.start_interval_sec));
+  if (const Json* start = Find(*h, "start_period_sec"); start != nullptr) {
+    if (!start->is_number() || start->get<double>() < 0) {
+      return FieldError(p + ".start_period_sec", "expected a number of seconds, at least 0");
+    }
+    check.start_period_sec = start->get<double>();
+  }
+  FORGE_RETURN_IF_ERROR(GetInteger(*h, "retries", p, 1, &check.retries));
+  *out = std::move(check);
+  return Status::Ok();
+}
+
 Status ReadEnvironment(const Json& object, const std::string& base_dir, Environment* env) {
   const Json* e = nullptr;
   FORGE_RETURN_IF_ERROR(GetObject(object, "environment", "", &e));
   if (e == nullptr) return Status::Ok();
   const std::string p = "environment";
   FORGE_RETURN_IF_ERROR(GetString(*e, "image", p, &env->image, false));
+  FORGE_RETURN_IF_ERROR(GetString(*e, "compose", p, &env->compose, false));
+  FORGE_RETURN_IF_ERROR(GetEnv(*e, p, &env->env));
+  FORGE_RETURN_IF_ERROR(CheckEnvTemplates(env->env, "environment.env"));
+  FORGE_RETURN_IF_ERROR(GetString(*e, "workdir", p, &env->workdir, false));
+  if (!env->workdir.empty() && env->workdir[0] != '/') {
+    return FieldError("environment.workdir", "must be an absolute path");
+  }
+  FORGE_RETURN_IF_ERROR(ReadHealthcheck(*e, &env->healthcheck));
   FORGE_RETURN_IF_ERROR(
       GetDir(*e, "build_context", p, base_dir, "Dockerfile", &env->build_context, false));
   FORGE_RETURN_IF_ERROR(GetPositive(*e, "cpus", p, &env->cpus));
@@ -195,6 +226,7 @@ Status ReadVerifier(const Json& object, const std::string& base_dir, Verifier* v
   FORGE_RETURN_IF_ERROR(GetString(*v, "kind", p, &kind, true));
   FORGE_RETURN_IF_ERROR(GetPositive(*v, "timeout_sec", p, &verifier->timeout_sec));
   FORGE_RETURN_IF_ERROR(GetEnv(*v, p, &verifier->env));
+  FORGE_RETURN_IF_ERROR(CheckEnvTemplates(verifier->env, "verifier.env"));
   FORGE_RETURN_IF_ERROR(GetString(*v, "user", p, &verifier->user, false));
   FORGE_RETURN_IF_ERROR(GetBool(*v, "keep_processes", p, &verifier->keep_processes));
   if (kind == "harbor") {
@@ -231,6 +263,7 @@ Status ReadSolution(const Json& object, const std::string& base_dir,
     return FieldError("solution", "give exactly one of \"dir\" or \"script\"");
   }
   FORGE_RETURN_IF_ERROR(GetEnv(*s, "solution", &out.env));
+  FORGE_RETURN_IF_ERROR(CheckEnvTemplates(out.env, "solution.env"));
   *solution = std::move(out);
   return Status::Ok();
 }
@@ -309,6 +342,14 @@ Json Task::ToJson() const {
   Json env = Base(extra, "environment");
   if (!environment.image.empty()) env["image"] = environment.image;
   if (!environment.build_context.empty()) env["build_context"] = environment.build_context;
+  if (!environment.compose.empty()) env["compose"] = environment.compose;
+  if (!environment.env.empty()) env["env"] = EnvJson(environment.env);
+  if (!environment.workdir.empty()) env["workdir"] = environment.workdir;
+  if (const auto& h = environment.healthcheck) {
+    env["healthcheck"] = {{"command", h->command},           {"interval_sec", h->interval_sec},
+                          {"timeout_sec", h->timeout_sec},   {"start_period_sec", h->start_period_sec},
+                          {"start_interval_sec", h->start_interval_sec}, {"retries", h->retries}};
+  }
   env["cpus"] = environment.cpus;
   env["memory_mb"] = environment.memory_mb;
   env["storage_mb"] = environment.storage_mb;

@@ -30,9 +30,30 @@ inline constexpr double kDefaultCpus = 1;
 inline constexpr int64_t kDefaultMemoryMb = 2048;
 inline constexpr int64_t kDefaultStorageMb = 10240;
 
+// Harbor's [environment.healthcheck], with Docker HEALTHCHECK's meaning: the
+// command is run every interval_sec (start_interval_sec during the first
+// start_period_sec, whose failures do not count) until it exits 0; `retries`
+// failures in a row fail the rollout before the harness starts.
+struct Healthcheck {
+  std::string command;  // run by /bin/sh -c
+  double interval_sec = 5;
+  double timeout_sec = 30;
+  double start_period_sec = 0;
+  double start_interval_sec = 5;
+  int64_t retries = 3;
+};
+
 struct Environment {
   std::string image;          // a pre-built image; used instead of building
   std::string build_context;  // absolute path of a directory holding a Dockerfile
+  // Harbor's environment/docker-compose.yaml (absolute path), run by the
+  // compose half (lib/tasks/compose.*); empty when the task has none.
+  std::string compose;
+  // The sandbox's environment: values may be ${VAR} / ${VAR:-default}
+  // templates (tasks/env_template.h), resolved only when the task runs.
+  std::map<std::string, std::string> env;
+  std::string workdir;  // empty: the image's WORKDIR
+  std::optional<Healthcheck> healthcheck;
   double cpus = kDefaultCpus;
   int64_t memory_mb = kDefaultMemoryMb;
   int64_t storage_mb = kDefaultStorageMb;

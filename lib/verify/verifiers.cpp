@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "verify/hardening.h"
 #include "verify/reward.h"
@@ -48,7 +49,25 @@ Verdict& Infra(Verdict& v, const std::string& step, const Status& status) {
 
 }  // namespace
 
+namespace {
+
+Result<VerifierSpec> ReadVerifierSpec(const Json& task);
+
+}  // namespace
+
 Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
+  auto spec = ReadVerifierSpec(task);
+  if (!spec.ok()) return spec;
+  // verifier.env's ${VAR} templates, from forge-verify's environment (as Harbor).
+  auto env = tasks::ResolveEnvTemplates(spec->env, "verifier.env");
+  if (!env.ok()) return env.status();
+  spec->env = std::move(*env);
+  return spec;
+}
+
+namespace {
+
+Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
   if (!task.is_object()) return Status::DataErr("task: expected an object");
   auto vit = task.find("verifier");
   if (vit == task.end() || !vit->is_object()) {
@@ -75,6 +94,8 @@ Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
   }
   return tasks::VerifierFromJson(task, base_dir);
 }
+
+}  // namespace
 
 std::string LogTail(const std::string& out, const std::string& err, size_t max_bytes) {
   auto tail = [max_bytes](const std::string& s) {

@@ -29,7 +29,7 @@ L() { "$LAUNCH" "${common[@]}" "$@"; }
 
 echo "== limits are applied at create; a held sandbox keeps its labels"
 echo '{"id":"limits","instruction":"x","environment":{"cpus":0.5,"memory_mb":64},"resources":{"pids":50}}' >"$work/limits.jsonl"
-L --run-id "$run_prefix-limits" --hold --command 'true' "$work/limits.jsonl" >"$work/limits.out"
+L --run-id "$run_prefix-limits" --hold --cap-drop-all --command 'true' "$work/limits.jsonl" >"$work/limits.out"
 id="$(jq -r .sandbox.id "$work/limits.out")"
 [[ "$(jq -r .outcome "$work/limits.out")" == ok ]] || fail "limits run not ok"
 inspect="$(docker inspect "$id")"
@@ -158,7 +158,7 @@ L --run-id "$run_prefix-harbor" --command 'cat /etc/forge-build; cat "$FORGE_INS
 [[ "$(jq -r .logs.stdout "$work/harbor.out")" == $'built-by-forge\nWrite the word forge to hello.txt' ]] || fail "harbor stdout"
 
 echo "== bad input: a broken line and a missing image cost nothing else"
-printf '{"id":"good","instruction":"x"}\n{"id": broken\n{"id":"noimage","instruction":"x","environment":{"image":"forge-no-such-image:never"}}\n' >"$work/bad.jsonl"
+printf '{"id":"good","instruction":"x"}\n{"id": broken\n{"id":"noimage","instruction":"x","environment":{"image":"127.0.0.1:9/forge-no-such-image:never"}}\n' >"$work/bad.jsonl"
 rc=0
 L --run-id "$run_prefix-bad" --infra-retries 1 --command 'echo fine' "$work/bad.jsonl" >"$work/bad.out" 2>"$work/bad.err" || rc=$?
 [[ "$rc" == 65 ]] || fail "bad input exit status $rc"

@@ -80,7 +80,7 @@ TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect") 
   CHECK(*backend.Collect(spec.run_id, 0) == 0);
 }
 
-TEST_CASE("docker backend: a missing image is Unavailable naming it; an engine that is not there too") {
+TEST_CASE("docker backend: a missing image is NoInput naming it (not retried); an engine that is not there Unavailable") {
   forge::sandbox::docker::DockerBackend backend;
   if (!backend.Ping().ok()) return;
   forge::sandbox::Spec spec;
@@ -88,7 +88,7 @@ TEST_CASE("docker backend: a missing image is Unavailable naming it; an engine t
   spec.rollout_id = forge::RandomHex(8);
   spec.image = "forge-no-such-image:never";
   auto created = backend.Create(spec);
-  CHECK(created.status().code() == ExitCode::kUnavailable);
+  CHECK(created.status().code() == ExitCode::kNoInput);
   CHECK(created.status().message().find("forge-no-such-image") != std::string::npos);
   forge::sandbox::docker::DockerBackend nowhere(
       std::make_shared<forge::sandbox::docker::Engine>("/nonexistent/docker.sock"));

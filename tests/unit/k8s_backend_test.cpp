@@ -201,8 +201,18 @@ TEST_CASE("pod spec: requests equal limits, deadline, labels, locked-down securi
   CHECK((*pod)["metadata"]["labels"]["forge.rollout"] == "Task_42_3");
   CHECK((*pod)["metadata"]["annotations"]["forge/run-id"] == "run 7/a");
   CHECK((*pod)["metadata"]["generateName"] == "forge-task-42-3-");
-  CHECK(c["securityContext"]["capabilities"]["drop"] == json::array({"ALL"}));
+  // The runtime's default capabilities, as docker run gives; --cap-drop-all drops them.
+  CHECK_FALSE(c["securityContext"].contains("capabilities"));
   CHECK(c["securityContext"]["allowPrivilegeEscalation"] == false);
+  spec.drop_all_capabilities = true;
+  spec.gpus = 2;
+  auto locked = k8s::BuildPod(spec, options, "ns1");
+  REQUIRE(locked.ok());
+  const json& lc = (*locked)["spec"]["containers"][0];
+  CHECK(lc["securityContext"]["capabilities"]["drop"] == json::array({"ALL"}));
+  CHECK(lc["resources"]["limits"]["nvidia.com/gpu"] == "2");
+  spec.drop_all_capabilities = false;
+  spec.gpus = 0;
   CHECK(c["securityContext"]["runAsNonRoot"] == true);
   CHECK(c["securityContext"]["runAsUser"] == 1000);
   CHECK(c["env"][0]["name"] == "OPENAI_BASE_URL");

@@ -58,6 +58,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model", options.model, "Model name handed to the harness");
   app.add_option("--image", options.image, "Image for tasks naming none");
+  std::string docker_config;
+  app.add_option("--docker-config", docker_config,
+                 "Docker config whose auths give registry credentials for pulls "
+                 "(default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)");
   app.add_option("--network", options.network, forge::launch::kNetworkHelp)
       ->check(CLI::IsMember(forge::launch::NetworkNames()));
   app.add_option("--relay-binary", options.relay_binary,
@@ -74,7 +78,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-bytes", log_bytes, "Harness output kept per stream")->capture_default_str();
   app.add_option("--hold-ttl", hold_ttl, "Server-side lifetime of a held sandbox after its harness")
       ->capture_default_str();
-  app.add_option("--workdir", options.workdir, "Working directory in the sandbox")->capture_default_str();
+  app.add_option("--workdir", options.workdir,
+                 "Working directory in the sandbox (default: the task's environment.workdir, else the "
+                 "image's WORKDIR, else /work)");
+  app.add_flag("--cap-drop-all", options.drop_all_capabilities,
+               "Drop every capability (default: Docker's default set, as docker run and Harbor give)");
   app.add_option("--user", options.user, "User the harness runs as (default: the image's)");
   app.add_option("--skills", options.skills_dir,
                  "Directory of skill folders (each with a SKILL.md) copied to the harness's skills_dir");
@@ -92,6 +100,9 @@ int main(int argc, char** argv) {
   gc->add_option("--run-id", gc_run, "Only this run's sandboxes");
   gc->add_option("--older-than", gc_older, "Only sandboxes older than this (30m, 6h)");
   gc->add_flag("--all", gc_all, "Every forge sandbox of the backend");
+  bool gc_images = false;
+  gc->add_flag("--images", gc_images,
+               "Also remove the images the run built and those pulled for it (needs --run-id and --store)");
 
   return tool.Run(argc, argv, [&]() -> forge::Status {
     if (*gc) {
@@ -112,6 +123,14 @@ int main(int argc, char** argv) {
       if (!relay_dirs.ok()) return relay_dirs.status();
       forge::cli::Note(fmt::format("removed {} sandbox(es), {} relay socket dir(s) of killed runs", *removed,
                                    *relay_dirs));
+      if (gc_images) {
+        if (gc_run.empty()) return forge::Status::Usage("gc --images needs --run-id");
+        auto store = forge::store::Store::Open(store_path);
+        if (!store.ok()) return store.status().Prefixed(store_path);
+        auto images = forge::launch::CollectImages(**backend, **store, gc_run);
+        if (!images.ok()) return images.status();
+        forge::cli::Note(fmt::format("removed {} image(s) of run {}", *images, gc_run));
+      }
       return forge::Status::Ok();
     }
     auto mem = forge::launch::ParseBytes(memory);
@@ -137,7 +156,7 @@ int main(int argc, char** argv) {
       forge::cli::Note("run id " + options.run_id + " (pass --run-id to resume it)");
     }
     while (!options.proxy.empty() && options.proxy.back() == '/') options.proxy.pop_back();
-    auto backend = forge::launch::MakeBackend(backend_name, k8s, bubblewrap);
+    auto backend = forge::launch::MakeBackend(backend_name, k8s, bubblewrap, docker_config);
     if (!backend.ok()) return backend.status();
     auto store = forge::store::Store::Open(store_path);
     if (!store.ok()) return store.status().Prefixed(store_path);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "sandbox/docker/image_pull.h"
 #include "sandbox/docker/pod_runner.h"
 #include "sandbox/docker/raw_call.h"
 #include "sandbox/docker/stream_demux.h"
@@ -340,7 +341,7 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
   const bool one_shot = shape != Shape::kKept;
   std::string image = spec.image;
   if (!spec.build_context.empty()) {
-    auto built = BuildImage(spec.build_context, spec.run_id);
+    auto built = BuildImage(spec.build_context, spec.run_id, spec.build_timeout_seconds);
     if (!built.ok()) return built.status();
     image = *built;
   }
@@ -363,7 +364,6 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
       {"Memory", memory},
       {"MemorySwap", memory},  // equal to Memory: no swap
       {"PidsLimit", spec.limits.pids},
-      {"CapDrop", {"ALL"}},
       {"SecurityOpt", {"no-new-privileges"}},
       {"NetworkMode", spec.network == NetworkPolicy::kHost ? "host" : "none"},
       // A one-shot container goes when its command ends, even if forge died;
@@ -371,12 +371,18 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
       {"AutoRemove", shape == Shape::kOneShot},
       {"Init", false},  // PID 1 must be the keep-alive: `kill -1` spares only it
   };
+  // Docker's default capabilities unless told otherwise, as `docker run` and Harbor.
+  if (spec.drop_all_capabilities) host["CapDrop"] = {"ALL"};
+  if (spec.gpus > 0) {
+    host["DeviceRequests"] = {{{"Driver", ""}, {"Count", spec.gpus}, {"Capabilities", {{"gpu"}}}}};
+  }
+  // The image's ENTRYPOINT stays and runs forge's command as its arguments,
+  // as Harbor's compose service runs its keep-alive: an entrypoint that
+  // starts a service and then `exec "$@"` works the same under both.
   Json body = {{"Image", image},
-               {"Entrypoint", one_shot ? Json{"/bin/sh", "-c", OneShotBootstrap(), "forge-oneshot"}
-                                       : KeepAlive(lifetime)},
-               {"Cmd", Json::array()},
+               {"Cmd", one_shot ? Json{"/bin/sh", "-c", OneShotBootstrap(), "forge-oneshot"}
+                                : KeepAlive(lifetime)},
                {"Env", env},
-               {"WorkingDir", spec.workdir},
                {"Labels", labels},
                {"Tty", false},
                {"OpenStdin", one_shot},  // the script comes on stdin, see one_shot_script.h
@@ -386,6 +392,7 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
                {"AttachStderr", one_shot},
                {"HostConfig", host}};
   if (!spec.user.empty()) body["User"] = spec.user;
+  if (!spec.workdir.empty()) body["WorkingDir"] = spec.workdir;
   if (!spec.mounts.empty()) {
     auto mounts = BindMounts(spec.mounts);
     if (!mounts.ok()) return mounts.status();
@@ -394,28 +401,50 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
   if (pod != nullptr) FORGE_RETURN_IF_ERROR(pod->AddToMain(body));
   std::string name = spec.rollout_id.empty() ? "" : "forge-" + spec.rollout_id;
   std::string path = "/containers/create" + (name.empty() ? "" : "?name=" + Engine::Escape(name));
+  ReapUnstarted(spec.run_id);
   auto created = engine_->CallJson("POST", path, body);
-  if (!created.ok() && created.status().code() == ExitCode::kTempFail && !name.empty() &&
-      created.status().message().find("Conflict") != std::string::npos) {
-    // A container of the same rollout left by a crashed launcher: replace it.
+  // A container of the same rollout left by a launcher that was killed:
+  // replaced. Its removal may be under way already (AutoRemove after the
+  // kill), when the name stays taken until it is done.
+  const auto give_up = Clock::now() + std::chrono::seconds(30);
+  while (!created.ok() && created.status().code() == ExitCode::kTempFail && !name.empty() &&
+         created.status().message().find("Conflict") != std::string::npos && Clock::now() < give_up) {
     engine_->Call("DELETE", "/containers/" + Engine::Escape(name) + "?force=1&v=1");
+    for (int i = 0; i < 100; ++i) {
+      auto gone = engine_->Call("GET", "/containers/" + Engine::Escape(name) + "/json");
+      if (gone.ok() && gone->status == 404) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     created = engine_->CallJson("POST", path, body);
   }
   if (!created.ok()) {
     if (created.status().code() == ExitCode::kNoInput) {
-      return Status::Unavailable(created.status().message() + " (image " + image +
-                                 " missing: pull or build it first)");
+      return Status::NoInput(created.status().message() + " (image " + image + " missing)");
     }
     return created.status();
   }
   return (*created)["Id"].get<std::string>();
 }
 
+void DockerBackend::ReapUnstarted(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(reap_mutex_);
+  if (run_id.empty() || !reaped_runs_.insert(run_id).second) return;
+  // Containers of this run that a killed launcher created and never
+  // started: AutoRemove only fires when a container exits, so nothing else
+  // removes them. Ours of this process are not created yet (this runs first).
+  Json filters = {{"label", {"forge.managed=1", "forge.run=" + run_id}}, {"status", {"created"}}};
+  auto listed = engine_->CallJson("GET", "/containers/json?all=1&filters=" + FiltersParam(filters));
+  if (!listed.ok()) return;
+  for (const auto& container : *listed) {
+    engine_->Call("DELETE", "/containers/" + container.value("Id", std::string()) + "?force=1&v=1");
+  }
+}
+
 Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
   std::optional<PodRunner> pod;
   if (spec.pod) {
     pod.emplace(*engine_, spec);
-    Status prepared = pod->Prepare([&](const std::string& context) { return BuildImage(context, spec.run_id); });
+    Status prepared = pod->Prepare([&](const std::string& context) { return BuildImage(context, spec.run_id, spec.build_timeout_seconds); });
     if (!prepared.ok()) {
       RemovePod(*engine_, spec.rollout_id, "");
       return prepared;
@@ -509,8 +538,23 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   if (hold && limits.timeout_seconds > 0) limits.timeout_seconds += kHeldDeadlineGrace;
   ExecStop stop(limits, started);
   StreamDemux demux(limits.max_output_bytes);
-  if (hold) demux.WatchStderr(marker + " ");
-  auto keep_going = [&] { return !demux.watched() && stop.KeepGoing(); };
+  if (hold) {
+    demux.WatchStderr(marker + " ");
+    demux.WatchStdout(marker);
+  }
+  // Held: the end is both end lines, stdout's and stderr's, since each
+  // stream's pipe may still hold output written before the other's line. A
+  // command that closed its stdout leaves no stdout line: 2 s is enough
+  // for the pipe to drain.
+  std::optional<Clock::time_point> err_end;
+  auto keep_going = [&] {
+    if (demux.watched()) {
+      if (demux.watched_stdout()) return false;
+      if (!err_end) err_end = Clock::now();
+      if (Clock::now() - *err_end > std::chrono::seconds(2)) return false;
+    }
+    return stop.KeepGoing();
+  };
   Status streamed = attach->ReadBody([&](std::string_view data) { demux.Feed(data); }, keep_going);
   const bool ended = demux.watched().has_value();
   const bool aborted = !ended && !streamed.ok() && streamed.code() == ExitCode::kInterrupted;
@@ -534,11 +578,13 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     }
     result.exit_code = status;
     result.timed_out = deadline == 1;
-    // The end line is forge's, not the harness's output.
-    std::string& err = demux.err();
-    if (size_t at = err.find("\n" + marker + " "); at != std::string::npos) {
-      size_t line_end = err.find('\n', at + 1);
-      err.erase(at, line_end == std::string::npos ? std::string::npos : line_end + 1 - at);
+    // The end lines are forge's, not the harness's output.
+    for (std::string* stream : {&demux.err(), &demux.out()}) {
+      const std::string start = "\n" + marker + (stream == &demux.err() ? " " : "\n");
+      if (size_t at = stream->find(start); at != std::string::npos) {
+        size_t line_end = stream->find('\n', at + 1);
+        stream->erase(at, line_end == std::string::npos ? std::string::npos : line_end + 1 - at);
+      }
     }
   } else if (hold) {
     // The stream ended without the end line: the script stopped before the
@@ -668,8 +714,75 @@ Result<int> DockerBackend::Collect(const std::string& run_id, int64_t older_than
   return removed + *volumes;
 }
 
+Result<int> DockerBackend::CollectImages(const std::string& run_id, const std::vector<std::string>& pulled) {
+  if (run_id.empty()) return Status::Usage("gc --images needs --run-id");
+  Json label = Json::array({"forge.managed=1", "forge.run=" + run_id});
+  auto listed = engine_->CallJson("GET", "/images/json?filters=" + FiltersParam(Json{{"label", label}}));
+  if (!listed.ok()) return listed.status();
+  std::vector<std::string> doomed = pulled;
+  for (const auto& image : *listed) doomed.push_back(image.value("Id", std::string()));
+  int removed = 0;
+  for (const auto& name : doomed) {
+    auto response = engine_->Call("DELETE", "/images/" + Engine::Escape(name));
+    if (!response.ok()) return response.status();
+    if (response->status == 200) {
+      ++removed;
+    } else if (response->status != 404 && response->status != 409) {  // gone, or still in use
+      return StatusForHttp("remove image " + name, *response);
+    }
+  }
+  return removed;
+}
+
+int DockerBackend::AvailableGpus() {
+  auto info = engine_->CallJson("GET", "/info");
+  if (!info.ok()) return 0;
+  const Json runtimes = info->value("Runtimes", Json::object());
+  return runtimes.is_object() && runtimes.contains("nvidia") ? -1 : 0;
+}
+
+Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec) {
+  if (!spec->build_context.empty()) {
+    auto built = BuildImage(spec->build_context, spec->run_id, spec->build_timeout_seconds);
+    if (!built.ok()) return built.status();
+    spec->image = *built;
+    spec->build_context.clear();
+  }
+  if (spec->image.empty()) return Status::Config("sandbox: no image and no build context");
+  const std::string inspect_path = "/images/" + Engine::Escape(spec->image) + "/json";
+  auto inspect = engine_->CallJson("GET", inspect_path);
+  ImageConfig config;
+  if (!inspect.ok() && inspect.status().code() == ExitCode::kNoInput) {
+    // Missing: pulled, once even when many rollouts want it at the same time.
+    std::lock_guard<std::mutex> lock(pull_mutex_);
+    inspect = engine_->CallJson("GET", inspect_path);
+    if (!inspect.ok() && inspect.status().code() == ExitCode::kNoInput) {
+      auto auth = RegistryAuth(spec->image, docker_config_);
+      if (!auth.ok()) return auth.status();
+      FORGE_RETURN_IF_ERROR(PullImage(*engine_, spec->image, *auth, spec->build_timeout_seconds));
+      config.pulled = true;
+      inspect = engine_->CallJson("GET", inspect_path);
+    }
+  }
+  if (!inspect.ok()) return inspect.status().Prefixed("inspect image " + spec->image);
+  const Json& c = inspect->value("Config", Json::object());
+  if (!c.is_object()) return config;
+  auto strings = [&](const char* key) {
+    std::vector<std::string> out;
+    if (c.contains(key) && c[key].is_array()) {
+      for (const auto& v : c[key]) if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+    return out;
+  };
+  if (c.contains("WorkingDir") && c["WorkingDir"].is_string()) config.workdir = c["WorkingDir"].get<std::string>();
+  if (c.contains("User") && c["User"].is_string()) config.user = c["User"].get<std::string>();
+  config.entrypoint = strings("Entrypoint");
+  config.cmd = strings("Cmd");
+  return config;
+}
+
 Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
-                                              const std::string& run_id) {
+                                              const std::string& run_id, double timeout_seconds) {
   TarWriter tar;
   std::error_code ec;
   if (!std::filesystem::exists(context_dir + "/Dockerfile", ec)) {
@@ -701,7 +814,8 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
   Json labels = {{"forge.managed", "1"}, {"forge.run", run_id}};
   std::string path = "/build?t=" + Engine::Escape(tag) + "&rm=1&forcerm=1&labels=" +
                      Engine::Escape(labels.dump());
-  auto response = engine_->Call("POST", path, context, {"application/x-tar", 3600});
+  const double build_timeout = std::max(1.0, std::ceil(timeout_seconds));
+  auto response = engine_->Call("POST", path, context, {"application/x-tar", build_timeout});
   if (!response.ok()) return response.status();
   if (response->status != 200) return StatusForHttp("build " + context_dir, *response);
   // The answer is JSON lines; an "error" line means the build failed even

@@ -18,10 +18,12 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 #include <string>
 
 #include "sandbox/docker/engine.h"
+#include "sandbox/docker/image_pull.h"
 #include "sandbox/sandbox.h"
 
 namespace forge::sandbox::docker {
@@ -52,11 +54,24 @@ class DockerBackend : public Backend {
   Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
+  // Images labelled forge.run=run_id (built for it) and the pulled ones, by DELETE /images.
+  Result<int> CollectImages(const std::string& run_id, const std::vector<std::string>& pulled) override;
 
   // Builds the Dockerfile in context_dir through POST /build unless an image
   // built from the same bytes exists already; returns its tag
-  // (forge-task:<sha256 prefix of the context>).
-  Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id);
+  // (forge-task:<sha256 prefix of the context>). A build past timeout_seconds
+  // is abandoned (TempFail); a failing step is a DataErr, never retried.
+  Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id,
+                                 double timeout_seconds = 3600);
+  // Builds or finds spec's image and reads its Config (GET /images/{name}/json).
+  Result<ImageConfig> PrepareImage(Spec* spec) override;
+  // 0 unless the engine has the NVIDIA runtime (GET /info Runtimes); then -1:
+  // the engine, not forge, counts the devices.
+  int AvailableGpus() override;
+
+  // The docker config whose "auths" give registry credentials for pulls
+  // (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json).
+  void set_docker_config(std::string path) { docker_config_ = std::move(path); }
 
   // Checks that the engine answers; Unavailable with the socket path if not.
   Status Ping();
@@ -68,6 +83,10 @@ class DockerBackend : public Backend {
   enum class Shape { kKept, kOneShot, kOneShotHeld };
   // pod: adds what a pod's main container needs (pod_runner.h).
   Result<std::string> CreateContainer(const Spec& spec, Shape shape, const class PodRunner* pod = nullptr);
+  // Once per run id, before its first container: removes the run's
+  // containers that were created and never started (a launcher killed
+  // between create and start leaves them; AutoRemove never fires).
+  void ReapUnstarted(const std::string& run_id);
   // Puts the job's host files into the created container as one archive.
   Status PutCopies(const std::string& id, const std::vector<std::pair<std::string, std::string>>& copies);
   int HostCpus();  // from GET /info, once; 0 if unknown
@@ -76,6 +95,10 @@ class DockerBackend : public Backend {
   std::mutex info_mutex_;
   int host_cpus_ = -1;
   std::mutex build_mutex_;  // one build at a time; the engine serializes them anyway
+  std::mutex reap_mutex_;
+  std::set<std::string> reaped_runs_;
+  std::mutex pull_mutex_;   // one pull at a time: rollouts of a task want the same image
+  std::string docker_config_ = DefaultDockerConfig();  // registry credentials
 };
 
 }  // namespace forge::sandbox::docker

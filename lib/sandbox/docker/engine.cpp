@@ -120,6 +120,11 @@ std::string Engine::Escape(std::string_view value) {
 
 Result<HttpResponse> Engine::Call(const std::string& method, const std::string& path,
                                   const std::string& body, const CallOptions& options) {
+  return Call(method, path, body, options, {});
+}
+
+Result<HttpResponse> Engine::Call(const std::string& method, const std::string& path, const std::string& body,
+                                  const CallOptions& options, const std::vector<std::string>& extra_headers) {
   CURL* curl = ThreadHandle();
   if (!curl) return Status::Internal("curl_easy_init failed");
   const std::string url = Url(path);
@@ -129,6 +134,7 @@ Result<HttpResponse> Engine::Call(const std::string& method, const std::string& 
     headers.Add("Content-Type: " + options.content_type);
   }
   headers.Add("Expect:");  // no 100-continue round trip for archive uploads
+  for (const auto& header : extra_headers) headers.Add(header);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
   if (options.timeout_seconds > 0) {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_seconds * 1000));

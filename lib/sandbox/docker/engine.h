@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,9 @@ class Engine {
   // Raw call: a transport failure is Unavailable; any HTTP status is returned.
   Result<HttpResponse> Call(const std::string& method, const std::string& path,
                             const std::string& body = "", const CallOptions& options = {});
+  // The same with extra "Name: value" header lines (X-Registry-Auth).
+  Result<HttpResponse> Call(const std::string& method, const std::string& path, const std::string& body,
+                            const CallOptions& options, const std::vector<std::string>& headers);
 
   // A call that must answer 2xx with JSON (or nothing): a non-2xx status
   // becomes a Status carrying the engine's message (see StatusForHttp).

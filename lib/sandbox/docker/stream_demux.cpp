@@ -4,23 +4,23 @@
 
 namespace forge::sandbox::docker {
 
-void StreamDemux::Watch(std::string_view payload) {
-  if (watched_) return;
-  watch_window_.append(payload);
-  if (!watch_in_line_) {
-    size_t at = watch_window_.find(watch_prefix_);
+void StreamDemux::Watcher::Feed(std::string_view payload) {
+  if (prefix.empty() || line) return;
+  window.append(payload);
+  if (!in_line) {
+    size_t at = window.find(prefix);
     if (at == std::string::npos) {
       // Keep only what could still be the start of the prefix.
-      size_t keep = std::min(watch_window_.size(), watch_prefix_.size() - 1);
-      watch_window_.erase(0, watch_window_.size() - keep);
+      size_t keep = std::min(window.size(), prefix.size() - 1);
+      window.erase(0, window.size() - keep);
       return;
     }
-    watch_window_.erase(0, at + watch_prefix_.size());
-    watch_in_line_ = true;
+    window.erase(0, at + prefix.size());
+    in_line = true;
   }
-  if (size_t end = watch_window_.find('\n'); end != std::string::npos) {
-    watched_ = watch_window_.substr(0, end);
-    watch_window_.clear();
+  if (size_t end = window.find('\n'); end != std::string::npos) {
+    line = window.substr(0, end);
+    window.clear();
   }
 }
 
@@ -31,11 +31,12 @@ void StreamDemux::Append(std::string_view payload) {
       return;
     case 1:
       target = &out_;
+      out_watch_.Feed(payload);
       break;
     case 2:
     case 3:  // "system error" frames from newer engines: treat as stderr
       target = &err_;
-      if (!watch_prefix_.empty()) Watch(payload);
+      err_watch_.Feed(payload);
       break;
     default:
       malformed_ = true;

@@ -28,14 +28,24 @@ class StreamDemux {
   // Looks for a line of stderr that starts with `prefix`, even past the byte
   // cap and across frames; watched() is the rest of that line once its
   // newline has come.
-  void WatchStderr(std::string prefix) { watch_prefix_ = std::move(prefix); }
-  const std::optional<std::string>& watched() const { return watched_; }
+  void WatchStderr(std::string prefix) { err_watch_.prefix = std::move(prefix); }
+  const std::optional<std::string>& watched() const { return err_watch_.line; }
+  // The same for stdout: the two streams come from separate pipes, so a
+  // line on one says nothing about what is still in flight on the other.
+  void WatchStdout(std::string prefix) { out_watch_.prefix = std::move(prefix); }
+  const std::optional<std::string>& watched_stdout() const { return out_watch_.line; }
   // True when the input ended inside a frame or used an unknown stream id.
   bool malformed() const { return malformed_ || header_fill_ != 0 || remaining_ != 0; }
 
  private:
+  struct Watcher {
+    std::string prefix;
+    std::string window;    // output not yet ruled out as the watched line's start
+    bool in_line = false;  // the prefix was found; collecting the rest
+    std::optional<std::string> line;
+    void Feed(std::string_view payload);
+  };
   void Append(std::string_view payload);
-  void Watch(std::string_view stderr_payload);
 
   size_t max_bytes_;
   std::string out_;
@@ -46,10 +56,8 @@ class StreamDemux {
   size_t header_fill_ = 0;
   uint8_t stream_ = 0;
   uint32_t remaining_ = 0;
-  std::string watch_prefix_;
-  std::string watch_window_;  // stderr not yet ruled out as the watched line's start
-  bool watch_in_line_ = false;  // the prefix was found; collecting the rest
-  std::optional<std::string> watched_;
+  Watcher out_watch_;
+  Watcher err_watch_;
 };
 
 }  // namespace forge::sandbox::docker

@@ -31,6 +31,8 @@ class K8sBackend : public Backend {
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
+  // The scheduler places a pod asking for nvidia.com/gpu where there are some.
+  int AvailableGpus() override { return -1; }
 
   // Kubernetes-only extras.
   Result<std::string> Logs(const std::string& pod, int64_t tail_lines, int64_t limit_bytes);

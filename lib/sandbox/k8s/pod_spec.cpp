@@ -97,9 +97,9 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
 
   Json resources = {{"cpu", CpuQuantity(spec.limits.cpus)},
                     {"memory", MemoryQuantity(spec.limits.memory_bytes)}};
-  Json security = {{"allowPrivilegeEscalation", false},
-                   {"privileged", false},
-                   {"capabilities", {{"drop", {"ALL"}}}}};
+  // The runtime's default capabilities unless told otherwise, as on docker.
+  Json security = {{"allowPrivilegeEscalation", false}, {"privileged", false}};
+  if (spec.drop_all_capabilities) security["capabilities"] = {{"drop", {"ALL"}}};
   bool non_root = options.run_as_non_root;
   if (!spec.user.empty()) {
     std::string uid = spec.user.substr(0, spec.user.find(':'));
@@ -116,6 +116,8 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
   }
   if (non_root) security["runAsNonRoot"] = true;
 
+  Json limits = resources;
+  if (spec.gpus > 0) limits["nvidia.com/gpu"] = std::to_string(spec.gpus);  // requests default to limits
   Json env = Json::array();
   for (const auto& [name, value] : spec.env) env.push_back({{"name", name}, {"value", value}});
 
@@ -128,7 +130,7 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
       {"imagePullPolicy", options.image_pull_policy},
       {"command", {"sh", "-c", keep_alive}},
       {"env", env},
-      {"resources", {{"requests", resources}, {"limits", resources}}},
+      {"resources", {{"requests", resources}, {"limits", limits}}},
       {"securityContext", security},
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
   };

@@ -1,0 +1,31 @@
+// Harbor's env templates: a value of [environment.env], [verifier.env] or
+// [solution.env] may name host environment variables as ${VAR} or
+// ${VAR:-default}; they are resolved on the host when the task runs, never
+// at load time, so a record holds the template and never the secret.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+
+namespace forge::tasks {
+
+// Looks a variable up; nullopt when unset. The default reads getenv.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup HostEnvLookup();
+
+// Every ${VAR} / ${VAR:-default} in every value replaced. A variable that is
+// unset and has no default is a Config error naming it and where it was
+// asked for ("verifier.env.JUDGE_KEY: environment variable 'JUDGE_KEY' not
+// found in host environment"); a malformed template is a DataErr.
+Result<std::map<std::string, std::string>> ResolveEnvTemplates(
+    const std::map<std::string, std::string>& env, const std::string& field,
+    const EnvLookup& lookup = HostEnvLookup());
+
+// The syntax check alone (no lookup), for load time: DataErr naming the key.
+Status CheckEnvTemplates(const std::map<std::string, std::string>& env, const std::string& field);
+
+}  // namespace forge::tasks

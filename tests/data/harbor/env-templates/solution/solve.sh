@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "$GREETING$SUFFIX" > /work/answer.txt

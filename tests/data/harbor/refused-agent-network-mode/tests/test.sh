@@ -1,0 +1,2 @@
+#!/bin/sh
+echo 0 > /logs/verifier/reward.txt

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# forge-launch pulls a task's docker_image through the Engine API from a real
+# registry (Debian's docker-registry on 127.0.0.1; the engine trusts
+# 127.0.0.0/8 registries without TLS): the image is pulled once for all
+# rollouts, and the record says so; a tag the registry does not have is a
+# deterministic failure, not retried; a registry that is down is transient,
+# retried; gc --images removes what the run pulled and built.
+set -uo pipefail
+source "$FORGE_SRC/tests/support/e2e.sh"
+docker info >/dev/null 2>&1 || { echo "no Docker engine" >&2; exit 1; }
+[ -x /usr/bin/docker-registry ] || { echo "launch_registry: no docker-registry (scripts/bootstrap.sh installs it); skipped" >&2; exit 77; }
+bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
+LAUNCH="$FORGE_BIN/forge-launch"
+run="registry-$$"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+repo="127.0.0.1:$port/forge-e2e/busybox"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for c in $(docker ps -aq --filter "label=forge.managed=1"); do
+    case "$(docker inspect -f '{{index .Config.Labels "forge.run"}}' "$c" 2>/dev/null)" in
+      "$run"*) docker rm -f "$c" >/dev/null 2>&1 || true ;;
+    esac
+  done
+  docker image rm -f "$repo:1" "forge-e2e-built:$run" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+L() { "$LAUNCH" --backend docker --store "$WORK/forge.db" --retry-backoff 0.1 "$@"; }
+
+cat >"$WORK/registry.yml" <<EOF
+version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: $WORK/registry
+http:
+  addr: 127.0.0.1:$port
+EOF
+/usr/bin/docker-registry serve "$WORK/registry.yml" >"$WORK/registry.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
+curl -fs "http://127.0.0.1:$port/v2/" >/dev/null || { fail "registry did not start: $(cat "$WORK/registry.log")"; finish; exit 1; }
+
+docker tag forge-busybox:latest "$repo:1" && docker push -q "$repo:1" >/dev/null && docker image rm "$repo:1" >/dev/null ||
+  { fail "could not push to the registry"; finish; exit 1; }
+
+echo "== a registry image is pulled once, for every rollout of the task"
+printf '{"id":"pulled","instruction":"x","environment":{"image":"%s:1"}}\n' "$repo" >"$WORK/pull.jsonl"
+expect_exit 0 "launch from a registry image" L --run-id "$run-pull" -n 3 -j 3 --command 'echo from-registry' "$WORK/pull.jsonl"
+[ "$(jq -r .outcome "$OUT" | sort -u)" = ok ] && pass || fail "outcomes: $(cat "$OUT") $(cat "$ERR")"
+[ "$(jq -r '.logs.stdout == "from-registry\n"' "$OUT" | sort -u)" = true ] && pass || fail "stdout: $(jq -c .logs "$OUT")"
+[ "$(jq -r 'select(.image_pulled) | .image_pulled' "$OUT")" = "$repo:1" ] && pass || fail "exactly one rollout pulled it: $(jq -c .image_pulled "$OUT")"
+docker image inspect "$repo:1" >/dev/null 2>&1 && pass || fail "image not there after the pull"
+
+echo "== gc --images removes what the run pulled"
+expect_exit 0 "gc --images" "$LAUNCH" --backend docker --store "$WORK/forge.db" gc --run-id "$run-pull" --images
+docker image inspect "$repo:1" >/dev/null 2>&1 && fail "pulled image left by gc --images" || pass
+grep -q "removed 1 image" "$ERR" && pass || fail "gc note: $(cat "$ERR")"
+
+echo "== a built image goes too, and only with --images"
+mkdir -p "$WORK/built/environment" "$WORK/built/tests"
+printf 'FROM forge-busybox:latest\nRUN echo %s > /etc/built-for\n' "$run" >"$WORK/built/environment/Dockerfile"
+echo 'Say where.' >"$WORK/built/instruction.md"
+: >"$WORK/built/task.toml"
+printf '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n' >"$WORK/built/tests/test.sh"
+expect_exit 0 "launch a built task" L --run-id "$run-built" --command 'cat /etc/built-for' "$WORK/built"
+built=$(docker images -q --filter "label=forge.run=$run-built")
+[ -n "$built" ] && pass || fail "no image labelled with the run"
+expect_exit 0 "gc without --images" "$LAUNCH" --backend docker --store "$WORK/forge.db" gc --run-id "$run-built"
+[ -n "$(docker images -q --filter "label=forge.run=$run-built")" ] && pass || fail "gc without --images removed the image"
+expect_exit 0 "gc --images" "$LAUNCH" --backend docker --store "$WORK/forge.db" gc --run-id "$run-built" --images
+[ -z "$(docker images -q --filter "label=forge.run=$run-built")" ] && pass || fail "built image left by gc --images"
+
+echo "== a tag the registry lacks is deterministic: not retried"
+printf '{"id":"notag","instruction":"x","environment":{"image":"%s:no-such-tag"}}\n' "$repo" >"$WORK/notag.jsonl"
+expect_exit 69 "missing tag" L --run-id "$run-notag" --infra-retries 3 --command true "$WORK/notag.jsonl"
+[ "$(jq -r .infra_retries "$OUT")" = 0 ] && pass || fail "missing tag retried: $(cat "$OUT")"
+[ "$(jq -r .transient "$OUT")" = false ] && pass || fail "missing tag transient: $(jq -c . "$OUT")"
+grep -q "no-such-tag" "$ERR" && pass || fail "error does not name the image: $(cat "$ERR")"
+
+echo "== a registry that is down is transient: retried"
+kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null
+printf '{"id":"down","instruction":"x","environment":{"image":"%s:2"}}\n' "$repo" >"$WORK/down.jsonl"
+expect_exit 69 "registry down" L --run-id "$run-down" --infra-retries 2 --command true "$WORK/down.jsonl"
+[ "$(jq -r .infra_retries "$OUT")" = 2 ] && pass || fail "registry down not retried: $(cat "$OUT")"
+[ "$(jq -r .transient "$OUT")" = true ] && pass || fail "registry down transient: $(jq -c . "$OUT")"
+finish

@@ -1,0 +1,71 @@
+// Image references and registry credentials for forge-launch's pulls.
+#include <doctest/doctest.h>
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/docker/image_pull.h"
+#include "support/temp_dir.h"
+
+using forge::sandbox::docker::ParseImageRef;
+using forge::sandbox::docker::RegistryAuth;
+
+namespace {
+
+std::string Decode(std::string text) {
+  for (char& c : text) c = c == '-' ? '+' : c == '_' ? '/' : c;
+  std::string out(3 * (text.size() / 4) + 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  out.resize(n > 0 ? n : 0);
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("image references split into registry, repository and tag") {
+  auto ref = ParseImageRef("127.0.0.1:5000/forge/busybox:1");
+  CHECK(ref.registry == "127.0.0.1:5000");
+  CHECK(ref.repository == "127.0.0.1:5000/forge/busybox");
+  CHECK(ref.tag == "1");
+  ref = ParseImageRef("127.0.0.1:5000/forge/busybox");
+  CHECK(ref.repository == "127.0.0.1:5000/forge/busybox");
+  CHECK(ref.tag == "latest");
+  ref = ParseImageRef("python:3.12");
+  CHECK(ref.registry == "docker.io");
+  CHECK(ref.repository == "python");
+  CHECK(ref.tag == "3.12");
+  ref = ParseImageRef("ghcr.io/org/img@sha256:abc");
+  CHECK(ref.registry == "ghcr.io");
+  CHECK(ref.repository == "ghcr.io/org/img@sha256:abc");
+  CHECK(ref.tag.empty());
+  CHECK(ParseImageRef("localhost/x").registry == "localhost");
+}
+
+TEST_CASE("registry credentials come from the docker config's auths, for the image's registry only") {
+  forge::testing::TempDir dir;
+  const std::string config = dir.File("config.json");
+  CHECK(*RegistryAuth("127.0.0.1:5000/a:1", dir.File("missing.json")) == "");  // anonymous
+  // "user:pa:ss" in base64, and a token for another registry.
+  std::ofstream(config) << R"({"auths": {"127.0.0.1:5000": {"auth": "dXNlcjpwYTpzcw=="},
+                                         "https://ghcr.io": {"identitytoken": "tok"}}})";
+  auto header = RegistryAuth("127.0.0.1:5000/a:1", config);
+  REQUIRE(header.ok());
+  auto json = nlohmann::json::parse(Decode(*header));
+  CHECK(json["username"] == "user");
+  CHECK(json["password"] == "pa:ss");
+  CHECK(json["serveraddress"] == "127.0.0.1:5000");
+  auto token = nlohmann::json::parse(Decode(*RegistryAuth("ghcr.io/o/i:1", config)));
+  CHECK(token["identitytoken"] == "tok");
+  CHECK(*RegistryAuth("quay.io/o/i:1", config) == "");
+
+  std::ofstream(config) << "{not json";
+  auto bad = RegistryAuth("127.0.0.1:5000/a:1", config);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == forge::ExitCode::kConfig);
+  CHECK(bad.status().message().find(config) != std::string::npos);
+}
