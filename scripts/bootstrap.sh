@@ -24,6 +24,9 @@ packages=(
   xvfb x11-utils
   # forge-launch --backend local --bubblewrap
   bubblewrap
+  # examples/loop (make -f Makefile.examples loop) and its test: the small policy's
+  # server and trainer run on Debian's CPU torch (/usr/bin/python3)
+  python3-torch
 )
 
 missing=()
