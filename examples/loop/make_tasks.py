@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Writes the loop's task family: "write the number N into the file F".
 
-  make_tasks.py OUT_DIR [--train 64] [--heldout 32]
+  make_tasks.py OUT_DIR [--train 256] [--heldout 32]
 
 OUT_DIR/train/<id>/ and OUT_DIR/heldout/<id>/ are Harbor task directories
 (task.toml, instruction.md, tests/test.sh, solution/solve.sh), runnable as
 they are on the Docker backend (forge-busybox:latest). OUT_DIR/train.jsonl and
 OUT_DIR/heldout.jsonl are the same tasks as forge JSONL for the local backend:
-its sandbox's / is a host directory, so the verifier is a `command` that runs
-the task's own tests/test.sh, which then finds the sandbox's files under
-$FORGE_SANDBOX_ROOT (empty in a container, where the paths are the real ones).
+its sandbox's / is a host directory, so the verifier is a `command`: the text
+of the task's own tests/test.sh (not its path: under bubblewrap the host's /tmp
+is out of sight), which finds the sandbox's files under $FORGE_SANDBOX_ROOT
+(unset in a container, where the paths are the real ones).
 
 The numbers are four digits, the held-out split's disjoint from the train
 split's; the file is one of a few names. The family is fixed (seed 37), so the
@@ -74,19 +75,19 @@ def task_dir(root, split, task_id, number, name):
     instruction = "Write the number %d into the file %s.\n" % (number, name)
     write(os.path.join(d, "task.toml"), TOML.format(split=split))
     write(os.path.join(d, "instruction.md"), instruction)
-    write(os.path.join(d, "tests", "test.sh"), TEST.format(name=name, number=number), 0o755)
+    test = TEST.format(name=name, number=number)
+    write(os.path.join(d, "tests", "test.sh"), test, 0o755)
     write(os.path.join(d, "solution", "solve.sh"), SOLVE.format(name=name, number=number), 0o755)
     return {"schema": "forge.task/1", "id": task_id, "instruction": instruction,
             "agent": {"timeout_sec": 30}, "environment": {"cpus": 1, "memory_mb": 512},
-            "verifier": {"kind": "command", "timeout_sec": 30,
-                         "command": "sh %s" % os.path.join(d, "tests", "test.sh")},
+            "verifier": {"kind": "command", "timeout_sec": 30, "command": test},
             "metadata": {"category": "file-io", "tags": ["forge-loop", split]}}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out_dir")
-    p.add_argument("--train", type=int, default=64)
+    p.add_argument("--train", type=int, default=256)
     p.add_argument("--heldout", type=int, default=32)
     a = p.parse_args()
     root = os.path.abspath(a.out_dir)

@@ -2,7 +2,7 @@
 # The loop closed in miniature (examples/loop/README.md): a small policy learns,
 # round after round, from what forge recorded.
 #
-#   examples/loop/run.sh [--out DIR] [--seed S] [--rounds R] [--attempts N]
+#   examples/loop/run.sh [--out DIR] [--seed S] [--rounds R] [--attempts N] [--round-tasks T]
 #                        [--eval-attempts N] [--sft-steps K] [--sft-stop-at P] [--updates K]
 #                        [--sft-lr X] [--rl-lr X] [--jobs J]
 #
@@ -11,7 +11,8 @@
 # duplicates, forge-pack writes sft-tokens and the trainer's SFT stage starts
 # the policy. Each round then: forge-proxy pause + drain, the policy server
 # loads the newest weights, the policy version is bumped, resume;
-# forge-launch runs N attempts per train task (reference ReACT harness, local
+# forge-launch runs N attempts at each of T train tasks drawn for the round
+# (reference ReACT harness, local
 # backend under bubblewrap), forge-verify, forge-pack rl --max-staleness 0,
 # one GRPO update (the trainer first checks its log-probabilities against
 # the recorded ones). Held-out pass@1 is printed for the untrained model, the
@@ -20,13 +21,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-out=loop-out seed=1 rounds=3 attempts=4 eval_attempts=4 sft_steps=600 sft_stop=0.5 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
+out=loop-out seed=1 rounds=3 attempts=4 round_tasks=64 eval_attempts=4 sft_steps=600 sft_stop=0.5 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --attempts) attempts=$2; shift 2 ;;
+    --round-tasks) round_tasks=$2; shift 2 ;;
     --eval-attempts) eval_attempts=$2; shift 2 ;;
     --sft-steps) sft_steps=$2; shift 2 ;;
     --sft-stop-at) sft_stop=$2; shift 2 ;;
@@ -75,10 +77,10 @@ policy_proxy=$proxy_url
 admin "policy-version?version=0"
 evaluate untrained 0 "$out/weights/v0.safetensors"
 
-say "teacher rollouts through forge-proxy -> forge-verify -> forge-dedup -> forge-pack sft-tokens"
+say "teacher: one rollout per train task through forge-proxy -> forge-verify -> forge-dedup -> forge-pack sft-tokens"
 start_server teacher --teacher --teacher-error 0.1 --seed "$seed"
 start_proxy "$out/teacher.db" "$server_url"
-rollouts teacher "$out/tasks/train.jsonl" 2 "$proxy_url" "$out/teacher.db"
+rollouts teacher "$out/tasks/train.jsonl" 1 "$proxy_url" "$out/teacher.db"
 "$bin/forge-dedup" --field logs.stdout --id-field rollout_id --threshold 1 --quiet \
   --rank 'verdict.reward desc,rollout_id asc' --dropped "$out/runs/teacher.dropped.jsonl" \
   <"$out/runs/teacher.verdicts.jsonl" >"$out/runs/teacher.deduped.jsonl"
@@ -97,8 +99,9 @@ evaluate sft 1 "$out/weights/v1.safetensors"
 
 for round in $(seq 1 "$rounds"); do
   version=$round
-  say "round $round: $attempts attempts per train task at policy version $version"
-  rollouts "round-$round" "$out/tasks/train.jsonl" "$attempts" "$policy_proxy" "$out/forge.db"
+  say "round $round: $attempts attempts at each of $round_tasks train tasks, policy version $version"
+  shuf -n "$round_tasks" --random-source=<(yes "$seed-$round") "$out/tasks/train.jsonl" >"$out/runs/round-$round.tasks.jsonl"
+  rollouts "round-$round" "$out/runs/round-$round.tasks.jsonl" "$attempts" "$policy_proxy" "$out/forge.db"
   train_p=$(pass_at_1 "$out/runs/round-$round.verdicts.jsonl")
   rm -rf "$out/runs/rl-$round"
   "$bin/forge-pack" --store "$out/forge.db" --format rl --advantage grpo --drop-zero-variance \

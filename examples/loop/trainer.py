@@ -81,7 +81,11 @@ def load_rl(index_path):
         name = entry.get("file")
         if not isinstance(name, str):
             die(65, "%s:%d: no \"file\"" % (index_path, n))
-        path = name if os.path.isabs(name) else os.path.join(base, name)
+        # forge-pack writes --out-dir/batch-N.safetensors: relative to where it ran,
+        # which is usually here, else next to the index.
+        path = name
+        if not os.path.isabs(name) and not os.path.exists(name):
+            path = os.path.join(base, os.path.basename(name))
         if not os.path.exists(path):
             die(66, "%s:%d: %s: no such file" % (index_path, n, path))
         try:
