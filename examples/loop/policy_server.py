@@ -127,13 +127,13 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):
-        pass
+        pass  # the loop's logs stay readable; errors go back to the client
 
     def send_json(self, status, obj):
         data = json.dumps(obj).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        for name, value in (("Content-Type", "application/json"), ("Content-Length", str(len(data)))):
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -265,9 +265,11 @@ def main():
     STATE["rng"] = random.Random(ARGS.seed)
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
-    with open(ARGS.port_file + ".tmp", "w") as f:
-        f.write(str(server.server_address[1]))
-    os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
+    # The port file appears whole, once the server listens.
+    temporary = "%s.%d" % (ARGS.port_file, os.getpid())
+    with open(temporary, "w") as f:
+        print(server.server_address[1], file=f)
+    os.replace(temporary, ARGS.port_file)
     server.serve_forever()
 
 

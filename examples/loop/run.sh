@@ -2,7 +2,7 @@
 # The loop closed in miniature (examples/loop/README.md): a small policy learns,
 # round after round, from what forge recorded.
 #
-#   examples/loop/run.sh [--out DIR] [--seed S] [--rounds R] [--attempts N] [--round-tasks T]
+#   examples/loop/run.sh [--out DIR] [--seed S] [--train-tasks N] [--rounds R] [--attempts N] [--round-tasks T]
 #                        [--eval-attempts N] [--sft-steps K] [--sft-stop-at P] [--updates K]
 #                        [--sft-lr X] [--rl-lr X] [--jobs J]
 #
@@ -21,12 +21,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-out=loop-out seed=1 rounds=3 attempts=4 round_tasks=64 eval_attempts=4 sft_steps=600 sft_stop=0.5 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
+out=loop-out seed=1 train_tasks=256 rounds=3 attempts=4 round_tasks=64 eval_attempts=4 sft_steps=600 sft_stop=0.5 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --train-tasks) train_tasks=$2; shift 2 ;;
     --attempts) attempts=$2; shift 2 ;;
     --round-tasks) round_tasks=$2; shift 2 ;;
     --eval-attempts) eval_attempts=$2; shift 2 ;;
@@ -66,7 +67,7 @@ evaluate() {
 }
 
 say "tasks: train and held-out splits"
-python3 "$here/make_tasks.py" "$out/tasks" >/dev/null
+python3 "$here/make_tasks.py" "$out/tasks" --train "$train_tasks" >/dev/null
 
 say "policy server (untrained, seed $seed) and forge-proxy in front of it"
 "$py" "$here/trainer.py" init --seed "$seed" --out "$out/weights/v0.safetensors" >/dev/null

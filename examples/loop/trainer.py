@@ -272,9 +272,8 @@ def main():
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", required=True)
     s = sub.add_parser("sft")
-    s.add_argument("--weights", required=True)
-    s.add_argument("--data", required=True)
-    s.add_argument("--out", required=True)
+    for name in ("--weights", "--data", "--out"):
+        s.add_argument(name, required=True)
     s.add_argument("--steps", type=int, default=100)
     s.add_argument("--batch", type=int, default=16)
     s.add_argument("--lr", type=float, default=3e-3)
@@ -284,9 +283,8 @@ def main():
     s.add_argument("--validation", type=float, default=0.125, help="fraction of tasks held back for --stop-at")
     s.add_argument("--check-every", type=int, default=10)
     s = sub.add_parser("rl")
-    s.add_argument("--weights", required=True)
-    s.add_argument("--index", required=True)
-    s.add_argument("--out", required=True)
+    for name in ("--weights", "--index", "--out"):
+        s.add_argument(name, required=True)
     s.add_argument("--updates", type=int, default=4)
     s.add_argument("--micro-batch", type=int, default=32)
     s.add_argument("--clip", type=float, default=0.2)

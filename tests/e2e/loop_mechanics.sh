@@ -33,7 +33,7 @@ jobs=4
 mkdir -p "$out/runs" "$out/weights"
 export FORGE_LOCAL_ROOT=$out/sandboxes
 source "$here/lib.sh"
-on_exit='rm -rf "$out"'
+on_exit='[ -n "${KEEP:-}" ] || rm -rf "$out"'
 fail() { echo "FAIL: $*" >&2; for f in "$out"/*.log; do echo "--- $f"; tail -5 "$f"; done >&2; exit 1; }
 trainer() { "$py" "$here/trainer.py" "$@" 2>>"$out/trainer.log"; }
 same_weights() {  # a b: exit 0 when every tensor is equal
