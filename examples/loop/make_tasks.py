@@ -33,7 +33,7 @@ tags = ["forge-loop", "{split}"]
 timeout_sec = 30.0
 
 [agent]
-timeout_sec = 30.0
+timeout_sec = 120.0
 
 [environment]
 docker_image = "forge-busybox:latest"
@@ -79,7 +79,7 @@ def task_dir(root, split, task_id, number, name):
     write(os.path.join(d, "tests", "test.sh"), test, 0o755)
     write(os.path.join(d, "solution", "solve.sh"), SOLVE.format(name=name, number=number), 0o755)
     return {"schema": "forge.task/1", "id": task_id, "instruction": instruction,
-            "agent": {"timeout_sec": 30}, "environment": {"cpus": 1, "memory_mb": 512},
+            "agent": {"timeout_sec": 120}, "environment": {"cpus": 1, "memory_mb": 512},
             "verifier": {"kind": "command", "timeout_sec": 30, "command": test},
             "metadata": {"category": "file-io", "tags": ["forge-loop", split]}}
 

@@ -9,7 +9,8 @@
 # is paused, drained, given the new weights in sampling mode, and the version
 # bumped to 2; one RL round runs on tasks whose verifier passes about half the
 # attempts (a coin flip, so that the round's GRPO advantages are not all zero
-# whatever the barely trained policy writes), then one RL update.
+# whatever the barely trained policy writes; a long agent deadline, as a
+# loaded machine samples slowly), then one RL update.
 # Checks: the weights change (SFT and RL); every call of the round carries
 # version 2 at start and end; forge-pack --max-staleness 0 over the teacher
 # rollouts and the round drops the teacher's version-1 samples as stale and
@@ -53,7 +54,8 @@ export LOOP_DIR=$here
 "$py" "$here/make_tasks.py" "$out/tasks" --train 8 --heldout 2 >/dev/null
 # The round's tasks: the first four train tasks with a coin-flip verifier.
 head -4 "$out/tasks/train.jsonl" |
-  jq -c '.verifier.command = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 128 ]"' >"$out/coin.jsonl"
+  jq -c '.verifier.command = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 128 ]" | .agent.timeout_sec = 600' \
+  >"$out/coin.jsonl"
 
 trainer init --seed 3 --out "$out/weights/v0.safetensors" >/dev/null
 start_server policy --weights "$out/weights/v0.safetensors" --teacher --seed 3
