@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The loop closed in miniature (examples/loop/README.md): a small policy learns,
+# round after round, from what forge recorded.
+#
+#   examples/loop/run.sh [--out DIR] [--seed S] [--train-tasks N] [--rounds R] [--attempts N] [--round-tasks T]
+#                        [--eval-attempts N] [--sft-steps K] [--sft-stop-at P] [--updates K]
+#                        [--sft-lr X] [--rl-lr X] [--jobs J]
+#
+# A teacher (policy_server.py --teacher) solves the train split through
+# forge-proxy; forge-verify keeps the passed rollouts, forge-dedup drops
+# duplicates, forge-pack writes sft-tokens and the trainer's SFT stage starts
+# the policy. Each round then: forge-proxy pause + drain, the policy server
+# loads the newest weights, the policy version is bumped, resume;
+# forge-launch runs N attempts at each of T train tasks drawn for the round
+# (reference ReACT harness, local
+# backend under bubblewrap), forge-verify, forge-pack rl --max-staleness 0,
+# one GRPO update (the trainer first checks its log-probabilities against
+# the recorded ones). Held-out pass@1 is printed for the untrained model, the
+# SFT checkpoint and after every round; DIR/rounds.jsonl keeps the figures.
+# FORGE_BIN names the directory with the forge binaries (default: build).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+out=loop-out seed=1 train_tasks=256 rounds=3 attempts=4 round_tasks=64 eval_attempts=4 sft_steps=600 sft_stop=0.5 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --train-tasks) train_tasks=$2; shift 2 ;;
+    --attempts) attempts=$2; shift 2 ;;
+    --round-tasks) round_tasks=$2; shift 2 ;;
+    --eval-attempts) eval_attempts=$2; shift 2 ;;
+    --sft-steps) sft_steps=$2; shift 2 ;;
+    --sft-stop-at) sft_stop=$2; shift 2 ;;
+    --updates) updates=$2; shift 2 ;;
+    --sft-lr) sft_lr=$2; shift 2 ;;
+    --rl-lr) rl_lr=$2; shift 2 ;;
+    --jobs|-j) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "loop: unknown argument $1 (try --help)" >&2; exit 64 ;;
+  esac
+done
+bin=$(cd "${FORGE_BIN:-$src/build}" && pwd)
+py=/usr/bin/python3
+for tool in forge-proxy forge-launch forge-verify forge-dedup forge-pack; do
+  [ -x "$bin/$tool" ] || { echo "loop: $bin/$tool missing (build it, or set FORGE_BIN)" >&2; exit 69; }
+done
+"$py" -c 'import torch, numpy' 2>/dev/null || { echo "loop: $py lacks torch/numpy (apt-get install python3-torch)" >&2; exit 69; }
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -rf "${out:?}"/{tasks,runs,sandboxes,weights,*.db*,rounds.jsonl,*.log}
+mkdir -p "$out/runs" "$out/weights"
+export FORGE_LOCAL_ROOT=$out/sandboxes
+say() { printf '== %s\n' "$*" >&2; }
+
+source "$here/lib.sh"
+
+# evaluate LABEL VERSION WEIGHTS: held-out pass@1 of the weights now served.
+evaluate() {
+  rollouts "eval-$1" "$out/tasks/heldout.jsonl" "$eval_attempts" "$policy_proxy" "$out/forge.db"
+  local p; p=$(pass_at_1 "$out/runs/eval-$1.verdicts.jsonl")
+  printf '%-10s policy_version %-3s held-out pass@1 %s\n' "$1" "$2" "$p"
+  printf '{"stage":"%s","policy_version":%s,"heldout_pass_at_1":%s,"weights":"%s"}\n' "$1" "$2" "$p" "$3" \
+    >>"$out/rounds.jsonl"
+}
+
+say "tasks: train and held-out splits"
+python3 "$here/make_tasks.py" "$out/tasks" --train "$train_tasks" >/dev/null
+
+say "policy server (untrained, seed $seed) and forge-proxy in front of it"
+"$py" "$here/trainer.py" init --seed "$seed" --out "$out/weights/v0.safetensors" >/dev/null
+start_server policy --weights "$out/weights/v0.safetensors" --seed "$seed"
+policy_url=$server_url
+start_proxy "$out/forge.db" "$policy_url"
+policy_proxy=$proxy_url
+admin "policy-version?version=0"
+evaluate untrained 0 "$out/weights/v0.safetensors"
+
+say "teacher: one rollout per train task through forge-proxy -> forge-verify -> forge-dedup -> forge-pack sft-tokens"
+start_server teacher --teacher --teacher-error 0.1 --seed "$seed"
+start_proxy "$out/teacher.db" "$server_url"
+rollouts teacher "$out/tasks/train.jsonl" 1 "$proxy_url" "$out/teacher.db"
+"$bin/forge-dedup" --field logs.stdout --id-field rollout_id --threshold 1 --quiet \
+  --rank 'verdict.reward desc,rollout_id asc' --dropped "$out/runs/teacher.dropped.jsonl" \
+  <"$out/runs/teacher.verdicts.jsonl" >"$out/runs/teacher.deduped.jsonl"
+"$bin/forge-pack" --store "$out/teacher.db" --format sft-tokens --passed-only --quiet \
+  "$out/runs/teacher.deduped.jsonl" >"$out/runs/sft-tokens.jsonl"
+say "teacher: $(jq -s 'map(select(.verdict.passed)) | length' "$out/runs/teacher.verdicts.jsonl") of \
+$(wc -l <"$out/runs/teacher.verdicts.jsonl") passed, $(wc -l <"$out/runs/teacher.deduped.jsonl") after dedup, \
+$(wc -l <"$out/runs/sft-tokens.jsonl") SFT rows"
+
+say "SFT: at most $sft_steps steps, stopped early at a success probability of $sft_stop (room for RL)"
+"$py" "$here/trainer.py" sft --weights "$out/weights/v0.safetensors" --data "$out/runs/sft-tokens.jsonl" \
+  --steps "$sft_steps" --stop-at "$sft_stop" --lr "$sft_lr" --seed "$seed" --out "$out/weights/v1.safetensors" \
+  >"$out/runs/sft.json" 2>>"$out/trainer.log"
+load "$out/weights/v1.safetensors" 1
+evaluate sft 1 "$out/weights/v1.safetensors"
+
+for round in $(seq 1 "$rounds"); do
+  version=$round
+  say "round $round: $attempts attempts at each of $round_tasks train tasks, policy version $version"
+  shuf -n "$round_tasks" --random-source=<(yes "$seed-$round") "$out/tasks/train.jsonl" >"$out/runs/round-$round.tasks.jsonl"
+  rollouts "round-$round" "$out/runs/round-$round.tasks.jsonl" "$attempts" "$policy_proxy" "$out/forge.db"
+  train_p=$(pass_at_1 "$out/runs/round-$round.verdicts.jsonl")
+  rm -rf "$out/runs/rl-$round"
+  "$bin/forge-pack" --store "$out/forge.db" --format rl --advantage grpo --drop-zero-variance \
+    --max-staleness 0 --out-dir "$out/runs/rl-$round" --quiet --stats "$out/runs/rl-$round.stats.json" \
+    "$out/runs/round-$round.verdicts.jsonl" >"$out/runs/rl-$round/index.jsonl"
+  next=$((version + 1))
+  if [ -s "$out/runs/rl-$round/index.jsonl" ]; then
+    "$py" "$here/trainer.py" rl --weights "$out/weights/v$version.safetensors" \
+      --index "$out/runs/rl-$round/index.jsonl" --updates "$updates" --lr "$rl_lr" --seed "$seed" \
+      --out "$out/weights/v$next.safetensors" >"$out/runs/rl-$round.json" 2>>"$out/trainer.log"
+    diff=$(jq -r '.agreement | "\(.max_abs_diff) over \(.rows_single) single-call and \(.rows_merged) merged rows"' \
+      "$out/runs/rl-$round.json")
+  else
+    cp "$out/weights/v$version.safetensors" "$out/weights/v$next.safetensors"
+    diff="n/a (every group had equal rewards)"
+  fi
+  say "round $round: train pass@1 $train_p; trainer vs recorded logprobs, max abs diff $diff"
+  load "$out/weights/v$next.safetensors" "$next"
+  evaluate "round-$round" "$next" "$out/weights/v$next.safetensors"
+done
+say "figures: $out/rounds.jsonl"

@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+"""The loop's trainer: reads what forge-pack writes and updates examples/loop/policy.py.
+
+  trainer.py init --seed S --out W                  a fresh model
+  trainer.py sft  --weights W --data SFT.jsonl --steps N --out W2
+                                                    forge-pack --format sft-tokens rows
+  trainer.py rl   --weights W --index INDEX.jsonl --out W2
+                                                    forge-pack --format rl micro-batches
+  trainer.py check-logprobs --weights W --index INDEX.jsonl [--tolerance 1e-4]
+
+sft: cross-entropy on the tokens whose loss_mask is 1 (the labels are the ids
+there, -100 elsewhere), minibatches drawn with the seed, Adam. --stop-at X holds
+back the rows of some tasks and stops once their success probability (the mean
+of exp(sum of completion logprobs): how often sampling would reproduce them)
+reaches X, so that SFT ends early, with room left for RL.
+
+rl: the policy-gradient loss of GRPO / Dr. GRPO / RLOO (which one is forge-pack's
+--advantage; the trainer takes the per-token advantages as written) with PPO's
+clipped importance ratio exp(logp_new - rollout_log_probs) on the tokens whose
+loss_mask is 1. --updates K optimizer steps over the round's micro-batches (the
+first sees ratio 1; later ones are clipped to [1 - eps, 1 + eps]); --loss-agg
+token-mean (veRL's default) or seq-mean-token-sum-norm (Dr. GRPO's constant
+normaliser). Before the first update it compares its log-probabilities with
+the recorded ones (check-logprobs does only that) and reports the largest
+difference, over single-call rows and merged multi-call rows.
+
+Each command prints one JSON line on stdout; progress goes to stderr.
+Exit status: 0 ok, 1 check-logprobs over the tolerance, 65 bad input, 66 missing input."""
+import argparse
+import json
+import os
+import random
+import sys
+
+import numpy as np
+import torch
+
+import policy
+
+
+def die(status, message):
+    print("trainer: " + message, file=sys.stderr)
+    sys.exit(status)
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        die(66, "%s: no such file" % path)
+    rows = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                die(65, "%s:%d: not JSON: %s" % (path, n, e))
+    return rows
+
+
+def load_sft(path):
+    rows, keys = [], []
+    for n, r in enumerate(read_jsonl(path), 1):
+        ids, mask = r.get("input_ids"), r.get("loss_mask")
+        if not isinstance(ids, list) or not isinstance(mask, list) or len(ids) != len(mask):
+            die(65, "%s:%d: expected input_ids and loss_mask of equal length" % (path, n))
+        labels = r.get("labels")
+        if labels is not None and any((l != -100) != bool(m) or (m and l != i)
+                                      for i, l, m in zip(ids, labels, mask)):
+            die(65, "%s:%d: labels disagree with input_ids and loss_mask" % (path, n))
+        rows.append((ids, mask))
+        keys.append(str(r.get("task_id", n)))
+    return rows, keys
+
+
+def load_rl(index_path):
+    """Rows of every micro-batch of the index: dicts of ids, mask, old log-probs, advantages."""
+    base = os.path.dirname(os.path.abspath(index_path))
+    rows = []
+    for n, entry in enumerate(read_jsonl(index_path), 1):
+        name = entry.get("file")
+        if not isinstance(name, str):
+            die(65, "%s:%d: no \"file\"" % (index_path, n))
+        # forge-pack writes --out-dir/batch-N.safetensors: relative to where it ran,
+        # which is usually here, else next to the index.
+        path = name
+        if not os.path.isabs(name) and not os.path.exists(name):
+            path = os.path.join(base, os.path.basename(name))
+        if not os.path.exists(path):
+            die(66, "%s:%d: %s: no such file" % (index_path, n, path))
+        try:
+            t, meta = policy.read_safetensors(path)
+        except ValueError as e:
+            die(65, str(e))
+        need = ("input_ids", "position_ids", "loss_mask", "rollout_log_probs", "advantages", "cu_seqlens")
+        missing = [k for k in need if k not in t]
+        if missing:
+            die(65, "%s: missing tensors %s" % (path, ", ".join(missing)))
+        cu = t["cu_seqlens"]
+        uids = json.loads(meta.get("uids", "[]"))
+        for i in range(len(cu) - 1):
+            a, b = int(cu[i]), int(cu[i + 1])
+            if not np.array_equal(t["position_ids"][a:b], np.arange(b - a)):
+                die(65, "%s: row %d: position_ids do not restart at 0" % (path, i))
+            mask = t["loss_mask"][a:b].astype(bool)
+            rows.append({"ids": t["input_ids"][a:b].astype(np.int64).tolist(), "mask": mask,
+                         "old": torch.from_numpy(t["rollout_log_probs"][a:b].copy()),
+                         "adv": torch.from_numpy(t["advantages"][a:b].copy()),
+                         "uid": uids[i] if i < len(uids) else None,
+                         "calls": int(np.sum(np.diff(np.concatenate([[0], mask.astype(np.int8)])) == 1))})
+    return rows
+
+
+def batches(rows, size):
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+def logprob_agreement(model, rows, size=16):
+    """Largest |trainer logprob - recorded logprob| over completion tokens, single and merged rows."""
+    worst = {"single": 0.0, "merged": 0.0}
+    count = {"single": 0, "merged": 0}
+    tokens = 0
+    with torch.no_grad():
+        for group in batches(rows, size):
+            new = policy.token_logprobs(model, [r["ids"] for r in group])
+            for j, r in enumerate(group):
+                kind = "merged" if r["calls"] > 1 else "single"
+                m = torch.from_numpy(r["mask"])
+                diff = (new[j, :len(r["ids"])][m] - r["old"][m]).abs()
+                if len(diff):
+                    worst[kind] = max(worst[kind], float(diff.max()))
+                count[kind] += 1
+                tokens += int(m.sum())
+    return {"max_abs_diff": max(worst.values()), "max_abs_diff_single": worst["single"],
+            "max_abs_diff_merged": worst["merged"], "rows_single": count["single"],
+            "rows_merged": count["merged"], "tokens": tokens}
+
+
+def rl_loss(model, group, clip, norm):
+    """Clipped policy-gradient loss of a micro-batch, its token sum divided by norm."""
+    new = policy.token_logprobs(model, [r["ids"] for r in group])
+    total, clipped = 0.0, 0
+    for j, r in enumerate(group):
+        m = torch.from_numpy(r["mask"])
+        logp = new[j, :len(r["ids"])][m]
+        ratio = torch.exp(logp - r["old"][m])
+        adv = r["adv"][m]
+        per_token = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
+        clipped += int(((ratio < 1 - clip) | (ratio > 1 + clip)).sum())
+        total = total + per_token.sum() / norm
+    return total, clipped
+
+
+def cmd_init(a):
+    torch.manual_seed(a.seed)
+    model = policy.new_policy(a.seed)
+    policy.save_policy(model, a.out, {"stage": "init", "seed": a.seed})
+    print(json.dumps({"out": a.out, "parameters": sum(p.numel() for p in model.parameters())}))
+
+
+def success_probability(model, rows):
+    """Mean over rows of exp(sum of the masked tokens' logprobs): the chance that
+    sampling at temperature 1 reproduces the row's completions (its pass@1 when
+    the row is a passing trajectory and the prompts between turns are fixed)."""
+    with torch.no_grad():
+        logp = policy.token_logprobs(model, [ids for ids, _ in rows])
+        total = 0.0
+        for j, (_, m) in enumerate(rows):
+            total += float(torch.exp(logp[j, :len(m)][torch.as_tensor(m, dtype=torch.bool)].sum()))
+    return total / len(rows)
+
+
+def split_rows(rows, keyed, fraction):
+    """(train, validation): every row of a task goes to one side (by a hash of its task id)."""
+    def held(key):
+        return int.from_bytes(key.encode(), "little") * 2654435761 % 1000 < fraction * 1000
+    val = [r for r, k in zip(rows, keyed) if held(k)]
+    return [r for r, k in zip(rows, keyed) if not held(k)], val
+
+
+def cmd_sft(a):
+    model, _ = policy.load_policy(a.weights)
+    rows, keys = load_sft(a.data)
+    if not rows:
+        die(65, "%s: no rows" % a.data)
+    val = []
+    if a.stop_at is not None:
+        rows, val = split_rows(rows, keys, a.validation)
+        if not rows or not val:
+            die(65, "%s: too few tasks to hold %.0f%% of them out for --stop-at" % (a.data, 100 * a.validation))
+    rng = random.Random(a.seed)
+    torch.manual_seed(a.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    losses, estimate, step = [], None, 0
+    for step in range(1, a.steps + 1):
+        model.train()
+        group = [rows[rng.randrange(len(rows))] for _ in range(a.batch)]
+        logp = policy.token_logprobs(model, [ids for ids, _ in group])
+        mask = torch.zeros_like(logp, dtype=torch.bool)
+        for j, (_, m) in enumerate(group):
+            mask[j, :len(m)] = torch.as_tensor(m, dtype=torch.bool)
+        loss = -logp[mask].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+        if val and step % a.check_every == 0:
+            model.eval()
+            estimate = success_probability(model, val)
+            print("trainer: sft step %d loss %.4f validation success %.3f" % (step, loss, estimate),
+                  file=sys.stderr)
+            if estimate >= a.stop_at:
+                break
+        elif step % 20 == 0:
+            print("trainer: sft step %d loss %.4f" % (step, loss), file=sys.stderr)
+    model.eval()
+    policy.save_policy(model, a.out, {"stage": "sft", "steps": step})
+    print(json.dumps({"out": a.out, "rows": len(rows), "validation_rows": len(val), "steps": step,
+                      "first_loss": losses[0], "last_loss": losses[-1], "validation_success": estimate}))
+
+
+def cmd_rl(a):
+    model, _ = policy.load_policy(a.weights)
+    rows = load_rl(a.index)
+    if not rows:
+        die(65, "%s: no rows to train on" % a.index)
+    report = {"agreement": logprob_agreement(model, rows)}
+    torch.manual_seed(a.seed)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    tokens = sum(int(r["mask"].sum()) for r in rows)
+    longest = max(len(r["ids"]) for r in rows)
+    losses = []
+    for update in range(a.updates):
+        opt.zero_grad()
+        total, clipped = 0.0, 0
+        for group in batches(rows, a.micro_batch):
+            # token-mean: every trainable token of the round weighs the same; Dr. GRPO's
+            # seq-mean-token-sum-norm: token sums over (rows x a constant length).
+            norm = tokens if a.loss_agg == "token-mean" else len(rows) * longest
+            loss, c = rl_loss(model, group, a.clip, norm)
+            loss.backward()
+            total += float(loss)
+            clipped += c
+        opt.step()
+        losses.append({"loss": total, "clipped_tokens": clipped})
+        print("trainer: rl update %d/%d loss %.5f clipped %d/%d tokens" % (update + 1, a.updates, total, clipped,
+                                                                            tokens), file=sys.stderr)
+    model.eval()
+    policy.save_policy(model, a.out, {"stage": "rl", "updates": a.updates})
+    report.update(out=a.out, rows=len(rows), tokens=tokens, updates=losses)
+    print(json.dumps(report))
+
+
+def cmd_check(a):
+    model, _ = policy.load_policy(a.weights)
+    rows = load_rl(a.index)
+    if not rows:
+        die(65, "%s: no rows" % a.index)
+    report = logprob_agreement(model, rows)
+    report["tolerance"] = a.tolerance
+    report["ok"] = report["max_abs_diff"] <= a.tolerance
+    print(json.dumps(report))
+    sys.exit(0 if report["ok"] else 1)
+
+
+def main():
+    p = argparse.ArgumentParser(description="forge's example trainer (examples/loop/README.md)")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("init")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", required=True)
+    s = sub.add_parser("sft")
+    for name in ("--weights", "--data", "--out"):
+        s.add_argument(name, required=True)
+    s.add_argument("--steps", type=int, default=100)
+    s.add_argument("--batch", type=int, default=16)
+    s.add_argument("--lr", type=float, default=3e-3)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--stop-at", type=float,
+                   help="stop once the held-back tasks' success probability reaches this (early stop)")
+    s.add_argument("--validation", type=float, default=0.125, help="fraction of tasks held back for --stop-at")
+    s.add_argument("--check-every", type=int, default=10)
+    s = sub.add_parser("rl")
+    for name in ("--weights", "--index", "--out"):
+        s.add_argument(name, required=True)
+    s.add_argument("--updates", type=int, default=4)
+    s.add_argument("--micro-batch", type=int, default=32)
+    s.add_argument("--clip", type=float, default=0.2)
+    s.add_argument("--lr", type=float, default=1e-3)
+    s.add_argument("--loss-agg", choices=["token-mean", "seq-mean-token-sum-norm"], default="token-mean")
+    s.add_argument("--seed", type=int, default=0)
+    s = sub.add_parser("check-logprobs")
+    s.add_argument("--weights", required=True)
+    s.add_argument("--index", required=True)
+    s.add_argument("--tolerance", type=float, default=1e-4)
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    for name in ("weights", "data", "index"):
+        if getattr(a, name, None) and not os.path.exists(getattr(a, name)):
+            die(66, "%s: no such file" % getattr(a, name))
+    {"init": cmd_init, "sft": cmd_sft, "rl": cmd_rl, "check-logprobs": cmd_check}[a.command](a)
+
+
+if __name__ == "__main__":
+    main()
