@@ -45,6 +45,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
     ++line_;
     std::string_view text(buffer_, static_cast<size_t>(n));
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    std::string_view ending(buffer_ + text.size(), static_cast<size_t>(n) - text.size());
     if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
 
     std::string where = source_ + ":" + std::to_string(line_);
@@ -71,7 +72,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
       continue;
     }
     ++good_lines_;
-    return std::optional<Record>(Record{std::move(json), source_, line_, std::string(text)});
+    return std::optional<Record>(Record{std::move(json), source_, line_, std::string(text), std::string(ending)});
   }
 }
 
@@ -116,9 +117,9 @@ Status JsonlWriter::Write(const Json& record) {
   return WriteLine(record.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
-Status JsonlWriter::WriteLine(std::string_view text) {
+Status JsonlWriter::WriteLine(std::string_view text, std::string_view ending) {
   std::string line(text);
-  line += '\n';
+  line += ending.empty() ? "\n" : ending;
   errno = 0;
   if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0) {
     if (errno == EPIPE) return Status::OutputClosed();

@@ -47,6 +47,23 @@ TEST_CASE("a malformed line is reported and skipped while the other lines flow")
   CHECK((*reader)->bad_lines() == 2);
 }
 
+TEST_CASE("a record keeps its line as read and its ending: CRLF, LF, or none at the end") {
+  forge::testing::TempDir dir;
+  std::string path = WriteFile(dir, "in.jsonl", "{\"id\": 1}\r\n{\"id\":2}\n{ \"id\": 3 }");
+  auto reader = forge::records::JsonlReader::Open(path);
+  REQUIRE(reader.ok());
+  std::vector<std::string> texts, endings;
+  for (;;) {
+    auto next = (*reader)->Next();
+    REQUIRE(next.ok());
+    if (!next->has_value()) break;
+    texts.push_back((**next).text);
+    endings.push_back((**next).ending);
+  }
+  CHECK(texts == std::vector<std::string>{"{\"id\": 1}", "{\"id\":2}", "{ \"id\": 3 }"});
+  CHECK(endings == std::vector<std::string>{"\r\n", "\n", ""});
+}
+
 TEST_CASE("strict mode stops at the first bad line and names file and line") {
   forge::testing::TempDir dir;
   std::string path = WriteFile(dir, "in.jsonl", "{\"a\": 1}\nnot json\n{\"a\": 2}\n");
