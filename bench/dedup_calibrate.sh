@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Calibrates forge-dedup's model-free defaults on real text from this machine
 # (bench/dedup_calibration_set.py: documentation, man pages, code, agent
-# trajectories; short, medium and long; word edits at 0, 2, 5, 10 % and a
-# 30 % rewrite), then scores each embedding and n-gram length with
+# trajectories; short, medium and long; word edits at 0, 2, 5, 10 %, a grey
+# zone at 20 and 30 %, and 50 % rewrites), then scores each embedding and n-gram length with
 # bench/dedup_calibrate_eval.py: the thresholds at which every edit rate up to
 # 10 % is found with recall >= 0.95 at precision >= 0.99, and the full table
 # at the defaults the tool ships with.

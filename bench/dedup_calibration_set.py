@@ -10,11 +10,12 @@ Base texts of four kinds and three lengths:
         paragraph and real commands run here with their real output
 lengths: short (15-40 words), medium (40-150), long (150-600).
 
-Bases that share much with an earlier base (word-trigram Jaccard >= 0.2) are
-left out, so that two bases are unrelated. Each base gets variants with word
-edits at known rates: 0 % (whitespace reflowed only), 2, 5 and 10 % (its
-cluster: duplicates), and a heavy rewrite at 30 % (its own cluster: not a
-duplicate). An edit is a substitution, an insertion, a deletion or a swap of
+Bases that share much with an earlier base (a fifth of the shorter one's word trigrams) are
+left out, and each file gives at most one base, so that two bases are
+unrelated. Each base gets variants with word edits at known rates: 0 %
+(whitespace reflowed only), 2, 5 and 10 % (its cluster: duplicates); 20 and
+30 % (a grey zone: neither counted as a duplicate nor as a false match); and
+a heavy rewrite at 50 % (its own cluster: not a duplicate). An edit is a substitution, an insertion, a deletion or a swap of
 two neighbouring words (a reordering), chosen uniformly; the number of edits
 is round(rate x words), at least one for a non-zero rate.
 
@@ -32,7 +33,8 @@ import subprocess
 import sys
 
 RATES = [0.0, 0.02, 0.05, 0.10]
-HEAVY = 0.30
+GREY = [0.20, 0.30]
+HEAVY = 0.50
 LENGTHS = {"short": (15, 40), "medium": (40, 150), "long": (150, 600)}
 
 
@@ -57,8 +59,9 @@ def doc_pool(rng):
     for pattern in ("README*", "changelog*", "copyright", "NEWS*"):
         files += glob.glob("/usr/share/doc/*/" + pattern)
     rng.shuffle(files)
-    for path in files[:600]:
-        yield from paragraphs(read_text(path))
+    for path in files[:1500]:
+        for p in paragraphs(read_text(path)):
+            yield path, p
 
 
 def man_pool(rng):
@@ -78,19 +81,19 @@ def man_pool(rng):
         i = 0
         while i < len(paras):  # runs of 1-8 paragraphs, so long texts exist too
             k = rng.randint(1, 8)
-            yield "\n\n".join(paras[i:i + k])
+            yield page, "\n\n".join(paras[i:i + k])
             i += k
 
 
 def code_pool(rng):
     files = glob.glob("/usr/include/*.h") + glob.glob("/usr/lib/python3*/*.py")
     rng.shuffle(files)
-    for path in files[:400]:
+    for path in files[:800]:
         lines = read_text(path).splitlines()
         start = 0
         while start < len(lines):
             n = rng.randint(8, 80)
-            yield "\n".join(lines[start:start + n])
+            yield path, "\n".join(lines[start:start + n])
             start += n
 
 
@@ -106,7 +109,7 @@ def traj_pool(rng):
     """Trajectories in forge's rendered form from real commands and outputs."""
     docs = [d for d in glob.glob("/usr/share/doc/*") if os.path.isdir(d)]
     rng.shuffle(docs)
-    tasks = [p for p in doc_pool(rng) if 15 <= len(p.split()) <= 80]
+    tasks = [p for _, p in doc_pool(rng) if 15 <= len(p.split()) <= 80]
     for i, d in enumerate(docs[:400]):
         pkg = os.path.basename(d)
         task = tasks[i % len(tasks)] if tasks else pkg
@@ -121,7 +124,7 @@ def traj_pool(rng):
         steps += [f'assistant: bash({{"command": "dpkg -s {pkg} 2>&1 | head -8"}})',
                   "tool: " + run(f"dpkg -s '{pkg}' 2>&1 | head -8"),
                   f"assistant: The package {pkg} is documented in {d}; done."]
-        yield "\n".join(s.rstrip("\n") for s in steps)
+        yield d, "\n".join(s.rstrip("\n") for s in steps)
 
 
 def fit(text, lo, hi, rng):
@@ -173,7 +176,10 @@ def main():
     bases, seen = [], []
     for source, pool in pools.items():
         counts = {k: 0 for k in LENGTHS}
-        for text in pool(rng):
+        used = set()
+        for path, text in pool(rng):
+            if path in used:
+                continue
             open_cells = [k for k in LENGTHS if counts[k] < args.per_cell]
             if not open_cells:
                 break
@@ -186,9 +192,12 @@ def main():
                 if cut is None:
                     continue
             grams = trigrams(cut)
-            if any(len(grams & g) / max(1, len(grams | g)) >= 0.2 for g in seen):
+            # Unrelated: no other base shares a fifth of the shorter one's
+            # word trigrams (licence headers, changelog boilerplate).
+            if any(len(grams & g) / max(1, min(len(grams), len(g))) >= 0.2 for g in seen):
                 continue
             seen.append(grams)
+            used.add(path)
             counts[length] += 1
             bases.append((source, length, cut))
         print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
@@ -202,6 +211,8 @@ def main():
         emit("orig", f"c{b}", None, text)
         for rate in RATES:
             emit(f"r{round(rate * 100)}", f"c{b}", rate, edit(text, rate, vocab, rng))
+        for rate in GREY:
+            emit(f"r{round(rate * 100)}", f"g{b}-{round(rate * 100)}", rate, edit(text, rate, vocab, rng))
         emit("heavy", f"h{b}", HEAVY, edit(text, HEAVY, vocab, rng))
 
 

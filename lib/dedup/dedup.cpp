@@ -254,7 +254,7 @@ records::Json Thresholds(const DedupOptions& o, const SimilarityGraph& graph,
   return rows;
 }
 
-// 6. Kept records in input order, exactly as read (line endings included),
+// 6. Kept records in input order, exactly as read (a CRLF line keeps its \r),
 // or, when calibrating, the threshold rows; then the side files.
 Status WriteOutputs(const DedupOptions& o, const std::vector<Item>& items,
                     const SimilarityGraph& graph, const std::vector<size_t>& survivors,
@@ -264,7 +264,7 @@ Status WriteOutputs(const DedupOptions& o, const std::vector<Item>& items,
     for (const auto& row : report["thresholds"]) FORGE_RETURN_IF_ERROR(out.Write(row));
   } else {
     for (const Item& item : items) {
-      if (!item.dropped) FORGE_RETURN_IF_ERROR(out.WriteLine(item.record.text, item.record.ending));
+      if (!item.dropped) FORGE_RETURN_IF_ERROR(out.WriteLine(item.record.text));
     }
   }
   if (!o.dropped_path.empty() && !o.calibrate) {

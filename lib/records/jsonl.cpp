@@ -43,10 +43,11 @@ Result<std::optional<Record>> JsonlReader::Next() {
       return std::optional<Record>();
     }
     ++line_;
+    // The record's text keeps a CRLF line's \r (JSON reads it as whitespace),
+    // so that a stage passing records through writes back the bytes it read.
     std::string_view text(buffer_, static_cast<size_t>(n));
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-    std::string_view ending(buffer_ + text.size(), static_cast<size_t>(n) - text.size());
-    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
 
     std::string where = source_ + ":" + std::to_string(line_);
     std::string reason;
@@ -72,7 +73,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
       continue;
     }
     ++good_lines_;
-    return std::optional<Record>(Record{std::move(json), source_, line_, std::string(text), std::string(ending)});
+    return std::optional<Record>(Record{std::move(json), source_, line_, std::string(text)});
   }
 }
 
@@ -117,9 +118,9 @@ Status JsonlWriter::Write(const Json& record) {
   return WriteLine(record.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
-Status JsonlWriter::WriteLine(std::string_view text, std::string_view ending) {
+Status JsonlWriter::WriteLine(std::string_view text) {
   std::string line(text);
-  line += ending.empty() ? "\n" : ending;
+  line += '\n';
   errno = 0;
   if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0) {
     if (errno == EPIPE) return Status::OutputClosed();

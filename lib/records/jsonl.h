@@ -26,8 +26,7 @@ struct Record {
   Json json;
   std::string source;  // file name, or "<stdin>"
   size_t line = 0;     // 1-based line number in source
-  std::string text;    // the line as read (no newline), for stages that pass records through untouched
-  std::string ending;  // its line ending as read: "\n", "\r\n", or "" for a last line without one
+  std::string text;    // the line as read without its \n (CRLF keeps its \r), for pass-through stages
 
   // "source:line", for messages about this record.
   std::string where() const { return source + ":" + std::to_string(line); }
@@ -91,9 +90,8 @@ class JsonlWriter {
   // One compact line per record, flushed, so a downstream stage sees it at
   // once. A vanished reader (EPIPE) is Status::OutputClosed().
   Status Write(const Json& record);
-  // Writes one line as given (a record passed through untouched), then its
-  // ending ("\n" unless given; an empty one is written as "\n" too).
-  Status WriteLine(std::string_view line, std::string_view ending = "\n");
+  // Writes one line as given (a record passed through untouched); a newline is added.
+  Status WriteLine(std::string_view line);
   size_t written() const { return written_; }
 
  private:

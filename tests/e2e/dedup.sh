@@ -196,20 +196,20 @@ check "--vector-field: v2 dropped for v0; wrong length, a string, a missing fiel
 check "--vector-field with --vectors: exit 64" test $? = 64
 
 # calibrate: per threshold, counts and the pairs nearest it on either side.
-"$BIN" calibrate "$work/in.jsonl" -f task.instruction --report-thresholds 0.8,0.95 -t 0.9 \
+"$BIN" calibrate "$work/in.jsonl" -f task.instruction --report-thresholds 0.8,0.96 -t 0.9 \
   > "$work/cal.out" 2> "$work/cal.err"
 rc=$?
 check "calibrate: one JSON line per threshold, no records, exit 65 (the malformed line)" \
   bash -c "test $rc = 65 && test \$(wc -l < '$work/cal.out') = 3 && ! grep -q '\"task\"' '$work/cal.out'"
-check "calibrate: the t1/t2 pair is just above 0.9 and just below 0.95, with snippets at the edit" \
+check "calibrate: the t1/t2 pair is just above 0.9 and just below 0.96, with snippets at the edit" \
   $py - "$work/cal.out" <<'PY'
 import json, sys
 rows = {r["threshold"]: r for r in map(json.loads, open(sys.argv[1]))}
 above = rows[0.9]["near_misses"]["above"][0]
-below = rows[0.95]["near_misses"]["below"][0]
-ok = {above["a"]["id"], above["b"]["id"]} == {"t1", "t2"} and 0.9 <= above["score"] < 0.95 \
+below = rows[0.96]["near_misses"]["below"][0]
+ok = {above["a"]["id"], above["b"]["id"]} == {"t1", "t2"} and 0.9 <= above["score"] < 0.96 \
     and below == above and "ten most" in above["a"]["snippet"] + above["b"]["snippet"] \
-    and rows[0.9]["dropped"] == 2 and rows[0.95]["dropped"] == 1
+    and rows[0.9]["dropped"] == 2 and rows[0.96]["dropped"] == 1
 sys.exit(0 if ok else 1)
 PY
 check "calibrate: a table on stderr names the pair" grep -q 't2 ~ t1\|t1 ~ t2' "$work/cal.err"
