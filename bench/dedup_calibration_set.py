@@ -97,32 +97,44 @@ def code_pool(rng):
             start += n
 
 
-def run(cmd):
+def dpkg_status():
+    """Package name -> its paragraph of /var/lib/dpkg/status (what dpkg -s prints)."""
+    out = {}
+    for para in read_text("/var/lib/dpkg/status").split("\n\n") if os.path.exists("/var/lib/dpkg/status") else []:
+        m = re.match(r"Package: (\S+)", para)
+        if m:
+            out[m.group(1)] = para
+    return out
+
+
+def head(path, n):
     try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=10,
-                              errors="replace").stdout
-    except subprocess.TimeoutExpired:
-        return ""
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", errors="replace") as f:
+            return "".join(line for _, line in zip(range(n), f))
+    except OSError as e:
+        return str(e)
 
 
 def traj_pool(rng):
-    """Trajectories in forge's rendered form from real commands and outputs."""
+    """Trajectories in forge's rendered form from real commands and their output
+    (ls, cat | head, dpkg -s, computed here as those commands print them)."""
     docs = [d for d in glob.glob("/usr/share/doc/*") if os.path.isdir(d)]
     rng.shuffle(docs)
     tasks = [p for _, p in doc_pool(rng) if 15 <= len(p.split()) <= 80]
+    status = dpkg_status()
     for i, d in enumerate(docs[:400]):
         pkg = os.path.basename(d)
         task = tasks[i % len(tasks)] if tasks else pkg
-        steps = [f"user: {task}", f'assistant: bash({{"command": "ls {d}"}})', "tool: " + run(f"ls {d}")]
-        files = sorted(glob.glob(d + "/*"))
+        files = sorted(os.listdir(d))
+        steps = [f"user: {task}", f'assistant: bash({{"command": "ls {d}"}})', "tool: " + "\n".join(files)]
         if files:
-            f = rng.choice(files)
-            head = rng.randint(3, 25)
+            f = os.path.join(d, rng.choice(files))
+            n = rng.randint(3, 25)
             cat = "zcat" if f.endswith(".gz") else "cat"
-            steps += [f'assistant: bash({{"command": "{cat} {f} | head -{head}"}})',
-                      "tool: " + run(f"{cat} '{f}' 2>&1 | head -{head}")]
-        steps += [f'assistant: bash({{"command": "dpkg -s {pkg} 2>&1 | head -8"}})',
-                  "tool: " + run(f"dpkg -s '{pkg}' 2>&1 | head -8"),
+            steps += [f'assistant: bash({{"command": "{cat} {f} | head -{n}"}})', "tool: " + head(f, n)]
+        info = "\n".join(status.get(pkg, f"dpkg-query: package '{pkg}' is not installed").splitlines()[:8])
+        steps += [f'assistant: bash({{"command": "dpkg -s {pkg} | head -8"}})', "tool: " + info,
                   f"assistant: The package {pkg} is documented in {d}; done."]
         yield d, "\n".join(s.rstrip("\n") for s in steps)
 
