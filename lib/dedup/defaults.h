@@ -15,7 +15,7 @@ namespace forge::dedup {
 inline constexpr int kDefaultNgramN = 5;
 inline constexpr float kDefaultNgramThreshold = 0.8f;
 inline constexpr int kDefaultMinHashN = 5;
-inline constexpr float kDefaultMinHashThreshold = 0.6f;
+inline constexpr float kDefaultMinHashThreshold = 0.67f;
 // Vectors from a model (endpoint or precomputed): no calibration can hold for
 // every model; 0.9 is a starting point for `forge-dedup calibrate`.
 inline constexpr float kDefaultModelThreshold = 0.9f;
