@@ -19,10 +19,55 @@ Tool::Tool(std::string name, std::string description)
     : name_(std::move(name)), app_(std::move(description), name_) {
   SetToolName(name_);
   app_.set_version_flag("--version", name_ + " " + std::string(Version()));
-  app_.footer("Exit status: 0 ok; 1 negative verdict; 64 usage; 65 bad input data; 66 no input;\n"
-              "69 service unavailable; 70 internal error; 73 cannot create output; 74 I/O error;\n"
-              "75 temporary failure; 76 protocol error; 78 configuration error; 130/143 stopped by\n"
-              "SIGINT/SIGTERM. See " + name_ + "(1).");
+  ExitCodes({ExitCode::kNegative, ExitCode::kUsage, ExitCode::kDataErr, ExitCode::kNoInput,
+             ExitCode::kUnavailable, ExitCode::kSoftware, ExitCode::kCantCreate, ExitCode::kIoErr,
+             ExitCode::kTempFail, ExitCode::kProtocol, ExitCode::kConfig});
+}
+
+namespace {
+
+const char* ExitCodeMeaning(ExitCode code) {
+  switch (code) {
+    case ExitCode::kOk: return "ok";
+    case ExitCode::kNegative: return "negative verdict";
+    case ExitCode::kUsage: return "usage";
+    case ExitCode::kDataErr: return "bad input data";
+    case ExitCode::kNoInput: return "no input";
+    case ExitCode::kUnavailable: return "service unavailable";
+    case ExitCode::kSoftware: return "internal error";
+    case ExitCode::kCantCreate: return "cannot create output";
+    case ExitCode::kIoErr: return "I/O error";
+    case ExitCode::kTempFail: return "temporary failure";
+    case ExitCode::kProtocol: return "protocol error";
+    case ExitCode::kConfig: return "configuration error";
+    case ExitCode::kInterrupted: case ExitCode::kTerminated: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+void Tool::ExitCodes(std::initializer_list<ExitCode> codes) {
+  // "0 ok" first and the stop signals last, whatever the tool lists; lines
+  // wrapped at 80 columns.
+  std::vector<std::string> parts{"0 ok"};
+  for (ExitCode code : codes) {
+    if (code == ExitCode::kOk || code == ExitCode::kInterrupted || code == ExitCode::kTerminated) continue;
+    parts.push_back(std::to_string(static_cast<int>(code)) + " " + ExitCodeMeaning(code));
+  }
+  parts.push_back("130/143 stopped by SIGINT/SIGTERM. See " + name_ + "(1).");
+  std::string footer = "Exit status:", line = footer;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string part = " " + parts[i] + (i + 1 < parts.size() ? ";" : "");
+    if (line.size() + part.size() > 80) {
+      footer += "\n";
+      line.clear();
+      part.erase(0, 1);
+    }
+    footer += part;
+    line += part;
+  }
+  app_.footer(footer);
 }
 
 int ExitCodeFor(const Status& status) {

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,9 @@ class Tool {
   Tool(std::string name, std::string description);
 
   CLI::App& app() { return app_; }
+  // The exit statuses --help lists (default: every code forge uses). Call
+  // before adding to the footer: it replaces the footer.
+  void ExitCodes(std::initializer_list<ExitCode> codes);
   const std::string& name() const { return name_; }
 
   // Parses argv, installs the signal handlers and runs body. Returns the exit

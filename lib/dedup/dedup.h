@@ -37,6 +37,18 @@ struct DedupOptions {
   std::string report_path;   // JSON report; empty: a table on stderr unless quiet
   bool quiet = false;
   bool strict = false;
+  // Vectors the user already has, instead of embedding: a record field
+  // holding an array of numbers, or a side file (.npy, or raw float32 rows of
+  // vectors_dim values) with one row per record in input order.
+  std::string vector_field;
+  std::string vectors_path;
+  size_t vectors_dim = 0;
+  // Every pair found at or above the lowest threshold, as JSONL {a, b, score}.
+  std::string pairs_path;
+  // Calibrate: no records out; per threshold, counts and the `near_misses`
+  // pairs nearest it on either side, as JSONL on stdout (table on stderr).
+  bool calibrate = false;
+  size_t near_misses = 3;
   EmbeddingKind embedding = EmbeddingKind::kNgram;  // model-free kinds
   NgramOptions ngram;
   MinHashOptions minhash;

@@ -16,7 +16,8 @@ Result<Matrix> NgramEmbedder::Embed(const std::vector<std::string>& texts) {
 
 records::Json NgramEmbedder::Provenance() const {
   return {{"kind", "ngram"}, {"ngram", options_.n}, {"dim", options_.dim},
-          {"normalise", "ascii-lowercase, whitespace collapsed"}, {"hash", "fnv1a64-signed"}};
+          {"normalise", "ascii-lowercase, whitespace collapsed"}, {"hash", "fnv1a64-signed"},
+          {"weights", "presence (each distinct n-gram once)"}};
 }
 
 Result<Matrix> MinHashEmbedder::Embed(const std::vector<std::string>& texts) {

@@ -94,6 +94,9 @@ void ScanTile(Worker& w, size_t a0, size_t rows, size_t b0, size_t cols, bool di
 // cannot be a pair. The margin covers float rounding in both sums, so the
 // pairs are exactly those of the full product.
 constexpr float kBoundMargin = 1e-4f;
+// A tile with more than this share of its cells still in play after the
+// prefix is finished by a second matrix product instead.
+constexpr double kCandidateShare = 1.0 / 16;
 
 float SuffixDot(const float* a, const float* b, size_t count) {
   float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -136,6 +139,44 @@ bool CollectCandidates(Worker& w, size_t rows, size_t cols, bool diagonal, const
   return true;
 }
 
+// The prefix length (a multiple of 8) the bound works best with on these
+// vectors, or d when no prefix is worth it. A shorter prefix halves the
+// arithmetic again, but its bound is looser: more cells must have their
+// suffix added one by one (far slower per multiply-add than BLAS), and a
+// tile with too many is finished by a second product. So the candidates'
+// share is measured on a sample of pairs for d/8, d/4 and d/2, and the prefix
+// with the least estimated work chosen.
+size_t ChoosePrefix(const VectorSet& v, float floor) {
+  const size_t n = v.count, d = v.dim;
+  const size_t sample = std::min<size_t>(n, 384), step = n / sample;
+  size_t best = d;
+  double best_cost = static_cast<double>(d);
+  for (size_t divisor : {8, 4, 2}) {
+    const size_t p = (d / divisor + 7) / 8 * 8;
+    if (p < 16 || p >= d) continue;
+    std::vector<float> norm(sample);
+    for (size_t i = 0; i < sample; ++i) {
+      const float* s = v.row(i * step) + p;
+      norm[i] = std::sqrt(SuffixDot(s, s, d - p));
+    }
+    size_t pass = 0, pairs = 0;
+    for (size_t i = 0; i < sample; ++i) {
+      for (size_t j = i + 1; j < sample; ++j, ++pairs) {
+        pass += SuffixDot(v.row(i * step), v.row(j * step), p) + norm[i] * norm[j] >= floor;
+      }
+    }
+    const double share = static_cast<double>(pass) / std::max<size_t>(1, pairs);
+    // One candidate's suffix costs about 16 multiply-adds of BLAS per dimension.
+    const double cost = share > kCandidateShare / 2 ? static_cast<double>(d)
+                                                    : static_cast<double>(p) + 16 * share * (d - p);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = p;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOptions& options) {
@@ -159,7 +200,8 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
   // bound every item's highest similarity is known exactly, however low.
   const bool bound = options.prefix_bound && d >= 64 && options.min_threshold > 0.3f &&
                      tiles > 2;
-  const size_t prefix = bound ? (d / 2 + 7) / 8 * 8 : d;
+  const float floor = options.min_threshold - kBoundMargin;
+  const size_t prefix = bound ? ChoosePrefix(vectors, floor) : d;
   const size_t suffix = d - prefix;
   std::vector<float> suffix_norm(n, 0.0f);
   if (suffix > 0) {
@@ -169,7 +211,6 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
     }
     graph.best_resolved_from = options.min_threshold;
   }
-  const float floor = options.min_threshold - kBoundMargin;
   std::atomic<size_t> pruned_tiles{0};
 
   std::vector<Worker> workers(threads);
@@ -207,7 +248,8 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
       };
       product(0, prefix, 0.0f);
       if (suffix > 0 && CollectCandidates(w, rows, cols, diagonal, &suffix_norm[a0],
-                                          &suffix_norm[b0], floor, rows * cols / 16)) {
+                                          &suffix_norm[b0], floor,
+                                          static_cast<size_t>(rows * cols * kCandidateShare))) {
         // Few cells can reach the threshold: finish only those.
         for (uint32_t cell : w.candidates) {
           size_t r = cell / cols, c = cell % cols;
@@ -254,6 +296,7 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
   }
   SortPairs(graph.pairs);
   graph.pruned_tiles = pruned_tiles;
+  graph.prefix_dims = prefix;
   graph.tiles = jobs.size();
   return graph;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dedup/text.h"
 
@@ -27,16 +28,25 @@ void EmbedNgrams(std::string_view text, const NgramOptions& options, std::span<f
   std::fill(out.begin(), out.end(), 0.0f);
   std::string normal = Normalise(text);
   size_t n = static_cast<size_t>(std::max(1, options.n));
-  auto add = [&](std::string_view gram) {
-    uint64_t h = HashBytes(gram);
+  if (normal.empty()) return;
+  // Each distinct n-gram counts once: with counts, n-grams a text repeats
+  // (boilerplate, indentation, a name on every line) dominate the cosine and
+  // make unrelated texts of one kind look alike. With presence the cosine is
+  // |A ∩ B| / sqrt(|A| |B|) of the two n-gram sets (up to hash collisions).
+  std::vector<uint64_t> hashes;
+  if (normal.size() <= n) {
+    hashes.push_back(HashBytes(normal));
+  } else {
+    hashes.reserve(normal.size() - n + 1);
+    for (size_t i = 0; i + n <= normal.size(); ++i) {
+      hashes.push_back(HashBytes(std::string_view(normal).substr(i, n)));
+    }
+  }
+  std::sort(hashes.begin(), hashes.end());
+  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+  for (uint64_t h : hashes) {
     size_t bucket = static_cast<size_t>((h >> 1) % out.size());
     out[bucket] += (h & 1) ? 1.0f : -1.0f;
-  };
-  if (normal.empty()) return;
-  if (normal.size() <= n) {
-    add(normal);
-  } else {
-    for (size_t i = 0; i + n <= normal.size(); ++i) add(std::string_view(normal).substr(i, n));
   }
   NormaliseL2(out);
 }

@@ -1,8 +1,8 @@
-// The model-free embedding: hashed character n-grams. Each n-gram of the
-// normalised text adds ±1 to one of `dim` buckets (the sign from another bit of
+// The model-free embedding: hashed character n-grams. Each distinct n-gram of
+// the normalised text adds ±1 to one of `dim` buckets (the sign from another bit of
 // the same hash, so collisions tend to cancel, as scikit-learn's
 // HashingVectorizer does), and the vector is L2-normalised. The cosine of two
-// such vectors approximates their weighted n-gram overlap: good for copies with
+// such vectors approximates |A ∩ B| / sqrt(|A| |B|) of their n-gram sets: good for copies with
 // edits, blind to paraphrase. It needs no model and is deterministic.
 #pragma once
 

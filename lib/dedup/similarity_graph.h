@@ -23,6 +23,7 @@ struct SimilarityGraph {
   // (the exact search skipped pairs that could not reach the threshold).
   float best_resolved_from = -1.0f;
   size_t tiles = 0, pruned_tiles = 0;  // exact search: tiles finished by the bound
+  size_t prefix_dims = 0;              // exact search: dimensions in the bound's prefix
 };
 
 // A row-major matrix of unit vectors, one per item, in rank order.

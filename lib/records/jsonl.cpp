@@ -43,9 +43,11 @@ Result<std::optional<Record>> JsonlReader::Next() {
       return std::optional<Record>();
     }
     ++line_;
+    // The record's text keeps a CRLF line's \r (JSON reads it as whitespace),
+    // so that a stage passing records through writes back the bytes it read.
     std::string_view text(buffer_, static_cast<size_t>(n));
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
 
     std::string where = source_ + ":" + std::to_string(line_);
     std::string reason;

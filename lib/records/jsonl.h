@@ -26,7 +26,7 @@ struct Record {
   Json json;
   std::string source;  // file name, or "<stdin>"
   size_t line = 0;     // 1-based line number in source
-  std::string text;    // the line as read (no newline), for stages that pass records through untouched
+  std::string text;    // the line as read without its \n (CRLF keeps its \r), for pass-through stages
 
   // "source:line", for messages about this record.
   std::string where() const { return source + ":" + std::to_string(line); }

@@ -127,4 +127,91 @@ check "bad --rank exits 64" test $? = 64
 check "--strict stops at the malformed line with exit 65" \
   bash -c "test $? = 65 && grep -q 'in.jsonl:6' '$work/e'"
 
+# CRLF: kept records are the bytes as read, line endings included.
+printf '{"id":"w1","t":"%s"}\r\n{"id":"w2","t":"%s"}\r\n{"id":"w3","t":"zz top"}' "$long" "$long" > "$work/crlf.jsonl"
+"$BIN" "$work/crlf.jsonl" -f t -q > "$work/crlf.out" 2>/dev/null
+printf '{"id":"w1","t":"%s"}\r\n{"id":"w3","t":"zz top"}\n' "$long" > "$work/crlf.want"
+check "CRLF lines pass through with their CR; a last line without an ending gets a newline" \
+  cmp -s "$work/crlf.want" "$work/crlf.out"
+
+# --help lists only the exit statuses forge-dedup can end with.
+"$BIN" --help > "$work/help" 2>&1
+check "--help: exit list without 1 (negative verdict) and 78 (configuration)" \
+  bash -c "grep -q 'Exit status: 0 ok; 64 usage' '$work/help' && ! grep -q 'negative verdict' '$work/help' \
+    && ! grep -q '78 configuration' '$work/help' && grep -q '10 %' '$work/help'"
+
+# Precomputed vectors: a .npy written by numpy, one row per record. Rows 0 and
+# 2 nearly agree, row 3 is far; the texts themselves are unrelated.
+py=/usr/bin/python3
+printf '%s\n' '{"id":"v0","t":"alpha"}' '{"id":"v1","t":"beta"}' '{"id":"v2","t":"gamma"}' \
+  '{"id":"v3","t":"delta"}' > "$work/vec.jsonl"
+$py - "$work" <<'PY'
+import json, sys, numpy as np
+w = sys.argv[1]
+x = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0.98, 0.05, 0.1, 0], [0, 0, 0, 2]], dtype=np.float32)
+np.save(w + "/vec.npy", x)
+x.tofile(w + "/vec.f32")
+np.save(w + "/vec3.npy", x[:3])
+np.save(w + "/vec64.npy", x.astype(np.float64))
+bad = x.copy(); bad[1, 2] = np.nan; bad[3] = 0
+np.save(w + "/bad.npy", bad)
+with open(w + "/field.jsonl", "w") as f:
+    for i, row in enumerate(x):
+        f.write(json.dumps({"id": f"v{i}", "t": "text %d" % i, "emb": [float(v) for v in row]}) + "\n")
+    f.write(json.dumps({"id": "v4", "t": "text 4", "emb": [1, 2]}) + "\n")
+    f.write(json.dumps({"id": "v5", "t": "text 5", "emb": "1 2 3 4"}) + "\n")
+    f.write(json.dumps({"id": "v6", "t": "text 6"}) + "\n")
+PY
+"$BIN" "$work/vec.jsonl" --vectors "$work/vec.npy" -t 0.95 --dropped "$work/vd.jsonl" \
+  --report "$work/vr.json" > "$work/v.out" 2>"$work/v.err"
+rc=$?
+check "--vectors .npy: v2 dropped as a near copy of v0 by the given vectors (exit 0)" \
+  bash -c "test $rc = 0 && grep -q '\"id\":\"v2\",\"matched_id\":\"v0\"' '$work/vd.jsonl' \
+    && test \"\$(grep -o 'v[0-9]' '$work/v.out' | tr -d '\n')\" = v0v1v3 \
+    && grep -q '\"kind\": \"precomputed\"' '$work/vr.json'"
+"$BIN" "$work/vec.jsonl" --vectors "$work/vec.f32" --dim 4 -t 0.95 -q > "$work/vraw.out" 2>/dev/null
+check "--vectors raw float32 with --dim: the same decision" cmp -s "$work/v.out" "$work/vraw.out"
+"$BIN" "$work/vec.jsonl" --vectors "$work/vec.f32" -q > /dev/null 2>"$work/e"
+check "raw file without --dim: exit 64, says --dim" bash -c "test $? = 64 && grep -q -- '--dim' '$work/e'"
+"$BIN" "$work/vec.jsonl" --vectors "$work/vec3.npy" -q > "$work/o" 2>"$work/e"
+check "3 rows for 4 records: exit 65 naming the file and both counts, nothing written" \
+  bash -c "test $? = 65 && grep -q 'vec3.npy: 3 rows, but the input has 4 records' '$work/e' && test ! -s '$work/o'"
+"$BIN" "$work/vec.jsonl" --vectors "$work/vec64.npy" -q > /dev/null 2>"$work/e"
+check "float64 .npy: exit 65 naming the dtype" bash -c "test $? = 65 && grep -q \"vec64.npy: .npy dtype is '<f8'\" '$work/e'"
+"$BIN" "$work/vec.jsonl" --vectors "$work/nope.npy" -q > /dev/null 2>"$work/e"
+check "missing vector file: exit 66" test $? = 66
+"$BIN" "$work/vec.jsonl" --vectors "$work/bad.npy" -t 0.95 -q > "$work/o" 2>"$work/e"
+rc=$?
+check "NaN and all-zero rows: named by row and record, passed through, exit 65" \
+  bash -c "test $rc = 65 && grep -q 'bad.npy: row 1 (.*vec.jsonl:2) element 2 is NaN' '$work/e' \
+    && grep -q 'bad.npy: row 3 (.*vec.jsonl:4) is all zeros' '$work/e' && test \$(wc -l < '$work/o') = 3"
+"$BIN" "$work/field.jsonl" --vector-field emb -t 0.95 --dropped "$work/fd.jsonl" -q > "$work/o" 2>"$work/e"
+rc=$?
+check "--vector-field: v2 dropped for v0; wrong length, a string, a missing field named; exit 65" \
+  bash -c "test $rc = 65 && grep -q '\"id\":\"v2\",\"matched_id\":\"v0\"' '$work/fd.jsonl' \
+    && grep -q 'field.jsonl:5: vector emb has 2 numbers, the first vector had 4' '$work/e' \
+    && grep -q 'field.jsonl:6: vector emb is string, not an array of numbers' '$work/e' \
+    && grep -q 'field.jsonl:7: vector emb has no emb field' '$work/e' && test \$(wc -l < '$work/o') = 6"
+"$BIN" "$work/field.jsonl" --vector-field emb --vectors "$work/vec.npy" -q > /dev/null 2>&1
+check "--vector-field with --vectors: exit 64" test $? = 64
+
+# calibrate: per threshold, counts and the pairs nearest it on either side.
+"$BIN" calibrate "$work/in.jsonl" -f task.instruction --report-thresholds 0.8,0.96 -t 0.9 \
+  > "$work/cal.out" 2> "$work/cal.err"
+rc=$?
+check "calibrate: one JSON line per threshold, no records, exit 65 (the malformed line)" \
+  bash -c "test $rc = 65 && test \$(wc -l < '$work/cal.out') = 3 && ! grep -q '\"task\"' '$work/cal.out'"
+check "calibrate: the t1/t2 pair is just above 0.9 and just below 0.96, with snippets at the edit" \
+  $py - "$work/cal.out" <<'PY'
+import json, sys
+rows = {r["threshold"]: r for r in map(json.loads, open(sys.argv[1]))}
+above = rows[0.9]["near_misses"]["above"][0]
+below = rows[0.96]["near_misses"]["below"][0]
+ok = {above["a"]["id"], above["b"]["id"]} == {"t1", "t2"} and 0.9 <= above["score"] < 0.96 \
+    and below == above and "ten most" in above["a"]["snippet"] + above["b"]["snippet"] \
+    and rows[0.9]["dropped"] == 2 and rows[0.96]["dropped"] == 1
+sys.exit(0 if ok else 1)
+PY
+check "calibrate: a table on stderr names the pair" grep -q 't2 ~ t1\|t1 ~ t2' "$work/cal.err"
+
 exit $fail

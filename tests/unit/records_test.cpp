@@ -47,6 +47,24 @@ TEST_CASE("a malformed line is reported and skipped while the other lines flow")
   CHECK((*reader)->bad_lines() == 2);
 }
 
+TEST_CASE("a record's text is its line as read: a CRLF line keeps its \\r") {
+  forge::testing::TempDir dir;
+  std::string path = WriteFile(dir, "in.jsonl", "{\"id\": 1}\r\n\r\n{\"id\":2}\n{ \"id\": 3 }");
+  auto reader = forge::records::JsonlReader::Open(path);
+  REQUIRE(reader.ok());
+  std::vector<std::string> texts;
+  for (;;) {
+    auto next = (*reader)->Next();
+    REQUIRE(next.ok());
+    if (!next->has_value()) break;
+    CHECK((**next).json["id"].is_number());
+    texts.push_back((**next).text);
+  }
+  // The blank CRLF line is skipped; the last line had no ending at all.
+  CHECK(texts == std::vector<std::string>{"{\"id\": 1}\r", "{\"id\":2}", "{ \"id\": 3 }"});
+  CHECK((*reader)->bad_lines() == 0);
+}
+
 TEST_CASE("strict mode stops at the first bad line and names file and line") {
   forge::testing::TempDir dir;
   std::string path = WriteFile(dir, "in.jsonl", "{\"a\": 1}\nnot json\n{\"a\": 2}\n");

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "dedup/dedup.h"
+#include "dedup/defaults.h"
 #include "dedup/remote_embedder.h"
 #include "store/store.h"
 
@@ -13,8 +14,22 @@ int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-dedup",
                         "Remove exact and near-duplicate JSONL records by embedding similarity.\n"
                         "Kept records are written to stdout unchanged, in input order.");
+  tool.ExitCodes({forge::ExitCode::kUsage, forge::ExitCode::kDataErr, forge::ExitCode::kNoInput,
+                  forge::ExitCode::kUnavailable, forge::ExitCode::kSoftware,
+                  forge::ExitCode::kCantCreate, forge::ExitCode::kIoErr,
+                  forge::ExitCode::kTempFail, forge::ExitCode::kProtocol});
   CLI::App& app = tool.app();
   DedupOptions o;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate",
+      "Write no records: for every threshold (--report-thresholds and --threshold), one JSON line "
+      "with what it keeps and drops and the --near-misses pairs scoring nearest it on either "
+      "side (ids, similarity, both texts from just before their first difference); a table on "
+      "stderr. Takes every option of forge-dedup");
+  calibrate->fallthrough();
+  app.require_subcommand(0, 1);
+  app.add_option("--near-misses", o.near_misses,
+                 "calibrate: pairs shown on each side of each threshold (3)");
 
   app.add_option("inputs", o.inputs, "JSONL files to read ('-' for stdin; default stdin)");
   app.add_option("--field,-f", o.fields,
@@ -29,9 +44,10 @@ int main(int argc, char** argv) {
   app.add_option("--rank", o.rank,
                  "Who survives among duplicates: ordered keys, e.g. 'success desc,reward desc,"
                  "tokens asc,id asc'; missing values sort last; input order breaks ties");
-  app.add_option("--threshold,-t", o.threshold,
-                 "Cosine similarity at or above which an item is a duplicate (default 0.9)")
-      ->check(CLI::Range(-1.0, 1.0));
+  std::string threshold;
+  app.add_option("--threshold,-t", threshold,
+                 "Similarity at or above which an item is a duplicate. Default " +
+                     DefaultsHelp() + "; precomputed vectors: 0.9 (cosine; calibrate on a sample)");
   app.add_option("--report-thresholds", o.report_thresholds,
                  "Thresholds the report counts kept/dropped at (default 0.8,0.85,0.9,0.95,0.98,0.99)")
       ->delimiter(',');
@@ -56,16 +72,30 @@ int main(int argc, char** argv) {
                  "Model-free embedding: ngram (hashed character n-grams, cosine; default) or "
                  "minhash (cosine = estimated Jaccard of n-gram shingles; threshold is a Jaccard)")
       ->check(CLI::IsMember({"ngram", "minhash"}));
-  int ngram = 5;
-  app.add_option("--ngram", ngram, "Character n-gram length of the model-free embeddings (5)")
+  int ngram = 0;
+  app.add_option("--ngram", ngram,
+                 "Character n-gram length of the model-free embeddings (default " +
+                     std::to_string(kDefaultNgramN) + " for ngram, " +
+                     std::to_string(kDefaultMinHashN) + " for minhash)")
       ->check(CLI::Range(1, 64));
   app.add_option("--minhash-hashes", o.minhash.hashes, "MinHash values per text (128)")
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--minhash-bits", o.minhash.bits,
                  "Bits kept of each MinHash value (3; dim = hashes x 2^bits)")
       ->check(CLI::Range(1, 8));
-  app.add_option("--dim", o.ngram.dim, "Dimension of the model-free embedding (1024)")
-      ->check(CLI::Range(8, 1 << 20));
+  CLI::Option* dim = app.add_option("--dim", o.ngram.dim,
+                                     "Dimension of the n-gram embedding (1024); with a raw "
+                                     "--vectors file, the length of its rows")
+                          ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--vector-field", o.vector_field,
+                 "Compare the vectors in this field of each record (dotted path; an array of "
+                 "numbers, scaled to unit length) instead of embedding text");
+  app.add_option("--vectors", o.vectors_path,
+                 "Compare the vectors of this file, one row per record in input order: .npy "
+                 "(float32, records x dimensions) or raw float32 rows of --dim values");
+  app.add_option("--pairs", o.pairs_path,
+                 "Write every pair found at or above the lowest threshold as JSONL "
+                 "{a, b, score} (ids) to FILE");
   app.add_option("--threads,-j", o.search.threads, "Search threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--tile", o.search.tile, "Rows per block of the exact search (1024)")
@@ -83,13 +113,12 @@ int main(int argc, char** argv) {
                  "Items checked against exact search to report HNSW recall (1000)");
 
   app.footer(app.get_footer() + "\n\n" +
-      "Measured (bench-dedup_search: 384-d unit vectors, threshold 0.9, 2 cores, load 7-56):\n"
-      "  exact search 0.23x FAISS IndexFlatIP range_search CPU time at 30,000 vectors, same\n"
-      "  pairs (target <= 0.5x: met; 100,000 not run here, the ratio does not depend on N);\n"
-      "  HNSW recall of the threshold pairs 1.000 at 10,000 and 20,000 (target >= 0.99: met);\n"
-      "  1,000,000 vectors with HNSW (M 32, ef_construction 400): pair recall 1.000 on a\n"
-      "  1,000-item sample (target >= 0.99: met); build 12,020 CPU-s, queries 1,673 CPU-s.\n"
-      "See forge-dedup(1) and docs/forge-dedup.md.");
+      "The default thresholds, in edits: on real documentation, man pages, code and agent\n"
+      "trajectories (bench/dedup_calibrate.sh), pairs of texts with up to 10 % of their words\n"
+      "edited (substituted, inserted, deleted or swapped) score at or above them in >= 95 % of\n"
+      "cases at every edit rate, and >= 99 % of the pairs found are such pairs. Other data:\n"
+      "'forge-dedup calibrate' shows the pairs nearest each threshold. Figures of the search\n"
+      "(against FAISS, HNSW recall): bench/README.md. See forge-dedup(1), docs/forge-dedup.md.");
 
   RemoteOptions remote;
   std::string store_path, api_key_env = "FORGE_EMBED_API_KEY";
@@ -113,7 +142,20 @@ int main(int argc, char** argv) {
     o.mode = mode == "components" ? DecisionMode::kComponents : DecisionMode::kSemDeDup;
     o.index = index == "hnsw" ? IndexKind::kHnsw : IndexKind::kExact;
     o.embedding = embedding == "minhash" ? EmbeddingKind::kMinHash : EmbeddingKind::kNgram;
-    o.ngram.n = o.minhash.n = ngram;
+    o.calibrate = calibrate->parsed();
+    bool precomputed = !o.vector_field.empty() || !o.vectors_path.empty();
+    if (precomputed && !remote.url.empty()) {
+      return forge::Status::Usage("--vector-field/--vectors take the place of --embed-url; give one");
+    }
+    if (!o.vectors_path.empty() && dim->count() > 0) o.vectors_dim = o.ngram.dim;
+    if (!o.vector_field.empty() && dim->count() > 0) {
+      return forge::Status::Usage("--dim with --vector-field: the field's arrays give the dimension");
+    }
+    o.ngram.n = ngram > 0 ? ngram : kDefaultNgramN;
+    o.minhash.n = ngram > 0 ? ngram : kDefaultMinHashN;
+    auto chosen = ParseThreshold(threshold, o.embedding, precomputed || !remote.url.empty());
+    if (!chosen.ok()) return chosen.status();
+    o.threshold = *chosen;
     std::unique_ptr<forge::store::Store> store;
     if (!store_path.empty()) {
       if (o.trajectories && !std::filesystem::exists(store_path)) {
