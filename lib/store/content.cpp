@@ -91,9 +91,19 @@ bool WorthABlobText(std::string_view text) {
 // have parsed from the text), a blob's id where it does not.
 class SkeletonWriter {
  public:
-  SkeletonWriter(const InternFn& intern, const JsonSpans& spans) : intern_(intern), spans_(spans) {}
+  // too_deep: the text nests deeper than kMaxJsonDepthCeiling somewhere.
+  SkeletonWriter(const InternFn& intern, const JsonSpans& spans, bool too_deep)
+      : intern_(intern), spans_(spans), too_deep_(too_deep) {}
 
   Status Part(std::string_view v) {
+    // A value beyond the ceiling stays whole, in one blob: a reader gets it
+    // back as its text (ReadStoredJson), never as a document to recurse over.
+    if (too_deep_ && JsonSyntaxError(v, nullptr, kMaxJsonDepthCeiling)) {
+      out_ += R"(["b",)";
+      FORGE_RETURN_IF_ERROR(Blob(v));
+      out_ += ']';
+      return Status::Ok();
+    }
     if (IsJsonArray(v)) {
       out_ += R"(["l",[)";
       bool first = true;
@@ -142,6 +152,7 @@ class SkeletonWriter {
 
   const InternFn& intern_;
   const JsonSpans& spans_;
+  bool too_deep_;
   std::string out_;
 };
 
@@ -149,9 +160,16 @@ class SkeletonWriter {
 
 Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
   JsonSpans spans;
-  if (JsonSyntaxError(text, &spans)) return Status::DataErr("content is not valid JSON");
+  // Only a text found to be too deep pays for a second scan and per-part checks.
+  bool too_deep = false;
+  if (auto error = JsonSyntaxError(text, &spans, kMaxJsonDepthCeiling)) {
+    if (error->rfind("nested deeper than", 0) != 0) return Status::DataErr("content is not valid JSON");
+    spans.Clear();
+    if (JsonSyntaxError(text, &spans)) return Status::DataErr("content is not valid JSON");
+    too_deep = true;
+  }
   text = TrimJson(text);
-  SkeletonWriter skeleton(intern, spans);
+  SkeletonWriter skeleton(intern, spans, too_deep);
   if (!IsJsonObject(text)) {
     skeleton.Key("");
     FORGE_RETURN_IF_ERROR(skeleton.Part(text));
