@@ -10,7 +10,10 @@ bash scripts/bootstrap.sh
 bash scripts/install-harnesses.sh >/dev/null
 bash scripts/install-parquet-tools.sh >/dev/null
 build=${FORGE_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache, where installed, makes a rebuild in a second checkout cheap.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 # Every target, benchmarks included: a benchmark that no longer compiles is a
 # failure here, not a surprise on the day it is needed.
 cmake --build "$build" -j"$(nproc)"

@@ -101,7 +101,7 @@ out=$(post /v1/chat/completions not-a-secret '{"model":"m","messages":[]}')
 echo "$out" | py 'd["error"]["code"]=="invalid_api_key" and "unknown" in d["error"]["message"]' || fail "401 body: $out"
 out=$(curl -s -w '\n%{http_code}' -H 'x-api-key: secret-one' -d '{"model": "m", "messages": [' "$PROXY/v1/chat/completions")
 [ "$(echo "$out" | tail -1)" = 400 ] || fail "malformed JSON gave $(echo "$out" | tail -1)"
-echo "$out" | head -1 | py 'd["error"]["type"]=="invalid_request_error" and "not valid JSON" in d["error"]["message"]' || fail "400 body: $out"
+echo "$out" | sed -n 1p | py 'd["error"]["type"]=="invalid_request_error" and "not valid JSON" in d["error"]["message"]' || fail "400 body: $out"
 out=$(post /v1/chat/completions secret-one '{"model":"m","messages":"nope"}')
 [ "$(status)" = 400 ] && echo "$out" | py '"messages" in d["error"]["message"]' || fail "bad messages: $(status) $out"
 pass "401 for an unknown secret, 400 for malformed JSON and bad fields"

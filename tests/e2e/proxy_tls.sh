@@ -64,10 +64,12 @@ kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 start_proxy "$WORK/untrusted.db" --upstream "https://127.0.0.1:$GOOD" --open
 code=$(curl -s -o "$WORK/out" -w '%{http_code}' -d "$chat" "$PROXY/v1/chat/completions")
 [ "$code" = 502 ] || fail "self-signed upstream without --upstream-ca gave $code"
-# The client is told why, not where: upstream addresses stay in the proxy's log.
+# The client is told why, not where: the upstream's address stays in the store.
 jq -e '.error.message | test("certificate|verify|handshake"; "i") and (test("127.0.0.1:'"$GOOD"'") | not)' \
   "$WORK/out" >/dev/null || fail "502 does not say why, or names the upstream: $(cat "$WORK/out")"
-grep -q "127.0.0.1:$GOOD" "$WORK/proxy.err" || fail "the proxy's log does not name the untrusted upstream"
+"$FORGE_BIN/forge-proxy" --store "$WORK/untrusted.db" --export >"$WORK/untrusted.jsonl"
+jq -se 'length == 1 and .[0].http_status == 502 and (.[0].upstream + " " + .[0].error | test("127.0.0.1:'"$GOOD"'"))' \
+  "$WORK/untrusted.jsonl" >/dev/null || fail "the store does not name the untrusted upstream: $(cat "$WORK/untrusted.jsonl")"
 [ ! -s "$GOOD_LOG" ] || fail "the request reached an untrusted upstream"
 kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 start_proxy "$WORK/wrong.db" --upstream "https://127.0.0.1:$WRONG" --upstream-ca "$WORK/elsewhere.pem" --open
