@@ -21,13 +21,10 @@ VERIFY="$FORGE_BIN/forge-verify"
 run="harbor-parity-$$"
 corpus="$FORGE_SRC/tests/data/harbor"
 pids=()
+source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for c in $(docker ps -aq --filter "label=forge.managed=1"); do
-    case "$(docker inspect -f '{{index .Config.Labels "forge.run"}}' "$c" 2>/dev/null)" in
-      "$run"*) docker rm -f "$c" >/dev/null 2>&1 || true ;;
-    esac
-  done
+  remove_run_containers "$run"
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -11,14 +11,11 @@ IMAGE=forge-busybox:latest
 work="$(mktemp -d)"
 run_prefix="e2e-$$-$RANDOM"
 pids=()
+source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   "$LAUNCH" --backend docker gc --run-id "$run_prefix-a" >/dev/null 2>&1 || true
-  for c in $(docker ps -aq --filter "label=forge.managed=1" --filter "label=forge.run"); do
-    case "$(docker inspect -f '{{index .Config.Labels "forge.run"}}' "$c")" in
-      "$run_prefix"*) docker rm -f "$c" >/dev/null 2>&1 || true ;;
-    esac
-  done
+  remove_run_containers "$run_prefix"
   rm -rf "$work"
 }
 trap cleanup EXIT

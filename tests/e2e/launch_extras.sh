@@ -10,12 +10,9 @@ bash "$SRC/scripts/make-busybox-image.sh" >/dev/null
 IMAGE=forge-busybox:latest
 work="$(mktemp -d)"
 run_prefix="e2x-$$-$RANDOM"
+source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
 cleanup() {
-  for c in $(docker ps -aq --filter "label=forge.managed=1"); do
-    case "$(docker inspect -f '{{index .Config.Labels "forge.run"}}' "$c" 2>/dev/null)" in
-      "$run_prefix"*) docker rm -f "$c" >/dev/null 2>&1 || true ;;
-    esac
-  done
+  remove_run_containers "$run_prefix"
   rm -rf "$work"
 }
 trap cleanup EXIT

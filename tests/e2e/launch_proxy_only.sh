@@ -16,13 +16,10 @@ IMAGE=forge-busybox:latest
 work="$(mktemp -d)"
 run_prefix="e2e-po-$$-$RANDOM"
 pids=()
+source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for c in $(docker ps -aq --filter "label=forge.managed=1" --filter "label=forge.run"); do
-    case "$(docker inspect -f '{{index .Config.Labels "forge.run"}}' "$c" 2>/dev/null)" in
-      "$run_prefix"*) docker rm -f "$c" >/dev/null 2>&1 || true ;;
-    esac
-  done
+  remove_run_containers "$run_prefix"
   rm -rf "$work"
 }
 trap cleanup EXIT

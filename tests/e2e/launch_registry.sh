@@ -15,13 +15,10 @@ run="registry-$$"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 repo="127.0.0.1:$port/forge-e2e/busybox"
 pids=()
+source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for c in $(docker ps -aq --filter "label=forge.managed=1"); do
-    case "$(docker inspect -f '{{index .Config.Labels "forge.run"}}' "$c" 2>/dev/null)" in
-      "$run"*) docker rm -f "$c" >/dev/null 2>&1 || true ;;
-    esac
-  done
+  remove_run_containers "$run"
   docker image rm -f "$repo:1" "forge-e2e-built:$run" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
