@@ -283,6 +283,8 @@ class Handler(BaseHTTPRequestHandler):
             args = json.dumps(step["tool_call"]["arguments"])
             item = {"id": "fc_%d" % n, "type": "function_call", "status": "completed", "call_id": "call_%d" % n,
                     "name": step["tool_call"]["name"], "arguments": args}
+            if "namespace" in step["tool_call"]:  # a tool of a Responses "namespace" tool
+                item["namespace"] = step["tool_call"]["namespace"]
             pieces = fragments(args)
         else:
             item = {"id": "msg_%d" % n, "type": "message", "status": "completed", "role": "assistant",

@@ -288,3 +288,72 @@ TEST_CASE("responses: a token's delta event is the bytes of the document it stan
                                      {"logprobs", Json::array()}});
   CHECK(first.substr(first.size() - want.size()) == want);
 }
+
+TEST_CASE("responses: a namespaced tool (Codex's MCP tools) reaches the policy as NS__NAME and its call names the namespace again") {
+  // Codex 0.171 groups an MCP server's tools as a "namespace" tool and runs
+  // one only when the call carries "namespace" (checked against the real
+  // binary: a call named mcp__codes__secret_code alone is not run).
+  Json request = Json::parse(R"({
+    "model": "gpt-5", "stream": true,
+    "input": [
+      {"type":"message","role":"user","content":"get the code"},
+      {"type":"function_call","call_id":"call_0","name":"secret_code","namespace":"mcp__codes","arguments":"{}"},
+      {"type":"function_call_output","call_id":"call_0","output":"mcp-code-7391"}
+    ],
+    "tools": [
+      {"type":"function","name":"exec_command","parameters":{"type":"object","properties":{}}},
+      {"type":"namespace","name":"mcp__codes","description":"Tools in the mcp__codes namespace.","tools":[
+        {"type":"function","name":"secret_code","description":"Returns the code.","parameters":{"type":"object","properties":{}},"strict":false}]}
+    ]
+  })");
+  ResponsesFormat format;
+  auto chat = format.ToChat(request);
+  REQUIRE_MESSAGE(chat.ok(), chat.status().message());
+  const Json& tools = chat->body["tools"];
+  REQUIRE(tools.size() == 2);
+  CHECK(tools[0]["function"]["name"] == "exec_command");
+  CHECK(tools[1]["function"] == Json{{"name", "mcp__codes__secret_code"}, {"description", "Returns the code."},
+                                     {"parameters", {{"type", "object"}, {"properties", Json::object()}}},
+                                     {"strict", false}});
+  const Json& replayed = chat->body["messages"][1]["tool_calls"][0]["function"];
+  CHECK(replayed["name"] == "mcp__codes__secret_code");  // the history as the policy said it
+
+  auto call_chunk = [](const std::string& name) {
+    return Chunk(ToolDelta(0, {{"id", "call_1"}, {"type", "function"},
+                               {"function", {{"name", name}, {"arguments", "{}"}}}}));
+  };
+  // mcp__late__lookup: an MCP tool the request did not list (its server came
+  // up after the request was made) is split by Codex's own spelling.
+  for (const char* name : {"mcp__codes__secret_code", "exec_command", "mcp__late__lookup"}) {
+    CAPTURE(name);
+    auto stream = format.NewStream();
+    std::vector<Event> events;
+    for (const Json& chunk : {Chunk({{"role", "assistant"}}), call_chunk(name), Chunk(Json::object(), "tool_calls")}) {
+      auto more = ParseEvents(stream->OnChunk(chunk));
+      events.insert(events.end(), more.begin(), more.end());
+    }
+    auto tail = ParseEvents(stream->OnEnd());
+    REQUIRE(tail.size() == 1);
+    Json item = tail[0].data["response"]["output"][0];
+    std::string n = name;
+    bool namespaced = n != "exec_command";
+    CHECK(item["name"] == (n == "exec_command" ? "exec_command" : n == "mcp__late__lookup" ? "lookup" : "secret_code"));
+    CHECK(item.contains("namespace") == namespaced);
+    if (namespaced) CHECK(item["namespace"] == (n == "mcp__late__lookup" ? "mcp__late" : "mcp__codes"));
+    for (const Event& e : events) {
+      if (e.data["type"] == "response.output_item.added" || e.data["type"] == "response.output_item.done") {
+        CHECK(e.data["item"]["name"] == item["name"]);
+        CHECK(e.data["item"].value("namespace", "") == item.value("namespace", ""));
+      }
+    }
+    Json whole = {{"id", "chatcmpl-1"}, {"object", "chat.completion"}, {"created", 1}, {"model", "policy"},
+                  {"choices", Json::array({{{"index", 0}, {"finish_reason", "tool_calls"},
+                                            {"message", {{"role", "assistant"}, {"content", nullptr},
+                                                         {"tool_calls", Json::array({{{"id", "call_1"}, {"type", "function"},
+                                                                                      {"function", {{"name", name}, {"arguments", "{}"}}}}})}}}}})}};
+    auto unstreamed = format.FromChat(whole);
+    REQUIRE(unstreamed.ok());
+    CHECK((*unstreamed)["output"][0]["name"] == item["name"]);
+    CHECK((*unstreamed)["output"][0].value("namespace", "") == item.value("namespace", ""));
+  }
+}

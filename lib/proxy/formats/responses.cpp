@@ -15,6 +15,12 @@ namespace {
 
 // ---- request: Responses → chat ------------------------------------------------
 
+// Codex offers tools in groups, {"type": "namespace", "name": NS, "tools": [...]}
+// (an MCP server's tools under "mcp__SERVER"), and runs such a tool only when
+// its call names the namespace. A chat policy sees each as one function named
+// NS__NAME (Codex's own spelling of an MCP tool); its calls are split back.
+std::string NamespacedName(const std::string& ns, const std::string& name) { return ns + "__" + name; }
+
 Json InputParts(const Json& content, const std::string& path) {
   if (content.is_string()) return content;
   if (!content.is_array()) Fail(path, "must be a string or an array of content parts");
@@ -96,10 +102,12 @@ class InputBuilder {
     if (type == "message") {
       Message(item, at);
     } else if (type == "function_call") {
+      std::string name = RequireString(item, "name", at);
+      if (std::string ns = OptString(item, "namespace", at); !ns.empty()) name = NamespacedName(ns, name);
       Json call = {{"id", RequireString(item, "call_id", at)},
                    {"type", "function"},
                    {"function",
-                    {{"name", RequireString(item, "name", at)},
+                    {{"name", name},
                      {"arguments", RequireString(item, "arguments", at)}}}};
       Json& assistant = OpenAssistant();
       if (!assistant.contains("tool_calls")) assistant["tool_calls"] = Json::array();
@@ -157,27 +165,50 @@ class InputBuilder {
   std::string reasoning_;
 };
 
-Json Tools(const Json& tools) {
+Json FunctionTool(const Json& tool, const std::string& name, const std::string& at) {
+  Json fn = {{"name", name}};
+  if (std::string d = OptString(tool, "description", at); !d.empty()) fn["description"] = d;
+  const Json* parameters = Find(tool, "parameters");
+  if (parameters && !parameters->is_object()) Fail(Path(at, "parameters"), "must be an object");
+  fn["parameters"] = parameters ? *parameters : Json{{"type", "object"}, {"properties", Json::object()}};
+  if (const Json* strict = Find(tool, "strict")) {
+    if (!strict->is_boolean()) Fail(Path(at, "strict"), "must be true or false");
+    fn["strict"] = *strict;
+  }
+  return {{"type", "function"}, {"function", fn}};
+}
+
+// The function tools of a namespace group, each under its NS__NAME.
+void NamespaceTools(const Json& group, const std::string& at, Json& out, ToolNamespaces* names) {
+  std::string ns = RequireString(group, "name", at);
+  const Json& tools = Require(group, "tools", at);
+  if (!tools.is_array()) Fail(Path(at, "tools"), "must be an array");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    std::string inner_at = Path(Path(at, "tools"), i);
+    if (!tools[i].is_object()) Fail(inner_at, "must be an object");
+    if (OptString(tools[i], "type", inner_at, "function") != "function") continue;
+    std::string name = RequireString(tools[i], "name", inner_at);
+    std::string flat = NamespacedName(ns, name);
+    out.push_back(FunctionTool(tools[i], flat, inner_at));
+    if (names) (*names)[flat] = {ns, name};
+  }
+}
+
+Json Tools(const Json& tools, ToolNamespaces* names = nullptr) {
   if (!tools.is_array()) Fail("tools", "must be an array");
   Json out = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json& tool = tools[i];
     std::string at = Path("tools", i);
     if (!tool.is_object()) Fail(at, "must be an object");
-    // Hosted and non-function tools (web_search, namespace, custom, local_shell…)
-    // have no chat equivalent a policy model could call; they are left out.
-    if (RequireString(tool, "type", at) != "function") continue;
-    Json fn = {{"name", RequireString(tool, "name", at)}};
-    if (std::string d = OptString(tool, "description", at); !d.empty()) fn["description"] = d;
-    const Json* parameters = Find(tool, "parameters");
-    if (parameters && !parameters->is_object()) Fail(Path(at, "parameters"), "must be an object");
-    fn["parameters"] = parameters ? *parameters
-                                  : Json{{"type", "object"}, {"properties", Json::object()}};
-    if (const Json* strict = Find(tool, "strict")) {
-      if (!strict->is_boolean()) Fail(Path(at, "strict"), "must be true or false");
-      fn["strict"] = *strict;
+    std::string type = RequireString(tool, "type", at);
+    if (type == "namespace") {
+      NamespaceTools(tool, at, out, names);
+    } else if (type == "function") {
+      out.push_back(FunctionTool(tool, RequireString(tool, "name", at), at));
     }
-    out.push_back({{"type", "function"}, {"function", fn}});
+    // Hosted tools (web_search, custom, local_shell…) have no chat
+    // equivalent a policy model could call; they are left out.
   }
   return out;
 }
@@ -320,10 +351,25 @@ Json ReasoningItem(const std::string& id, const std::string& text, bool done) {
   return item;
 }
 
-Json FunctionCallItem(const std::string& call_id, const std::string& name,
-                      const std::string& arguments, const char* status) {
-  return {{"id", DerivedId("fc_", call_id)}, {"type", "function_call"}, {"status", status},
-          {"call_id", call_id},              {"name", name},            {"arguments", arguments}};
+// name: the chat tool's; a namespaced tool's call names its namespace again.
+Json FunctionCallItem(const std::string& call_id, const std::string& name, const std::string& arguments,
+                      const char* status, const ToolNamespaces* names) {
+  Json item = {{"id", DerivedId("fc_", call_id)}, {"type", "function_call"}, {"status", status},
+               {"call_id", call_id},              {"name", name},            {"arguments", arguments}};
+  if (names) {
+    if (auto found = names->find(name); found != names->end()) {
+      item["namespace"] = found->second.first;
+      item["name"] = found->second.second;
+    } else if (size_t split = name.find("__", 5); name.rfind("mcp__", 0) == 0 && split != std::string::npos &&
+                                                   split + 2 < name.size()) {
+      // An MCP tool this request did not list: Codex lists a server's tools
+      // only once the server is up, which can be after the first request of a
+      // turn, and runs mcp__SERVER's tools by namespace whenever it has them.
+      item["namespace"] = name.substr(0, split);
+      item["name"] = name.substr(split + 2);
+    }
+  }
+  return item;
 }
 
 Json Usage(const Json& chat_usage, int64_t prompt_hint) {
@@ -365,7 +411,8 @@ std::string Status(const Json& finish_reason) {
   return finish_reason == "length" ? "incomplete" : "completed";
 }
 
-Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& response_id) {
+Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& response_id,
+                      const ToolNamespaces* names) {
   const Json& message = ChatMessage(chat);
   std::string chat_id = chat.value("id", "");
   Json output = Json::array();
@@ -386,7 +433,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
       output.push_back(FunctionCallItem(CallId(call, chat_id, i),
                                         RequireString(fn, "name", Path(at, "function")),
                                         OptString(fn, "arguments", Path(at, "function")),
-                                        "completed"));
+                                        "completed", names));
     }
   }
   return ResponseObject(response_id, chat.value("created", int64_t{0}),
@@ -399,7 +446,8 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
 
 class ResponsesStream : public StreamTranslator {
  public:
-  explicit ResponsesStream(std::string response_id) : id_(std::move(response_id)) {}
+  ResponsesStream(std::string response_id, ToolNamespaces names)
+      : id_(std::move(response_id)), names_(std::move(names)) {}
 
   std::string OnChunk(const Json& chunk) override {
     if (ended_) return "";
@@ -445,7 +493,7 @@ class ResponsesStream : public StreamTranslator {
   }
 
   Json Assembled() const override {
-    return ResponseFromChat(acc_.Response(), acc_.prompt_tokens(), ResponseIdNow());
+    return ResponseFromChat(acc_.Response(), acc_.prompt_tokens(), ResponseIdNow(), &names_);
   }
 
  private:
@@ -541,7 +589,9 @@ class ResponsesStream : public StreamTranslator {
                                                                {"output_index", open_index_},
                                                                {"name", added["name"]},
                                                                {"arguments", text_}});
-        item = FunctionCallItem(added["call_id"], added["name"], text_, "completed");
+        item = added;  // its name (and namespace) as announced
+        item["arguments"] = text_;
+        item["status"] = "completed";
         break;
       }
     }
@@ -583,7 +633,7 @@ class ResponsesStream : public StreamTranslator {
       if (known == tool_items_.end()) {
         std::string name = fn ? fn->value("name", "") : "";
         out += Open(Item::kTool,
-                    FunctionCallItem(CallId(call, acc_.id(), index), name, "", "in_progress"));
+                    FunctionCallItem(CallId(call, acc_.id(), index), name, "", "in_progress", &names_));
         known = tool_items_.emplace(index, open_index_).first;
       }
       const Json* args = fn ? Find(*fn, "arguments") : nullptr;
@@ -599,6 +649,7 @@ class ResponsesStream : public StreamTranslator {
   ChatAccumulator acc_;
   bool started_ = false, ended_ = false;
   std::string id_;
+  ToolNamespaces names_;
   int64_t sequence_ = 0;
   Json output_ = Json::array();  // items as last announced, for response.failed
   Item open_ = Item::kNone;
@@ -625,6 +676,8 @@ ResponsesFormat::ResponsesFormat(std::shared_ptr<ResponseStateStore> state)
 Result<ChatRequest> ResponsesFormat::ToChat(const Json& request) {
   return Guard([&]() -> Result<ChatRequest> {
     ChatRequest out = Translate(request, *state_);
+    namespaces_.clear();
+    if (const Json* tools = Find(request, "tools")) Tools(*tools, &namespaces_);
     static thread_local std::mt19937_64 random{std::random_device{}()};
     char hex[33];
     snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(random()),
@@ -641,12 +694,12 @@ std::string ResponsesFormat::IdFor(const Json& chat_response) const {
 
 Result<Json> ResponsesFormat::FromChat(const Json& chat_response) {
   return GuardUpstream([&]() -> Result<Json> {
-    return ResponseFromChat(chat_response, -1, IdFor(chat_response));
+    return ResponseFromChat(chat_response, -1, IdFor(chat_response), &namespaces_);
   });
 }
 
 std::unique_ptr<StreamTranslator> ResponsesFormat::NewStream() const {
-  return std::make_unique<ResponsesStream>(response_id_);
+  return std::make_unique<ResponsesStream>(response_id_, namespaces_);
 }
 
 void ResponsesFormat::Finished(const ChatRequest& request, const Json& chat_response) {

@@ -4,12 +4,18 @@
 // ResponseStateStore.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "proxy/client_format.h"
 #include "proxy/formats/response_state.h"
 
 namespace forge::proxy {
+
+// A namespaced tool's chat name (NS__NAME) → its namespace and its own name.
+using ToolNamespaces = std::map<std::string, std::pair<std::string, std::string>>;
 
 class ResponsesFormat : public ClientFormat {
  public:
@@ -42,6 +48,8 @@ class ResponsesFormat : public ClientFormat {
   // key conversation state (servers and fakes reuse them); the proxy makes one
   // ClientFormat per call, so this is per call.
   std::string response_id_;
+  // Set by ToChat from the request's namespace tools, for the calls coming back.
+  ToolNamespaces namespaces_;
 };
 
 }  // namespace forge::proxy
