@@ -752,13 +752,16 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   if (!cs->call_started_writing) co_await stop_keepalive();
 
   rec.response = raw ? upstream_assembled.Result() : translator->Assembled();
-  Json upstream_response = pass_through ? rec.response : upstream_assembled.Result();
-  if (!usage.is_null()) upstream_response["usage"] = usage;
-  rec.upstream_response = upstream_response;
+  rec.upstream_response = pass_through ? rec.response : upstream_assembled.Result();
+  if (!usage.is_null()) rec.upstream_response["usage"] = usage;
+  // Kept past the commit only for a format that reads it in Finished (the
+  // pass-through formats do not): a stream's response with its logprobs is
+  // a large document to copy.
+  const Json upstream_response = pass_through ? Json() : rec.upstream_response;
   rec.prompt_ids = std::move(tokens.prompt_ids);
   rec.completion_ids = std::move(tokens.completion_ids);
   rec.logprobs = std::move(tokens.logprobs);
-  rec.finish_reason = FinishReasonOf(upstream_response);
+  rec.finish_reason = FinishReasonOf(rec.upstream_response);
   rec.usage = usage;
   if (stream_error.empty() && LacksTokenIds(rec)) stream_error = kNoTokenIdsMessage;
   if (!stream_error.empty()) {
