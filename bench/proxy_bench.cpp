@@ -1,5 +1,9 @@
 // forge-proxy benchmark driver (bench/proxy_bench.sh runs it):
 //   upstream --port P       a fast fake OpenAI/vLLM upstream (C++, so it is never the bottleneck)
+//   stream-upstream PORT    the same, but a streamed answer is vLLM-shaped (its ids, created and
+//                           model as vLLM writes them) and goes out whole, made once, in one
+//                           write: an unpaced upstream that costs next to nothing a call, for a
+//                           fast client (proxy_bench.sh's (e))
 //   seq URL N BYTES         N sequential non-streaming calls with a BYTES-sized request; prints
 //                           median and p99 latency in ms (BENCH_RAW=1: each latency;
 //                           BENCH_REAL_IDS=1: the upstream answers a request that asks for token
@@ -61,6 +65,45 @@ std::string Chunk(int i, bool ids) {
   return "data: " + s + "\n\n";
 }
 
+// A chunk as vLLM streams it: with return_token_ids, each choice carries
+// token_ids and (the proxy asks for logprobs) the chosen token's logprob.
+std::string VllmChunk(int i, bool ids) {
+  std::string token = fmt::format(" tok{}", i);
+  std::string logprobs = ids ? fmt::format(R"({{"content":[{{"token":"{}","logprob":-0.{},"bytes":[32,116,111,107],"top_logprobs":[]}}]}})",
+                                           token, 1234567 + i * 7)
+                             : "null";
+  return fmt::format(
+      R"(data: {{"id":"chatcmpl-7f3a9c2e41d84b0fa6c1e2d3b4a59687","object":"chat.completion.chunk","created":1764892800,)"
+      R"("model":"Qwen/Qwen3-8B","choices":[{{"index":0,"delta":{{"content":"{}"}},"logprobs":{},"finish_reason":null{}}}]}})"
+      "\n\n",
+      token, logprobs, ids ? fmt::format(R"(,"token_ids":[{}])", 1000 + i) : "");
+}
+
+// A whole vLLM-shaped streamed answer as chunked HTTP/1.1 bytes, header
+// included: one HTTP chunk per event, as uvicorn writes them.
+std::string VllmStreamAnswer(int events, bool ids) {
+  std::string head = R"(data: {"id":"chatcmpl-7f3a9c2e41d84b0fa6c1e2d3b4a59687","object":"chat.completion.chunk",)"
+                     R"("created":1764892800,"model":"Qwen/Qwen3-8B",)";
+  std::vector<std::string> pieces;
+  pieces.push_back(head + (ids ? R"("prompt_token_ids":[151644,8948,198,2610,525,264,10950,17847],)" : "") +
+                   R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"
+                   "\n\n");
+  for (int i = 0; i < events; ++i) pieces.push_back(VllmChunk(i, ids));
+  pieces.push_back(head + R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop","stop_reason":null}]})"
+                   "\n\n");
+  pieces.push_back(head + fmt::format(R"("choices":[],"usage":{{"prompt_tokens":8,"total_tokens":{},"completion_tokens":{}}}}})",
+                                      8 + events, events) +
+                   "\n\n");
+  pieces.push_back("data: [DONE]\n\n");
+  std::string out =
+      "HTTP/1.1 200 OK\r\ndate: Fri, 05 Dec 2026 00:00:00 GMT\r\nserver: uvicorn\r\n"
+      "content-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+  for (const std::string& p : pieces) out += fmt::format("{:x}\r\n{}\r\n", p.size(), p);
+  return out + "0\r\n\r\n";
+}
+
+bool g_whole_streams = false;  // stream-upstream: VllmStreamAnswer, in one write
+
 // ---- the fake upstream ----
 net::awaitable<void> Serve(tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
@@ -112,6 +155,14 @@ net::awaitable<void> Serve(tcp::socket socket) {
       continue;
     }
     int events = IntField(body, "bench_events", 200);
+    if (g_whole_streams) {
+      thread_local std::map<std::pair<int, bool>, std::string> answers;
+      std::string& answer = answers[{events, ids}];
+      if (answer.empty()) answer = VllmStreamAnswer(events, ids);
+      co_await net::async_write(stream, net::buffer(answer), Into(ec));
+      if (ec) break;
+      continue;
+    }
     http::response<http::empty_body> res{http::status::ok, 11};
     res.set(http::field::content_type, "text/event-stream");
     res.chunked(true);
@@ -416,12 +467,16 @@ int RunStoreSize(const std::string& path, const std::string& rollout) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "upstream" && argc == 3) return RunUpstream(std::atoi(argv[2]));
+  if (mode == "stream-upstream" && argc == 3) {
+    g_whole_streams = true;
+    return RunUpstream(std::atoi(argv[2]));
+  }
   if (mode == "seq" && argc == 5) return RunSeq(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "load" && argc == 5) return RunLoad(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "storesize" && argc == 4) return RunStoreSize(argv[2], argv[3]);
   if (mode == "formats" && argc == 6) return RunFormats(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]));
   std::fprintf(stderr,
-               "usage: bench-proxy_bench upstream PORT | seq URL N BYTES | load URL CLIENTS EVENTS | "
+               "usage: bench-proxy_bench upstream PORT | stream-upstream PORT | seq URL N BYTES | load URL CLIENTS EVENTS | "
                "storesize STORE ROLLOUT | formats BASE FORMAT STREAMS CONCURRENCY\n");
   return 64;
 }

@@ -9,7 +9,13 @@
 #  (c) store bytes of a 50-call rollout against its largest request
 #  (d) translation CPU per token: streaming Anthropic and Responses clients
 #      against the chat pass-through (bench/proxy_formats_bench.sh)
-# Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx; scripts/bootstrap.sh installs it)
+#  (e) a fast client (wrk, keep-alive) against an unpaced streaming upstream
+#      (bench-proxy_bench stream-upstream: vLLM-shaped chunks, each answer in
+#      one write), with and without token ids, at 1 and 200 connections, a
+#      fresh proxy and nginx (1 worker) each round, then warm: requests/s,
+#      added median and CPU per relayed event of each path
+# Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx, and wrk for (e); scripts/bootstrap.sh installs them)
+#   PARTS=abcde: the parts to run (PARTS=e: only the fast-client part).
 #   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
 #   same run (column "baseline"), for before/after figures under the same load.
 #   SEQ_N / SEQ_N_LARGE: (a)'s 1 KB / 200 KB calls per path (20000 / 2000).
@@ -48,22 +54,29 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_http() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer at $1" >&2; exit 1; }
 
+PARTS=${PARTS:-abcde}
+want() { [[ $PARTS == *["$1"]* ]]; }  # any of the parts named in $1
+
 UP=$(port); PX=$(port); NG=$(port)
+if want abc; then
 "$BIN/bench-proxy_bench" upstream "$UP" & PIDS+=($!)
 wait_http "http://127.0.0.1:$UP/health"
+fi
 
 SECRET=bench-secret
-start_proxy() {  # binary port store -> pid
-  "$1" --store "$3" --upstream "http://127.0.0.1:$UP" --port "$2" --threads 2 \
+start_proxy() {  # binary port store [upstream port] -> pid
+  "$1" --store "$3" --upstream "http://127.0.0.1:${4:-$UP}" --port "$2" --threads 2 \
     --health-interval 0 --keepalive 0 >/dev/null 2>>"$W/proxy.err" & local pid=$!
   wait_http "http://127.0.0.1:$2/healthz"
   sqlite3 -cmd ".timeout 10000" "$3" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
     VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
   echo $pid
 }
-PROXY_PID=$(start_proxy "$BIN/forge-proxy" "$PX" "$W/bench.db"); PIDS+=($PROXY_PID)
 BASE=${BASELINE_PROXY:-}
-if [ -n "$BASE" ]; then
+if want abc; then
+PROXY_PID=$(start_proxy "$BIN/forge-proxy" "$PX" "$W/bench.db"); PIDS+=($PROXY_PID)
+fi
+if want abc && [ -n "$BASE" ]; then
   BX=$(port)
   BASE_PID=$(start_proxy "$BASE" "$BX" "$W/base.db"); PIDS+=($BASE_PID)
 fi
@@ -94,8 +107,10 @@ http {
   }
 }
 NGINX
+if want abc; then
 "$NGINX" -c "$W/nginx.conf" -p "$W/nginx" 2>"$W/nginx.start.err" & NGINX_PID=$!; PIDS+=($NGINX_PID)
 wait_http "http://127.0.0.1:$NG/health"
+fi
 
 # CPU time (ns) of the processes serving a path, every thread (nginx's
 # workers; a proxy's io threads and its recording), then the part of it a
@@ -118,6 +133,7 @@ server_pids() {
 }
 
 echo "forge-proxy benchmark  ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ))"
+if want a; then
 echo
 echo "(a) sequential non-streaming calls, keep-alive; latency ms (median / p99; p99.9 for the tail beyond)"
 echo "    paths take turns in 5 rounds (1 KB: $((SEQ_N / 5)) calls a round, 200 KB: $((SEQ_N_LARGE / 5))), so a burst"
@@ -184,6 +200,8 @@ print(f"    forge-proxy added median {'<=' if f50 <= n50 else '>'} nginx's ({f50
 PY
 done
 
+fi  # (a)
+if want b; then
 echo
 echo "(b) $CLIENTS concurrent streaming clients x $EVENTS SSE events (recording on), $LOAD_ROUNDS rounds"
 echo "    paths take turns, one run each per round; each figure is the median over the rounds"
@@ -230,6 +248,8 @@ PY
 curl -s -o /dev/null -X POST "http://127.0.0.1:$PX/admin/drain"
 echo "calls recorded during the run: $(curl -s "http://127.0.0.1:$PX/metrics" | awk '/^forge_proxy_records_written_total/ {print $2}') (in the database after POST /admin/drain)"
 
+fi  # (b)
+if want c; then
 echo
 echo "(c) store bytes of a 50-call rollout, harness-like: a 12 KB system prompt and 12 tools resent every"
 echo "    call, a growing conversation of assistant tool calls and tool results (this repository's source files);"
@@ -296,6 +316,129 @@ for format in chat anthropic; do
 done
 true
 
+fi  # (c)
+if want d; then
 echo
 echo "(d) translation CPU per token (bench/proxy_formats_bench.sh)"
 bash "$SRC/bench/proxy_formats_bench.sh" "$BIN"
+
+fi  # (d)
+if want e; then
+# (e) A fast client against an unpaced streaming upstream: what relaying and
+# recording a stream's events costs when neither end sets the pace.
+E_SECONDS=${E_SECONDS:-3}
+E_ROUNDS=${E_ROUNDS:-3}
+WRK=$(command -v wrk || echo /usr/bin/wrk)
+[ -x "$WRK" ] || { echo "wrk not found (scripts/bootstrap.sh installs it)" >&2; exit 69; }
+CLK_TCK=$(getconf CLK_TCK)
+echo
+echo "(e) a fast client (wrk, keep-alive; 2 threads, 1 at one connection) against an unpaced upstream that"
+echo "    streams $EVENTS vLLM-shaped events an answer in one write; recording on; $E_ROUNDS rounds, each with a"
+echo "    fresh proxy (fresh store) and a fresh nginx (1 worker): 'fresh' is each one's first ${E_SECONDS} s"
+echo "    (200 connections, plain), 'warm' the runs after it; the paths take turns, ${E_SECONDS} s a run."
+echo "    'ids': the client asks for token ids and logprobs, so every path relays them; 'plain': it asks for"
+echo "    neither, so the proxy cuts what it asked for itself. CPU/event: the serving process's"
+echo "    utime+stime (/proc/PID/stat; the proxy's until its store holds the run's calls) over requests x $EVENTS"
+SUP=$(port)
+"$BIN/bench-proxy_bench" stream-upstream "$SUP" & PIDS+=($!)
+wait_http "http://127.0.0.1:$SUP/health"
+for variant in plain ids; do
+  fields=$([ $variant = ids ] && echo '"return_token_ids":true,"logprobs":true,' || true)
+  cat > "$W/wrk.$variant.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"model":"Qwen/Qwen3-8B","stream":true,$fields"bench_events":$EVENTS,"messages":[{"role":"user","content":"stream please"}]}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $SECRET"
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, summary.duration,
+    e.connect + e.read + e.write + e.status + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+LUA
+done
+ticks() {  # utime + stime of the processes, in clock ticks
+  local total=0 pid stat
+  for pid in "$@"; do
+    stat=$(cat "/proc/$pid/stat")
+    read -r -a fields <<< "${stat##*) }"
+    total=$((total + fields[11] + fields[12]))
+  done
+  echo $total
+}
+e_run() {  # phase variant conns path url [pid...]
+  local phase=$1 variant=$2 conns=$3 path=$4 url=$5 before after result
+  shift 5
+  before=$(ticks "$@")
+  result=$("$WRK" -t$(( conns > 1 ? 2 : 1 )) -c"$conns" -d"${E_SECONDS}s" -s "$W/wrk.$variant.lua" "$url/v1/chat/completions" |
+           awk '/^RESULT/ {print $2, $3, $4, $5, $6}')
+  case $path in forge-proxy|baseline) curl -s -o /dev/null -X POST "$url/admin/drain" ;; esac
+  after=$(ticks "$@")
+  echo "$phase $variant $conns $path ${result:-0 1 1 0 0} $((after - before))" >> "$W/e.runs"
+}
+: > "$W/e.runs"
+for round in $(seq 1 "$E_ROUNDS"); do
+  PXE=$(port); NGE=$(port)
+  EPID=$(start_proxy "$BIN/forge-proxy" "$PXE" "$W/e$round.db" "$SUP"); PIDS+=($EPID)
+  e_paths=("direct http://127.0.0.1:$SUP" "nginx http://127.0.0.1:$NGE" "forge-proxy http://127.0.0.1:$PXE")
+  if [ -n "$BASE" ]; then
+    BXE=$(port)
+    BEPID=$(start_proxy "$BASE" "$BXE" "$W/e$round.base.db" "$SUP"); PIDS+=($BEPID)
+    e_paths+=("baseline http://127.0.0.1:$BXE")
+  fi
+  sed -e "s/^worker_processes 2;/worker_processes 1;/" -e "s|$W/nginx.pid|$W/nginx.e.pid|" \
+      -e "s/127.0.0.1:$UP;/127.0.0.1:$SUP;/" -e "s/listen 127.0.0.1:$NG;/listen 127.0.0.1:$NGE;/" \
+      "$W/nginx.conf" > "$W/nginx.e.conf"
+  "$NGINX" -c "$W/nginx.e.conf" -p "$W/nginx" 2>>"$W/nginx.start.err" & NGE_PID=$!; PIDS+=($NGE_PID)
+  wait_http "http://127.0.0.1:$NGE/health"
+  for combo in fresh:plain:200 warm:plain:200 warm:plain:1 warm:ids:200 warm:ids:1; do
+    IFS=: read -r phase variant conns <<< "$combo"
+    for p in "${e_paths[@]}"; do
+      case ${p%% *} in
+        direct) pids= ;; nginx) pids=$(pgrep -P "$NGE_PID") ;; forge-proxy) pids=$EPID ;; baseline) pids=$BEPID ;;
+      esac
+      e_run "$phase" "$variant" "$conns" "${p%% *}" "${p#* }" $pids
+    done
+  done
+  kill "$EPID" $([ -n "$BASE" ] && echo "$BEPID") "$NGE_PID" 2>/dev/null || true
+  wait "$EPID" $([ -n "$BASE" ] && echo "$BEPID") "$NGE_PID" 2>/dev/null || true
+done
+python3 - "$W/e.runs" "$EVENTS" "$CLK_TCK" <<'PY'
+import sys, statistics, collections
+path_runs, events, tck = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+runs = collections.defaultdict(list)  # (phase, variant, conns) -> path -> one dict a round
+combos = []
+for line in open(path_runs):
+    phase, variant, conns, path, req, dur_us, errors, p50, p99, ticks = line.split()
+    key = (phase, variant, int(conns))
+    if key not in combos: combos.append(key)
+    req, dur = int(req), int(dur_us) / 1e6
+    runs[key + (path,)].append({"rps": req / dur if dur else 0, "p50": int(p50) / 1000, "p99": int(p99) / 1000,
+                                "errors": int(errors),
+                                "cpu": int(ticks) / tck * 1e6 / (req * events) if req and path != "direct" else None})
+def span(v, fmt="{:.2f}"):
+    v = [x for x in v if x is not None]
+    if not v: return "-"
+    return fmt.format(statistics.median(v)) + " (" + fmt.format(min(v)) + "–" + fmt.format(max(v)) + ")"
+paths = [p for p in ("direct", "nginx", "forge-proxy", "baseline") if any(k[3] == p for k in runs)]
+for key in combos:
+    phase, variant, conns = key
+    print(f"  {phase}, {variant}, {conns} connection{'s' if conns > 1 else ''}: median (min–max) over {len(runs[key + ('direct',)])} rounds")
+    print(f"    {'path':<12} {'requests/s':>22} {'p50 ms':>20} {'CPU/event us':>20} {'errors':>7}")
+    for p in paths:
+        r = runs[key + (p,)]
+        print(f"    {p:<12} {span([x['rps'] for x in r], '{:.0f}'):>22} {span([x['p50'] for x in r], '{:.3f}'):>20} "
+              f"{span([x['cpu'] for x in r]):>20} {sum(x['errors'] for x in r):>7}")
+    n, d = runs[key + ("nginx",)], runs[key + ("direct",)]
+    for p in paths[2:]:
+        f = runs[key + (p,)]
+        thr = [a["rps"] / b["rps"] for a, b in zip(f, n) if b["rps"]]
+        cpu = [a["cpu"] / b["cpu"] for a, b in zip(f, n) if a["cpu"] and b["cpu"]]
+        line = f"    {p} / nginx: throughput {span(thr)}x, CPU/event {span(cpu)}x"
+        if conns == 1:
+            added = [(a["p50"] - c["p50"]) / (b["p50"] - c["p50"]) for a, b, c in zip(f, n, d) if b["p50"] > c["p50"]]
+            line += f", added median {span(added)}x (" + ", ".join(
+                f"{a['p50'] - c['p50']:.3f} vs {b['p50'] - c['p50']:.3f} ms" for a, b, c in zip(f, n, d)) + ")"
+        print(line)
+print("  (targets, issue 41: at 200 connections >= 0.7x nginx's throughput; at 1 connection an added median <= 2x nginx's)")
+PY
+fi  # (e)

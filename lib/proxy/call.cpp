@@ -22,6 +22,7 @@
 #include "proxy/request_limits.h"
 #include "proxy/server.h"
 #include "proxy/sse.h"
+#include "proxy/stream_relay.h"
 #include "proxy/token_capture.h"
 #include "proxy/upstream_faults.h"
 
@@ -546,7 +547,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
 
   // Reads body bytes into buf, and returns how many: what came in with the
   // header first (often the whole body), then from the upstream.
-  auto read_body = [&](std::vector<char>& buf, beast::error_code& ec) -> Task<size_t> {
+  auto read_body = [&](net::mutable_buffer buf, beast::error_code& ec) -> Task<size_t> {
     parser->get().body().data = buf.data();
     parser->get().body().size = buf.size();
     co_await ReadHttp(conn->stream, conn->buffer, *parser, ReadUntil::kSome, ec);
@@ -635,12 +636,17 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   bool saw_done = false;
   std::string stream_error;
   bool upstream_broke = false;  // its connection broke or went silent mid-answer
-  std::vector<char> buf(16384);
+  // What the upstream has sent by the time of a read is relayed in one
+  // write: an unpaced upstream's whole answer, mostly. (Not zeroed: only
+  // the bytes a read brings are touched, so a slow stream stays small.)
+  constexpr size_t kStreamReadBytes = 64 * 1024;
+  std::unique_ptr<char[]> buf(new char[kStreamReadBytes]);
+  if (conn->buffer.capacity() < kStreamReadBytes) conn->buffer.reserve(kStreamReadBytes);
   while (!parser->is_done() && !saw_done) {
     beast::error_code ec;
-    size_t n = co_await read_body(buf, ec);
+    size_t n = co_await read_body(net::buffer(buf.get(), kStreamReadBytes), ec);
     events.clear();
-    sse.Feed(std::string_view(buf.data(), n), events);
+    sse.Feed(std::string_view(buf.get(), n), events);
     std::string out;
     for (SseEvent& event : events) {
       if (event.data == "[DONE]") {
@@ -648,6 +654,14 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
         break;
       }
       if (raw) {
+        // Most chunks are a piece of content: relayed from one walk over their
+        // bytes (stream_relay.h), the rest the full way. (After a held final
+        // chunk, the full way too: what it holds goes out only before a
+        // chunk that is not final.)
+        if (held.empty() && RelayContentChunk(event.data, wants, !client_wants_usage, tokens, upstream_assembled, out)) {
+          if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
+          continue;
+        }
         auto chunk = CaptureAndStrip(event.data, wants, !client_wants_usage, tokens);
         if (!chunk.ok()) {
           stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
@@ -738,13 +752,16 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   if (!cs->call_started_writing) co_await stop_keepalive();
 
   rec.response = raw ? upstream_assembled.Result() : translator->Assembled();
-  Json upstream_response = pass_through ? rec.response : upstream_assembled.Result();
-  if (!usage.is_null()) upstream_response["usage"] = usage;
-  rec.upstream_response = upstream_response;
+  rec.upstream_response = pass_through ? rec.response : upstream_assembled.Result();
+  if (!usage.is_null()) rec.upstream_response["usage"] = usage;
+  // Kept past the commit only for a format that reads it in Finished (the
+  // pass-through formats do not): a stream's response with its logprobs is
+  // a large document to copy.
+  const Json upstream_response = pass_through ? Json() : rec.upstream_response;
   rec.prompt_ids = std::move(tokens.prompt_ids);
   rec.completion_ids = std::move(tokens.completion_ids);
   rec.logprobs = std::move(tokens.logprobs);
-  rec.finish_reason = FinishReasonOf(upstream_response);
+  rec.finish_reason = FinishReasonOf(rec.upstream_response);
   rec.usage = usage;
   if (stream_error.empty() && LacksTokenIds(rec)) stream_error = kNoTokenIdsMessage;
   if (!stream_error.empty()) {

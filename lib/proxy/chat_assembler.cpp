@@ -1,5 +1,6 @@
 #include "proxy/chat_assembler.h"
 
+#include "base/json_parse.h"
 #include "base/json_scan.h"
 
 namespace forge::proxy {
@@ -74,7 +75,11 @@ void ChatAssembler::Add(const Json& chunk) {
         }
       }
     }
-    if (c.contains("logprobs")) AppendLogprobs(choice.logprobs, c["logprobs"]);
+    if (c.contains("logprobs")) {
+      AppendPendingLogprobs(choice.logprobs_pending, choice.logprobs);
+      choice.logprobs_pending.clear();
+      AppendLogprobs(choice.logprobs, c["logprobs"]);
+    }
     if (c.contains("finish_reason") && !c["finish_reason"].is_null()) choice.finish_reason = c["finish_reason"];
     if (c.contains("stop_reason") && !c["stop_reason"].is_null()) choice.stop_reason = c["stop_reason"];
   }
@@ -91,13 +96,43 @@ bool ChatAssembler::AddContentDelta(const ContentDelta& delta) {
   for (size_t k = 0; k < ContentDelta::kHeadKeys.size(); ++k) {
     if ((delta.head_members >> k & 1u) && !head_.contains(ContentDelta::kHeadKeys[k])) return false;
   }
+  // As AppendLogprobs folds {"content": [...]}: the first makes the
+  // logprobs, later ones append to their content (an array, else Add's work).
+  auto it = choices_.find(delta.index);
+  if (!delta.logprobs_content.empty() && it != choices_.end() && !it->second.logprobs.is_null()) {
+    auto content = it->second.logprobs.find("content");
+    if (content == it->second.logprobs.end() || !content->is_array()) return false;
+  }
+  Choice& choice = it != choices_.end() ? it->second : choices_[delta.index];
+  if (!delta.logprobs_content.empty()) {
+    if (choice.logprobs.is_null()) choice.logprobs = {{"content", Json::array()}};
+    std::string_view entries = delta.logprobs_content.substr(1, delta.logprobs_content.size() - 2);
+    if (entries.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+      if (!choice.logprobs_pending.empty()) choice.logprobs_pending += ',';
+      choice.logprobs_pending += entries;
+    }
+  }
   ++chunks_;
-  Choice& choice = choices_[delta.index];
   if (IsJsonString(delta.content)) {
-    choice.content += JsonStringValue(delta.content);
+    std::string_view raw = delta.content.substr(1, delta.content.size() - 2);
+    if (raw.find('\\') == std::string_view::npos) {
+      choice.content += raw;  // validated UTF-8 without escapes: the text itself
+    } else {
+      choice.content += DecodeJsonString(raw);
+    }
     choice.has_content = true;
   }
   return true;
+}
+
+void ChatAssembler::AppendPendingLogprobs(const std::string& pending, Json& logprobs) {
+  if (pending.empty()) return;
+  Json entries = forge::ParseJsonOrDiscarded("[" + pending + "]");
+  Json& target = logprobs["content"];
+  if (!target.is_array()) target = Json::array();
+  if (entries.is_array()) {
+    for (auto& entry : entries) target.push_back(std::move(entry));
+  }
 }
 
 Json ChatAssembler::Result() const {
@@ -119,7 +154,13 @@ Json ChatAssembler::Result() const {
       }
       choice["message"] = std::move(message);
     }
-    choice["logprobs"] = c.logprobs;
+    if (c.logprobs_pending.empty()) {
+      choice["logprobs"] = c.logprobs;
+    } else {
+      Json logprobs = c.logprobs;
+      AppendPendingLogprobs(c.logprobs_pending, logprobs);
+      choice["logprobs"] = std::move(logprobs);
+    }
     choice["finish_reason"] = c.finish_reason;
     if (!c.stop_reason.is_null()) choice["stop_reason"] = c.stop_reason;
     choices.push_back(std::move(choice));

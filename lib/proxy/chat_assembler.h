@@ -23,7 +23,9 @@ class ChatAssembler {
   // logprobs and no finish, after a first chunk that set the head. Returns
   // false, having changed nothing, for any other chunk: then use Add.
   bool AddContentDelta(std::string_view chunk);
-  bool AddContentDelta(const ContentDelta& delta);  // the same chunk, read already
+  // The same chunk, read already. Its logprobs_content, if any, is kept as
+  // text until the result is built (a stream's logprobs, parsed once).
+  bool AddContentDelta(const ContentDelta& delta);
   // chat.completion for chat chunks, text_completion for completion chunks.
   nlohmann::json Result() const;
   bool empty() const { return chunks_ == 0; }
@@ -35,9 +37,15 @@ class ChatAssembler {
     bool has_content = false, has_reasoning = false;
     std::map<int, nlohmann::json> tool_calls;
     nlohmann::json logprobs;  // null until one arrives
+    // Entries of logprobs.content that AddContentDelta took as text, comma
+    // separated, not yet in logprobs (which is then an object with a
+    // "content" member).
+    std::string logprobs_pending;
     nlohmann::json finish_reason;
     nlohmann::json stop_reason;
   };
+  static void AppendPendingLogprobs(const std::string& pending, nlohmann::json& logprobs);
+
   size_t chunks_ = 0;
   bool completion_ = false;
   nlohmann::json head_ = nlohmann::json::object();  // id, created, model

@@ -53,8 +53,10 @@ float LogprobValue(std::string_view v) {
   return d ? static_cast<float>(*d) : 0.0f;
 }
 
+}  // namespace
+
 // Choice 0's tokens, as HarvestTokens takes them from a parsed chunk.
-void HarvestChoice(const JsonMembers& choice, const forge::JsonSpans& spans, CapturedTokens& into) {
+void HarvestChoiceTokens(const JsonMembers& choice, const forge::JsonSpans& spans, CapturedTokens& into) {
   if (const JsonMember* p = FindMember(choice, "prompt_token_ids"); p && into.prompt_ids.empty()) {
     forge::AppendJsonInt32s(p->value, into.prompt_ids);
   }
@@ -90,6 +92,8 @@ void HarvestChoice(const JsonMembers& choice, const forge::JsonSpans& spans, Cap
     }
   }
 }
+
+namespace {
 
 bool IsNonEmptyArray(std::string_view v) {
   if (!IsJsonArray(v)) return false;
@@ -315,7 +319,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
         continue;
       }
       JsonMembers choice = ObjectMembers(element, &spans);
-      if (ChoiceIndex(choice) == 0) HarvestChoice(choice, spans, tokens);
+      if (ChoiceIndex(choice) == 0) HarvestChoiceTokens(choice, spans, tokens);
       const JsonMember* finish = FindMember(choice, "finish_reason");
       if (finish && !IsJsonNull(finish->value)) out.final = true;
       if (i == 0 && finish && IsJsonString(finish->value)) out.finish_reason = JsonStringValue(finish->value);

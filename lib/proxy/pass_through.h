@@ -83,9 +83,17 @@ struct ContentDelta {
   std::string_view content;   // delta.content as JSON text: a string, null, or empty when absent
   unsigned head_members = 0;  // bit k: kHeadKeys[k] is present
   bool only_content = true;   // no member besides those above and "object"
+  // The choice's logprobs when they are {"content": [...]} (a relayed
+  // chunk's, kept for a client that asked): that array's text. Empty when
+  // the logprobs are null or absent. (ReadContentDelta never sets it.)
+  std::string_view logprobs_content;
 };
 // nullopt for any other chunk (a completion chunk among them).
 std::optional<ContentDelta> ReadContentDelta(std::string_view chunk);
+
+// Choice 0's tokens, read from its members as CaptureAndStrip reads them
+// (spans: the validated chunk's).
+void HarvestChoiceTokens(const forge::JsonMembers& choice, const forge::JsonSpans& spans, CapturedTokens& into);
 
 // The content of a chunk that is nothing but a piece of content for choice 0
 // (delta.content a string, no other member): what a translating format can

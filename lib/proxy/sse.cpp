@@ -3,17 +3,27 @@
 namespace forge::proxy {
 
 void SseParser::Feed(std::string_view bytes, std::vector<SseEvent>& out) {
-  buffer_.append(bytes);
+  // Lines are read where they are: from the bytes themselves when nothing is
+  // held back (a read of whole events), so only a partial last line is copied.
+  std::string_view input = bytes;
+  if (!buffer_.empty()) {
+    buffer_.append(bytes);
+    input = buffer_;
+  }
   size_t start = 0;
   for (;;) {
-    size_t nl = buffer_.find('\n', start);
-    if (nl == std::string::npos) break;
-    std::string_view line(buffer_.data() + start, nl - start);
+    size_t nl = input.find('\n', start);
+    if (nl == std::string_view::npos) break;
+    std::string_view line = input.substr(start, nl - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     Line(line, out);
     start = nl + 1;
   }
-  buffer_.erase(0, start);
+  if (input.data() == buffer_.data()) {
+    buffer_.erase(0, start);
+  } else {
+    buffer_.assign(input.substr(start));
+  }
 }
 
 void SseParser::Line(std::string_view line, std::vector<SseEvent>& out) {

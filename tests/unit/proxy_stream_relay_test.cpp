@@ -1,0 +1,126 @@
+// The one-walk relay of a chat stream's common chunk (proxy/stream_relay.h)
+// against the full way it stands in for: CaptureAndStrip, then the
+// assembler's fold of the stripped text or the parsed chunk. Every stream,
+// for every combination of what the client asked for, must give the same
+// bytes, the same tokens and the same assembled response.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/json_parse.h"
+#include "proxy/chat_assembler.h"
+#include "proxy/pass_through.h"
+#include "proxy/stream_relay.h"
+
+using namespace forge::proxy;
+using Json = nlohmann::json;
+
+namespace {
+
+struct Relayed {
+  std::string out;
+  CapturedTokens tokens;
+  Json assembled;
+  int fast = 0;  // chunks the one-walk relay took
+  bool failed = false;
+};
+
+// The call path's loop over a stream's chunks (call.cpp), with or without the relay.
+Relayed Relay(const std::vector<std::string>& chunks, const CaptureWants& wants, bool drop_usage, bool use_relay) {
+  Relayed r;
+  ChatAssembler assembled;
+  for (const std::string& data : chunks) {
+    if (use_relay && RelayContentChunk(data, wants, drop_usage, r.tokens, assembled, r.out)) {
+      ++r.fast;
+      continue;
+    }
+    auto chunk = CaptureAndStrip(data, wants, drop_usage, r.tokens);
+    if (!chunk.ok() || chunk->is_error) {
+      r.failed = true;
+      break;
+    }
+    if (chunk->usage_only && drop_usage) continue;
+    if (!assembled.AddContentDelta(chunk->text)) assembled.Add(forge::ParseJsonOrDiscarded(chunk->text));
+    r.out += "data: " + chunk->text + "\n\n";
+  }
+  r.assembled = assembled.Result();
+  return r;
+}
+
+const char* kHead = R"("id":"chatcmpl-1","object":"chat.completion.chunk","created":1764892800,"model":"m")";
+
+std::string Chunk(const std::string& choice, const std::string& extra = "") {
+  return std::string("{") + kHead + extra + R"(,"choices":[)" + choice + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("stream relay: the common chunk relayed in one walk gives what the full way gives") {
+  const std::string lp = R"("logprobs":{"content":[{"token":" a","logprob":-0.125,"bytes":[32,97],"top_logprobs":[]}]})";
+  const std::vector<std::vector<std::string>> streams = {
+      // vLLM's shape: prompt ids and the role first, then content with ids and logprobs, a finish, usage.
+      {Chunk(R"({"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null})",
+             R"(,"prompt_token_ids":[1,2,3])"),
+       Chunk(R"({"index":0,"delta":{"content":" a"},)" + lp + R"(,"finish_reason":null,"token_ids":[10]})"),
+       Chunk(R"({"index":0,"delta":{"content":"\"q\" \u00e9\n\ud83d\ude00 é"},)" + lp + R"(,"finish_reason":null,"token_ids":[11,12]})"),
+       Chunk(R"({"index":0,"delta":{"content":"b"},"logprobs":{"content":[]},"finish_reason":null,"token_ids":[]})"),
+       Chunk(R"({"index":0,"delta":{"content":null},"logprobs":null,"finish_reason":null,"stop_reason":null})"),
+       Chunk(R"({"index":0,"delta":{"content":"c"},)" + lp + R"(,"finish_reason":null,"token_ids":[13]})", R"(,"usage":null)"),
+       Chunk(R"({"index":0,"delta":{},"logprobs":null,"finish_reason":"stop","stop_reason":null})"),
+       Chunk("", R"(,"usage":{"prompt_tokens":3,"completion_tokens":4})")},
+      // Without ids: the older token_id:N form; spacing; a second choice; odd members.
+      {Chunk(R"({"index":0,"delta":{"role":"assistant"}})"),
+       Chunk(R"({"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"token_id:42","logprob":-0.25}]}})"),
+       std::string("{ ") + kHead + R"( , "choices" : [ { "index" : 0 , "delta" : { "content" : "y" } } ] })",
+       Chunk(R"({"index":1,"delta":{"content":"second"},"token_ids":[5]})"),
+       Chunk(R"({"index":0,"delta":{"content":"z"},"token_ids":[6]})", R"(,"system_fingerprint":"late")"),
+       Chunk(R"({"index":0,"delta":{"content":"d","content":"e"}})"),
+       Chunk(R"({"index":0,"delta":{"content":"f"},"logprobs":{"content":[{"logprob":-1}],"refusal":null}})"),
+       Chunk(R"({"index":0,"delta":{"content":"g"},"logprobs":{"content":[{"logprob":-2}]}})"),
+       Chunk(R"({"index":0,"delta":{"content":"h"},"unknown":1})"),
+       Chunk(R"({"index":0,"delta":{"content":"i"}},{"index":1,"delta":{"content":"j"}})"),
+       Chunk(R"({"index":0,"delta":{"content":"k"},"token_ids":[7]})", R"(,"extra":true)"),
+       Chunk(R"({"index":0,"delta":{"content":"l"},"prompt_token_ids":[9]})"),
+       Chunk(R"({"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}})"),
+       Chunk(R"({"index":0,"delta":{"content":"m"},"token_ids":[8]})") + " ",
+       Chunk(R"({"index":0,"delta":{"content":"n"},"finish_reason":"length"})")},
+  };
+  const std::vector<std::string> not_json = {
+      Chunk(R"({"index":0,"delta":{"role":"assistant"}})"),
+      Chunk(R"({"index":0,"delta":{"content":"o"}})"),
+      Chunk(R"({"index":0,"delta":{"content":"bad \x01"}})"),
+  };
+  for (int mask = 0; mask < 8; ++mask) {
+    CaptureWants wants;
+    wants.token_ids = mask & 1;
+    wants.logprobs = mask & 2;
+    bool drop_usage = mask & 4;
+    for (const auto& stream : streams) {
+      CAPTURE(mask);
+      CAPTURE(stream.front());
+      Relayed full = Relay(stream, wants, drop_usage, false);
+      Relayed fast = Relay(stream, wants, drop_usage, true);
+      CHECK_FALSE(full.failed);
+      CHECK_FALSE(fast.failed);
+      CHECK(fast.out == full.out);
+      CHECK(fast.tokens.prompt_ids == full.tokens.prompt_ids);
+      CHECK(fast.tokens.completion_ids == full.tokens.completion_ids);
+      CHECK(fast.tokens.logprobs == full.tokens.logprobs);
+      CHECK(fast.assembled == full.assembled);
+      CHECK(fast.fast >= 4);  // the relay takes the common chunks
+    }
+    // A chunk that is not JSON is left to the full way, which refuses it.
+    Relayed bad = Relay(not_json, wants, drop_usage, true);
+    CHECK(bad.failed);
+    CHECK(bad.fast == 1);
+  }
+  // Before the stream's first chunk the assembler has no head: the full way.
+  ChatAssembler fresh;
+  CapturedTokens tokens;
+  std::string out;
+  CHECK_FALSE(RelayContentChunk(Chunk(R"({"index":0,"delta":{"content":"a"}})"), CaptureWants{}, false, tokens, fresh,
+                                out));
+  CHECK(out.empty());
+  CHECK(fresh.empty());
+}
