@@ -21,7 +21,8 @@
 #   cut        the stream broken off after some content
 #   malformed  one stream event, after some content, is not valid JSON; the
 #              stream then goes on to its end
-#   slow       3 s before the answer's first byte (under every harness's timeout)
+#   slow       4 s before the answer's first byte: under every harness's
+#              timeout, and past forge-proxy's first keepalive comment (3 s)
 #
 # Harnesses and their direct servers:
 #   claude-code  Anthropic Messages: tests/fake_upstream/fake_anthropic.py --scenario
@@ -38,6 +39,10 @@
 # representative subset: every fault and every harness at least once.
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
 source "$FORGE_SRC/tests/support/proxy_env.sh"
+# FORGE_FAULT_KEEP=DIR: copy each case's files (logs, store, scenario) there to look at.
+if [[ -n ${FORGE_FAULT_KEEP:-} ]]; then
+  trap 'mkdir -p "$FORGE_FAULT_KEEP"; cp -r "$WORK"/. "$FORGE_FAULT_KEEP"/ 2>/dev/null; cleanup' EXIT
+fi
 
 HARNESSES=${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}
 AGENT_TIMEOUT=${FORGE_HARNESS_TIMEOUT:-240s}
@@ -95,7 +100,7 @@ first.update({
     "529": {"fail_once": 529, "retry_after": "1"},
     "cut": {"cut_once": True},
     "malformed": {"malformed_once": True},
-    "slow": {"delay_first": 3},
+    "slow": {"delay_first": 4},
 }[fault])
 json.dump({"steps": [first, {"text": "Created hello.txt."}]}, open(path, "w"))
 PY
@@ -177,6 +182,10 @@ for c in $cases; do
       pass "$harness fails $fault directly too, and the same way through forge-proxy ($direct)"
     fi
     [[ -n ${KNOWN[$c]:-} ]] && echo "   note: $c is listed as a known difference but was alike: remove it from KNOWN"
+    # Not a failure (a harness's retries may vary with timing), but shown: the
+    # harness sent more, or fewer, requests through the proxy than directly.
+    [[ ${direct##*requests=} == "${via_proxy##*requests=}" ]] ||
+      { result+=", requests differ"; echo "   note: $c: ${direct##*requests=} requests directly, ${via_proxy##*requests=} through forge-proxy"; }
   elif [[ -n ${KNOWN[$c]:-} && $p == "${KNOWN[$c]}" ]]; then
     result="KNOWN DIFFERENCE"
     echo "KNOWN DIFFERENCE (issue 36): $harness/$fault: directly '$direct', through forge-proxy '$via_proxy': ${KNOWN_WHY[$c]}"
