@@ -40,6 +40,10 @@ the step only (later ones are answered normally, to see how a harness retries):
                         with a bug would send it
   "delay_first": S      S seconds (a float) before the answer's first byte
                         (its status line): a slow first byte
+A tool-call step with "say_first": "TEXT" streams TEXT as content before the
+call (chat and Gemini streams only), so that a cut or a malformed event falls
+after some text in both APIs (Gemini sends a functionCall whole, and a proxy
+that translates holds a call's fragments until it is whole).
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
 A POST to .../responses (Codex CLI run straight against this server) gets the
 step as an OpenAI Responses stream (the scenario's steps, token ids aside).
@@ -353,9 +357,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        # A tool call comes as a short text first, so that a cut or a malformed
-        # event (at index 2) falls after some content, as with the other APIs.
-        events = ([{"text": "Writing "}, {"text": "the file."}] if "tool_call" in step else []) + parts
+        # A tool call comes whole, after say_first's text (if any): a cut or a
+        # malformed event (at index 2) falls after that text.
+        said = [{"text": t} for t in fragments(step["say_first"])] if "tool_call" in step and step.get("say_first") else []
+        events = said + parts
         for i, part in enumerate(events):
             if self.cut_after is not None and i == self.cut_after:
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -397,6 +402,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 words = fragments(json.dumps(step["tool_call"]["arguments"]))
                 tool = ("call_%d" % tool_results(body), step["tool_call"]["name"])
+        said = fragments(step["say_first"]) if step is not None and tool is not None and step.get("say_first") else []
         first = dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                      "finish_reason": None}])
         if completions:
@@ -414,6 +420,19 @@ class Handler(BaseHTTPRequestHandler):
             if want_ids:
                 c["token_ids"] = [900 + i]
             self.chunk(dict(head, choices=[c]))
+        for i, w in enumerate(said):  # counted with the call's fragments for a cut or a malformed event
+            if self.cut_after is not None and i == self.cut_after:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if self.malformed_at is not None and i == self.malformed_at:
+                self.chunk('{"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {"content": "trunc')
+            self.chunk(dict(head, choices=[{"index": 0, "logprobs": None, "finish_reason": None,
+                                            "delta": {"content": w}}]))
+        if said:
+            self.cut_after = None if self.cut_after is None else max(0, self.cut_after - len(said))
+            self.malformed_at = None if self.malformed_at is None or self.malformed_at < len(said) else \
+                self.malformed_at - len(said)
         for i, w in enumerate(words):
             if (cmd == "script:disconnect" and i == 3) or (self.cut_after is not None and i == self.cut_after):
                 self.wfile.flush()
