@@ -34,9 +34,14 @@
 # completions, where a 529 is sent as it is (the status a chat server with an
 # Anthropic-style gateway would give).
 #
+# Gemini CLI sends a functionCall whole, so its fault step says a short text
+# first (say_first): a cut or a bad event falls after that text, straight
+# from the Gemini fake and through the proxy alike.
+#
 # FORGE_FAULT_CASES="opencode:cut qwen-code:429 ..." picks cases; "all" runs
-# the whole matrix (37 cases, about 25 minutes on 2 cores). The default is a
-# representative subset: every fault and every harness at least once.
+# the whole matrix (37 cases, about 40 minutes on 2 busy cores; OpenClaw's
+# take ~35 s a run). The default is a representative subset: every fault and
+# every harness at least once, and the known differences (about 6 minutes).
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
 source "$FORGE_SRC/tests/support/proxy_env.sh"
 # FORGE_FAULT_KEEP=DIR: copy each case's files (logs, store, scenario) there to look at.
@@ -87,8 +92,8 @@ declare -A KNOWN_WHY=(
 # The default: each fault and each harness at least once (issue 36's budget:
 # at most ~6 minutes more than the five cases it had before).
 # The known differences are in it, so that a change in them shows.
-DEFAULT_CASES="claude-code:529 claude-code:malformed codex:500 codex:cut gemini-cli:slow gemini-cli:malformed
-openclaw:cut opencode:429 opencode:malformed qwen-code:503 qwen-code:cut"
+DEFAULT_CASES="claude-code:529 claude-code:429 claude-code:malformed codex:500 codex:cut gemini-cli:slow
+gemini-cli:malformed openclaw:cut opencode:malformed qwen-code:503"
 
 # run_case HARNESS FAULT MODE(direct|proxy) → "OUTCOME exit=N verdict=V requests=N" on stdout;
 # through the proxy, also checks that the store holds every request the server saw
