@@ -462,7 +462,13 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   cs->socket = &client;
   cs->version = req.version();
   cs->content_type = stream_content_type;
-  if (streaming && config_.keepalive_interval > 0 && cs->content_type == "text/event-stream") {
+  // No keepalive comments for Gemini clients: the google-genai SDK's SSE
+  // reader (Gemini CLI's) matches /^\s*data: .../ at the start of its buffer,
+  // so a comment before the first event makes it drop every event after it;
+  // behind a first token slower than --keepalive, Gemini CLI got an empty
+  // answer and sent the call again (issue 36's fault matrix, "slow").
+  if (streaming && config_.keepalive_interval > 0 && cs->content_type == "text/event-stream" &&
+      route.format != "gemini") {
     cs->keepalive_timer = std::make_unique<net::steady_timer>(co_await net::this_coro::executor);
     net::co_spawn(co_await net::this_coro::executor, KeepAlive(cs, config_.keepalive_interval), net::detached);
   }

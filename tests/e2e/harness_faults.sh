@@ -1,39 +1,103 @@
 #!/usr/bin/env bash
-# The fault matrix with real harnesses: for each harness and upstream fault,
-# the harness runs the "create hello.txt" task twice, once straight against
-# the scripted model server (forge-launch --proxy pointed at it) and once
-# through forge-proxy, and must end the same way: the same exit status and
-# outcome, the same verdict on the task's file. Through the proxy, every
-# request the server saw is a call recorded under the rollout, the failed
-# attempt included. A harness that fails a fault directly too is reported
-# as such ("fails directly too"), not hidden.
+# The fault matrix with real harnesses (issue 36): for each harness and
+# upstream fault, the harness runs the "create hello.txt" task twice, once
+# straight against the scripted model server (forge-launch --proxy pointed at
+# it) and once through forge-proxy in front of it, and must end the same way:
+# the same rollout outcome and exit status, the same verdict on the task's
+# file. Through the proxy, every request the server saw is a call recorded
+# under the rollout, the failed attempt included. A harness that fails a
+# fault directly too is reported as such ("fails directly too"), not hidden.
+# A difference the proxy is known to make is listed in KNOWN below (naming
+# issue 36) and printed as "KNOWN DIFFERENCE", not as a pass; a listed case
+# that behaves otherwise than listed (neither alike nor the known way) fails.
+# At the end the cases run are printed as a table (harness x fault).
 #
-# Faults (on the first agent call; see tests/fake_upstream/fake_upstream.py):
-#   429   HTTP 429 with Retry-After: 1 (Codex CLI retries a 429 only with it)
-#   cut   the stream broken off after some content (Qwen Code and opencode
-#         retry a broken connection, and exit 1 on an error event)
-# Codex speaks only the Responses API: run directly, the scripted server
-# answers it in that API; through the proxy, in chat completions.
-# FORGE_FAULT_CASES="opencode:cut qwen-code:429 ..." picks cases.
+# Faults, all on the first agent call (the write tool call; the fakes'
+# scenario steps, see tests/fake_upstream/fake_upstream.py):
+#   500        HTTP 500, no Retry-After
+#   429        HTTP 429 with Retry-After: 1 (Codex CLI retries a 429 only with it)
+#   503        HTTP 503 with Retry-After: 1
+#   529        HTTP 529 overloaded_error with retry-after: 1 (Anthropic's; Claude Code only)
+#   cut        the stream broken off after some content
+#   malformed  one stream event, after some content, is not valid JSON; the
+#              stream then goes on to its end
+#   slow       4 s before the answer's first byte: under every harness's
+#              timeout, and past forge-proxy's first keepalive comment (3 s)
+#
+# Harnesses and their direct servers:
+#   claude-code  Anthropic Messages: tests/fake_upstream/fake_anthropic.py --scenario
+#                (through the proxy: /v1/messages translated to chat)
+#   codex        the Responses API: fake_upstream.py's Responses stream
+#   gemini-cli   the Gemini API (streamGenerateContent?alt=sse): fake_upstream.py's Gemini stream
+#   openclaw, opencode, qwen-code   chat completions: fake_upstream.py
+# Through the proxy the upstream is always fake_upstream.py's chat
+# completions, where a 529 is sent as it is (the status a chat server with an
+# Anthropic-style gateway would give).
+#
+# Gemini CLI sends a functionCall whole, so its fault step says a short text
+# first (say_first): a cut or a bad event falls after that text, straight
+# from the Gemini fake and through the proxy alike.
+#
+# FORGE_FAULT_CASES="opencode:cut qwen-code:429 ..." picks cases; "all" runs
+# the whole matrix (37 cases, about 40 minutes on 2 busy cores; OpenClaw's
+# take ~35 s a run). The default is a representative subset: every fault and
+# every harness at least once, and the known differences (about 6 minutes).
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
 source "$FORGE_SRC/tests/support/proxy_env.sh"
+# FORGE_FAULT_KEEP=DIR: copy each case's files (logs, store, scenario) there to look at.
+if [[ -n ${FORGE_FAULT_KEEP:-} ]]; then
+  trap 'mkdir -p "$FORGE_FAULT_KEEP"; cp -r "$WORK"/. "$FORGE_FAULT_KEEP"/ 2>/dev/null; cleanup' EXIT
+fi
 
 HARNESSES=${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}
 AGENT_TIMEOUT=${FORGE_HARNESS_TIMEOUT:-240s}
 
-installed() { [[ -e "$HARNESSES/$1" ]] || fail "$HARNESSES/$1 is missing (run scripts/install-harnesses.sh)"; }
-installed opencode/node_modules/opencode-linux-x64/bin/opencode
-installed qwen-code/node_modules/@qwen-code/qwen-code/cli-entry.js
-installed codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+ALL_HARNESSES="claude-code codex gemini-cli openclaw opencode qwen-code"
+ALL_FAULTS="500 429 503 529 cut malformed slow"
+declare -A INSTALLED=(
+  [claude-code]=claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  [codex]=codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+  [gemini-cli]=gemini-cli/node_modules/@google/gemini-cli/bundle/gemini.js
+  [openclaw]=openclaw/node_modules/openclaw/openclaw.mjs
+  [opencode]=opencode/node_modules/opencode-linux-x64/bin/opencode
+  [qwen-code]=qwen-code/node_modules/@qwen-code/qwen-code/cli-entry.js)
+declare -A TOOL=([claude-code]=Write [codex]=exec_command [gemini-cli]=write_file [openclaw]=write
+                 [opencode]=write [qwen-code]=write_file)
+declare -A ARGS=([claude-code]='{"file_path": "@FILE@", "content": "forge\n"}'
+                 [codex]='{"cmd": "printf '"'"'forge\\n'"'"' > hello.txt"}'
+                 [gemini-cli]='{"file_path": "@FILE@", "content": "forge\n"}'
+                 [openclaw]='{"path": "@FILE@", "content": "forge\n"}'
+                 [opencode]='{"filePath": "@FILE@", "content": "forge\n"}'
+                 [qwen-code]='{"file_path": "@FILE@", "content": "forge\n"}')
+declare -A MODEL=([claude-code]=policy [codex]=gpt-5 [gemini-cli]=gemini-2.5-pro [openclaw]=policy
+                  [opencode]=policy [qwen-code]=policy)
 
-declare -A TOOL=([opencode]=write [qwen-code]=write_file [codex]=exec_command)
-declare -A ARGS=([opencode]='{"filePath": "@FILE@", "content": "forge\n"}'
-                 [qwen-code]='{"file_path": "@FILE@", "content": "forge\n"}'
-                 [codex]='{"cmd": "printf '"'"'forge\\n'"'"' > hello.txt"}')
-declare -A MODEL=([opencode]=policy [qwen-code]=policy [codex]=gpt-5)
+# Differences the proxy is known to make (issue 36): "harness:fault" → the
+# outcome seen through the proxy (as run_case prints it, without requests=)
+# and why. Such a case prints KNOWN DIFFERENCE; it passes only if the proxy
+# run ends as listed here, or as the direct run does (then: remove the entry).
+# Both are one behaviour of forge-proxy (lib/proxy/call.cpp, the streaming
+# loop): an upstream event that is not JSON ends the call with a well-formed
+# error event in the client's format ("the upstream sent an event that is not
+# JSON", recorded as a 502), where a server with that bug sends the broken
+# bytes and goes on. Harnesses that skip a bad event now see an error instead,
+# and ones that fail on a bad event now see one they retry.
+declare -A KNOWN=(
+  [gemini-cli:malformed]="ok exit=0 verdict=passed"
+  [opencode:malformed]="agent_error exit=1 verdict=agent_error")
+declare -A KNOWN_WHY=(
+  [gemini-cli:malformed]="issue 36: directly, the SDK fails on the non-JSON event (\"Unterminated string in JSON\", exit 1); through forge-proxy it gets an {\"error\": {\"code\": 502}} event instead, which Gemini CLI retries, and the run passes"
+  [opencode:malformed]="issue 36: directly, opencode skips the non-JSON event, retries and passes; through forge-proxy it gets an api_error event (\"the upstream sent an event that is not JSON\") and exits 1")
 
-# run_case HARNESS FAULT MODE(direct|proxy) → "OUTCOME EXIT VERDICT" on stdout;
-# through the proxy, also checks that the store holds every request the server saw.
+# The default: each fault and each harness at least once (issue 36's budget:
+# at most ~6 minutes more than the five cases it had before).
+# The known differences are in it, so that a change in them shows.
+DEFAULT_CASES="claude-code:529 claude-code:429 claude-code:malformed codex:500 codex:cut gemini-cli:slow
+gemini-cli:malformed openclaw:cut opencode:malformed qwen-code:503"
+
+# run_case HARNESS FAULT MODE(direct|proxy) → "OUTCOME exit=N verdict=V requests=N" on stdout;
+# through the proxy, also checks that the store holds every request the server saw
+# (a mismatch goes to $WORK/failures).
 run_case() {
   local harness=$1 fault=$2 mode=$3
   local dir=$WORK/$harness-$fault-$mode run="faults-$harness-$fault-$mode-$$" task=hello
@@ -41,21 +105,31 @@ run_case() {
   local rollout; rollout=$(printf '%s\n%s\n0' "$run" "$task" | sha256sum | cut -c1-24)
   local file=$dir/local/$run/$rollout/fs/work/hello.txt
   local args=${ARGS[$harness]//@FILE@/$file}
-  python3 - "$dir/scenario.json" "${TOOL[$harness]}" "$args" "$fault" <<'PY'
+  python3 - "$dir/scenario.json" "${TOOL[$harness]}" "$args" "$fault" "$harness" <<'PY'
 import json, sys
-path, tool, args, fault = sys.argv[1:]
+path, tool, args, fault, harness = sys.argv[1:]
 first = {"tool_call": {"name": tool, "arguments": json.loads(args)}}
-if fault == "429":
-    first.update({"fail_once": 429, "retry_after": "1"})
-elif fault == "cut":
-    first["cut_once"] = True
+if harness == "gemini-cli":  # Gemini sends a call whole: a cut or a bad event falls in text said first
+    first["say_first"] = "Writing the file."
+first.update({
+    "500": {"fail_once": 500},
+    "429": {"fail_once": 429, "retry_after": "1"},
+    "503": {"fail_once": 503, "retry_after": "1"},
+    "529": {"fail_once": 529, "retry_after": "1"},
+    "cut": {"cut_once": True},
+    "malformed": {"malformed_once": True},
+    "slow": {"delay_first": 4},
+}[fault])
 json.dump({"steps": [first, {"text": "Created hello.txt."}]}, open(path, "w"))
 PY
-  python3 "$FORGE_SRC/tests/fake_upstream/fake_upstream.py" --port-file "$dir/up.port" --log "$dir/upstream.log" \
+  local fake=fake_upstream.py
+  [[ $harness == claude-code && $mode == direct ]] && fake=fake_anthropic.py
+  python3 "$FORGE_SRC/tests/fake_upstream/$fake" --port-file "$dir/up.port" --log "$dir/upstream.log" \
     --scenario "$dir/scenario.json" &
   local fake_pid=$!
   PIDS+=($fake_pid)
-  for _ in $(seq 1 100); do [ -s "$dir/up.port" ] && break; sleep 0.05; done
+  for _ in $(seq 1 200); do [ -s "$dir/up.port" ] && break; sleep 0.05; done
+  [ -s "$dir/up.port" ] || fail "$fake did not start"
   local up=http://127.0.0.1:$(cat "$dir/up.port") store=$dir/forge.db base proxy_pid=
   base=$up
   if [[ $mode == proxy ]]; then
@@ -77,31 +151,77 @@ PY
   FORGE_LOCAL_ROOT=$dir/local "$FORGE_BIN/forge-verify" "$dir/rollouts.jsonl" --store "$store" \
     >"$dir/verdicts.jsonl" 2>"$dir/verify.err" || true
   verdict=$(jq -r '.verdict.outcome // "none"' "$dir/verdicts.jsonl" 2>/dev/null || echo none)
+  local seen; seen=$(wc -l <"$dir/upstream.log" 2>/dev/null || echo 0)
   if [[ $mode == proxy ]]; then
-    local seen recorded
-    seen=$(wc -l <"$dir/upstream.log")
+    local recorded
     recorded=$(sqlite3 "$store" "SELECT count(*) FROM calls WHERE rollout_id = '$rollout'")
-    [[ "$seen" == "$recorded" ]] || fail "$harness/$fault: the server saw $seen requests, $recorded recorded under the rollout"
+    [[ "$seen" == "$recorded" ]] ||
+      echo "$harness/$fault: the server saw $seen requests, $recorded recorded under the rollout" >>"$WORK/failures"
     kill "$proxy_pid" 2>/dev/null || true
   fi
   kill "$fake_pid" 2>/dev/null || true
   echo "$(jq -r '.outcome + " exit=" + ((.exit_code // "none")|tostring)' "$dir/rollouts.jsonl") verdict=$verdict" \
-    "requests=$(wc -l <"$dir/upstream.log")"
+    "requests=$seen"
 }
 
-cases=${FORGE_FAULT_CASES:-"codex:429 opencode:429 opencode:cut qwen-code:429 qwen-code:cut"}
+for h in $ALL_HARNESSES; do
+  [[ -e "$HARNESSES/${INSTALLED[$h]}" ]] || fail "$HARNESSES/${INSTALLED[$h]} is missing (run scripts/install-harnesses.sh)"
+done
+command -v node >/dev/null || fail "node (>= 20) is not on PATH (Gemini CLI runs on it)"
+
+cases=${FORGE_FAULT_CASES:-$DEFAULT_CASES}
+if [[ $cases == all ]]; then
+  cases=
+  for h in $ALL_HARNESSES; do
+    for f in $ALL_FAULTS; do
+      [[ $f == 529 && $h != claude-code ]] && continue  # Anthropic's status: Claude Code's case
+      cases+=" $h:$f"
+    done
+  done
+fi
+: >"$WORK/failures"
+table=()
 for c in $cases; do
   harness=${c%%:*} fault=${c#*:}
+  [[ -n ${TOOL[$harness]:-} && " $ALL_FAULTS " == *" $fault "* ]] || fail "unknown case $c"
+  t0=$SECONDS
   via_proxy=$(run_case "$harness" "$fault" proxy)
-  echo "   $harness, $fault, through forge-proxy: $via_proxy"
+  echo "   $harness, $fault, through forge-proxy: $via_proxy ($((SECONDS - t0)) s)"
+  t0=$SECONDS
   direct=$(run_case "$harness" "$fault" direct)
-  echo "   $harness, $fault, directly: $direct"
-  [[ ${direct% requests=*} == "${via_proxy% requests=*}" ]] ||
-    fail "$harness/$fault: directly '$direct', through forge-proxy '$via_proxy'"
-  if [[ $direct == "ok exit=0 verdict=passed"* ]]; then
-    pass "$harness recovers from $fault directly and through forge-proxy alike ($via_proxy)"
+  echo "   $harness, $fault, directly: $direct ($((SECONDS - t0)) s)"
+  d=${direct% requests=*} p=${via_proxy% requests=*}
+  if [[ $d == "$p" ]]; then
+    if [[ $d == "ok exit=0 verdict=passed" ]]; then
+      result=alike
+      pass "$harness recovers from $fault directly and through forge-proxy alike ($via_proxy)"
+    else
+      result="alike (fails directly too)"
+      pass "$harness fails $fault directly too, and the same way through forge-proxy ($direct)"
+    fi
+    [[ -n ${KNOWN[$c]:-} ]] && echo "   note: $c is listed as a known difference but was alike: remove it from KNOWN"
+    # Not a failure (a harness's retries may vary with timing), but shown: the
+    # harness sent more, or fewer, requests through the proxy than directly.
+    [[ ${direct##*requests=} == "${via_proxy##*requests=}" ]] ||
+      { result+=", requests differ"; echo "   note: $c: ${direct##*requests=} requests directly, ${via_proxy##*requests=} through forge-proxy"; }
+  elif [[ -n ${KNOWN[$c]:-} && $p == "${KNOWN[$c]}" ]]; then
+    result="KNOWN DIFFERENCE"
+    echo "KNOWN DIFFERENCE (issue 36): $harness/$fault: directly '$direct', through forge-proxy '$via_proxy': ${KNOWN_WHY[$c]}"
   else
-    pass "$harness fails $fault directly too, and the same way through forge-proxy ($direct)"
+    result=DIFFERS
+    echo "$harness/$fault: directly '$direct', through forge-proxy '$via_proxy'" >>"$WORK/failures"
+    echo "not ok - $harness/$fault: directly '$direct', through forge-proxy '$via_proxy'"
+    for f in "$WORK/$harness-$fault-proxy/proxy.err" "$WORK/$harness-$fault-proxy/launch.err"; do
+      [[ -s $f ]] && { echo "--- $f"; tail -5 "$f"; }
+    done
   fi
+  table+=("$(printf '| %-11s | %-9s | %-40s | %-40s | %s |' "$harness" "$fault" "$direct" "$via_proxy" "$result")")
 done
+echo
+printf '| %-11s | %-9s | %-40s | %-40s | %s |\n' harness fault directly "through forge-proxy" result
+for row in "${table[@]}"; do echo "$row"; done
+if [[ -s "$WORK/failures" ]]; then
+  fail "$(wc -l <"$WORK/failures") check(s) failed:
+$(cat "$WORK/failures")"
+fi
 echo PASS

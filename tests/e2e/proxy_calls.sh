@@ -200,7 +200,15 @@ curl -sN -d '{"model":"m","stream":true,"messages":[{"role":"user","content":"sc
 grep -q '^: keepalive' "$WORK/sse" || fail "no keepalive while waiting: $(cat "$WORK/sse")"
 grep -q '^data: {"error"' "$WORK/sse" || fail "no error event after the stream stalled: $(cat "$WORK/sse")"
 [ "$(calls "$WORK/open.db" anonymous | grep -c '"http_status":504')" -ge 1 ] || fail "timeout not recorded"
-pass "upstream hang: 504 / keepalives then an error event (--open mode)"
+# A Gemini client gets no comment: the google-genai SDK's reader (Gemini CLI's)
+# loses every event after one (issue 36). With nothing sent, the stall is a 504
+# in Gemini's error shape, as for a whole answer.
+code=$(curl -sN -o "$WORK/gemini-sse" -w '%{http_code}' -d '{"contents":[{"role":"user","parts":[{"text":"script:hang"}]}]}' \
+  "$PROXY/v1beta/models/m:streamGenerateContent?alt=sse" || true)
+grep -q '^:' "$WORK/gemini-sse" && fail "an SSE comment reached a Gemini client: $(cat "$WORK/gemini-sse")"
+[ "$code" = 504 ] && py 'd["error"]["status"] == "DEADLINE_EXCEEDED"' <"$WORK/gemini-sse" ||
+  fail "a stalled Gemini stream gave $code: $(cat "$WORK/gemini-sse")"
+pass "upstream hang: 504 / keepalives (none for Gemini) then an error event (--open mode)"
 register_rollout "$WORK/open.db" r5 secret-five
 store_write "$WORK/open.db" "UPDATE rollouts SET status = 'finished' WHERE id = 'r5'"
 out=$(post /v1/chat/completions secret-five '{"model":"m","messages":[{"role":"user","content":"late"}]}')

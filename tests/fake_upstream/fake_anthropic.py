@@ -9,10 +9,32 @@ headers, the body's exact text). The last user text picks a script:
   script:cut  message_start, then the connection is dropped mid-stream
   script:529  overloaded_error (HTTP 529) with retry-after: 3 and anthropic-ratelimit-* headers
   script:slow the stream's events 100 ms apart
+
+With --scenario FILE (for Claude Code run straight against this server, as
+fake_upstream.py's --scenario for the chat API), a request that offers tools
+is answered by step N of the file, N being the number of tool_result blocks
+already in the conversation (the last step repeats): {"steps": [step, ...]},
+a step being {"tool_call": {"name": "Write", "arguments": {...}}} (a tool_use
+block whose input streams in fragments) or {"text": "..."}; a request without
+tools gets "Forge task". A step's faults fire on the first request to reach
+it only:
+  "fail_once": STATUS     that HTTP error in Anthropic's shape: 529
+                          overloaded_error, 429 rate_limit_error, else
+                          api_error; with "retry_after": "S", also that
+                          retry-after header
+  "cut_once": true        the stream stops after some content (the
+                          connection is dropped)
+  "malformed_once": true  one event after some content is not valid JSON;
+                          the stream then goes on to message_stop
+  "delay_first": S        S seconds before the answer's first byte
+Non-streamed requests (Claude Code re-asks without streaming after a
+malformed stream) get the step as one message.
 """
 import argparse
 import json
 import os
+import socket
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -69,6 +91,75 @@ def stream_events():
     yield "message_stop", {"type": "message_stop"}
 
 
+FIRED = set()  # (fault, step index) pairs that have fired
+FIRED_LOCK = threading.Lock()
+
+
+def tool_results(body):
+    return sum(1 for m in body.get("messages", []) if isinstance(m.get("content"), list)
+               for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+
+
+def scenario_step(body):
+    """(index, step) for a scenario request: the step its tool results reach; (None, text) without tools."""
+    if not body.get("tools"):
+        return None, {"text": "Forge task"}
+    with open(ARGS.scenario) as f:
+        steps = json.load(f)["steps"]
+    index = min(tool_results(body), len(steps) - 1)
+    return index, steps[index]
+
+
+def fires(index, step, fault):
+    """Whether STEP's FAULT fires now: it has one and this is the first request to reach it."""
+    if index is None or fault not in step:
+        return False
+    with FIRED_LOCK:
+        if (fault, index) in FIRED:
+            return False
+        FIRED.add((fault, index))
+    return True
+
+
+def scenario_message(body, step):
+    model = body.get("model", "teacher-1")
+    if "tool_call" in step:
+        block = {"type": "tool_use", "id": "toolu_%02d" % tool_results(body), "name": step["tool_call"]["name"],
+                 "input": step["tool_call"]["arguments"]}
+        return dict(MESSAGE, id="msg_fake%02d" % tool_results(body), model=model, content=[block],
+                    stop_reason="tool_use", usage={"input_tokens": 21, "output_tokens": 9})
+    return dict(MESSAGE, id="msg_fake%02d" % tool_results(body), model=model,
+                content=[{"type": "text", "text": step["text"]}], stop_reason="end_turn",
+                usage={"input_tokens": 21, "output_tokens": 5})
+
+
+def fragments(text, size=7):
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def scenario_events(message):
+    """message as Anthropic streams it: a text block or a tool_use block whose input comes in fragments."""
+    start = dict(message, content=[], stop_reason=None, usage={"input_tokens": 21, "output_tokens": 1})
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    block = message["content"][0]
+    if block["type"] == "tool_use":
+        yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": dict(block, input={})}
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in fragments(json.dumps(block["input"]))]
+    else:
+        yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}}
+        deltas = [{"type": "text_delta", "text": p} for p in fragments(block["text"])]
+    for d in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                            "usage": {"output_tokens": message["usage"]["output_tokens"]}}
+    yield "message_stop", {"type": "message_stop"}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -99,6 +190,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"input_tokens": 42})
         if not path.endswith("/v1/messages"):
             return self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+        if ARGS.scenario:
+            return self.scenario(body)
         script = last_text(body)
         if script == "script:401":
             return self.send_json(401, {"type": "error",
@@ -125,11 +218,53 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+    def frame(self, name, data):
+        text = data if isinstance(data, str) else json.dumps(data)
+        frame = f"event: {name}\ndata: {text}\n\n".encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+        self.wfile.flush()
+
+    def scenario(self, body):
+        index, step = scenario_step(body)
+        if fires(index, step, "fail_once"):
+            status = int(step["fail_once"])
+            kind = {529: "overloaded_error", 429: "rate_limit_error"}.get(status, "api_error")
+            headers = [("retry-after", str(step["retry_after"]))] if "retry_after" in step else []
+            return self.send_json(status, {"type": "error", "error": {"type": kind, "message": "fake failed once"}},
+                                  headers)
+        streamed = body.get("stream")
+        cut = streamed and fires(index, step, "cut_once")
+        malformed = streamed and fires(index, step, "malformed_once")
+        if fires(index, step, "delay_first"):
+            time.sleep(float(step["delay_first"]))
+        message = scenario_message(body, step)
+        if not streamed:
+            return self.send_json(200, message)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        deltas = 0
+        for name, data in scenario_events(message):
+            if name == "content_block_delta":
+                deltas += 1
+                if deltas == 3 and cut:  # two deltas of content, then nothing
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                if deltas == 3 and malformed:
+                    self.frame("content_block_delta", '{"type": "content_block_delta", "index": 0, "delta": {"type')
+            self.frame(name, data)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--port-file", required=True)
     p.add_argument("--log")
+    p.add_argument("--scenario", help="JSON steps that answer Claude Code's requests (see above)")
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -27,13 +27,30 @@ where N is the number of tool results already in the conversation (the last
 step repeats). The file is JSON: {"steps": [step, ...]}, a step being
   {"tool_call": {"name": "Write", "arguments": {...}}}  or  {"text": "..."},
 either with an optional "reasoning": "..." sent first as reasoning_content.
-A step with "fail_once": STATUS answers the first request that reaches it
-with that HTTP error (with "retry_after": "S", also that Retry-After header),
-and later ones normally (to see how a harness retries); "cut_once": true
-streams part of the first answer to reach it and then drops the connection.
+A step may carry faults, each of which fires on the first request to reach
+the step only (later ones are answered normally, to see how a harness retries):
+  "fail_once": STATUS   that HTTP error (500, 503, 429, 529, ...) with an
+                        OpenAI error body; with "retry_after": "S", also that
+                        Retry-After header
+  "cut_once": true      a streamed answer that stops after some content: the
+                        connection is dropped
+  "malformed_once": true  a streamed answer one of whose events, after some
+                        content, is not valid JSON (a truncated object); the
+                        stream then goes on to its normal end, as a server
+                        with a bug would send it
+  "delay_first": S      S seconds (a float) before the answer's first byte
+                        (its status line): a slow first byte
+A tool-call step with "say_first": "TEXT" streams TEXT as content before the
+call (chat and Gemini streams only), so that a cut or a malformed event falls
+after some text in both APIs (Gemini sends a functionCall whole, and a proxy
+that translates holds a call's fragments until it is whole).
 A request without tools (a harness's side call, e.g. a title) gets "Forge task".
 A POST to .../responses (Codex CLI run straight against this server) gets the
 step as an OpenAI Responses stream (the scenario's steps, token ids aside).
+A POST to .../models/M:streamGenerateContent (Gemini CLI run straight against
+this server; ?alt=sse) gets it as a Gemini API stream, and to
+.../models/M:generateContent as one Gemini response; there the step index is
+the number of functionResponse parts in "contents".
 
 Every request is appended to --log as JSON (path, headers, body, keys that
 came twice in one object); LOG.heads gets a line as each request's header
@@ -90,12 +107,14 @@ def tool_results(body):
     for item in body.get("input", []) if isinstance(body.get("input"), list) else []:
         if item.get("type") == "function_call_output":
             n += 1
+    for content in body.get("contents", []) if isinstance(body.get("contents"), list) else []:
+        n += sum(1 for part in content.get("parts", []) if isinstance(part, dict) and "functionResponse" in part)
     return n
 
 
 def scenario_step(body):
     """The scripted reply for a harness request, or None without --scenario."""
-    if not ARGS.scenario or ("messages" not in body and "input" not in body):
+    if not ARGS.scenario or ("messages" not in body and "input" not in body and "contents" not in body):
         return None
     if not body.get("tools"):
         return {"text": "Forge task"}
@@ -104,7 +123,8 @@ def scenario_step(body):
 
 
 def scenario_failure(body, kind="fail_once"):
-    """The step whose fail_once (or cut_once) fires for this request (the first to reach it), else None."""
+    """The step whose fail_once (cut_once, malformed_once, delay_first) fires for this request
+    (the first to reach it), else None."""
     step = scenario_step(body)
     if not step or kind not in step:
         return None
@@ -205,13 +225,25 @@ class Handler(BaseHTTPRequestHandler):
             body.pop("return_token_ids", None)
         failure = scenario_failure(body)
         if failure:
+            status = int(failure["fail_once"])
             headers = [("Retry-After", str(failure["retry_after"]))] if "retry_after" in failure else []
-            return self.send_json(int(failure["fail_once"]),
-                                  {"error": {"message": "fake upstream failed once", "type": "server_error"}}, headers)
-        self.cut_after = 2 if body.get("stream") and scenario_failure(body, "cut_once") else None
+            error = {"message": "fake upstream failed once", "type": "server_error"}
+            if ":generateContent" in self.path or ":streamGenerateContent" in self.path:  # Gemini's shape
+                error = {"code": status, "message": "fake upstream failed once",
+                         "status": {429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}.get(status, "INTERNAL")}
+            return self.send_json(status, {"error": error}, headers)
+        gemini = ":streamGenerateContent" in self.path or ":generateContent" in self.path
+        streamed = body.get("stream") or ":streamGenerateContent" in self.path
+        self.cut_after = 2 if streamed and scenario_failure(body, "cut_once") else None
+        self.malformed_at = 2 if streamed and scenario_failure(body, "malformed_once") else None
+        slow = scenario_failure(body, "delay_first")
+        if slow:
+            time.sleep(float(slow["delay_first"]))
         if cmd == "script:hang":
             time.sleep(60)
             return
+        if gemini:
+            return self.gemini(body, ":streamGenerateContent" in self.path)
         if self.path.endswith("/responses"):
             return self.responses_stream(body)
         if body.get("stream"):
@@ -298,6 +330,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
+            if self.malformed_at is not None and i == self.malformed_at:
+                self.chunk('{"type": "response.output_text.delta", "delta": "trunc')
             kind = "response.function_call_arguments.delta" if "tool_call" in step else "response.output_text.delta"
             event(kind, item_id=item["id"], output_index=0, content_index=0, delta=piece)
         event("response.output_item.done", output_index=0, item=item)
@@ -305,6 +339,43 @@ class Handler(BaseHTTPRequestHandler):
                  "total_tokens": len(prompt_ids(body)) + len(pieces)}
         event("response.completed", response=dict(response, status="completed", output=[item], usage=usage))
         self.wfile.write(b"0\r\n\r\n")
+
+    def gemini(self, body, streamed):
+        """A scenario step in the Gemini API (for Gemini CLI run straight against this server):
+        a functionCall part, or the text in pieces; streamed as SSE, one GenerateContentResponse each."""
+        step = scenario_step(body) or {"text": "hello from fake!"}
+        if "tool_call" in step:
+            parts = [{"functionCall": {"name": step["tool_call"]["name"], "args": step["tool_call"]["arguments"]}}]
+        else:
+            parts = [{"text": piece} for piece in fragments(step["text"])]
+        usage = {"promptTokenCount": len(prompt_ids(body)), "candidatesTokenCount": len(parts),
+                 "totalTokenCount": len(prompt_ids(body)) + len(parts)}
+        model = self.path.split("/models/")[-1].split(":")[0]
+        if not streamed:
+            return self.send_json(200, {"candidates": [{"content": {"role": "model", "parts": parts},
+                                                        "finishReason": "STOP", "index": 0}],
+                                        "usageMetadata": usage, "modelVersion": model})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        # A tool call comes whole, after say_first's text (if any): a cut or a
+        # malformed event (at index 2) falls after that text.
+        said = [{"text": t} for t in fragments(step["say_first"])] if "tool_call" in step and step.get("say_first") else []
+        events = said + parts
+        for i, part in enumerate(events):
+            if self.cut_after is not None and i == self.cut_after:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if self.malformed_at is not None and i == self.malformed_at:
+                self.chunk('{"candidates": [{"content": {"role": "model", "parts": [{"text": "trunc')
+            self.chunk({"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+                        "modelVersion": model})
+        self.chunk({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP",
+                                    "index": 0}], "usageMetadata": usage, "modelVersion": model})
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def chunk(self, obj):
         data = ("data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n").encode()
@@ -333,6 +404,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 words = fragments(json.dumps(step["tool_call"]["arguments"]))
                 tool = ("call_%d" % tool_results(body), step["tool_call"]["name"])
+        said = fragments(step["say_first"]) if step is not None and tool is not None and step.get("say_first") else []
         first = dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                      "finish_reason": None}])
         if completions:
@@ -350,12 +422,27 @@ class Handler(BaseHTTPRequestHandler):
             if want_ids:
                 c["token_ids"] = [900 + i]
             self.chunk(dict(head, choices=[c]))
+        for i, w in enumerate(said):  # counted with the call's fragments for a cut or a malformed event
+            if self.cut_after is not None and i == self.cut_after:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if self.malformed_at is not None and i == self.malformed_at:
+                self.chunk('{"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {"content": "trunc')
+            self.chunk(dict(head, choices=[{"index": 0, "logprobs": None, "finish_reason": None,
+                                            "delta": {"content": w}}]))
+        if said:
+            self.cut_after = None if self.cut_after is None else max(0, self.cut_after - len(said))
+            self.malformed_at = None if self.malformed_at is None or self.malformed_at < len(said) else \
+                self.malformed_at - len(said)
         for i, w in enumerate(words):
             if (cmd == "script:disconnect" and i == 3) or (self.cut_after is not None and i == self.cut_after):
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
+            if self.malformed_at is not None and i == self.malformed_at:
+                self.chunk('{"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {"content": "trunc')
             if cmd.startswith("script:slow:"):
                 time.sleep(0.05)
             c = {"index": 0, "logprobs": None, "finish_reason": None}
