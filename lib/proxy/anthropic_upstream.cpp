@@ -214,6 +214,9 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   std::string held;
   std::string stream_error;
   bool upstream_broke = false;  // its connection broke or went silent mid-answer
+  // An event that is not JSON is relayed as sent and the stream goes on (as
+  // in call.cpp); the record says so.
+  std::string malformed_note;
   while (!parser->is_done() && !assembled.stopped()) {
     std::string bytes;
     beast::error_code ec = co_await read_some(bytes);
@@ -222,13 +225,16 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     std::string out;
     for (const SseEvent& event : events) {
       Json data = ParseJsonOrDiscarded(event.data);
+      std::string frame = (event.event.empty() ? "" : "event: " + event.event + "\n") + "data: " + event.data + "\n\n";
       if (data.is_discarded()) {
-        stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
-        break;
+        if (malformed_note.empty()) {
+          malformed_note = "upstream " + upstream->url + " sent an event that is not JSON (relayed to the client as sent)";
+        }
+        out += frame;
+        continue;
       }
       if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
       assembled.Add(event.event, data);
-      std::string frame = (event.event.empty() ? "" : "event: " + event.event + "\n") + "data: " + event.data + "\n\n";
       if (!assembled.error().empty()) {
         stream_error = "upstream " + upstream->url + " error: " + assembled.error();
         out += frame;  // the upstream's own error event, as the client expects it
@@ -280,8 +286,10 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     co_return false;
   }
   if (parser->is_done() && parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
-  rec.http_status = 200;
-  rec.retry_key = retry_key;
+  rec.http_status = malformed_note.empty() ? 200 : 502;
+  rec.error = malformed_note;
+  if (malformed_note.empty()) rec.retry_key = retry_key;
+  metrics_.upstream_errors.fetch_add(malformed_note.empty() ? 0 : 1);
   finish(rec);
   Status committed = co_await Commit(std::move(rec));
   if (!committed.ok()) held = error_event("the call could not be recorded: " + committed.message());

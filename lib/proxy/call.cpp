@@ -642,6 +642,23 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   bool saw_done = false;
   std::string stream_error;
   bool upstream_broke = false;  // its connection broke or went silent mid-answer
+  // An event that is not JSON goes to the client as the upstream sent it, in
+  // the client's format's framing, and the stream goes on, as it would from
+  // a server with that bug (harnesses differ: some skip it, some fail and
+  // retry). The record keeps the tokens before it and says so.
+  std::string malformed_note;
+  CapturedTokens tokens_before_malformed;
+  auto relay_malformed = [&](const std::string& data, std::string& out) {
+    if (malformed_note.empty()) {
+      malformed_note = "upstream " + upstream->url + " sent an event that is not JSON (relayed to the client as sent; "
+                       "the recorded tokens end before it)";
+      tokens_before_malformed = std::move(tokens);
+      tokens = CapturedTokens();
+    }
+    out += held;
+    held.clear();
+    out += raw ? "data: " + data + "\n\n" : translator->OnMalformed(data);
+  };
   // What the upstream has sent by the time of a read is relayed in one
   // write: an unpaced upstream's whole answer, mostly. (Not zeroed: only
   // the bytes a read brings are touched, so a slow stream stays small.)
@@ -670,8 +687,8 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
         }
         auto chunk = CaptureAndStrip(event.data, wants, !client_wants_usage, tokens);
         if (!chunk.ok()) {
-          stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
-          break;
+          relay_malformed(event.data, out);
+          continue;
         }
         if (chunk->is_error) {
           stream_error = "upstream " + upstream->url + " error: " + chunk->text;
@@ -695,8 +712,8 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       // document the translation needs is parsed from the smaller chunk.
       auto stripped = CaptureAndStrip(event.data, wants, false, tokens);
       if (!stripped.ok()) {
-        stream_error = "upstream " + upstream->url + " sent an event that is not JSON";
-        break;
+        relay_malformed(event.data, out);
+        continue;
       }
       if (stripped->is_error) {
         stream_error = "upstream " + upstream->url + " error: " + Json::parse(stripped->text, nullptr, false).dump();
@@ -764,12 +781,13 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   // pass-through formats do not): a stream's response with its logprobs is
   // a large document to copy.
   const Json upstream_response = pass_through ? Json() : rec.upstream_response;
+  if (!malformed_note.empty()) tokens = std::move(tokens_before_malformed);
   rec.prompt_ids = std::move(tokens.prompt_ids);
   rec.completion_ids = std::move(tokens.completion_ids);
   rec.logprobs = std::move(tokens.logprobs);
   rec.finish_reason = FinishReasonOf(rec.upstream_response);
   rec.usage = usage;
-  if (stream_error.empty() && LacksTokenIds(rec)) stream_error = kNoTokenIdsMessage;
+  if (stream_error.empty() && LacksTokenIds(rec) && malformed_note.empty()) stream_error = kNoTokenIdsMessage;
   if (!stream_error.empty()) {
     metrics_.upstream_errors.fetch_add(cs->failed ? 0 : 1);
     rec.http_status = cs->failed ? kClientHungUpStatus : 502;
@@ -788,6 +806,17 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   }
   if (parser->is_done() && parser->get().keep_alive()) {
     upstreams_.Release(*upstream, std::move(conn));
+  }
+  if (!malformed_note.empty()) {
+    // The client's stream ends as the upstream's did; the record is a failed
+    // call whose tokens stop before the broken event (as a cut stream's do).
+    metrics_.upstream_errors.fetch_add(1);
+    rec.http_status = 502;
+    rec.error = malformed_note;
+    finish(rec);
+    co_await Commit(std::move(rec), logged_request);
+    co_await WriteSseBytes(*cs, held + translator->OnEnd(), true);
+    co_return !cs->failed;
   }
   rec.http_status = 200;
   rec.retry_key = retry_key;

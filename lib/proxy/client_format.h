@@ -46,6 +46,10 @@ class StreamTranslator {
   // The upstream failed after the stream began: a well-formed error event in
   // the client's own format, ending the stream.
   virtual std::string OnError(const std::string& message) = 0;
+  // An upstream event that is not JSON, relayed as it came in the event the
+  // client's format would carry it in (what a server of the client's own API
+  // with that bug would send). The default: a bare data line.
+  virtual std::string OnMalformed(const std::string& data) { return "data: " + data + "\n\n"; }
   // The response as the client would have received it unstreamed, for the record.
   virtual Json Assembled() const = 0;
 };

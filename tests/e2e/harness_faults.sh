@@ -76,22 +76,15 @@ declare -A MODEL=([claude-code]=policy [codex]=gpt-5 [gemini-cli]=gemini-2.5-pro
 # outcome seen through the proxy (as run_case prints it, without requests=)
 # and why. Such a case prints KNOWN DIFFERENCE; it passes only if the proxy
 # run ends as listed here, or as the direct run does (then: remove the entry).
-# Both are one behaviour of forge-proxy (lib/proxy/call.cpp, the streaming
-# loop): an upstream event that is not JSON ends the call with a well-formed
-# error event in the client's format ("the upstream sent an event that is not
-# JSON", recorded as a 502), where a server with that bug sends the broken
-# bytes and goes on. Harnesses that skip a bad event now see an error instead,
-# and ones that fail on a bad event now see one they retry.
-declare -A KNOWN=(
-  [gemini-cli:malformed]="ok exit=0 verdict=passed"
-  [opencode:malformed]="agent_error exit=1 verdict=agent_error")
-declare -A KNOWN_WHY=(
-  [gemini-cli:malformed]="issue 36: directly, the SDK fails on the non-JSON event (\"Unterminated string in JSON\", exit 1); through forge-proxy it gets an {\"error\": {\"code\": 502}} event instead, which Gemini CLI retries, and the run passes"
-  [opencode:malformed]="issue 36: directly, opencode skips the non-JSON event, retries and passes; through forge-proxy it gets an api_error event (\"the upstream sent an event that is not JSON\") and exits 1")
+# None now: an upstream event that is not JSON used to end the call with an
+# error event (opencode exited 1 on it, Gemini CLI retried it); it is now
+# relayed as it came and both behave as they do directly.
+declare -A KNOWN=()
+declare -A KNOWN_WHY=()
 
 # The default: each fault and each harness at least once (issue 36's budget:
 # at most ~6 minutes more than the five cases it had before).
-# The known differences are in it, so that a change in them shows.
+# The malformed cases of opencode and Gemini CLI (once known differences) are in it.
 DEFAULT_CASES="claude-code:529 claude-code:429 claude-code:malformed codex:500 codex:cut gemini-cli:slow
 gemini-cli:malformed openclaw:cut opencode:malformed qwen-code:503"
 

@@ -50,6 +50,34 @@ done
 calls "$STORE" anonymous | jq -s -e 'map(select(.http_status == 429)) | length == 5' >/dev/null || fail "429s not recorded"
 pass "429 and 503 keep their status and retry headers, in each format's error shape (chat, Messages, Responses, Gemini)"
 
+# An upstream event that is not JSON reaches the client as it came, in the
+# event its format would carry it in, and the stream goes on to its normal
+# end (what a server of the client's own API with that bug sends: opencode
+# skips such an event, Gemini CLI fails on it, as each does directly). The
+# record is a failed call (502) whose tokens end before the broken event.
+broken='"delta": {"content": "trunc'
+malformed() {  # PATH BODY END: the broken bytes relayed, the stream ends with END
+  local code
+  code=$(call "$1" "$2")
+  [ "$code" = 200 ] || fail "$1, a malformed event: $code $(cat "$WORK/out")"
+  grep -qF "$broken" "$WORK/out" || fail "$1: the event that is not JSON was not relayed: $(cat "$WORK/out")"
+  grep -qF "$3" "$WORK/out" || fail "$1: the stream did not go on to its end ($3): $(cat "$WORK/out")"
+  grep -qE '"error": ?\{|event: (error|response\.failed)' "$WORK/out" && fail "$1: an error event instead of the upstream's bytes: $(cat "$WORK/out")"
+  grep -q "$FAKE_PORT" "$WORK/out" && fail "$1: the upstream's address reached the client"
+  return 0
+}
+user='"messages":[{"role":"user","content":"script:malformed"}]'
+malformed /v1/chat/completions '{"model":"m","stream":true,'"$user"'}' 'data: [DONE]'
+grep -B1 -F "$broken" "$WORK/out" | head -1 | grep -q '^$' || fail "chat: the broken event is not its own data line"
+malformed /v1/messages '{"model":"m","max_tokens":9,"stream":true,'"$user"'}' 'event: message_stop'
+grep -B1 -F "$broken" "$WORK/out" | grep -q '^event: content_block_delta' || fail "Messages: the broken event not framed as content_block_delta"
+malformed /v1/responses '{"model":"m","stream":true,"input":"script:malformed"}' 'event: response.completed'
+malformed "/v1beta/models/m:streamGenerateContent?alt=sse" '{"contents":[{"role":"user","parts":[{"text":"script:malformed"}]}]}' '"finishReason"'
+calls "$STORE" anonymous | tail -4 | jq -s -e 'length == 4 and all(.[]; .http_status == 502
+    and (.error | test("not JSON \\(relayed")) and (.completion_ids | length) == 2)' >/dev/null ||
+  fail "malformed streams not recorded as failed with the tokens before the event: $(calls "$STORE" anonymous | tail -4 | jq -c '[.http_status, .error, .completion_ids]')"
+pass "an upstream event that is not JSON is relayed as it came and the stream goes on (chat, Messages, Responses, Gemini); recorded as a 502 with the tokens before it"
+
 # A refused upstream: the client's 502 names no address; the store's record does.
 dead=$(free_port)
 kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true

@@ -19,6 +19,8 @@ The last user message (or the prompt) chooses the behaviour:
   script:flaky:S:N   HTTP S (429 with Retry-After: 1, else none) to the first N requests
                      with this exact command, then a normal answer
   script:noids       a normal answer that ignores return_token_ids (no ids)
+  script:malformed   streamed: the third event is not JSON (a truncated object),
+                     then the answer goes on to its end
   anything else      echo "hello from fake" (4 tokens)
 
 With --scenario FILE (for real harnesses, whose last user message is not ours
@@ -235,7 +237,7 @@ class Handler(BaseHTTPRequestHandler):
         gemini = ":streamGenerateContent" in self.path or ":generateContent" in self.path
         streamed = body.get("stream") or ":streamGenerateContent" in self.path
         self.cut_after = 2 if streamed and scenario_failure(body, "cut_once") else None
-        self.malformed_at = 2 if streamed and scenario_failure(body, "malformed_once") else None
+        self.malformed_at = 2 if streamed and (cmd == "script:malformed" or scenario_failure(body, "malformed_once")) else None
         slow = scenario_failure(body, "delay_first")
         if slow:
             time.sleep(float(slow["delay_first"]))

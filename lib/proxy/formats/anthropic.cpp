@@ -391,6 +391,12 @@ class AnthropicStream : public StreamTranslator {
     return out;
   }
 
+  std::string OnMalformed(const std::string& data) override {
+    if (ended_) return "";
+    std::string out = started_ ? std::string() : Start();
+    return out + "event: content_block_delta\ndata: " + data + "\n\n";
+  }
+
   std::string OnError(const std::string& message) override {
     if (ended_) return "";
     ended_ = true;

@@ -491,6 +491,14 @@ class GeminiStream : public StreamTranslator {
     return out + Frame(last) + (sse_ ? "" : "]");
   }
 
+  std::string OnMalformed(const std::string& data) override {
+    if (ended_) return "";
+    if (sse_) return "data: " + data + "\n\n";
+    std::string out = array_started_ ? ",\r\n" : "[";
+    array_started_ = true;
+    return out + data;
+  }
+
   std::string OnError(const std::string& message) override {
     if (ended_) return "";
     ended_ = true;

@@ -481,6 +481,12 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
+  std::string OnMalformed(const std::string& data) override {
+    if (ended_) return "";
+    std::string out = started_ ? std::string() : Start();
+    return out + "event: response.output_text.delta\ndata: " + data + "\n\n";
+  }
+
   std::string OnError(const std::string& message) override {
     if (ended_) return "";
     std::string out;
