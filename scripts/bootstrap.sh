@@ -31,6 +31,8 @@ packages=(
   chromium
   # a real registry on 127.0.0.1 for forge-launch's image pulls (tests/e2e/launch_registry.sh)
   docker-registry
+  # tests/e2e/fuzz_formats.sh: the libFuzzer targets (fuzz/) run for a bounded time
+  clang-14 libclang-rt-14-dev
   # examples/loop (make -f Makefile.examples loop) and its test: the small policy's
   # server and trainer run on Debian's CPU torch (/usr/bin/python3)
   python3-torch

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "base/json_index.h"
 #include "base/json_parse.h"
 #include "proxy/client_stream.h"
 #include "proxy/http_read.h"
@@ -18,28 +19,36 @@ using Json = nlohmann::json;
 
 void AnthropicMessageAssembler::Add(std::string_view event, const Json& data) {
   if (!data.is_object()) return;
-  std::string type = data.value("type", std::string(event));
+  auto text_of = [](const Json& object, const char* key, std::string fallback) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+  };
+  std::string type = text_of(data, "type", std::string(event));
+  // An index that is not a small non-negative integer: the event is skipped.
+  auto at = JsonIndex(data);
+  if (type.rfind("content_block_", 0) == 0 && (!at || *at > kMaxStreamIndex)) return;
+  size_t index = at.value_or(0);
   if (type == "message_start" && data.contains("message") && data["message"].is_object()) {
     message_ = data["message"];
     if (!message_.contains("content") || !message_["content"].is_array()) message_["content"] = Json::array();
   } else if (type == "content_block_start") {
-    size_t index = data.value("index", 0);
     Json& content = message_["content"];
     if (!content.is_array()) content = Json::array();
     while (content.size() <= index) content.push_back(Json::object());
-    content[index] = data.value("content_block", Json::object());
+    auto block = data.find("content_block");
+    content[index] = block != data.end() && block->is_object() ? *block : Json::object();
   } else if (type == "content_block_delta") {
-    size_t index = data.value("index", 0);
     Json& content = message_["content"];
-    if (!content.is_array() || index >= content.size() || !data.contains("delta")) return;
+    if (!content.is_array() || index >= content.size() || !data.contains("delta") || !data["delta"].is_object()) return;
     Json& block = content[index];
+    if (!block.is_object()) return;
     const Json& delta = data["delta"];
     auto append = [&](const char* field, const char* from) {
       if (!delta.contains(from) || !delta[from].is_string()) return;
-      std::string text = block.value(field, "");
+      std::string text = text_of(block, field, "");
       block[field] = text + delta[from].get<std::string>();
     };
-    std::string kind = delta.value("type", "");
+    std::string kind = text_of(delta, "type", "");
     if (kind == "text_delta") append("text", "text");
     if (kind == "thinking_delta") append("thinking", "thinking");
     if (kind == "signature_delta" && delta.contains("signature")) block["signature"] = delta["signature"];
@@ -47,9 +56,9 @@ void AnthropicMessageAssembler::Add(std::string_view event, const Json& data) {
       partial_json_[index] += delta["partial_json"].get<std::string>();
     }
   } else if (type == "content_block_stop") {
-    size_t index = data.value("index", 0);
     auto it = partial_json_.find(index);
-    if (it != partial_json_.end() && message_["content"].is_array() && index < message_["content"].size()) {
+    if (it != partial_json_.end() && message_["content"].is_array() && index < message_["content"].size() &&
+        message_["content"][index].is_object()) {
       Json input = Json::parse(it->second, nullptr, false);
       message_["content"][index]["input"] = input.is_discarded() ? Json(it->second) : input;
       partial_json_.erase(it);
@@ -66,7 +75,7 @@ void AnthropicMessageAssembler::Add(std::string_view event, const Json& data) {
     stopped_ = true;
   } else if (type == "error") {
     const Json& e = data.value("error", Json());
-    error_ = e.is_object() ? e.value("message", e.dump()) : data.dump();
+    error_ = e.is_object() ? text_of(e, "message", e.dump()) : data.dump();
   }
 }
 

@@ -1,5 +1,6 @@
 #include "proxy/chat_assembler.h"
 
+#include "base/json_index.h"
 #include "base/json_parse.h"
 #include "base/json_scan.h"
 
@@ -32,12 +33,14 @@ void ChatAssembler::Add(const Json& chunk) {
   for (const char* key : {"id", "created", "model", "system_fingerprint"}) {
     if (chunk.contains(key) && !head_.contains(key)) head_[key] = chunk[key];
   }
-  if (chunk.value("object", "") == "text_completion") completion_ = true;
+  if (auto object = chunk.find("object"); object != chunk.end() && *object == "text_completion") completion_ = true;
   if (chunk.contains("usage") && !chunk["usage"].is_null()) usage_ = chunk["usage"];
   auto choices = chunk.find("choices");
   if (choices == chunk.end() || !choices->is_array()) return;
   for (const auto& c : *choices) {
-    Choice& choice = choices_[c.value("index", 0)];
+    auto index = JsonIndex(c);
+    if (!index || *index > kMaxStreamIndex) continue;
+    Choice& choice = choices_[static_cast<int>(*index)];
     if (c.contains("text") && c["text"].is_string()) {
       completion_ = true;
       choice.text += c["text"].get<std::string>();
@@ -56,7 +59,9 @@ void ChatAssembler::Add(const Json& chunk) {
       }
       if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array()) {
         for (const auto& fragment : *tc) {
-          Json& call = choice.tool_calls[fragment.value("index", 0)];
+          auto at = JsonIndex(fragment);
+          if (!at || *at > kMaxStreamIndex) continue;
+          Json& call = choice.tool_calls[static_cast<int>(*at)];
           if (call.is_null()) {
             call = {{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}};
           }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "base/hash.h"
+#include "base/json_index.h"
 #include "cli/diagnostics.h"
 #include "proxy/dump.h"
 #include "proxy/format_registry.h"
@@ -200,7 +201,7 @@ std::vector<Json> ChatResponseToChunks(const Json& response) {
                {"created", response.value("created", 0)},
                {"model", response.value("model", "")}};
   for (const auto& choice : response.value("choices", Json::array())) {
-    Json c = {{"index", choice.value("index", 0)}, {"logprobs", choice.value("logprobs", Json())}};
+    Json c = {{"index", JsonIndex(choice).value_or(0)}, {"logprobs", choice.value("logprobs", Json())}};
     if (completion) {
       c["text"] = choice.value("text", "");
     } else {

@@ -325,7 +325,21 @@ Task<void> Server::Session(tcp::socket socket) {
     }
     metrics_.requests.fetch_add(1);
     Request req = parser.release();
-    bool keep = co_await Handle(socket, req, body_arriving ? &arriving : nullptr);
+    // The last line of defence: a request or an upstream answer that some
+    // reader did not expect (a value of the wrong type where nlohmann throws)
+    // ends this connection with a warning, never the process serving others.
+    bool keep = false;
+    std::string internal_error;
+    try {
+      keep = co_await Handle(socket, req, body_arriving ? &arriving : nullptr);
+    } catch (const std::exception& e) {
+      internal_error = e.what();
+    }
+    if (!internal_error.empty()) {
+      cli::Warn(fmt::format("{} {}: internal error, connection closed: {}", std::string(req.method_string()),
+                            std::string(req.target()), internal_error));
+      break;
+    }
     if (keep && body_arriving && arriving.have < req.body().size()) {
       // Answered (an error) before the body was all read: read past it, so
       // the next request on the connection starts where it should.

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/json_index.h"
+
 namespace forge::proxy {
 
 using Json = nlohmann::json;
@@ -58,7 +60,7 @@ void HarvestTokens(const Json& response, CapturedTokens& into) {
   auto choices = response.find("choices");
   if (choices == response.end() || !choices->is_array()) return;
   for (const auto& choice : *choices) {
-    if (choice.value("index", 0) != 0) continue;
+    if (JsonIndex(choice) != size_t{0}) continue;
     // /v1/completions puts prompt ids on the choice.
     if (auto p = choice.find("prompt_token_ids"); p != choice.end() && into.prompt_ids.empty()) {
       AppendIds(*p, into.prompt_ids);

@@ -191,6 +191,22 @@ TEST_CASE("anthropic upstream: a Messages stream assembles as the SDK would") {
   broken.Add("content_block_stop", {{"type", "content_block_stop"}, {"index", 7}});
   broken.Add("message_delta", Json::array());
   CHECK_FALSE(broken.stopped());
+  // Mistyped fields from a hostile upstream: skipped, never thrown on, and a
+  // huge index allocates nothing.
+  AnthropicMessageAssembler hostile;
+  for (const char* text : {
+           R"({"type":"message_start","message":{"content":["not a block"]}})",
+           R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})",
+           R"({"type":"content_block_start","index":1000000000000,"content_block":{"type":"text"}})",
+           R"({"type":"content_block_start","index":"1","content_block":"text"})",
+           R"({"type":"content_block_start","index":1,"content_block":"text"})",
+           R"({"type":"content_block_delta","index":1,"delta":{"type":7,"text":"x"}})",
+           R"({"type":5})",
+           R"({"type":"error","error":{"message":42}})"}) {
+    CHECK_NOTHROW(hostile.Add("", Json::parse(text)));
+  }
+  CHECK(hostile.Result()["content"].size() == 2);
+  CHECK(hostile.error() == R"({"message":42})");
 }
 
 TEST_CASE("upstreams: http and https URLs, default ports, refused schemes and CA files") {

@@ -157,6 +157,31 @@ TEST_CASE("assembler: content, tool-call fragments, finish reason, usage") {
   CHECK(r["usage"]["completion_tokens"] == 5);
 }
 
+TEST_CASE("mistyped upstream fields: the assembler and capture and every format's stream skip them and never throw") {
+  // Found by fuzz_gemini: {"index": "tool_calls"} made nlohmann's value<int>() throw.
+  const char* chunks[] = {
+      R"({"id":5,"model":[1],"object":7,"choices":[{"index":"tool_calls","delta":{"content":"x"}}]})",
+      R"({"choices":[{"index":-1,"delta":{"content":"x"}},{"index":1.5,"delta":{"content":"y"}}]})",
+      R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":"a","function":{"name":"f"}},{"index":1000000000000,"function":{"name":"g"}}]}}]})",
+      R"({"choices":[{"delta":{"content":"ok"}}]})"};
+  ChatAssembler a;
+  CapturedTokens tokens;
+  std::vector<std::unique_ptr<StreamTranslator>> streams;
+  for (const char* name : {"openai-chat", "anthropic", "responses", "gemini"}) {
+    streams.push_back(MakeClientFormat(name)->NewStream());
+  }
+  for (const char* text : chunks) {
+    Json chunk = Json::parse(text);
+    CHECK_NOTHROW(a.Add(chunk));
+    CHECK_NOTHROW(HarvestTokens(chunk, tokens));
+    for (auto& stream : streams) CHECK_NOTHROW(stream->OnChunk(chunk));
+  }
+  Json r = a.Result();
+  CHECK(r["choices"][0]["message"]["content"] == "ok");
+  CHECK_FALSE(r["choices"][0]["message"].contains("tool_calls"));
+  for (auto& stream : streams) CHECK_NOTHROW(stream->OnEnd());
+}
+
 TEST_CASE("replay: a recorded response becomes chunks that assemble back to it") {
   Json whole = Json::parse(R"({"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
     "message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},

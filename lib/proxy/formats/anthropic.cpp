@@ -4,6 +4,7 @@
 
 #include "base/hash.h"
 #include "base/json_dump.h"
+#include "base/json_index.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
@@ -492,7 +493,9 @@ class AnthropicStream : public StreamTranslator {
     if (!calls || !calls->is_array()) return out;
     for (const Json& call : *calls) {
       if (!call.is_object()) continue;
-      size_t index = call.value("index", 0);
+      auto at = JsonIndex(call);
+      if (!at || *at > kMaxStreamIndex) continue;
+      size_t index = *at;
       auto block = tool_blocks_.find(index);
       if (block == tool_blocks_.end()) {
         const Json* fn = Find(call, "function");

@@ -7,6 +7,7 @@
 
 #include <openssl/evp.h>
 
+#include "base/json_index.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
@@ -532,7 +533,9 @@ class GeminiStream : public StreamTranslator {
     if (const Json* calls = Find(delta, "tool_calls"); calls && calls->is_array()) {
       for (const Json& call : *calls) {
         if (!call.is_object()) continue;
-        size_t index = call.value("index", 0);
+        auto at = JsonIndex(call);
+        if (!at || *at > kMaxStreamIndex) continue;
+        size_t index = *at;
         if (index >= flushed_ && index >= pending_.size()) {
           out += FlushCalls(pending_.size());  // a new call starts: the earlier ones are whole
           pending_.resize(index + 1);

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "base/json_dump.h"
+#include "base/json_index.h"
 #include "proxy/formats/formats.h"
 #include "proxy/formats/wire.h"
 
@@ -633,7 +634,9 @@ class ResponsesStream : public StreamTranslator {
     if (!calls || !calls->is_array()) return out;
     for (const Json& call : *calls) {
       if (!call.is_object()) continue;
-      size_t index = call.value("index", 0);
+      auto at = JsonIndex(call);
+      if (!at || *at > kMaxStreamIndex) continue;
+      size_t index = *at;
       const Json* fn = Find(call, "function");
       auto known = tool_items_.find(index);
       if (known == tool_items_.end()) {

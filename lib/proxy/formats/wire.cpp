@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/json_index.h"
+
 namespace forge::proxy::wire {
 
 void Fail(const std::string& path, const std::string& what) {
@@ -31,7 +33,7 @@ const Json* FirstChoice(const Json& chat) {
   const Json* choices = Find(chat, "choices");
   if (!choices || !choices->is_array()) return nullptr;
   for (const Json& choice : *choices) {
-    if (choice.is_object() && choice.value("index", 0) == 0) return &choice;
+    if (JsonIndex(choice) == size_t{0}) return &choice;
   }
   return nullptr;
 }
@@ -280,8 +282,8 @@ void ChatAccumulator::Add(const Json& chunk) {
   if (!chunk.is_object()) return;
   if (!started_) {
     started_ = true;
-    id_ = chunk.value("id", "");
-    model_ = chunk.value("model", "");
+    if (const Json* id = Find(chunk, "id"); id && id->is_string()) id_ = id->get<std::string>();
+    if (const Json* model = Find(chunk, "model"); model && model->is_string()) model_ = model->get<std::string>();
     if (chunk.contains("created") && chunk["created"].is_number_integer()) {
       created_ = chunk["created"].get<int64_t>();
     }
@@ -312,8 +314,9 @@ void ChatAccumulator::Add(const Json& chunk) {
       if (const Json* calls = Find(*delta, "tool_calls"); calls && calls->is_array()) {
         for (const Json& call : *calls) {
           if (!call.is_object()) continue;
-          size_t index = call.value("index", 0);
-          if (index > 1024) continue;  // hostile upstream; a real model never gets here
+          auto at = JsonIndex(call);
+          if (!at || *at > kMaxStreamIndex) continue;
+          size_t index = *at;
           while (tool_calls_.size() <= index) {
             tool_calls_.push_back({{"id", ""}, {"type", "function"},
                                    {"function", {{"name", ""}, {"arguments", ""}}}});
