@@ -76,7 +76,7 @@ EOF
   echo "== $harness: forge-launch --backend local on a task with an MCP server"
   FORGE_LOCAL_ROOT="$dir/local" FORGE_HARNESS_INSTALL_DIR="$install_dir" \
     "$FORGE_BIN/forge-launch" --backend local --store "$dir/forge.db" --run-id "mcp-$harness-$$" \
-    --harness "$harness" --proxy "http://127.0.0.1:$port" --model policy --agent-timeout 180 --memory 64g \
+    --harness "$harness" --proxy "http://127.0.0.1:$port" --model policy --agent-timeout 180 \
     "$dir/task" >"$dir/rollouts.jsonl" 2>"$dir/launch.err" || fail "$harness: forge-launch exit $?"
   [[ "$(jq -r .outcome "$dir/rollouts.jsonl")" == ok ]] ||
     fail "$harness outcome: $(jq -c '{outcome, error, exit_code}' "$dir/rollouts.jsonl" | head -c 2000)"

@@ -77,7 +77,8 @@ launch_task() {
   cat > "$WORK/tasks.jsonl" <<EOF
 {"schema": "forge.task/1", "id": "hello-$harness", "instruction": "Create the file hello.txt in the current directory containing the single line: forge", "agent": {"timeout_sec": 240}, "verifier": {"kind": "files", "expect": [{"path": "/work/hello.txt", "equals": "forge\\n"}]}}
 EOF
-  FORGE_LOCAL_ROOT="$WORK/local" "$FORGE_BIN/forge-launch" --backend local --store "$STORE" \
+  # --memory 2g: Harbor's default memory_mb, under which real tasks run.
+  FORGE_LOCAL_ROOT="$WORK/local" "$FORGE_BIN/forge-launch" --backend local --store "$STORE" --memory 2g \
     --run-id "$HARNESS_RUN_ID" --harness "$harness" --harness-install-dir "$HARNESS_INSTALL_DIR" \
     --model "$model" --proxy "$PROXY" --hold "$WORK/tasks.jsonl" \
     >"$WORK/rollouts.jsonl" 2>"$WORK/launch.err" || fail "forge-launch exited $?"

@@ -231,12 +231,21 @@ TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills th
   CHECK(killed->exit_code == 128 + 9);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 
-  // RLIMIT_AS: an allocation past the limit fails inside the process.
+  // RLIMIT_DATA: an allocation past the limit fails inside the process.
   forge::sandbox::ExecRequest hog;
   hog.argv = {"/bin/sh", "-c", "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}"};
   auto hogged = (*box)->Exec(hog);
   REQUIRE(hogged.ok());
   CHECK(hogged->stdout_data != "400000000\n");
+  // ... but address space reserved and never written is not memory: V8
+  // reserves gigabytes (Node.js 24 would not start under RLIMIT_AS at 1 GB).
+  forge::sandbox::ExecRequest reserve;
+  reserve.argv = {"python3", "-c",
+                  "import mmap; m = mmap.mmap(-1, 1 << 31, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, "
+                  "prot=0); print('reserved')"};  // prot=0: PROT_NONE
+  auto reserved = (*box)->Exec(reserve);
+  REQUIRE(reserved.ok());
+  CHECK(reserved->stdout_data == "reserved\n");
 
   // Output beyond the cap is dropped and flagged.
   forge::sandbox::ExecRequest loud;

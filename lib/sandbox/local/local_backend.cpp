@@ -202,7 +202,12 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
     }
     if (chdir(workdir.c_str()) != 0) _exit(126);
     struct rlimit lim;
-    if (memory > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory); setrlimit(RLIMIT_AS, &lim); }
+    // RLIMIT_DATA, not RLIMIT_AS: it counts the private writable memory a
+    // process maps, not the address space it reserves. V8 reserves gigabytes
+    // it never touches: under RLIMIT_AS, Node.js 24 does not start at 1 GB
+    // ("Failed to reserve virtual memory for CodeRange"), and Gemini CLI's
+    // WebAssembly HTTP parser failed at 4 GB (docs/harnesses-codex-gemini.md).
+    if (memory > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory); setrlimit(RLIMIT_DATA, &lim); }
     if (pids > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(pids); setrlimit(RLIMIT_NPROC, &lim); }
     if (cpu_seconds != RLIM_INFINITY) { lim.rlim_cur = lim.rlim_max = cpu_seconds; setrlimit(RLIMIT_CPU, &lim); }
     signal(SIGPIPE, SIG_DFL);

@@ -6,7 +6,7 @@
 // Each sandbox is root/<run>/<rollout>/ with a `.forge-sandbox.json` naming
 // its run and creation time (what gc reads) and a `fs/` tree: sandbox paths
 // are rooted there, so "/work/x" inside is fs/work/x outside. Commands run
-// with cwd fs/<workdir>, in their own process group, under RLIMIT_AS (the
+// with cwd fs/<workdir>, in their own process group, under RLIMIT_DATA (the
 // memory limit), RLIMIT_CPU (cpus × timeout, a CPU-time budget) and
 // RLIMIT_NPROC (the pids limit; ignored by the kernel for root). A deadline
 // kills the whole group. NetworkPolicy::kProxyOnly alone changes the
