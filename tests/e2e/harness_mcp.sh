@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Real harnesses calling a real MCP server's tool, beside harness_claude_mcp.sh
-# (Claude Code): Qwen Code, opencode and Gemini CLI (installed by
-# scripts/install-harnesses.sh), each on a Harbor task whose task.toml
-# declares [[environment.mcp_servers]] (a stdio server written for this test,
-# tests/support/mcp_stdio_server.py), run by forge-launch on the local
-# backend through forge-proxy in front of the scripted model. Step 0 calls the
-# MCP tool under the name the harness gives it (Qwen Code mcp__codes__secret_code,
-# opencode codes_secret_code, Gemini CLI mcp_codes_secret_code), step 1 ends.
-# Checks that forge-launch handed the server to the harness in its own config
-# format, that the server saw tools/call, and that the tool's result is in the
+# Real harnesses calling a real MCP server's tool: Claude Code, Qwen Code,
+# opencode and Gemini CLI (installed by scripts/install-harnesses.sh), each on
+# a Harbor task whose task.toml declares [[environment.mcp_servers]] (a stdio
+# server written for this test, tests/support/mcp_stdio_server.py), run by
+# forge-launch on the local backend (at the task's default memory, Harbor's
+# 2 GB) through forge-proxy in front of the scripted model. Step 0 calls the
+# MCP tool under the name the harness gives it (Claude Code and Qwen Code
+# mcp__codes__secret_code, opencode codes_secret_code, Gemini CLI
+# mcp_codes_secret_code), step 1 ends. Checks that forge-launch handed the
+# server to the harness in its own config format (Claude Code: --mcp-config),
+# that the server saw tools/call, and that the tool's result is in the
 # recorded next call, as the policy saw it upstream. Codex's MCP tools (a
 # Responses "namespace" tool) are covered by the unit tests of the Responses
 # translation: Codex lists them only once its servers are up, which a
@@ -32,15 +33,17 @@ fail() {
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-declare -A TOOL=([qwen-code]=mcp__codes__secret_code [opencode]=codes_secret_code [gemini-cli]=mcp_codes_secret_code)
-# Qwen Code, like Claude Code, defers MCP tools (tool_search) instead of
-# listing them in every request; the other two list them.
-declare -A LISTED=([qwen-code]=0 [opencode]=1 [gemini-cli]=1)
-declare -A ENTRY=([qwen-code]=qwen-code/node_modules/@qwen-code/qwen-code/cli-entry.js
+declare -A TOOL=([claude-code]=mcp__codes__secret_code [qwen-code]=mcp__codes__secret_code
+                 [opencode]=codes_secret_code [gemini-cli]=mcp_codes_secret_code)
+# Claude Code (ToolSearch) and Qwen Code (tool_search) defer MCP tools instead
+# of listing them in every request; the other two list them.
+declare -A LISTED=([claude-code]=0 [qwen-code]=0 [opencode]=1 [gemini-cli]=1)
+declare -A ENTRY=([claude-code]=claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+                  [qwen-code]=qwen-code/node_modules/@qwen-code/qwen-code/cli-entry.js
                   [opencode]=opencode/node_modules/opencode-linux-x64/bin/opencode
                   [gemini-cli]=gemini-cli/node_modules/@google/gemini-cli)
 
-for harness in qwen-code opencode gemini-cli; do
+for harness in claude-code qwen-code opencode gemini-cli; do
   dir="$work/$harness"
   mkdir -p "$dir/task/tests"
   [[ -e "$install_dir/${ENTRY[$harness]}" ]] || fail "$install_dir/${ENTRY[$harness]} missing: run scripts/install-harnesses.sh"
@@ -52,7 +55,7 @@ for harness in qwen-code opencode gemini-cli; do
   for _ in $(seq 100); do [[ -s "$dir/fake.port" ]] && break; sleep 0.1; done
   port=$(free_port)
   "$FORGE_BIN/forge-proxy" --store "$dir/forge.db" --port "$port" --health-interval 0 \
-    --upstream "http://127.0.0.1:$(cat "$dir/fake.port")" 2>"$dir/proxy.err" &
+    --upstream "http://127.0.0.1:$(cat "$dir/fake.port")" --max-tokens-cap 4096 2>"$dir/proxy.err" &
   pids+=($!)
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
   cat >"$dir/task/task.toml" <<EOF
