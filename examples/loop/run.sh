@@ -105,6 +105,7 @@ for round in $(seq 1 "$rounds"); do
   rollouts "round-$round" "$out/runs/round-$round.tasks.jsonl" "$attempts" "$policy_proxy" "$out/forge.db"
   train_p=$(pass_at_1 "$out/runs/round-$round.verdicts.jsonl")
   rm -rf "$out/runs/rl-$round"
+  mkdir -p "$out/runs/rl-$round"  # the index is written there as forge-pack runs
   "$bin/forge-pack" --store "$out/forge.db" --format rl --advantage grpo --drop-zero-variance \
     --max-staleness 0 --out-dir "$out/runs/rl-$round" --quiet --stats "$out/runs/rl-$round.stats.json" \
     "$out/runs/round-$round.verdicts.jsonl" >"$out/runs/rl-$round/index.jsonl"
