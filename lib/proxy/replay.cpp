@@ -11,6 +11,7 @@
 #include "cli/diagnostics.h"
 #include "proxy/dump.h"
 #include "proxy/format_registry.h"
+#include "proxy/formats/wire.h"
 #include "records/jsonl.h"
 #include "store/store.h"
 
@@ -195,19 +196,26 @@ const RecordedExchange* ReplayIndex::Next(const std::string& key) {
 
 std::vector<Json> ChatResponseToChunks(const Json& response) {
   std::vector<Json> chunks;
-  bool completion = response.value("object", "") == "text_completion";
-  Json head = {{"id", response.value("id", "replay")},
+  // A recording holds what an upstream sent: read without trusting its types.
+  using wire::TextOr;
+  bool completion = TextOr(response, "object") == "text_completion";
+  const Json* created = wire::Find(response, "created");
+  Json head = {{"id", TextOr(response, "id", "replay")},
                {"object", completion ? "text_completion" : "chat.completion.chunk"},
-               {"created", response.value("created", 0)},
-               {"model", response.value("model", "")}};
-  for (const auto& choice : response.value("choices", Json::array())) {
+               {"created", created && created->is_number_integer() ? *created : Json(0)},
+               {"model", TextOr(response, "model")}};
+  const Json* choices = wire::Find(response, "choices");
+  for (const auto& choice : choices && choices->is_array() ? *choices : Json::array()) {
+    if (!choice.is_object()) continue;
     Json c = {{"index", JsonIndex(choice).value_or(0)}, {"logprobs", choice.value("logprobs", Json())}};
     if (completion) {
-      c["text"] = choice.value("text", "");
+      c["text"] = TextOr(choice, "text");
     } else {
       Json delta = choice.value("message", Json::object());
       if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
-        for (size_t i = 0; i < calls->size(); ++i) (*calls)[i]["index"] = i;
+        for (size_t i = 0; i < calls->size(); ++i) {
+          if ((*calls)[i].is_object()) (*calls)[i]["index"] = i;
+        }
       }
       c["delta"] = std::move(delta);
     }

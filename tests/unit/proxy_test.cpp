@@ -180,6 +180,18 @@ TEST_CASE("mistyped upstream fields: the assembler and capture and every format'
   CHECK(r["choices"][0]["message"]["content"] == "ok");
   CHECK_FALSE(r["choices"][0]["message"].contains("tool_calls"));
   for (auto& stream : streams) CHECK_NOTHROW(stream->OnEnd());
+  // A whole answer with mistyped id and model: translated, not thrown on.
+  Json whole = Json::parse(R"({"id":5,"model":[1],"choices":[{"index":0,"message":{"role":"assistant",
+    "content":"ok","tool_calls":[{"id":9,"type":"function","function":{"name":"f","arguments":"{}"}}]},
+    "finish_reason":"tool_calls"}]})");
+  for (const char* name : {"anthropic", "responses", "gemini"}) {
+    auto format = MakeClientFormat(name);
+    CHECK_NOTHROW(format->FromChat(whole));
+  }
+  // ... and replayed from a recording (forge-proxy --replay).
+  CHECK_NOTHROW(ChatResponseToChunks(whole));
+  CHECK_NOTHROW(ChatResponseToChunks(Json::parse(R"({"object":1,"created":"x","choices":["a",{"message":{"tool_calls":["b"]}}]})")));
+  CHECK(ChatResponseToChunks(Json::parse(R"({"choices":"x"})")).empty());
 }
 
 TEST_CASE("replay: a recorded response becomes chunks that assemble back to it") {

@@ -275,7 +275,7 @@ Json ToolUseInput(const std::string& arguments) {
 }
 
 std::string ToolUseId(const Json& call, const std::string& message_id, size_t index) {
-  std::string id = call.value("id", "");
+  std::string id = TextOr(call, "id");
   return id.empty() ? DerivedId("toolu_", message_id + "_" + std::to_string(index)) : id;
 }
 
@@ -314,7 +314,7 @@ std::string ThinkingSignature(const std::string& thinking) {
 Json MessageFromChat(const Json& chat) {
   const Json& message = ChatMessage(chat);
   const Json& choice = chat["choices"][0];
-  std::string id = DerivedId("msg_", chat.value("id", ""));
+  std::string id = DerivedId("msg_", TextOr(chat, "id"));
   Json content = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
     content.push_back({{"type", "thinking"}, {"thinking", *r}, {"signature", ThinkingSignature(*r)}});
@@ -344,7 +344,7 @@ Json MessageFromChat(const Json& chat) {
   return {{"id", id},
           {"type", "message"},
           {"role", "assistant"},
-          {"model", chat.value("model", "")},
+          {"model", TextOr(chat, "model")},
           {"content", content},
           {"stop_reason", stop_reason},
           {"stop_sequence", stop_reason == "stop_sequence" ? stop_sequence : Json()},

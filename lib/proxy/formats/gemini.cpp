@@ -401,7 +401,7 @@ Json Args(const std::string& arguments) {
 
 Json FunctionCallPart(const Json& call, const std::string& chat_id, size_t index) {
   const Json* fn = Find(call, "function");
-  std::string id = call.value("id", "");
+  std::string id = TextOr(call, "id");
   if (id.empty()) id = DerivedId("call_", chat_id + "_" + std::to_string(index));
   return {{"functionCall",
            {{"id", id},
@@ -429,7 +429,7 @@ Json Envelope(const std::string& chat_id, const std::string& model, Json parts) 
 
 Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
   const Json& message = ChatMessage(chat);
-  std::string chat_id = chat.value("id", "");
+  std::string chat_id = TextOr(chat, "id");
   Json parts = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
     parts.push_back({{"text", *r}, {"thought", true}});
@@ -453,7 +453,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
       (call ? call_signed : text_signed) = true;
     }
   }
-  Json response = Envelope(chat_id, chat.value("model", ""), parts);
+  Json response = Envelope(chat_id, TextOr(chat, "model"), parts);
   response["candidates"][0]["finishReason"] =
       GeminiFormat::FinishReason(chat["choices"][0].value("finish_reason", Json()));
   response["usageMetadata"] = UsageMetadata(chat.value("usage", Json()), prompt_hint);

@@ -156,7 +156,7 @@ class InputBuilder {
     }
     Json& assistant = messages_.back();
     if (!reasoning_.empty()) {
-      assistant["reasoning_content"] = assistant.value("reasoning_content", "") + reasoning_;
+      assistant["reasoning_content"] = TextOr(assistant, "reasoning_content") + reasoning_;
       reasoning_.clear();
     }
     return assistant;
@@ -323,7 +323,7 @@ ChatRequest Translate(const Json& request, const ResponseStateStore& state) {
 // ---- response: chat → Responses -----------------------------------------------
 
 std::string CallId(const Json& call, const std::string& chat_id, size_t index) {
-  std::string id = call.is_object() ? call.value("id", "") : "";
+  std::string id = call.is_object() ? TextOr(call, "id") : "";
   return id.empty() ? DerivedId("call_", chat_id + "_" + std::to_string(index)) : id;
 }
 
@@ -415,7 +415,7 @@ std::string Status(const Json& finish_reason) {
 Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& response_id,
                       const ToolNamespaces* names) {
   const Json& message = ChatMessage(chat);
-  std::string chat_id = chat.value("id", "");
+  std::string chat_id = TextOr(chat, "id");
   Json output = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
     output.push_back(ReasoningItem(ItemId("rs_", chat_id, 0), *r, true));
@@ -438,7 +438,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
     }
   }
   return ResponseObject(response_id, chat.value("created", int64_t{0}),
-                        chat.value("model", ""),
+                        TextOr(chat, "model"),
                         Status(chat["choices"][0].value("finish_reason", Json())), output,
                         Usage(chat.value("usage", Json()), prompt_hint));
 }
@@ -721,7 +721,7 @@ void ResponsesFormat::Finished(const ChatRequest& request, const Json& chat_resp
   } catch (const BadField&) {
     return;  // nothing usable to continue from
   }
-  std::string id = request.state.value("response_id", "");
+  std::string id = TextOr(request.state, "response_id");
   state_->Put(id.empty() ? ResponseId(chat_response) : id, std::move(messages));
 }
 
@@ -736,7 +736,7 @@ Json ResponsesFormat::ErrorBody(int http_status, const std::string& message) con
 }
 
 std::string ResponsesFormat::ResponseId(const Json& chat) {
-  return DerivedId("resp_", chat.is_object() ? chat.value("id", "") : "");
+  return DerivedId("resp_", chat.is_object() ? TextOr(chat, "id") : "");
 }
 
 }  // namespace forge::proxy

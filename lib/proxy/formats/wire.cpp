@@ -29,6 +29,11 @@ const Json* Find(const Json& object, const char* key) {
   return &*it;
 }
 
+std::string TextOr(const Json& object, const char* key, std::string fallback) {
+  const Json* value = Find(object, key);
+  return value && value->is_string() ? value->get<std::string>() : fallback;
+}
+
 const Json* FirstChoice(const Json& chat) {
   const Json* choices = Find(chat, "choices");
   if (!choices || !choices->is_array()) return nullptr;
@@ -121,7 +126,7 @@ std::string ContentText(const Json& content) {
   std::string text;
   if (content.is_array()) {
     for (const Json& part : content) {
-      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+      if (part.is_object() && TextOr(part, "type") == "text" && part.contains("text") &&
           part["text"].is_string()) {
         text += part["text"].get<std::string>();
       }
@@ -252,7 +257,7 @@ SideCallSigns SideCallSignsOf(const Json& body) {
   bool saw_user = false;
   for (const Json& m : *messages) {
     if (!m.is_object()) continue;
-    std::string role = m.value("role", "");
+    std::string role = TextOr(m, "role");
     if (role == "system" || role == "developer") {
       AppendProbeText(Find(m, "content"), signs.probe);
     } else if (role == "user" && !saw_user) {
