@@ -235,6 +235,22 @@ std::string UnreadableRequestMessage(int status, const beast::error_code& ec, ui
   }
 }
 
+// Lingering close (nginx's lingering_close): after answering a request whose
+// body it did not read (a 413, a 400 before the body), the proxy stops
+// writing, then reads and drops what the client still sends until it closes,
+// for at most this long. Closing with unread bytes would send a reset, and a
+// client still sending would lose the answer to it.
+constexpr double kLingerSeconds = 5;
+constexpr double kLingerReadSeconds = 2;
+
+Task<void> DrainBeforeClose(ClientReader& reader) {
+  reader.timeout = kLingerReadSeconds;
+  reader.deadline = MonotonicSeconds() + kLingerSeconds;
+  std::unique_ptr<char[]> scratch(new char[64 * 1024]);
+  beast::error_code ec;
+  while (!ec) co_await reader.ReadSome(net::buffer(scratch.get(), 64 * 1024), ec);
+}
+
 }  // namespace
 
 Task<void> Server::Session(tcp::socket socket) {
@@ -249,6 +265,7 @@ Task<void> Server::Session(tcp::socket socket) {
   // client_body_timeout).
   ClientReader reader{socket, config_.header_timeout};
   beast::flat_buffer buffer;
+  bool linger = false;  // answered before reading all the client sent
   for (bool first = true;; first = false) {
     ArrivingBody arriving;
     bool body_arriving = false;
@@ -315,6 +332,7 @@ Task<void> Server::Session(tcp::socket socket) {
         path = std::string_view(parser.get().target().data(), parser.get().target().size());  // empty if never read
         co_await Send(socket, req, static_cast<http::status>(status),
                       ErrorBodyForPath(path, status, UnreadableRequestMessage(status, ec, config_.body_limit)).dump());
+        linger = status != 408;
       }
       break;
     }
@@ -346,9 +364,13 @@ Task<void> Server::Session(tcp::socket socket) {
       co_await ReadRestOfBody(arriving, req.body(), ec);
       keep = !ec;
     }
-    if (!keep || !req.keep_alive()) break;
+    if (!keep || !req.keep_alive()) {
+      linger = body_arriving && arriving.have < req.body().size();
+      break;
+    }
   }
   socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (linger) co_await DrainBeforeClose(reader);
   metrics_.open_connections.fetch_sub(1);
 }
 

@@ -114,9 +114,30 @@ pass "malformed HTTP: 414, 431 (long header, 3,000 fields), 400 (bad, negative, 
 
 # 413 on /v1/messages is Anthropic's shape (the path tells the format).
 python3 -c 'import sys; sys.stdout.write("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}" % ("x"*1200000))' >"$WORK/huge"
-code=$(curl -s -o "$WORK/out" -w '%{http_code}' -H 'Expect:' --data-binary @"$WORK/huge" "$PROXY/v1/messages")
+# (The client is still sending when the 413 comes: the proxy's lingering
+# close reads on until it stops, so the answer is not lost to a reset.)
+code=$(curl -s -o "$WORK/out" -w '%{http_code}' -H 'Expect:' --data-binary @"$WORK/huge" "$PROXY/v1/messages" || true)
 [ "$code" = 413 ] && py 'd["type"]=="error" and d["error"]["type"]=="request_too_large"' <"$WORK/out" ||
   fail "413 on /v1/messages: $code $(cat "$WORK/out")"
+
+# A client that sends its whole too-large body before it reads (as many HTTP
+# libraries do) gets the 413: the proxy reads and drops the rest (lingering
+# close) instead of resetting the connection under the client's writes.
+python3 - "$PROXY_PORT" <<'PY' || fail "a too-large body sent whole: the 413 was lost to a reset"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+n = 3_000_000
+s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % n)
+sent = 0
+while sent < n:
+    s.sendall(b"x" * 65536)  # raises BrokenPipeError/ConnectionResetError after a reset
+    sent += 65536
+    time.sleep(0.001)
+s.settimeout(10)
+head = s.recv(65536)
+assert head.startswith(b"HTTP/1.1 413"), head[:200]
+PY
+still_serving "a too-large body sent whole"
 
 # Methods: a path served for POST answers other methods 405 with Allow; an unknown method 405.
 code=$(curl -s -o "$WORK/out" -D "$WORK/head" -w '%{http_code}' -X DELETE "$PROXY/v1/chat/completions")
