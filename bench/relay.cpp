@@ -130,12 +130,12 @@ int main(int argc, char** argv) {
   if (!mkdtemp(dir)) return 1;
   Endpoint sock = *forge::net::ParseEndpoint(std::string("unix:") + dir + "/proxy.sock");
   forge::net::Relay host(*forge::net::Listen(sock), *forge::net::ParseEndpoint("127.0.0.1:" + std::to_string(echo_port)));
-  std::thread host_thread([&] { host.Run(); });
+  std::thread host_thread([&] { (void)host.Run(); });
   // The sandbox half: TCP -> that unix socket.
   auto sandbox_fd = forge::net::Listen(*forge::net::ParseEndpoint("127.0.0.1:0"));
   const uint16_t relay_port = *forge::net::BoundPort(*sandbox_fd);
   forge::net::Relay sandbox(*sandbox_fd, sock);
-  std::thread sandbox_thread([&] { sandbox.Run(); });
+  std::thread sandbox_thread([&] { (void)sandbox.Run(); });
 
   std::printf("bench-relay: %d round trips of 1 KiB, then %d MiB each way, over 127.0.0.1\n", round_trips, mib);
   Figures direct = Measure(echo_port, round_trips, mib);

@@ -9,7 +9,7 @@
 
 namespace forge {
 
-// CantCreate when the temporary cannot be made, Io when a write or the
+// CannotCreate when the temporary cannot be made, IoError when a write or the
 // rename fails (the temporary is removed).
 Status WriteFileAtomically(const std::string& path, std::string_view data);
 

@@ -13,7 +13,7 @@ namespace forge {
 
 Result<Wakeup> Wakeup::Create() {
   int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd < 0) return Status::Io(std::string("eventfd: ") + std::strerror(errno));
+  if (fd < 0) return Status::IoError(std::string("eventfd: ") + std::strerror(errno));
   return Wakeup(fd);
 }
 

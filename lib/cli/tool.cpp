@@ -72,7 +72,7 @@ void Tool::ExitCodes(std::initializer_list<ExitCode> codes) {
 
 int ExitCodeFor(const Status& status) {
   if (int sig = StopSignal(); sig == SIGINT || sig == SIGTERM) {
-    if (!status.ok() && status.code() != ExitCode::kInterrupted && !status.output_closed()) {
+    if (!status.ok() && !status.Is(Kind::kCancelled) && !status.output_closed()) {
       Error(status.message());
     }
     return sig == SIGINT ? static_cast<int>(ExitCode::kInterrupted)
@@ -80,8 +80,8 @@ int ExitCodeFor(const Status& status) {
   }
   if (status.output_closed()) return 0;
   if (status.ok()) return 0;
-  if (status.code() != ExitCode::kNegative && !status.message().empty()) Error(status.message());
-  return static_cast<int>(status.code());
+  if (!status.Is(Kind::kNegative) && !status.message().empty()) Error(status.message());
+  return static_cast<int>(ExitCodeOf(status.kind()));
 }
 
 namespace {

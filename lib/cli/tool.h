@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "cli/exit_code.h"
 
 namespace forge::cli {
 

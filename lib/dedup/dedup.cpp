@@ -118,7 +118,7 @@ void TakeFieldVector(const DedupOptions& o, records::Record& r, Input& in, Item&
 }
 
 // 1. Reads every record (the decision needs the whole set). Returns the
-// reader's status: DataErr when lines were malformed (the rest flowed).
+// reader's status: InvalidData when lines were malformed (the rest flowed).
 Status ReadItems(const DedupOptions& o, store::Store* store, Input& in) {
   records::ReaderOptions reader{.strict = o.strict};
   return records::ForEachRecord(o.inputs, reader, [&](records::Record& r) {
@@ -139,7 +139,7 @@ Status AttachFileVectors(const DedupOptions& o, const Status& read, Input& in) {
   auto m = ReadVectorFile(o.vectors_path, o.vectors_dim);
   if (!m.ok()) return m.status();
   if (m->rows != in.items.size()) {
-    return Status::DataErr(
+    return Status::InvalidData(
         o.vectors_path + ": " + std::to_string(m->rows) + " rows, but the input has " +
         std::to_string(in.items.size()) + " records (one row per record, in input order" +
         (read.ok() ? "" : "; " + read.message() + ", which have no row") + ")");
@@ -211,13 +211,13 @@ Result<Matrix> SurvivorVectors(const DedupOptions& o, Embedder* embedder, Input&
 
 Status CheckOptions(const DedupOptions& o, store::Store* store) {
   if (o.threshold <= -1.0f || o.threshold > 1.0f) {
-    return Status::Usage("--threshold must be in (-1, 1]");
+    return Status::InvalidArgument("--threshold must be in (-1, 1]");
   }
   if (o.trajectories && store == nullptr) {
-    return Status::Usage("--trajectories needs --store (the store holding the rollouts' calls)");
+    return Status::InvalidArgument("--trajectories needs --store (the store holding the rollouts' calls)");
   }
   if (!o.vector_field.empty() && !o.vectors_path.empty()) {
-    return Status::Usage("give --vector-field or --vectors, not both");
+    return Status::InvalidArgument("give --vector-field or --vectors, not both");
   }
   return Status::Ok();
 }
@@ -291,7 +291,7 @@ Status WriteOutputs(const DedupOptions& o, const std::vector<Item>& items,
   if (!o.report_path.empty()) {
     std::ofstream file(o.report_path);
     file << report.dump(2) << "\n";
-    if (!file) return Status::CantCreate("cannot write report " + o.report_path);
+    if (!file) return Status::CannotCreate("cannot write report " + o.report_path);
   } else if (!o.quiet) {
     std::string table = FormatReport(report);
     if (o.calibrate) table += FormatCalibration(report["thresholds"]);
@@ -316,7 +316,7 @@ Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* s
 
   Input in;
   Status read = ReadItems(options, store, in);
-  bool malformed = !read.ok() && read.code() == ExitCode::kDataErr && !options.strict;
+  bool malformed = !read.ok() && read.kind() == Kind::kInvalidData && !options.strict;
   if (!read.ok() && !malformed) return read;
   if (!options.vectors_path.empty()) FORGE_RETURN_IF_ERROR(AttachFileVectors(options, read, in));
   std::vector<Item>& items = in.items;
@@ -382,7 +382,7 @@ Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* s
   FORGE_RETURN_IF_ERROR(WriteOutputs(options, items, *graph, survivors, report));
   if (malformed) return read;
   if (in.missing > 0) {
-    return Status::DataErr(std::to_string(in.missing) + " record" + (in.missing == 1 ? "" : "s") +
+    return Status::InvalidData(std::to_string(in.missing) + " record" + (in.missing == 1 ? "" : "s") +
                            " lacked the compared fields or a usable vector and passed through "
                            "unchecked");
   }

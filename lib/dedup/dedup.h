@@ -57,7 +57,7 @@ struct DedupOptions {
 };
 
 // Runs the pipeline with the given embedder (options.embedding's model-free
-// one when null). Kept records go to stdout. Returns DataErr after finishing
+// one when null). Kept records go to stdout. Returns InvalidData after finishing
 // when input lines were malformed or records lacked the compared fields or
 // trajectory (those pass through). store is needed for options.trajectories.
 Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* store = nullptr);

@@ -22,7 +22,7 @@ Result<float> ParseThreshold(const std::string& text, EmbeddingKind kind, bool m
   char* end = nullptr;
   float value = std::strtof(text.c_str(), &end);
   if (end == text.c_str() || *end != '\0' || !(value > -1.0f && value <= 1.0f)) {
-    return Status::Usage("--threshold " + text + ": expected a number in (-1, 1]");
+    return Status::InvalidArgument("--threshold " + text + ": expected a number in (-1, 1]");
   }
   return value;
 }

@@ -3,7 +3,7 @@
 namespace forge::dedup {
 
 Result<Matrix> NgramEmbedder::Embed(const std::vector<std::string>& texts) {
-  if (options_.dim < 1 || options_.n < 1) return Status::Usage("--dim and --ngram must be >= 1");
+  if (options_.dim < 1 || options_.n < 1) return Status::InvalidArgument("--dim and --ngram must be >= 1");
   Matrix m;
   m.rows = texts.size();
   m.dim = static_cast<size_t>(options_.dim);
@@ -22,7 +22,7 @@ records::Json NgramEmbedder::Provenance() const {
 
 Result<Matrix> MinHashEmbedder::Embed(const std::vector<std::string>& texts) {
   if (options_.n < 1 || options_.hashes < 1 || options_.bits < 1 || options_.bits > 8) {
-    return Status::Usage("--ngram and --minhash-hashes must be >= 1, bits in [1, 8]");
+    return Status::InvalidArgument("--ngram and --minhash-hashes must be >= 1, bits in [1, 8]");
   }
   Matrix m;
   m.rows = texts.size();

@@ -184,7 +184,7 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
   SimilarityGraph graph;
   graph.best.assign(n, -1.0f);
   if (n < 2) return graph;
-  if (n > UINT32_MAX) return Status::Usage("too many items for one search");
+  if (n > UINT32_MAX) return Status::InvalidArgument("too many items for one search");
   const size_t tile = std::max<size_t>(16, options.tile);
   const size_t tiles = (n + tile - 1) / tile;
   std::vector<TileJob> jobs;
@@ -282,7 +282,7 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
 
   if (cli::StopRequested()) return Status::Cancelled("stopped during the similarity search");
   if (too_many) {
-    return Status::Usage("more than " + std::to_string(options.max_pairs) +
+    return Status::InvalidArgument("more than " + std::to_string(options.max_pairs) +
                          " similar pairs at threshold " + std::to_string(options.min_threshold) +
                          "; raise the lowest threshold (--threshold/--report-thresholds)");
   }

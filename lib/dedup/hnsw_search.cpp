@@ -176,7 +176,7 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   for (auto& list : per_item) {
     graph.pairs.insert(graph.pairs.end(), list.begin(), list.end());
     if (graph.pairs.size() > options.max_pairs) {
-      return Status::Usage("too many similar pairs; raise the lowest threshold");
+      return Status::InvalidArgument("too many similar pairs; raise the lowest threshold");
     }
   }
   SortPairs(graph.pairs);

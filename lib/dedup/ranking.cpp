@@ -18,7 +18,7 @@ Result<std::vector<RankKey>> ParseRankKeys(const std::string& spec) {
     words >> path >> direction >> extra;
     if (path.empty()) continue;
     if (!extra.empty() || (!direction.empty() && direction != "asc" && direction != "desc")) {
-      return Status::Usage("--rank: expected 'field [asc|desc]', got '" + item + "'");
+      return Status::InvalidArgument("--rank: expected 'field [asc|desc]', got '" + item + "'");
     }
     keys.push_back(RankKey{path, direction == "desc"});
   }

@@ -162,9 +162,9 @@ Result<std::vector<std::vector<float>>> RemoteEmbedder::Fetch(void* handle,
 }
 
 Result<Matrix> RemoteEmbedder::Embed(const std::vector<std::string>& texts) {
-  if (options_.model.empty()) return Status::Usage("--embed-model is required with --embed-url");
+  if (options_.model.empty()) return Status::InvalidArgument("--embed-model is required with --embed-url");
   if (options_.batch == 0 || options_.concurrency < 1) {
-    return Status::Usage("--embed-batch and --embed-concurrency must be >= 1");
+    return Status::InvalidArgument("--embed-batch and --embed-concurrency must be >= 1");
   }
   // Each distinct text once: from the cache, else from the endpoint.
   std::vector<std::string> hashes(texts.size());

@@ -45,13 +45,13 @@ std::string DictValue(const std::string& header, const std::string& key) {
 // Parses the dict that follows the magic, version and length (its text).
 Result<NpyHeader> ParseNpyDict(const std::string& dict, const std::string& name) {
   std::string descr = DictValue(dict, "descr");
-  if (descr.empty()) return Status::DataErr(name + ": .npy header has no 'descr'");
+  if (descr.empty()) return Status::InvalidData(name + ": .npy header has no 'descr'");
   if (descr != "'<f4'" && descr != "'=f4'") {
-    return Status::DataErr(name + ": .npy dtype is " + descr +
+    return Status::InvalidData(name + ": .npy dtype is " + descr +
                            ", forge-dedup reads float32 ('<f4'); save x.astype(numpy.float32)");
   }
   if (DictValue(dict, "fortran_order") != "False") {
-    return Status::DataErr(name + ": .npy array is in Fortran order; save numpy.ascontiguousarray(x)");
+    return Status::InvalidData(name + ": .npy array is in Fortran order; save numpy.ascontiguousarray(x)");
   }
   std::string shape = DictValue(dict, "shape");
   std::vector<size_t> dims;
@@ -66,13 +66,13 @@ Result<NpyHeader> ParseNpyDict(const std::string& dict, const std::string& name)
       char* end = nullptr;
       unsigned long long v = std::strtoull(part.c_str(), &end, 10);
       if (end == part.c_str() || std::string(end).find_first_not_of(" L") != std::string::npos) {
-        return Status::DataErr(name + ": .npy shape " + shape + " is not a tuple of integers");
+        return Status::InvalidData(name + ": .npy shape " + shape + " is not a tuple of integers");
       }
       dims.push_back(static_cast<size_t>(v));
     }
   }
   if (dims.size() != 2 || dims[1] == 0) {
-    return Status::DataErr(name + ": .npy shape is " + (shape.empty() ? "missing" : shape) +
+    return Status::InvalidData(name + ": .npy shape is " + (shape.empty() ? "missing" : shape) +
                            "; expected (records, dimensions)");
   }
   NpyHeader h;
@@ -85,21 +85,21 @@ Result<NpyHeader> ParseNpyDict(const std::string& dict, const std::string& name)
 Result<NpyHeader> ParseNpyPreamble(const char* bytes, size_t size, const std::string& name,
                                    std::string* dict_out) {
   if (size < kNpyMagicSize + 4 || std::memcmp(bytes, kNpyMagic, kNpyMagicSize) != 0) {
-    return Status::DataErr(name + ": not a .npy file (no \\x93NUMPY header)");
+    return Status::InvalidData(name + ": not a .npy file (no \\x93NUMPY header)");
   }
   unsigned major = static_cast<unsigned char>(bytes[6]);
   size_t length_bytes = major == 1 ? 2 : 4;
   if (major < 1 || major > 3) {
-    return Status::DataErr(name + ": .npy format version " + std::to_string(major) +
+    return Status::InvalidData(name + ": .npy format version " + std::to_string(major) +
                            " is not 1, 2 or 3");
   }
-  if (size < 8 + length_bytes) return Status::DataErr(name + ": .npy header is cut short");
+  if (size < 8 + length_bytes) return Status::InvalidData(name + ": .npy header is cut short");
   size_t length = 0;
   for (size_t i = 0; i < length_bytes; ++i) {
     length |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
   }
   size_t offset = 8 + length_bytes + length;
-  if (offset > size) return Status::DataErr(name + ": .npy header is cut short");
+  if (offset > size) return Status::InvalidData(name + ": .npy header is cut short");
   *dict_out = std::string(bytes + 8 + length_bytes, length);
   auto header = ParseNpyDict(*dict_out, name);
   if (!header.ok()) return header.status();
@@ -108,10 +108,10 @@ Result<NpyHeader> ParseNpyPreamble(const char* bytes, size_t size, const std::st
 }
 
 Status CheckDataSize(size_t data_bytes, size_t rows, size_t dim, const std::string& name) {
-  if (dim != 0 && rows > SIZE_MAX / 4 / dim) return Status::DataErr(name + ": shape too large");
+  if (dim != 0 && rows > SIZE_MAX / 4 / dim) return Status::InvalidData(name + ": shape too large");
   size_t expected = rows * dim * 4;
   if (data_bytes != expected) {
-    return Status::DataErr(name + ": holds " + std::to_string(data_bytes) +
+    return Status::InvalidData(name + ": holds " + std::to_string(data_bytes) +
                            " bytes of data, but shape (" + std::to_string(rows) + ", " +
                            std::to_string(dim) + ") float32 needs " + std::to_string(expected));
   }
@@ -140,17 +140,17 @@ Result<Matrix> ParseNpy(const std::string& bytes, const std::string& name) {
 
 Result<Matrix> ReadVectorFile(const std::string& path, size_t raw_dim, size_t expected_dim) {
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) return Status::NoInput(path + ": " + std::strerror(errno));
-  if (std::fseek(file.get(), 0, SEEK_END) != 0) return Status::Io(path + ": cannot seek");
+  if (!file) return Status::NotFound(path + ": " + std::strerror(errno));
+  if (std::fseek(file.get(), 0, SEEK_END) != 0) return Status::IoError(path + ": cannot seek");
   long end = std::ftell(file.get());
-  if (end < 0) return Status::Io(path + ": " + std::strerror(errno));
+  if (end < 0) return Status::IoError(path + ": " + std::strerror(errno));
   size_t size = static_cast<size_t>(end);
   std::rewind(file.get());
   // The header is at most 64 KiB in version 1 (length in 2 bytes); read that
   // much to find it, then the data straight into the matrix.
   std::string head(std::min<size_t>(size, 65536 + 12), '\0');
   if (std::fread(head.data(), 1, head.size(), file.get()) != head.size()) {
-    return Status::Io(path + ": read failed");
+    return Status::IoError(path + ": read failed");
   }
   Matrix m;
   size_t offset = 0;
@@ -162,15 +162,15 @@ Result<Matrix> ReadVectorFile(const std::string& path, size_t raw_dim, size_t ex
     m.dim = header->dim;
     offset = header->data_offset;
     if (raw_dim != 0 && raw_dim != m.dim) {
-      return Status::DataErr(path + ": rows have " + std::to_string(m.dim) +
+      return Status::InvalidData(path + ": rows have " + std::to_string(m.dim) +
                              " dimensions, --dim says " + std::to_string(raw_dim));
     }
   } else if (raw_dim == 0) {
-    return Status::Usage(path + ": not a .npy file (no \\x93NUMPY header); for raw float32 "
+    return Status::InvalidArgument(path + ": not a .npy file (no \\x93NUMPY header); for raw float32 "
                          "rows give their length with --dim");
   } else {
     if (size % (raw_dim * 4) != 0) {
-      return Status::DataErr(path + ": " + std::to_string(size) +
+      return Status::InvalidData(path + ": " + std::to_string(size) +
                              " bytes is not a whole number of float32 rows of " +
                              std::to_string(raw_dim) + " (--dim)");
     }
@@ -179,13 +179,13 @@ Result<Matrix> ReadVectorFile(const std::string& path, size_t raw_dim, size_t ex
   }
   FORGE_RETURN_IF_ERROR(CheckDataSize(size - offset, m.rows, m.dim, path));
   if (expected_dim != 0 && m.dim != expected_dim) {
-    return Status::DataErr(path + ": rows have " + std::to_string(m.dim) + " dimensions, expected " +
+    return Status::InvalidData(path + ": rows have " + std::to_string(m.dim) + " dimensions, expected " +
                            std::to_string(expected_dim));
   }
   m.data.resize(m.rows * m.dim);
   if (std::fseek(file.get(), static_cast<long>(offset), SEEK_SET) != 0 ||
       std::fread(m.data.data(), 4, m.data.size(), file.get()) != m.data.size()) {
-    return Status::Io(path + ": read failed");
+    return Status::IoError(path + ": read failed");
   }
   return m;
 }

@@ -16,9 +16,9 @@ namespace forge::dedup {
 
 // Reads a vector file: .npy when it starts with NumPy's magic bytes,
 // otherwise raw float32 rows of raw_dim values (raw_dim 0: the file must be
-// .npy). A missing file is NoInput; a malformed header, a dtype other than
+// .npy). A missing file is NotFound; a malformed header, a dtype other than
 // float32, Fortran order, a shape that is not N×D, a size that disagrees with
-// the shape, or a dimension other than expected_dim (when not 0) is DataErr
+// the shape, or a dimension other than expected_dim (when not 0) is InvalidData
 // naming the file. Rows are returned as stored, not yet checked.
 Result<Matrix> ReadVectorFile(const std::string& path, size_t raw_dim, size_t expected_dim = 0);
 

@@ -17,9 +17,9 @@ Status StringMap(const Json& json, const char* field, const std::string& where,
                  std::map<std::string, std::string>& out) {
   if (!json.contains(field)) return Status::Ok();
   const Json& value = json[field];
-  if (!value.is_object()) return Status::Config(where + ": '" + field + "' must be an object of strings");
+  if (!value.is_object()) return Status::BadConfig(where + ": '" + field + "' must be an object of strings");
   for (const auto& [k, v] : value.items()) {
-    if (!v.is_string()) return Status::Config(where + ": '" + field + "." + k + "' must be a string");
+    if (!v.is_string()) return Status::BadConfig(where + ": '" + field + "." + k + "' must be a string");
     out[k] = v.get<std::string>();
   }
   return Status::Ok();
@@ -28,11 +28,11 @@ Status StringMap(const Json& json, const char* field, const std::string& where,
 }  // namespace
 
 Result<HarnessProfile> ParseHarness(const Json& json, const std::string& where) {
-  if (!json.is_object()) return Status::Config(where + ": a harness profile is a JSON object");
+  if (!json.is_object()) return Status::BadConfig(where + ": a harness profile is a JSON object");
   HarnessProfile profile;
   auto text = [&](const char* field, std::string& out) -> Status {
     if (!json.contains(field)) return Status::Ok();
-    if (!json[field].is_string()) return Status::Config(where + ": '" + field + "' must be a string");
+    if (!json[field].is_string()) return Status::BadConfig(where + ": '" + field + "' must be a string");
     out = json[field].get<std::string>();
     return Status::Ok();
   };
@@ -44,14 +44,14 @@ Result<HarnessProfile> ParseHarness(const Json& json, const std::string& where) 
   FORGE_RETURN_IF_ERROR(text("requires", profile.requires_));
   FORGE_RETURN_IF_ERROR(text("mcp_format", profile.mcp_format));
   if (!profile.mcp_format.empty() && !KnownMcpFormat(profile.mcp_format)) {
-    return Status::Config(where + ": 'mcp_format' \"" + profile.mcp_format +
+    return Status::BadConfig(where + ": 'mcp_format' \"" + profile.mcp_format +
                           "\" is not one of claude, codex, gemini, opencode, openclaw");
   }
   if (!json.contains("command") || !json["command"].is_array() || json["command"].empty()) {
-    return Status::Config(where + ": 'command' must be a non-empty array of strings");
+    return Status::BadConfig(where + ": 'command' must be a non-empty array of strings");
   }
   for (const auto& arg : json["command"]) {
-    if (!arg.is_string()) return Status::Config(where + ": 'command' must hold strings only");
+    if (!arg.is_string()) return Status::BadConfig(where + ": 'command' must hold strings only");
     profile.command.push_back(arg.get<std::string>());
   }
   FORGE_RETURN_IF_ERROR(StringMap(json, "env", where, profile.env));
@@ -63,16 +63,16 @@ Result<HarnessProfile> ParseHarness(const Json& json, const std::string& where) 
 Result<HarnessProfile> LoadHarness(const std::string& dir, const std::string& name) {
   for (char c : name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) {
-      return Status::Usage("harness name '" + name + "' must be [A-Za-z0-9_-]+");
+      return Status::InvalidArgument("harness name '" + name + "' must be [A-Za-z0-9_-]+");
     }
   }
   const std::string path = dir + "/" + name + ".json";
   std::ifstream in(path);
-  if (!in) return Status::NoInput(path + ": no such harness profile");
+  if (!in) return Status::NotFound(path + ": no such harness profile");
   std::stringstream text;
   text << in.rdbuf();
   auto json = Json::parse(text.str(), nullptr, false, true);
-  if (json.is_discarded()) return Status::Config(path + ": not valid JSON");
+  if (json.is_discarded()) return Status::BadConfig(path + ": not valid JSON");
   auto profile = ParseHarness(json, path);
   if (!profile.ok()) return profile.status();
   if (profile->name.empty()) profile->name = name;

@@ -48,8 +48,8 @@ struct HarnessProfile {
   std::string source_dir;                    // the directory the profile came from
 };
 
-// Reads harnesses/<name>.json from dir. NoInput naming the file if missing,
-// Config naming the field if malformed.
+// Reads harnesses/<name>.json from dir. NotFound naming the file if missing,
+// BadConfig naming the field if malformed.
 Result<HarnessProfile> LoadHarness(const std::string& dir, const std::string& name);
 Result<HarnessProfile> ParseHarness(const records::Json& json, const std::string& where);
 

@@ -51,18 +51,6 @@ bool IsFinalOutcome(const std::string& outcome) {
   return outcome == "ok" || outcome == "agent_timeout" || outcome == "agent_error";
 }
 
-bool IsRetryable(const Status& status) {
-  switch (status.code()) {
-    case ExitCode::kUnavailable:
-    case ExitCode::kTempFail:
-    case ExitCode::kIoErr:
-    case ExitCode::kProtocol:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::string Tail(const std::string& text, size_t max) {
   return text.size() <= max ? text : text.substr(text.size() - max);
 }
@@ -81,14 +69,14 @@ class Scratch {
   }
   // Writes content as <scratch>/<n>/<name> and returns that path.
   Result<std::string> Write(const std::string& name, const std::string& content) {
-    if (dir_.empty()) return Status::CantCreate("cannot create a scratch directory");
+    if (dir_.empty()) return Status::CannotCreate("cannot create a scratch directory");
     std::string sub = dir_ + "/" + std::to_string(counter_++);
     std::error_code ec;
     fs::create_directories(sub, ec);
     std::string path = sub + "/" + name;
     std::ofstream out(path, std::ios::binary);
     out << content;
-    if (!out) return Status::CantCreate(path + ": write failed");
+    if (!out) return Status::CannotCreate(path + ": write failed");
     return path;
   }
 
@@ -129,7 +117,7 @@ Status CheckGpus(const TaskSpec& task, sandbox::Backend& backend) {
   if (task.gpus <= 0) return Status::Ok();
   const int available = backend.AvailableGpus();
   if (available < 0 || available >= task.gpus) return Status::Ok();
-  return Status::Config(fmt::format("{}: environment.gpus = {}, but the {} backend has {} (no NVIDIA "
+  return Status::BadConfig(fmt::format("{}: environment.gpus = {}, but the {} backend has {} (no NVIDIA "
                                     "runtime): not run without them",
                                     task.id, task.gpus, backend.name(), available));
 }
@@ -155,7 +143,7 @@ class Launcher {
   void SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
                             Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
-  // The task's services into spec (Config on a backend that has no pods).
+  // The task's services into spec (BadConfig on a backend that has no pods).
   Status AddPod(const TaskSpec& task, sandbox::Spec& spec) const;
   // {mcp_servers} for the profile; a task's servers that the harness cannot
   // read are said once per task and harness.
@@ -207,7 +195,7 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
     const std::string dir = HarnessInstallDir();
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-      return Status::Config("harness " + name + " runs from {harnesses} = " + dir +
+      return Status::BadConfig("harness " + name + " runs from {harnesses} = " + dir +
                             ", which is not a directory: run scripts/install-harnesses.sh or "
                             "pass --harness-install-dir");
     }
@@ -218,7 +206,7 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
 Status Launcher::AddPod(const TaskSpec& task, sandbox::Spec& spec) const {
   if (!task.pod) return Status::Ok();
   if (backend_.name() == "local") {
-    return Status::Config("task " + task.id + " has services (a compose pod); the local backend runs no "
+    return Status::BadConfig("task " + task.id + " has services (a compose pod); the local backend runs no "
                           "containers: use --backend docker or k8s");
   }
   spec.pod = task.pod;
@@ -430,7 +418,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       if (!script.ok()) return script.status();
       plan.copies.emplace_back(*script, profile.solution_dir);
     } else {
-      return Status::DataErr("task " + task.id + " has no solution for the " + profile.name + " harness");
+      return Status::InvalidData("task " + task.id + " has no solution for the " + profile.name + " harness");
     }
     vars["solution_dir"] = root + profile.solution_dir;
   }
@@ -503,7 +491,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     return box->Release();
   };
   auto fail = [&](const Status& status) {
-    release();
+    (void)release();  // the failure that brought us here is the one to report
     return status;
   };
   if (one_shot) {
@@ -515,7 +503,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       enter(next);
     };
     ran = backend_.RunOnce(spec, plan, options_.hold ? &box : nullptr);
-    if (!ran.ok() && ran.status().code() == ExitCode::kCantCreate) {
+    if (!ran.ok() && ran.status().kind() == Kind::kCannotCreate) {
       // The image's user cannot write the files where profiles expect them;
       // nothing ran, so the sandbox that copies them in as root takes over.
       cli::Warn(task.id + ": " + ran.status().message() + "; using an exec'd sandbox");
@@ -524,7 +512,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       if (!ran.ok()) return ran.status().Prefixed("run harness");
     }
   }
-  if (!one_shot || (!ran.ok() && ran.status().code() == ExitCode::kCantCreate)) {
+  if (!one_shot || (!ran.ok() && ran.status().kind() == Kind::kCannotCreate)) {
     enter("create");
     auto created = backend_.Create(spec);
     if (!created.ok()) return created.status().Prefixed("create sandbox");
@@ -564,7 +552,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       // The harness never ran: a sandbox problem (e.g. an image whose /forge
       // is mounted noexec), not the harness's failure, and not one a retry fixes.
       std::string line = ran->stderr_data.substr(at);
-      return fail(Status::Config("--network proxy-only: the sandbox's relay did not start: " +
+      return fail(Status::BadConfig("--network proxy-only: the sandbox's relay did not start: " +
                                  line.substr(0, line.find('\n'))));
     }
   }
@@ -575,7 +563,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
       // The environment never became ready: the harness did not run.
       std::string line = ran->stderr_data.substr(at);
       record["error_kind"] = "healthcheck_failed";
-      return fail(Status::Config("environment.healthcheck: " + line.substr(19, line.find('\n') - 19)));
+      return fail(Status::BadConfig("environment.healthcheck: " + line.substr(19, line.find('\n') - 19)));
     }
   }
   if (auto failed = display ? sandbox::DisplayFailed(*ran) : std::nullopt) {
@@ -588,7 +576,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
               : "image " + (spec.image.empty() ? "built from " + spec.build_context : spec.image);
     record["error_kind"] = failed->missing_xvfb ? "no_xvfb" : "display_failed";
     return fail(failed->missing_xvfb
-                    ? Status::Config(where + " has no Xvfb for the " + display->ToString() +
+                    ? Status::BadConfig(where + " has no Xvfb for the " + display->ToString() +
                                      " display (install xvfb there; forge installs nothing at "
                                      "rollout time): " + failed->detail)
                     : Status::Unavailable(where + ": " + failed->detail));
@@ -645,7 +633,7 @@ Json Launcher::RunRollout(const Job& job) {
     last_try_began = WallNow();
     Status s = TryOnce(job, **profile, rollout_id, record);
     if (s.ok()) break;
-    if (cancel_.load() || s.code() == ExitCode::kInterrupted) {
+    if (cancel_.load() || s.kind() == Kind::kCancelled) {
       record["outcome"] = "cancelled";
       record["error"] = "stopped by signal";
       break;
@@ -654,8 +642,8 @@ Json Launcher::RunRollout(const Job& job) {
     record["error"] = s.message();
     // Whether a retry could help (a registry 5xx, a timeout, a busy engine)
     // or meets the same wall (image not found, a failing build step).
-    record["transient"] = IsRetryable(s);
-    if (!IsRetryable(s) || retries >= options_.infra_retries) break;
+    record["transient"] = s.transient();
+    if (!s.transient() || retries >= options_.infra_retries) break;
     ++retries;
     // Bounded exponential backoff with jitter, interruptible by SIGINT.
     static thread_local std::mt19937 rng(std::random_device{}());
@@ -703,7 +691,7 @@ Status Launcher::Run() {
     tasks.push_back(std::move(*spec));
     return Status::Ok();
   });
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   const bool bad_lines = !read.ok();
 
   // Resume: attempts that already have a final outcome in the store are not
@@ -744,7 +732,7 @@ Status Launcher::Run() {
   }
   if (proxy_only_task != nullptr && options_.network != "proxy-only") {
     if (Status s = CheckProxyOnly(options_, backend_); !s.ok()) {
-      return Status::Config("task " + proxy_only_task->id + " sets allow_internet = false, which with --proxy "
+      return Status::BadConfig("task " + proxy_only_task->id + " sets allow_internet = false, which with --proxy "
                             "means proxy-only: " + s.message());
     }
   }
@@ -816,7 +804,7 @@ Status Launcher::Run() {
   }
   if (cancel_.load()) return Status::Cancelled("stopped; every sandbox released");
   if (bad_tasks || bad_lines) {
-    return bad_tasks ? Status::DataErr(fmt::format("{} task(s) skipped", bad_tasks)) : read;
+    return bad_tasks ? Status::InvalidData(fmt::format("{} task(s) skipped", bad_tasks)) : read;
   }
   if (int n = infra_errors.load()) {
     return Status::Unavailable(fmt::format("{} rollout(s) ended in infra_error", n));
@@ -828,7 +816,7 @@ Status Launcher::Run() {
 
 Result<std::vector<std::string>> SkillFolders(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Status::NoInput(dir + ": not a directory of skills");
+  if (!fs::is_directory(dir, ec)) return Status::NotFound(dir + ": not a directory of skills");
   if (fs::is_regular_file(fs::path(dir) / "SKILL.md", ec)) return std::vector<std::string>{dir};
   std::vector<std::string> folders;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -837,8 +825,8 @@ Result<std::vector<std::string>> SkillFolders(const std::string& dir) {
       folders.push_back(entry.path().string());
     }
   }
-  if (ec) return Status::NoInput(dir + ": " + ec.message());
-  if (folders.empty()) return Status::DataErr(dir + ": no skill folder (a directory with a SKILL.md) in it");
+  if (ec) return Status::NotFound(dir + ": " + ec.message());
+  if (folders.empty()) return Status::InvalidData(dir + ": no skill folder (a directory with a SKILL.md) in it");
   std::sort(folders.begin(), folders.end());
   return folders;
 }
@@ -852,17 +840,17 @@ namespace {
 // Everything --network proxy-only needs, checked before any sandbox is made.
 Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend) {
   if (options.proxy.empty()) {
-    return Status::Usage("--network proxy-only needs --proxy (the proxy's URL on 127.0.0.0/8, "
+    return Status::InvalidArgument("--network proxy-only needs --proxy (the proxy's URL on 127.0.0.0/8, "
                          "e.g. http://127.0.0.1:8080)");
   }
   FORGE_RETURN_IF_ERROR(ProxyOnlyTarget(options.proxy).status());
   if (backend.name() != "docker" && backend.name() != "local") {
-    return Status::Usage("--network proxy-only needs --backend docker or local (the " + backend.name() +
+    return Status::InvalidArgument("--network proxy-only needs --backend docker or local (the " + backend.name() +
                          " backend cannot mount the relay into its sandboxes)");
   }
   const std::string relay = RelayBinary(options);
   if (!fs::is_regular_file(relay) || access(relay.c_str(), X_OK) != 0) {
-    return Status::Config("--network proxy-only: no executable forge-relay at " + relay +
+    return Status::BadConfig("--network proxy-only: no executable forge-relay at " + relay +
                           " (install it next to forge-launch or pass --relay-binary)");
   }
   return Status::Ok();
@@ -872,13 +860,13 @@ Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& back
 
 Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
               records::JsonlWriter& out) {
-  if (options.attempts < 1) return Status::Usage("-n must be at least 1");
-  if (options.jobs < 1) return Status::Usage("-j must be at least 1");
-  if (options.run_id.empty()) return Status::Usage("a run id is needed");
+  if (options.attempts < 1) return Status::InvalidArgument("-n must be at least 1");
+  if (options.jobs < 1) return Status::InvalidArgument("-j must be at least 1");
+  if (options.run_id.empty()) return Status::InvalidArgument("a run id is needed");
   if (options.network == "proxy-only") FORGE_RETURN_IF_ERROR(CheckProxyOnly(options, backend));
   if (!options.skills_dir.empty()) {
     auto skills = SkillFolders(options.skills_dir);
-    if (!skills.ok()) return Status::Usage("--skills: " + skills.status().message());
+    if (!skills.ok()) return Status::InvalidArgument("--skills: " + skills.status().message());
   }
   Launcher launcher(options, backend, store, out);
   return launcher.Run();
@@ -904,7 +892,7 @@ Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const 
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
                                                       const sandbox::k8s::K8sOptions& k8s_options,
                                                       bool bubblewrap, const std::string& docker_config) {
-  if (bubblewrap && name != "local") return Status::Usage("--bubblewrap is for --backend local");
+  if (bubblewrap && name != "local") return Status::InvalidArgument("--bubblewrap is for --backend local");
   if (name == "docker") {
     auto docker = std::make_unique<sandbox::docker::DockerBackend>();
     if (!docker_config.empty()) docker->set_docker_config(docker_config);
@@ -924,7 +912,7 @@ Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
     if (!k8s.ok()) return k8s.status();
     return std::unique_ptr<sandbox::Backend>(std::move(*k8s));
   }
-  return Status::Usage("unknown backend '" + name + "' (local, docker, k8s)");
+  return Status::InvalidArgument("unknown backend '" + name + "' (local, docker, k8s)");
 }
 
 }  // namespace forge::launch

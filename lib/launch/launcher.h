@@ -63,10 +63,10 @@ struct LaunchOptions {
 };
 
 // The skill folders under dir: dir itself if it holds a SKILL.md, else each
-// subdirectory that does. DataErr naming dir when there is none.
+// subdirectory that does. InvalidData naming dir when there is none.
 Result<std::vector<std::string>> SkillFolders(const std::string& dir);
 
-// Runs everything; rollout records go to out. Returns DataErr when some task
+// Runs everything; rollout records go to out. Returns InvalidData when some task
 // records were unusable (the others still ran), Unavailable when rollouts
 // ended in infra_error, Cancelled on SIGINT/SIGTERM.
 Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,

@@ -43,7 +43,7 @@ Result<std::string> CodexTables(const std::vector<tasks::McpServer>& servers) {
   for (const auto& s : servers) {
     out += "\n[mcp_servers." + TomlString(s.name) + "]\n";
     if (s.transport == "sse") {
-      return Status::Usage("MCP server " + s.name + ": Codex speaks stdio and streamable-http MCP servers, not sse");
+      return Status::InvalidArgument("MCP server " + s.name + ": Codex speaks stdio and streamable-http MCP servers, not sse");
     }
     if (s.transport == "stdio") {
       out += "command = " + TomlString(s.command) + "\nargs = [";
@@ -65,7 +65,7 @@ bool KnownMcpFormat(const std::string& format) {
 
 Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers) {
   if (!KnownMcpFormat(format)) {
-    return Status::Config("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
+    return Status::BadConfig("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
   }
   if (format == "codex") return CodexTables(servers);
   Json object = Json::object();

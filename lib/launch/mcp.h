@@ -24,7 +24,7 @@
 
 namespace forge::launch {
 
-// Config naming the format when it is unknown; Usage naming the server when
+// BadConfig naming the format when it is unknown; InvalidArgument naming the server when
 // the harness cannot speak its transport.
 Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers);
 

@@ -34,7 +34,7 @@ Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name) {
   if (name == "loopback") return sandbox::NetworkPolicy::kLoopback;
   if (name == "host") return sandbox::NetworkPolicy::kHost;
   if (name == "proxy-only") return sandbox::NetworkPolicy::kProxyOnly;
-  return Status::Usage("--network " + name + ": not one of none, loopback, host, proxy-only");
+  return Status::InvalidArgument("--network " + name + ": not one of none, loopback, host, proxy-only");
 }
 
 Result<net::Endpoint> ProxyOnlyTarget(const std::string& proxy_url) {
@@ -48,12 +48,12 @@ Result<net::Endpoint> ProxyOnlyTarget(const std::string& proxy_url) {
     rest = proxy_url.substr(8);
     default_port = 443;
   } else {
-    return Status::Usage(what + ": expected an http:// or https:// URL on 127.0.0.0/8 "
+    return Status::InvalidArgument(what + ": expected an http:// or https:// URL on 127.0.0.0/8 "
                                 "(e.g. http://127.0.0.1:8080)");
   }
   const std::string authority = rest.substr(0, rest.find_first_of("/?#"));
   if (authority.find('@') != std::string::npos || authority.empty() || authority[0] == '[') {
-    return Status::Usage(what + ": the host must be an IPv4 loopback address such as 127.0.0.1");
+    return Status::InvalidArgument(what + ": the host must be an IPv4 loopback address such as 127.0.0.1");
   }
   const size_t colon = authority.rfind(':');
   const std::string host = authority.substr(0, colon);
@@ -61,7 +61,7 @@ Result<net::Endpoint> ProxyOnlyTarget(const std::string& proxy_url) {
                                                       : authority.substr(colon + 1);
   auto endpoint = net::ParseEndpoint(host + ":" + port);
   if (!endpoint.ok() || host.rfind("127.", 0) != 0 || endpoint->port == 0) {
-    return Status::Usage(
+    return Status::InvalidArgument(
         what + ": the proxy must listen on the host's loopback, named by address (127.0.0.0/8, "
                "e.g. http://127.0.0.1:8080, not a host name): the sandbox's relay listens on that "
                "same address, so the harness's base URL stays as it is. For a proxy elsewhere use "
@@ -125,7 +125,7 @@ Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) 
   std::string pattern =
       RelayDirParent() + "/" + std::string(kRelayDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
   if (!mkdtemp(pattern.data())) {
-    return Status::CantCreate("cannot create a directory for the proxy relay's socket in " +
+    return Status::CannotCreate("cannot create a directory for the proxy relay's socket in " +
                               fs::path(pattern).parent_path().string());
   }
   std::unique_ptr<HostRelay> host(new HostRelay());
@@ -160,10 +160,10 @@ Result<int> RemoveStaleRelayDirs() {
     if (HeldStill(it->path())) continue;
     std::error_code removing;
     fs::remove_all(it->path(), removing);
-    if (removing) return Status::Io(it->path().string() + ": " + removing.message());
+    if (removing) return Status::IoError(it->path().string() + ": " + removing.message());
     ++removed;
   }
-  if (ec) return Status::Io(parent + ": " + ec.message());
+  if (ec) return Status::IoError(parent + ": " + ec.message());
   return removed;
 }
 
@@ -171,7 +171,7 @@ Status HostRelay::KeepFor(int64_t seconds) {
   const std::string marker = dir_ + "/" + kHeldUntilFile;
   std::ofstream out(marker);
   out << static_cast<long long>(std::time(nullptr)) + seconds << "\n";
-  if (!out.flush()) return Status::Io(marker + ": cannot write");
+  if (!out.flush()) return Status::IoError(marker + ": cannot write");
   keep_ = true;
   return Status::Ok();
 }

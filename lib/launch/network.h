@@ -52,7 +52,7 @@ inline constexpr int kRelayStartExit = sandbox::kNetworkSetupExit;
 
 // The proxy's TCP address under proxy-only: --proxy must be http(s) on an
 // IPv4 loopback literal, because the sandbox's relay listens at that same
-// address so the harness's base URL stays as it is. Usage naming the URL
+// address so the harness's base URL stays as it is. InvalidArgument naming the URL
 // otherwise.
 Result<net::Endpoint> ProxyOnlyTarget(const std::string& proxy_url);
 

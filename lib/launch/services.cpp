@@ -10,7 +10,7 @@ using Json = records::Json;
 using sandbox::ServiceCondition;
 
 Status Bad(const std::string& field, const std::string& message) {
-  return Status::DataErr(field + ": " + message);
+  return Status::InvalidData(field + ": " + message);
 }
 
 Result<std::vector<std::string>> Strings(const Json& value, const std::string& field) {

@@ -14,7 +14,7 @@
 
 namespace forge::launch {
 
-// DataErr naming the field ("pod.services.api.depends_on: ...") when the
+// InvalidData naming the field ("pod.services.api.depends_on: ...") when the
 // object is malformed, a service depends on one that is not there, or the
 // dependencies form a cycle.
 Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const records::Json& pod);

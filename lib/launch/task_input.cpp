@@ -37,7 +37,7 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
   if (Stated(extra, "/resources/pids")) {
     const Json& pids = extra.at(Json::json_pointer("/resources/pids"));
     if (!pids.is_number_integer() || pids.get<int64_t>() <= 0) {
-      return Status::DataErr(task.source + ": resources.pids: expected a positive integer");
+      return Status::InvalidData(task.source + ": resources.pids: expected a positive integer");
     }
     spec.pids = pids.get<int64_t>();
   }
@@ -53,19 +53,19 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     spec.solution_env = task.solution->env;
   }
   if (extra.contains("command")) {
-    if (!extra["command"].is_string()) return Status::DataErr(task.source + ": command: expected a string");
+    if (!extra["command"].is_string()) return Status::InvalidData(task.source + ": command: expected a string");
     spec.command = extra["command"].get<std::string>();
   }
   if (extra.contains("display")) {
     auto display = sandbox::DisplayFromJson(extra["display"]);
-    if (!display.ok()) return Status::DataErr(task.source + ": " + display.status().message());
+    if (!display.ok()) return Status::InvalidData(task.source + ": " + display.status().message());
     spec.display = *display;
   }
   // A launcher-only directory field, relative to the task's own file.
   auto directory = [&](const char* field, std::string& into) -> Status {
     if (!extra.contains(field)) return Status::Ok();
     if (!extra[field].is_string()) {
-      return Status::DataErr(task.source + ": " + field + ": expected a string");
+      return Status::InvalidData(task.source + ": " + field + ": expected a string");
     }
     fs::path dir = extra[field].get<std::string>();
     if (dir.is_relative()) {
@@ -76,14 +76,14 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
     }
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-      return Status::DataErr(task.source + ": " + field + ": '" + dir.string() + "' is not a directory");
+      return Status::InvalidData(task.source + ": " + field + ": '" + dir.string() + "' is not a directory");
     }
     into = dir.string();
     return Status::Ok();
   };
   FORGE_RETURN_IF_ERROR(directory("files", spec.files_dir));
   FORGE_RETURN_IF_ERROR(directory("skills", spec.skills_dir));
-  if (Status s = ReadPodAndTools(extra, &spec); !s.ok()) return Status::DataErr(task.source + ": " + s.message());
+  if (Status s = ReadPodAndTools(extra, &spec); !s.ok()) return Status::InvalidData(task.source + ": " + s.message());
   spec.record = task.ToJson();
   return spec;
 }

@@ -63,7 +63,7 @@ struct TaskSpec {
   records::Json record;  // the canonical task record, passed through into the rollout record
 };
 
-// DataErr naming the task's source and the field when a launcher-only field
+// InvalidData naming the task's source and the field when a launcher-only field
 // is unusable.
 Result<TaskSpec> SpecFromTask(const tasks::Task& task);
 

@@ -11,7 +11,7 @@ Result<std::pair<double, std::string>> Split(const std::string& text, const char
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
   if (end == text.c_str() || !std::isfinite(value) || value < 0) {
-    return Status::Usage("bad " + std::string(what) + " '" + text + "'");
+    return Status::InvalidArgument("bad " + std::string(what) + " '" + text + "'");
   }
   std::string unit;
   for (const char* p = end; *p; ++p) unit.push_back(static_cast<char>(std::tolower(*p)));
@@ -32,7 +32,7 @@ Result<int64_t> ParseBytes(const std::string& text) {
   else if (unit == "m") scale = 1024.0 * 1024;
   else if (unit == "g") scale = 1024.0 * 1024 * 1024;
   else if (unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return Status::Usage("bad size '" + text + "' (units: k, m, g, t)");
+  else return Status::InvalidArgument("bad size '" + text + "' (units: k, m, g, t)");
   return static_cast<int64_t>(std::llround(value * scale));
 }
 
@@ -44,7 +44,7 @@ Result<double> ParseDuration(const std::string& text) {
   if (unit == "m") return value * 60;
   if (unit == "h") return value * 3600;
   if (unit == "d") return value * 86400;
-  return Status::Usage("bad duration '" + text + "' (units: s, m, h, d)");
+  return Status::InvalidArgument("bad duration '" + text + "' (units: s, m, h, d)");
 }
 
 }  // namespace forge::launch

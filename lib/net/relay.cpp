@@ -108,28 +108,28 @@ Result<Endpoint> ParseEndpoint(std::string_view text) {
     endpoint.kind = Endpoint::Kind::kUnix;
     endpoint.path = std::string(text.substr(5));
     if (endpoint.path.empty() || endpoint.path[0] != '/') {
-      return Status::Usage(quoted + ": a unix socket needs an absolute path (unix:/PATH)");
+      return Status::InvalidArgument(quoted + ": a unix socket needs an absolute path (unix:/PATH)");
     }
     if (endpoint.path.size() >= sizeof(sockaddr_un::sun_path)) {
-      return Status::Usage(quoted + ": the socket path is longer than " +
+      return Status::InvalidArgument(quoted + ": the socket path is longer than " +
                            std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
     }
     return endpoint;
   }
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) {
-    return Status::Usage(quoted + ": expected IPV4:PORT or unix:/PATH");
+    return Status::InvalidArgument(quoted + ": expected IPV4:PORT or unix:/PATH");
   }
   endpoint.host = std::string(text.substr(0, colon));
   in_addr ignored;
   if (inet_pton(AF_INET, endpoint.host.c_str(), &ignored) != 1) {
-    return Status::Usage(quoted + ": '" + endpoint.host + "' is not an IPv4 address");
+    return Status::InvalidArgument(quoted + ": '" + endpoint.host + "' is not an IPv4 address");
   }
   const std::string_view port = text.substr(colon + 1);
   if (port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoul(std::string(port)) > 65535) {
-    return Status::Usage(quoted + ": port must be 0-65535");
+    return Status::InvalidArgument(quoted + ": port must be 0-65535");
   }
   endpoint.port = static_cast<uint16_t>(std::stoul(std::string(port)));
   return endpoint;
@@ -145,7 +145,7 @@ Result<int> Listen(const Endpoint& endpoint, unsigned mode) {
     if (lstat(endpoint.path.c_str(), &st) == 0) {
       if (!S_ISSOCK(st.st_mode)) {
         close(fd);
-        return Status::CantCreate(where + ": the path exists and is not a socket");
+        return Status::CannotCreate(where + ": the path exists and is not a socket");
       }
       unlink(endpoint.path.c_str());  // left by an earlier process
     }
@@ -161,7 +161,7 @@ Result<int> Listen(const Endpoint& endpoint, unsigned mode) {
     return failed;
   }
   if (endpoint.kind == Endpoint::Kind::kUnix && mode != 0 && chmod(endpoint.path.c_str(), mode) != 0) {
-    Status failed = Status::CantCreate(Errno("chmod " + endpoint.path));
+    Status failed = Status::CannotCreate(Errno("chmod " + endpoint.path));
     close(fd);
     return failed;
   }
@@ -177,7 +177,7 @@ Result<uint16_t> BoundPort(int listen_fd) {
   sockaddr_in address{};
   socklen_t length = sizeof address;
   if (getsockname(listen_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return Status::Io(Errno("getsockname"));
+    return Status::IoError(Errno("getsockname"));
   }
   return ntohs(address.sin_port);
 }
@@ -351,7 +351,7 @@ Status Relay::Run() {
     int n = poll(fds.data(), fds.size(), paused ? 100 : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::Io(Errno("relay: poll"));
+      return Status::IoError(Errno("relay: poll"));
     }
     if (fds[0].revents) break;
     for (size_t i = 0; i < connections_.size(); ++i) {

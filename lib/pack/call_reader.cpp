@@ -10,7 +10,7 @@ namespace forge::pack {
 Result<Stores> Stores::Open(const std::vector<std::string>& paths) {
   Stores s;
   for (const std::string& path : paths) {
-    if (!std::filesystem::exists(path)) return Status::NoInput(path + ": no such store");
+    if (!std::filesystem::exists(path)) return Status::NotFound(path + ": no such store");
     store::OpenOptions o;
     o.read_only = true;
     auto opened = store::Store::Open(path, o);

@@ -99,7 +99,7 @@ Result<RolloutInput> ParseRollout(records::Record& r) {
   const Json* id = Find(r.json, "rollout_id");
   if (!id) id = Find(r.json, "id");
   if (!id || !id->is_string() || id->get<std::string>().empty()) {
-    return Status::DataErr(in.where + ": record has no rollout_id string");
+    return Status::InvalidData(in.where + ": record has no rollout_id string");
   }
   in.rollout_id = id->get<std::string>();
   const Json* task = Find(r.json, "task_id");
@@ -108,11 +108,11 @@ Result<RolloutInput> ParseRollout(records::Record& r) {
   for (const Json* source : {verdict, static_cast<const Json*>(&r.json)}) {
     if (!source) continue;
     if (const Json* reward = Find(*source, "reward"); reward && !in.reward) {
-      if (!reward->is_number()) return Status::DataErr(in.where + ": reward is not a number");
+      if (!reward->is_number()) return Status::InvalidData(in.where + ": reward is not a number");
       in.reward = reward->get<double>();
     }
     if (const Json* passed = Find(*source, "passed"); passed && !in.passed) {
-      if (!passed->is_boolean()) return Status::DataErr(in.where + ": passed is not a boolean");
+      if (!passed->is_boolean()) return Status::InvalidData(in.where + ": passed is not a boolean");
       in.passed = passed->get<bool>();
     }
   }
@@ -176,12 +176,12 @@ struct Stats {
   }
 };
 
-// DataErr naming every input line that was skipped, of both kinds, so the
+// InvalidData naming every input line that was skipped, of both kinds, so the
 // count says what the file:line messages said.
 Status SkippedInput(const Stats& stats) {
   const int64_t skipped = stats.malformed_lines + stats.bad_records;
   if (skipped == 0) return Status::Ok();
-  return Status::DataErr(fmt::format("{} input line{} skipped ({} malformed, {} lacking required fields)", skipped,
+  return Status::InvalidData(fmt::format("{} input line{} skipped ({} malformed, {} lacking required fields)", skipped,
                                      skipped == 1 ? "" : "s", stats.malformed_lines, stats.bad_records));
 }
 
@@ -271,9 +271,9 @@ Json VerlPromptRecord(const RolloutInput& in, std::span<const store::CallRecord>
 }  // namespace
 
 Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
-  if (o.format == Format::kRl && o.out_dir.empty()) return Status::Usage("--format rl needs --out-dir DIR");
-  if (o.format != Format::kVerlPrompts && o.stores.empty()) return Status::Usage("give at least one --store PATH");
-  if (o.token_budget < 1) return Status::Usage("--token-budget must be positive");
+  if (o.format == Format::kRl && o.out_dir.empty()) return Status::InvalidArgument("--format rl needs --out-dir DIR");
+  if (o.format != Format::kVerlPrompts && o.stores.empty()) return Status::InvalidArgument("give at least one --store PATH");
+  if (o.token_budget < 1) return Status::InvalidArgument("--token-budget must be positive");
   auto stores = o.stores.empty() ? Result<Stores>(Stores{}) : Stores::Open(o.stores);
   if (!stores.ok()) return stores.status();
 
@@ -304,7 +304,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     inputs.push_back(std::move(*in));
     return Status::Ok();
   }, &malformed);
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   stats.malformed_lines = static_cast<int64_t>(malformed);
   watch.AddTo(times.read);
 
@@ -425,7 +425,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
     }
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);
-    if (ec) return Status::CantCreate(o.out_dir + ": " + ec.message());
+    if (ec) return Status::CannotCreate(o.out_dir + ": " + ec.message());
     RlOptions rl;
     rl.estimator = o.estimator;
     rl.drop_zero_variance = o.drop_zero_variance;
@@ -458,7 +458,7 @@ Status RunPack(const PackOptions& o, records::JsonlWriter& out) {
   if (!o.quiet) PrintSummary(summary);
   if (!o.stats_path.empty()) {
     std::ofstream f(o.stats_path);
-    if (!(f << summary.dump(2) << "\n")) return Status::CantCreate(o.stats_path + ": cannot write stats");
+    if (!(f << summary.dump(2) << "\n")) return Status::CannotCreate(o.stats_path + ": cannot write stats");
   }
   if (o.strict && !read.ok()) return read;  // the first bad line, as the reader named it
   return SkippedInput(stats);

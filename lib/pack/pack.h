@@ -42,7 +42,7 @@ struct PackOptions {
 
 // Writes records (or the RL index) to out; the summary to stderr unless
 // quiet; stats to stats_path when set. Bad input lines are reported with
-// file:line, skipped, and make the result DataErr after all output is written.
+// file:line, skipped, and make the result InvalidData after all output is written.
 Status RunPack(const PackOptions& options, records::JsonlWriter& out);
 
 }  // namespace forge::pack

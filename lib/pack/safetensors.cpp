@@ -129,7 +129,7 @@ Status SafetensorsBuffer::WriteTo(const std::string& path) const {
     std::lock_guard<std::mutex> lock(directory_operations);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   }
-  if (fd < 0) return Status::CantCreate(path + ": " + std::strerror(errno));
+  if (fd < 0) return Status::CannotCreate(path + ": " + std::strerror(errno));
   const char* p = storage_->data();
   size_t left = storage_->size();
   while (left > 0) {
@@ -139,7 +139,7 @@ Status SafetensorsBuffer::WriteTo(const std::string& path) const {
       int e = n < 0 ? errno : EIO;
       ::close(fd);
       std::remove(tmp.c_str());
-      return Status::Io(path + ": write failed: " + std::strerror(e));
+      return Status::IoError(path + ": write failed: " + std::strerror(e));
     }
     p += n;
     left -= static_cast<size_t>(n);
@@ -147,7 +147,7 @@ Status SafetensorsBuffer::WriteTo(const std::string& path) const {
   if (::close(fd) != 0) {
     int e = errno;
     std::remove(tmp.c_str());
-    return Status::Io(path + ": write failed: " + std::strerror(e));
+    return Status::IoError(path + ": write failed: " + std::strerror(e));
   }
   int renamed;
   {
@@ -157,7 +157,7 @@ Status SafetensorsBuffer::WriteTo(const std::string& path) const {
   if (renamed != 0) {
     int e = errno;
     std::remove(tmp.c_str());
-    return Status::Io(path + ": " + std::strerror(e));
+    return Status::IoError(path + ": " + std::strerror(e));
   }
   return Status::Ok();
 }
@@ -178,20 +178,20 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& 
 
 Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NoInput(path + ": cannot open");
+  if (!in) return Status::NotFound(path + ": cannot open");
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (all.size() < 8) return Status::DataErr(path + ": shorter than the 8-byte header length");
+  if (all.size() < 8) return Status::InvalidData(path + ": shorter than the 8-byte header length");
   uint64_t n;
   std::memcpy(&n, all.data(), 8);
-  if (n > all.size() - 8) return Status::DataErr(path + ": header length past the end of the file");
+  if (n > all.size() - 8) return Status::InvalidData(path + ": header length past the end of the file");
   SafetensorsFile file;
   file.header = nlohmann::json::parse(all.substr(8, n), nullptr, false);
-  if (!file.header.is_object()) return Status::DataErr(path + ": header is not a JSON object");
+  if (!file.header.is_object()) return Status::InvalidData(path + ": header is not a JSON object");
   size_t base = 8 + n;
   for (const auto& [name, info] : file.header.items()) {
     if (name == "__metadata__") continue;
     size_t begin = info["data_offsets"][0].get<size_t>(), end = info["data_offsets"][1].get<size_t>();
-    if (end < begin || base + end > all.size()) return Status::DataErr(path + ": " + name + ": offsets out of range");
+    if (end < begin || base + end > all.size()) return Status::InvalidData(path + ": " + name + ": offsets out of range");
     file.bytes[name] = all.substr(base + begin, end - begin);
   }
   return file;

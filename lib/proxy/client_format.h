@@ -59,7 +59,7 @@ class ClientFormat {
   virtual ~ClientFormat() = default;
   // "openai-chat", "openai-completions", "anthropic", "responses", "gemini".
   virtual std::string name() const = 0;
-  // Bad client input is Status::DataErr with a message naming the field.
+  // Bad client input is Status::InvalidData with a message naming the field.
   virtual Result<ChatRequest> ToChat(const Json& client_request) = 0;
   virtual Result<Json> FromChat(const Json& chat_response) = 0;
   virtual std::unique_ptr<StreamTranslator> NewStream() const = 0;

@@ -97,7 +97,7 @@ Status CheckCallLogs(const std::string& store_path) {
     bad += scan.bad.size();
   }
   if (bad > 0) {
-    return Status::DataErr(std::to_string(bad) + " call log record(s) fail their checksum; the first: " + first_bad +
+    return Status::InvalidData(std::to_string(bad) + " call log record(s) fail their checksum; the first: " + first_bad +
                            " (recovery stops there: the calls after it would be lost)");
   }
   return Status::Ok();

@@ -21,7 +21,7 @@ Status ExportCalls(const std::string& store_path);
 // One JSON line per call log beside the store (a running proxy's, or one a
 // crash left): calls, request records, the offsets of records that fail
 // their checksum, and whether the last one was cut short. Moves nothing
-// into the store. DataErr when a record fails.
+// into the store. InvalidData when a record fails.
 Status CheckCallLogs(const std::string& store_path);
 // The rollouts that have calls, in the order their first call was recorded.
 Result<std::vector<std::string>> RolloutsWithCalls(const std::string& store_path);

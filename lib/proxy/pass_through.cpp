@@ -172,19 +172,19 @@ std::string RequestJsonError(const std::string& validator_error) {
 
 Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions, int max_depth) {
   forge::JsonSpans spans;
-  if (auto error = forge::JsonSyntaxError(body, &spans, max_depth)) return Status::DataErr(RequestJsonError(*error));
+  if (auto error = forge::JsonSyntaxError(body, &spans, max_depth)) return Status::InvalidData(RequestJsonError(*error));
   std::string_view object = forge::TrimJson(body);
-  if (!IsJsonObject(object)) return Status::DataErr("request body: must be a JSON object");
+  if (!IsJsonObject(object)) return Status::InvalidData("request body: must be a JSON object");
   JsonMembers members = ObjectMembers(object, &spans);
   wire::SideCallSigns side_call_signs;
   if (completions) {
     const JsonMember* prompt = FindMember(members, "prompt");
     if (!prompt || !(IsJsonString(prompt->value) || IsJsonArray(prompt->value))) {
-      return Status::DataErr("prompt: must be a string, a list of strings or a list of token ids");
+      return Status::InvalidData("prompt: must be a string, a list of strings or a list of token ids");
     }
   } else {
     const JsonMember* messages = FindMember(members, "messages");
-    if (!messages || !IsJsonArray(messages->value)) return Status::DataErr("messages: must be an array of messages");
+    if (!messages || !IsJsonArray(messages->value)) return Status::InvalidData("messages: must be an array of messages");
     side_call_signs = SideCallSignsOfText(members);
     bool saw_user = false;
     size_t i = 0;
@@ -196,7 +196,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
         role = FindMember(fields, "role");
       }
       if (!role || !IsJsonString(role->value)) {
-        return Status::DataErr("messages[" + std::to_string(i) + "].role: missing or not a string");
+        return Status::InvalidData("messages[" + std::to_string(i) + "].role: missing or not a string");
       }
       ProbeMessage(fields, side_call_signs, saw_user);
       ++i;
@@ -204,7 +204,7 @@ Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool co
   }
   const JsonMember* stream = FindMember(members, "stream");
   if (stream && !forge::IsJsonBool(stream->value) && !IsJsonNull(stream->value)) {
-    return Status::DataErr("stream: must be a boolean");
+    return Status::InvalidData("stream: must be a boolean");
   }
 
   PassThroughRequest out;
@@ -286,10 +286,10 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   forge::JsonSpans spans;
   // (Nesting bounded as a request's is, at the ceiling: the translations recurse.)
   if (auto error = forge::JsonSyntaxError(body, &spans, forge::kMaxJsonDepthCeiling)) {
-    return Status::DataErr("not JSON: " + *error);
+    return Status::InvalidData("not JSON: " + *error);
   }
   std::string_view object = forge::TrimJson(body);
-  if (!IsJsonObject(object)) return Status::DataErr("not a JSON object");
+  if (!IsJsonObject(object)) return Status::InvalidData("not a JSON object");
   PassThroughChunk out;
   JsonMembers members = ObjectMembers(object, &spans);
   if (const JsonMember* error = FindMember(members, "error")) {

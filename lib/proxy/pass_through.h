@@ -47,7 +47,7 @@ struct PassThroughRequest {
 // Validates a chat (completions = false) or completions request body — the
 // same checks, in the same order and words, as parsing it would make — and
 // builds the upstream request. Invalid JSON is InvalidArgument ("request body
-// is not valid JSON: ..."); a bad field is DataErr naming it. Objects and
+// is not valid JSON: ..."); a bad field is InvalidData naming it. Objects and
 // arrays nested deeper than max_depth are refused (RequestJsonError's words).
 Result<PassThroughRequest> ReadPassThroughRequest(std::string_view body, bool completions,
                                                   int max_depth = forge::kDefaultMaxJsonDepth);

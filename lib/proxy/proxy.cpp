@@ -11,17 +11,17 @@
 namespace forge::proxy {
 
 Status RunProxy(const ProxyConfig& config) {
-  if (config.store_path.empty()) return Status::Usage("--store is required");
+  if (config.store_path.empty()) return Status::InvalidArgument("--store is required");
   if (config.upstreams.empty() && config.replay_path.empty()) {
-    return Status::Usage("give at least one --upstream URL, or --replay FILE");
+    return Status::InvalidArgument("give at least one --upstream URL, or --replay FILE");
   }
   if (config.upstream_api != "openai" && config.upstream_api != "anthropic") {
-    return Status::Usage("--upstream-api " + config.upstream_api + ": openai or anthropic");
+    return Status::InvalidArgument("--upstream-api " + config.upstream_api + ": openai or anthropic");
   }
   std::string api_key;
   if (!config.upstream_key_env.empty()) {
     const char* value = std::getenv(config.upstream_key_env.c_str());
-    if (!value || !*value) return Status::Config("--upstream-key-env " + config.upstream_key_env + ": not set");
+    if (!value || !*value) return Status::BadConfig("--upstream-key-env " + config.upstream_key_env + ": not set");
     api_key = value;
   }
   // One connection for the writer thread, one for lookups on the io threads,

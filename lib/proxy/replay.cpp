@@ -22,7 +22,7 @@ using Json = nlohmann::json;
 namespace {
 
 Status FieldError(const std::string& field, const std::string& what) {
-  return Status::DataErr("field '" + field + "' " + what);
+  return Status::InvalidData("field '" + field + "' " + what);
 }
 
 // An optional array of integers (token ids).
@@ -63,7 +63,7 @@ Status ReadLogprobs(const Json& call, std::vector<float>& out) {
 bool IsSqliteFile(const std::string& path, Status& error) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    error = Status::NoInput("--replay " + path + ": " + std::strerror(errno));
+    error = Status::NotFound("--replay " + path + ": " + std::strerror(errno));
     return false;
   }
   char head[16] = {};
@@ -89,7 +89,7 @@ void ReplayIndex::AddExchange(const std::string& key, RecordedExchange exchange)
 }
 
 Status ReplayIndex::Add(const Json& call) {
-  if (!call.is_object()) return Status::DataErr("a recorded call must be a JSON object");
+  if (!call.is_object()) return Status::InvalidData("a recorded call must be a JSON object");
   if (auto schema = call.find("schema"); schema != call.end() && *schema != kCallSchema) {
     return FieldError("schema", "is " + schema->dump() + "; this forge reads \"" + kCallSchema + "\"");
   }
@@ -181,7 +181,7 @@ Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadFile(const std::string& pa
   }
   index->bad_lines_ += (*reader)->bad_lines();
   if (index->size() == 0) {
-    return Status::DataErr("--replay " + path + ": no recorded call in it can be served" +
+    return Status::InvalidData("--replay " + path + ": no recorded call in it can be served" +
                            (index->bad_lines_ ? " (" + std::to_string(index->bad_lines_) + " bad lines)" : ""));
   }
   return index;

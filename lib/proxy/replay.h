@@ -41,14 +41,14 @@ class ReplayIndex {
   static Result<std::unique_ptr<ReplayIndex>> Load(const std::string& path);
   static Result<std::unique_ptr<ReplayIndex>> LoadStore(const std::string& store_path);
   // Bad lines are reported on stderr as "file:line: reason" and skipped; the
-  // rest are served. DataErr only when no line at all can be served.
+  // rest are served. InvalidData only when no line at all can be served.
   static Result<std::unique_ptr<ReplayIndex>> LoadFile(const std::string& path);
 
   static std::string RequestKey(const std::string& client_format, const nlohmann::json& request);
 
   // Adds one recorded call (a line of a recorded-exchange file). A failed
   // call is skipped (Ok, nothing added); a line that cannot be served is a
-  // DataErr naming the field.
+  // InvalidData naming the field.
   Status Add(const nlohmann::json& call);
 
   // The next recorded answer to this request (cycling through the

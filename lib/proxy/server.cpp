@@ -67,7 +67,7 @@ Status Server::Open() {
   recorder_ = std::move(*recorder);
   beast::error_code ec;
   auto address = net::ip::make_address(config_.listen_host, ec);
-  if (ec) return Status::Config("--listen " + config_.listen_host + ": " + ec.message());
+  if (ec) return Status::BadConfig("--listen " + config_.listen_host + ": " + ec.message());
   tcp::endpoint endpoint(address, config_.port);
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);

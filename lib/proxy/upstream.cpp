@@ -25,7 +25,7 @@ Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(net::io_context& io,
         pool->tls_context_ = std::move(*context);
       }
     } else {
-      return Status::Config("--upstream " + url + ": only http:// and https:// URLs are supported");
+      return Status::BadConfig("--upstream " + url + ": only http:// and https:// URLs are supported");
     }
     size_t slash = rest.find('/');
     std::string authority = rest.substr(0, slash);
@@ -38,10 +38,10 @@ Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(net::io_context& io,
     size_t colon = authority.rfind(':');
     u->host = authority.substr(0, colon);
     u->port = colon == std::string::npos ? (u->tls ? "443" : "80") : authority.substr(colon + 1);
-    if (u->host.empty()) return Status::Config("--upstream " + url + ": no host");
+    if (u->host.empty()) return Status::BadConfig("--upstream " + url + ": no host");
     beast::error_code ec;
     u->endpoints = resolver.resolve(u->host, u->port, ec);
-    if (ec) return Status::Config("--upstream " + url + ": cannot resolve: " + ec.message());
+    if (ec) return Status::BadConfig("--upstream " + url + ": cannot resolve: " + ec.message());
     pool->upstreams_.push_back(std::move(u));
   }
   return pool;

@@ -42,10 +42,10 @@ Result<std::shared_ptr<ssl::context>> MakeTlsContext(const std::string& ca_file)
   auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
   beast::error_code ec;
   context->set_default_verify_paths(ec);
-  if (ec) return Status::Config("cannot load the system's CA certificates: " + ec.message());
+  if (ec) return Status::BadConfig("cannot load the system's CA certificates: " + ec.message());
   if (!ca_file.empty()) {
     context->load_verify_file(ca_file, ec);
-    if (ec) return Status::Config("--upstream-ca " + ca_file + ": " + ec.message());
+    if (ec) return Status::BadConfig("--upstream-ca " + ca_file + ": " + ec.message());
   }
   return context;
 }

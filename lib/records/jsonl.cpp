@@ -16,7 +16,7 @@ Result<std::unique_ptr<JsonlReader>> JsonlReader::Open(const std::string& path,
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    return Status::NoInput(path + ": " + std::strerror(errno));
+    return Status::NotFound(path + ": " + std::strerror(errno));
   }
   return std::make_unique<JsonlReader>(f, path, options, true);
 }
@@ -39,7 +39,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
         clearerr(stream_);
         continue;  // the loop head notices a stop
       }
-      if (std::ferror(stream_)) return Status::Io(source_ + ": " + std::strerror(errno));
+      if (std::ferror(stream_)) return Status::IoError(source_ + ": " + std::strerror(errno));
       return std::optional<Record>();
     }
     ++line_;
@@ -68,7 +68,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
     }
     if (!reason.empty()) {
       ++bad_lines_;
-      if (options_.strict) return Status::DataErr(where + ": " + reason);
+      if (options_.strict) return Status::InvalidData(where + ": " + reason);
       cli::Error(where + ": " + reason + " (line skipped)");
       continue;
     }
@@ -93,7 +93,7 @@ Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions option
   }
   if (bad_lines != nullptr) *bad_lines = bad;
   if (bad > 0) {
-    return Status::DataErr(std::to_string(bad) + " malformed input line" + (bad == 1 ? "" : "s") +
+    return Status::InvalidData(std::to_string(bad) + " malformed input line" + (bad == 1 ? "" : "s") +
                            " skipped");
   }
   return Status::Ok();
@@ -107,7 +107,7 @@ JsonlWriter::JsonlWriter(std::FILE* stream, std::string name, bool owns)
 Result<std::unique_ptr<JsonlWriter>> JsonlWriter::Create(const std::string& path) {
   if (path == "-") return std::unique_ptr<JsonlWriter>(new JsonlWriter());
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::CantCreate(path + ": " + std::strerror(errno));
+  if (f == nullptr) return Status::CannotCreate(path + ": " + std::strerror(errno));
   return std::unique_ptr<JsonlWriter>(new JsonlWriter(f, path, true));
 }
 
@@ -125,7 +125,7 @@ Status JsonlWriter::WriteLine(std::string_view text) {
   errno = 0;
   if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0) {
     if (errno == EPIPE) return Status::OutputClosed();
-    return Status::Io(name_ + ": " + std::strerror(errno));
+    return Status::IoError(name_ + ": " + std::strerror(errno));
   }
   ++written_;
   return Status::Ok();

@@ -51,7 +51,7 @@ class JsonlReader {
 
   // The next good record, std::nullopt at the end of input. A bad line is
   // reported on stderr and skipped; in strict mode it is returned as a
-  // DataErr. A stop signal ends the input early with Cancelled.
+  // InvalidData. A stop signal ends the input early with Cancelled.
   Result<std::optional<Record>> Next();
 
   size_t bad_lines() const { return bad_lines_; }
@@ -72,7 +72,7 @@ class JsonlReader {
 
 // Reads every input in turn ("-" for stdin), calling on_record for each good
 // record. Stops at the first error on_record returns. Bad lines are reported
-// and counted; afterwards, if any were seen (lenient mode), returns DataErr
+// and counted; afterwards, if any were seen (lenient mode), returns InvalidData
 // naming how many, so a pipeline notices that data was skipped. When bad_lines
 // is given, it receives that count as well.
 Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions options,

@@ -106,9 +106,9 @@ std::optional<RecordKind> DeclaredKind(const nlohmann::json& record) {
 Status Validate(const nlohmann::json& record, RecordKind kind) {
   const KindInfo& info = Info(kind);
   std::string what = info.name;
-  if (!record.is_object()) return Status::DataErr(what + ": expected a JSON object");
+  if (!record.is_object()) return Status::InvalidData(what + ": expected a JSON object");
   if (auto it = record.find("schema"); it != record.end()) {
-    if (!it->is_string()) return Status::DataErr(what + ": field 'schema' must be a string");
+    if (!it->is_string()) return Status::InvalidData(what + ": field 'schema' must be a string");
     const std::string& tag = it->get_ref<const std::string&>();
     std::string prefix = std::string("forge.") + info.name + "/";
     // A verdict is a rollout with a verdict added: both tags are fine where a
@@ -118,21 +118,21 @@ Status Validate(const nlohmann::json& record, RecordKind kind) {
     if (tag.rfind(prefix, 0) == 0) {
       int version = std::atoi(tag.c_str() + prefix.size());
       if (version < 1 || version > info.version) {
-        return Status::DataErr(what + ": schema '" + tag + "' is not supported by this forge (reads up to " +
+        return Status::InvalidData(what + ": schema '" + tag + "' is not supported by this forge (reads up to " +
                                SchemaTag(kind) + ")");
       }
     } else if (!family) {
-      return Status::DataErr(what + ": expected a " + what + " record, got schema '" + tag + "'");
+      return Status::InvalidData(what + ": expected a " + what + " record, got schema '" + tag + "'");
     }
   }
   for (const Field& field : info.fields) {
     auto it = record.find(field.name);
     if (it == record.end() || it->is_null()) {
-      if (field.required) return Status::DataErr(what + ": missing field '" + field.name + "'");
+      if (field.required) return Status::InvalidData(what + ": missing field '" + field.name + "'");
       continue;
     }
     if (!HasType(*it, field.type)) {
-      return Status::DataErr(what + ": field '" + field.name + "' must be " + TypeName(field.type) +
+      return Status::InvalidData(what + ": field '" + field.name + "' must be " + TypeName(field.type) +
                              ", got " + it->type_name());
     }
   }

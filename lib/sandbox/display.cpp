@@ -13,10 +13,10 @@ bool ValidDepth(int depth) {
 
 Status CheckDisplay(const Display& display, std::string_view what) {
   if (display.width < 1 || display.width > 32767 || display.height < 1 || display.height > 32767) {
-    return Status::Usage(fmt::format("{}: width and height must be 1..32767", what));
+    return Status::InvalidArgument(fmt::format("{}: width and height must be 1..32767", what));
   }
   if (!ValidDepth(display.depth)) {
-    return Status::Usage(fmt::format("{}: depth must be 8, 15, 16, 24 or 30, not {}", what, display.depth));
+    return Status::InvalidArgument(fmt::format("{}: depth must be 8, 15, 16, 24 or 30, not {}", what, display.depth));
   }
   return Status::Ok();
 }
@@ -43,7 +43,7 @@ Result<Display> ParseDisplay(std::string_view text) {
     dangling_x = true;
   }
   if (p != end || dangling_x || count < 2) {
-    return Status::Usage(what + ": expected WIDTHxHEIGHT or WIDTHxHEIGHTxDEPTH (1280x800x24)");
+    return Status::InvalidArgument(what + ": expected WIDTHxHEIGHT or WIDTHxHEIGHTxDEPTH (1280x800x24)");
   }
   Display display{parts[0], parts[1], parts[2]};
   FORGE_RETURN_IF_ERROR(CheckDisplay(display, what));
@@ -53,16 +53,16 @@ Result<Display> ParseDisplay(std::string_view text) {
 Result<Display> DisplayFromJson(const nlohmann::json& value) {
   if (value.is_string()) return ParseDisplay(value.get<std::string>());
   if (!value.is_object()) {
-    return Status::Usage("display: expected \"WxHxD\" or {\"width\", \"height\", \"depth\"}");
+    return Status::InvalidArgument("display: expected \"WxHxD\" or {\"width\", \"height\", \"depth\"}");
   }
   Display display;
   for (auto [key, into] : {std::pair{"width", &display.width}, std::pair{"height", &display.height},
                            std::pair{"depth", &display.depth}}) {
     if (!value.contains(key)) {
       if (std::string_view(key) == "depth") continue;
-      return Status::Usage(std::string("display: missing ") + key);
+      return Status::InvalidArgument(std::string("display: missing ") + key);
     }
-    if (!value[key].is_number_integer()) return Status::Usage(std::string("display: ") + key + ": expected an integer");
+    if (!value[key].is_number_integer()) return Status::InvalidArgument(std::string("display: ") + key + ": expected an integer");
     *into = value[key].get<int>();
   }
   FORGE_RETURN_IF_ERROR(CheckDisplay(display, "display"));

@@ -136,7 +136,7 @@ class Sandbox {
   // (created if missing): a file lands as dest_dir/<its name>, a directory's
   // contents land in dest_dir itself.
   virtual Status CopyIn(const std::string& host_path, const std::string& dest_dir) = 0;
-  // Reads one file from the sandbox; NoInput if it does not exist.
+  // Reads one file from the sandbox; NotFound if it does not exist.
   virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) = 0;
   // Removes the sandbox and everything it holds.
   virtual Status Release() = 0;
@@ -172,7 +172,7 @@ class Backend {
   virtual bool CanRunOnce() const { return false; }
   // Runs job in a new sandbox made from spec and removes it, or, when hold
   // is set, leaves it running and hands it over there (a deadline kill keeps
-  // it too, as Exec's does; a cancel removes it). CantCreate when the files
+  // it too, as Exec's does; a cancel removes it). CannotCreate when the files
   // could not be written (e.g. the image's user may not write there):
   // nothing ran, so the caller may take the Create + Exec path.
   virtual Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {

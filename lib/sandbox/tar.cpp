@@ -106,12 +106,12 @@ void TarWriter::AddSymlink(std::string_view archive_path, std::string_view targe
 Status TarWriter::AddHostPath(const std::string& host_path, std::string_view archive_path) {
   struct stat st;
   if (lstat(host_path.c_str(), &st) != 0) {
-    return Status::NoInput(host_path + ": " + std::strerror(errno));
+    return Status::NotFound(host_path + ": " + std::strerror(errno));
   }
   if (S_ISLNK(st.st_mode)) {
     std::vector<char> target(4096);
     ssize_t n = readlink(host_path.c_str(), target.data(), target.size());
-    if (n < 0) return Status::Io(host_path + ": " + std::strerror(errno));
+    if (n < 0) return Status::IoError(host_path + ": " + std::strerror(errno));
     AddSymlink(archive_path, std::string_view(target.data(), static_cast<size_t>(n)));
     return Status::Ok();
   }
@@ -122,7 +122,7 @@ Status TarWriter::AddHostPath(const std::string& host_path, std::string_view arc
     for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
       names.push_back(entry.path().filename().string());
     }
-    if (ec) return Status::Io(host_path + ": " + ec.message());
+    if (ec) return Status::IoError(host_path + ": " + ec.message());
     std::sort(names.begin(), names.end());  // reproducible archives
     for (const auto& name : names) {
       FORGE_RETURN_IF_ERROR(
@@ -132,10 +132,10 @@ Status TarWriter::AddHostPath(const std::string& host_path, std::string_view arc
   }
   if (!S_ISREG(st.st_mode)) return Status::Ok();
   std::ifstream in(host_path, std::ios::binary);
-  if (!in) return Status::NoInput(host_path + ": cannot open");
+  if (!in) return Status::NotFound(host_path + ": cannot open");
   std::ostringstream content;
   content << in.rdbuf();
-  if (in.bad()) return Status::Io(host_path + ": read error");
+  if (in.bad()) return Status::IoError(host_path + ": read error");
   AddFile(archive_path, content.str(), st.st_mode & 07777);
   return Status::Ok();
 }
@@ -157,7 +157,7 @@ Result<TarEntry> FirstFileInTar(std::string_view archive, size_t max_bytes) {
       sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(block[i]);
     }
     if (sum != stored) {
-      return Status::DataErr("tar: bad header checksum at offset " + std::to_string(pos));
+      return Status::InvalidData("tar: bad header checksum at offset " + std::to_string(pos));
     }
     TarEntry entry;
     entry.type = block[156] ? block[156] : '0';
@@ -169,7 +169,7 @@ Result<TarEntry> FirstFileInTar(std::string_view archive, size_t max_bytes) {
     entry.name = pending_name.empty() ? name : pending_name;
     pos += kBlock;
     if (pos + entry.size > archive.size()) {
-      return Status::DataErr("tar: " + entry.name + ": archive ends inside the entry");
+      return Status::InvalidData("tar: " + entry.name + ": archive ends inside the entry");
     }
     std::string_view body = archive.substr(pos, entry.size);
     pos += (entry.size + kBlock - 1) / kBlock * kBlock;
@@ -196,7 +196,7 @@ Result<TarEntry> FirstFileInTar(std::string_view archive, size_t max_bytes) {
       return entry;
     }
   }
-  return Status::NoInput("tar: no regular file in the archive");
+  return Status::NotFound("tar: no regular file in the archive");
 }
 
 }  // namespace forge::sandbox

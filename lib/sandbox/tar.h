@@ -40,7 +40,7 @@ struct TarEntry {
 };
 
 // Returns the first regular file in a tar archive, reading at most max_bytes
-// of its content. NoInput if there is none; DataErr if the archive is broken.
+// of its content. NotFound if there is none; InvalidData if the archive is broken.
 Result<TarEntry> FirstFileInTar(std::string_view archive, size_t max_bytes);
 
 }  // namespace forge::sandbox

@@ -46,14 +46,14 @@ Result<std::string> UnpackBlob(std::string_view stored) {
   if (!IsFrame(stored)) return std::string(stored);
   unsigned long long size = ZSTD_getFrameContentSize(stored.data(), stored.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kLargestPart) {
-    return Status::DataErr("a compressed content blob has no valid size");
+    return Status::InvalidData("a compressed content blob has no valid size");
   }
   thread_local std::unique_ptr<ZSTD_DCtx, FreeDecompress> context(ZSTD_createDCtx());
   if (!context) return Status::Internal("zstd: cannot create a decompression context");
   std::string text(static_cast<size_t>(size), '\0');
   size_t n = ZSTD_decompressDCtx(context.get(), text.data(), text.size(), stored.data(), stored.size());
   if (ZSTD_isError(n) || n != text.size()) {
-    return Status::DataErr(std::string("a compressed content blob is corrupt: ") +
+    return Status::InvalidData(std::string("a compressed content blob is corrupt: ") +
                            (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
   }
   return text;

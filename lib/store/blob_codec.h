@@ -19,7 +19,7 @@ namespace forge::store {
 
 // The bytes to store for a part's text.
 std::string PackBlob(std::string_view text);
-// The part's text from stored bytes; DataErr when a compressed blob is corrupt.
+// The part's text from stored bytes; InvalidData when a compressed blob is corrupt.
 Result<std::string> UnpackBlob(std::string_view stored);
 
 }  // namespace forge::store

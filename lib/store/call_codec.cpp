@@ -180,14 +180,14 @@ void EncodedCall::Bytes(std::string_view bytes) {
 Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at, PromptBase* prompt_base) {
   CallRecord c;
   Reader in(bytes);
-  auto cut = [](const char* field) { return Status::DataErr(std::string("call record cut short at ") + field); };
+  auto cut = [](const char* field) { return Status::InvalidData(std::string("call record cut short at ") + field); };
   if (request_text_at) *request_text_at = 0;
   if (prompt_base) *prompt_base = {};
   for (const auto& [name, value] : TextFields(c)) {
     if (value == &c.request_text && in.Peek64() == kTextInRequestRecord) {
       uint64_t marker, at;
       if (!in.U64(&marker) || !in.U64(&at)) return cut(name);
-      if (!request_text_at) return Status::DataErr("call record: its request text is in a request record");
+      if (!request_text_at) return Status::InvalidData("call record: its request text is in a request record");
       *request_text_at = at;
       continue;
     }
@@ -220,13 +220,13 @@ Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at,
     uint64_t marker;
     PromptBase base;
     if (!in.U64(&marker) || !in.U64(&base.at) || !in.U64(&base.prefix)) return cut("prompt_ids");
-    if (!prompt_base) return Status::DataErr("call record: its prompt ids begin with an earlier call's");
+    if (!prompt_base) return Status::InvalidData("call record: its prompt ids begin with an earlier call's");
     *prompt_base = base;
   }
   if (!in.Bytes(&prompt) || !AssignFromBytes(prompt, &c.prompt_ids)) return cut("prompt_ids");
   if (!in.Bytes(&completion) || !AssignFromBytes(completion, &c.completion_ids)) return cut("completion_ids");
   if (!in.Bytes(&logprobs) || !AssignFromBytes(logprobs, &c.logprobs)) return cut("logprobs");
-  if (!in.done()) return Status::DataErr("call record: bytes left after its last field");
+  if (!in.done()) return Status::InvalidData("call record: bytes left after its last field");
   return c;
 }
 

@@ -51,12 +51,12 @@ class EncodedCall {
   size_t size_ = 0;
 };
 
-// The call an EncodedCall's bytes hold. DataErr names the field that does
+// The call an EncodedCall's bytes hold. InvalidData names the field that does
 // not fit (a torn or foreign record). A call whose request text is in a
 // request record comes back without it, and that record's offset in
-// *request_text_at (DataErr if request_text_at is null); one encoded with a
+// *request_text_at (InvalidData if request_text_at is null); one encoded with a
 // prompt base comes back with only the ids after the base's prefix, and the
-// base in *prompt_base (DataErr if prompt_base is null).
+// base in *prompt_base (InvalidData if prompt_base is null).
 Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at = nullptr,
                               PromptBase* prompt_base = nullptr);
 

@@ -313,7 +313,7 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
     if (auto why = ResolveReferences(fd, offset, request_text_at, prompt_base, *call, read)) {
       // A reference that does not hold ends the move, after the calls before it.
       FORGE_RETURN_IF_ERROR(flush());
-      return Status::DataErr(path + ": " + *why);
+      return Status::InvalidData(path + ": " + *why);
     }
     batch.push_back(std::move(*call));
     batch_bytes += length;
@@ -326,16 +326,16 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
 // Moves one orphan log (locked, open as fd) into the store, then deletes it.
 Status Recover(Store& store, int fd, const std::string& path) {
   struct stat st {};
-  if (fstat(fd, &st) != 0) return Status::Io(path + ": " + ErrnoText());
+  if (fstat(fd, &st) != 0) return Status::IoError(path + ": " + ErrnoText());
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size >= kHeaderBytes) {  // (shorter: its writer died before the magic; nothing in it)
     char header[kHeaderBytes];
-    if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::Io(path + ": cannot read the header");
+    if (!ReadAll(fd, 0, header, kHeaderBytes)) return Status::IoError(path + ": cannot read the header");
     if (!IsCallLogMagic(header)) return Status::Ok();  // not ours: left alone
     FORGE_RETURN_IF_ERROR(MoveRecords(store, fd, path, size));
   }
   // Everything is in the database: the log and its row go.
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::Io(path + ": " + ErrnoText());
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::IoError(path + ": " + ErrnoText());
   return store.DeleteMeta(MetaKey(path));
 }
 
@@ -361,15 +361,15 @@ Result<std::unique_ptr<CallLog>> CallLog::Create(const std::string& db_path, boo
   std::string path = NewLogPath(db_path);
   std::string fresh = path + ".new";
   int fd = open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::CantCreate(fresh + ": " + ErrnoText());
+  if (fd < 0) return Status::CannotCreate(fresh + ": " + ErrnoText());
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(fresh.c_str(), path.c_str()) != 0) {
-    Status error = Status::CantCreate(path + ": " + ErrnoText());
+    Status error = Status::CannotCreate(path + ": " + ErrnoText());
     close(fd);
     unlink(fresh.c_str());
     return error;
   }
   if (pwrite(fd, kMagic, kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes)) {
-    Status error = Status::Io(path + ": " + ErrnoText());
+    Status error = Status::IoError(path + ": " + ErrnoText());
     close(fd);
     unlink(path.c_str());
     return error;
@@ -395,7 +395,7 @@ Status CallLog::GrowTo(uint64_t bytes) {
   uint64_t to = std::max(bytes, size_ + kGrowStep);
   if (map_ ? fallocate(fd_, 0, static_cast<off_t>(size_), static_cast<off_t>(to - size_)) != 0
            : ftruncate(fd_, static_cast<off_t>(to)) != 0) {
-    return Status::Io(path_ + ": cannot grow the file to " + std::to_string(to) + " bytes: " + ErrnoText());
+    return Status::IoError(path_ + ": cannot grow the file to " + std::to_string(to) + " bytes: " + ErrnoText());
   }
   size_ = to;
   return Status::Ok();
@@ -526,7 +526,7 @@ Status CallLog::EndRecordsAt(uint64_t at) {
   if (map_ && at + n <= prefaulted_) {
     std::memset(map_ + at, 0, n);
   } else if (!WriteZeros(fd_, at, n)) {
-    return Status::Io(path_ + ": cannot end its records: " + ErrnoText());
+    return Status::IoError(path_ + ": cannot end its records: " + ErrnoText());
   }
   // Before the record that ends here: a reader that sees any of the record
   // sees its end.
@@ -552,12 +552,12 @@ Status CallLog::WriteAtEnd(std::span<iovec> pieces, uint64_t length) {
     ssize_t n = pwritev(fd_, pieces.data() + first, count, static_cast<off_t>(end_ + written));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      Status error = Status::Io(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
+      Status error = Status::IoError(path_ + ": " + (n < 0 ? ErrnoText() : std::string("nothing written")));
       // What was written of the record goes back to zeros, where readers
       // stop: a torn record would hide every later one from recovery. (Not
       // by cutting the file: the writer may be prefaulting pages past here,
       // and a mapped page past the file's end is SIGBUS.)
-      if (!WriteZeros(fd_, end_, written)) return Status::Io(path_ + ": cannot erase a failed append: " + ErrnoText());
+      if (!WriteZeros(fd_, end_, written)) return Status::IoError(path_ + ": cannot erase a failed append: " + ErrnoText());
       return error;
     }
     written += static_cast<uint64_t>(n);
@@ -582,7 +582,7 @@ LogMark CallLog::MarkAt(LogPosition at) const {
 }
 
 Status CallLog::Remove(Store& store) {
-  if (unlink(path_.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
+  if (unlink(path_.c_str()) != 0) return Status::IoError(path_ + ": " + ErrnoText());
   close(fd_);
   fd_ = -1;
   return store.DeleteMeta(MetaKey(path_));
@@ -600,7 +600,7 @@ Status CallLog::Recycle(Store& store) {
   std::memset(map_ + kHeaderBytes, 0, std::min(kRecordHeaderBytes, end_ - kHeaderBytes));
   std::atomic_thread_fence(std::memory_order_release);
   std::string fresh = NewLogPath(store.path());
-  if (rename(path_.c_str(), fresh.c_str()) != 0) return Status::Io(path_ + ": " + ErrnoText());
+  if (rename(path_.c_str(), fresh.c_str()) != 0) return Status::IoError(path_ + ": " + ErrnoText());
   std::string old = std::exchange(path_, fresh);
   stale_until_ = std::max(stale_until_, end_);
   // The pages before the old end stay mapped, but those its long records
@@ -670,7 +670,7 @@ Result<std::vector<CallLogScan>> ScanCallLogs(const std::string& db_path) {
     char magic[kHeaderBytes];
     if (fstat(fd, &st) != 0 || !ReadAll(fd, 0, magic, kHeaderBytes) || !IsCallLogMagic(magic)) {
       close(fd);
-      return Status::DataErr(path + ": not a forge call log");
+      return Status::InvalidData(path + ": not a forge call log");
     }
     CallLogScan scan;
     scan.path = path;

@@ -9,7 +9,7 @@ using Json = nlohmann::json;
 
 Result<Json> ReadStoredJson(std::string_view text, const std::string& what) {
   if (auto error = JsonSyntaxError(text, nullptr, kMaxJsonDepthCeiling)) {
-    if (error->rfind("nested deeper than", 0) != 0) return Status::DataErr(what + " is not valid JSON: " + *error);
+    if (error->rfind("nested deeper than", 0) != 0) return Status::InvalidData(what + " is not valid JSON: " + *error);
     // Stored by a proxy that took any depth: kept as its text, which
     // every reader can copy and print (a document this deep overflows
     // the stack of code that recurses over it).
@@ -59,7 +59,7 @@ Result<Json> FetchPart(int64_t id, const FetchFn& fetch) {
 
 Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
   if (!part.is_array() || part.size() != 2 || !part[0].is_string()) {
-    return Status::DataErr("corrupt content skeleton");
+    return Status::InvalidData("corrupt content skeleton");
   }
   const std::string& tag = part[0].get_ref<const std::string&>();
   if (tag == "v") return part[1];
@@ -74,12 +74,12 @@ Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
       } else if (item.is_array() && item.size() == 1) {
         items.push_back(item[0]);
       } else {
-        return Status::DataErr("corrupt content skeleton");
+        return Status::InvalidData("corrupt content skeleton");
       }
     }
     return items;
   }
-  return Status::DataErr("corrupt content skeleton");
+  return Status::InvalidData("corrupt content skeleton");
 }
 
 bool WorthABlobText(std::string_view text) {
@@ -163,9 +163,9 @@ Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
   // Only a text found to be too deep pays for a second scan and per-part checks.
   bool too_deep = false;
   if (auto error = JsonSyntaxError(text, &spans, kMaxJsonDepthCeiling)) {
-    if (error->rfind("nested deeper than", 0) != 0) return Status::DataErr("content is not valid JSON");
+    if (error->rfind("nested deeper than", 0) != 0) return Status::InvalidData("content is not valid JSON");
     spans.Clear();
-    if (JsonSyntaxError(text, &spans)) return Status::DataErr("content is not valid JSON");
+    if (JsonSyntaxError(text, &spans)) return Status::InvalidData("content is not valid JSON");
     too_deep = true;
   }
   text = TrimJson(text);
@@ -224,9 +224,9 @@ Json ApplyTopLevelDiff(const Json& base, const Json& diff) {
 }
 
 Result<Json> Join(const Json& skeleton, const FetchFn& fetch) {
-  if (!skeleton.is_object()) return Status::DataErr("corrupt content skeleton");
+  if (!skeleton.is_object()) return Status::InvalidData("corrupt content skeleton");
   if (auto whole = skeleton.find("$whole"); whole != skeleton.end() && *whole == true) {
-    if (!skeleton.contains("")) return Status::DataErr("corrupt content skeleton");
+    if (!skeleton.contains("")) return Status::InvalidData("corrupt content skeleton");
     return JoinValue(skeleton[""], fetch);
   }
   Json value = Json::object();

@@ -31,7 +31,7 @@ Result<nlohmann::json> Split(const nlohmann::json& value, const InternFn& intern
 // parts are slices of the text (so a part keeps the text's spacing and key
 // order; its hash is of those bytes), and so are small values kept inline.
 // A duplicate key stays in the skeleton, whose reader keeps the last, as a
-// reader of the text would. Invalid JSON is DataErr.
+// reader of the text would. Invalid JSON is InvalidData.
 Result<std::string> SplitText(std::string_view text, const InternFn& intern);
 
 // The chat request a proxy sends upstream is the client's request plus a few
@@ -44,7 +44,7 @@ Result<nlohmann::json> Join(const nlohmann::json& skeleton, const FetchFn& fetch
 // A stored JSON text as a document, for a reader. Objects and arrays nested
 // deeper than kMaxJsonDepthCeiling (deeper than any proxy accepts now)
 // come back as one string holding the text, so no reader crashes on what an
-// older proxy recorded; text that is not JSON is DataErr naming what.
+// older proxy recorded; text that is not JSON is InvalidData naming what.
 Result<nlohmann::json> ReadStoredJson(std::string_view text, const std::string& what);
 
 }  // namespace forge::store

@@ -3,21 +3,21 @@
 namespace forge::store {
 namespace {
 
-// A busy database is TempFail (75) so that callers can tell "try again" from
+// A busy database is Busy (75) so that callers can tell "try again" from
 // "broken"; the message keeps SQLite's own words.
 Status FromSqlite(sqlite3* db, int rc, std::string_view what) {
   std::string message = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   int primary = rc & 0xff;
-  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::TempFail(message);
-  if (primary == SQLITE_CANTOPEN) return Status::NoInput(message);
-  if (primary == SQLITE_IOERR || primary == SQLITE_FULL) return Status::Io(message);
-  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) return Status::DataErr(message);
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::Busy(message);
+  if (primary == SQLITE_CANTOPEN) return Status::NotFound(message);
+  if (primary == SQLITE_IOERR || primary == SQLITE_FULL) return Status::IoError(message);
+  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) return Status::InvalidData(message);
   return Status::Internal(message);
 }
 
 }  // namespace
 
-bool IsBusy(const Status& status) { return status.code() == ExitCode::kTempFail; }
+bool IsBusy(const Status& status) { return status.kind() == Kind::kBusy; }
 
 Statement::~Statement() {
   if (!stmt_) return;
@@ -156,7 +156,7 @@ Status Database::Execute(std::string_view sql) {
     std::string message = error ? error : sqlite3_errstr(rc);
     sqlite3_free(error);
     int primary = rc & 0xff;
-    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::TempFail(path_ + ": " + message);
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::Busy(path_ + ": " + message);
     return Status::Internal(path_ + ": " + message);
   }
   return Status::Ok();

@@ -118,7 +118,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions 
     (void)store->db_.Execute("PRAGMA mmap_size=17179869184");
     int version = store->schema_version();
     if (version != LatestSchemaVersion()) {
-      return Status::DataErr(path + ": store schema version " + std::to_string(version) +
+      return Status::InvalidData(path + ": store schema version " + std::to_string(version) +
                              " (expected " + std::to_string(LatestSchemaVersion()) +
                              "); open it read-write once to migrate");
     }
@@ -145,9 +145,9 @@ Status Store::Migrate(int target_version) {
   }
   for (;;) {
     int current = schema_version();
-    if (current < 0) return Status::DataErr(path() + ": not a forge store (cannot read user_version)");
+    if (current < 0) return Status::InvalidData(path() + ": not a forge store (cannot read user_version)");
     if (current > LatestSchemaVersion()) {
-      return Status::DataErr(path() + ": store schema version " + std::to_string(current) +
+      return Status::InvalidData(path() + ": store schema version " + std::to_string(current) +
                              " is newer than this forge (" + std::to_string(LatestSchemaVersion()) + ")");
     }
     if (current >= target_version) return Status::Ok();
@@ -235,7 +235,7 @@ Status Store::WriteTransactionLocked(const std::function<Status()>& fn) {
 }
 
 Status Store::PutTask(const Json& task) {
-  if (!task.contains("id") || !task["id"].is_string()) return Status::DataErr("task has no string id");
+  if (!task.contains("id") || !task["id"].is_string()) return Status::InvalidData("task has no string id");
   return WriteTransaction([&]() -> Status {
     auto stmt = db_.Prepare(
         "INSERT INTO tasks (id, record, created_at) VALUES (?1, ?2, ?3) "
@@ -284,7 +284,7 @@ Status Store::UpdateRollout(const std::string& id, const std::string& status, co
     if (outcome.empty()) stmt->BindNull(3); else stmt->Bind(3, outcome);
     if (record.is_null()) stmt->BindNull(4); else stmt->Bind(4, DumpJson(record));
     FORGE_RETURN_IF_ERROR(stmt->Bind(5, Now()).Run());
-    if (db_.Changes() == 0) return Status::DataErr("no rollout " + id + " in " + path());
+    if (db_.Changes() == 0) return Status::InvalidData("no rollout " + id + " in " + path());
     return Status::Ok();
   });
 }
@@ -388,16 +388,16 @@ Result<std::vector<int32_t>> Store::PromptIdsOfCall(int64_t id) {
     stmt->Bind(1, at);
     auto row = stmt->Step();
     if (!row.ok()) return row.status();
-    if (!*row) return Status::DataErr("its base call " + std::to_string(at) + " is missing");
+    if (!*row) return Status::InvalidData("its base call " + std::to_string(at) + " is missing");
     int64_t base = stmt->IsNull(0) ? 0 : stmt->Int(0);
     chain.push_back({base ? static_cast<size_t>(stmt->Int(1)) : 0, stmt->Blob(2)});
     if (base == 0) break;
-    if (base >= at) return Status::DataErr("its base call " + std::to_string(at) + " refers to a later call");
+    if (base >= at) return Status::InvalidData("its base call " + std::to_string(at) + " refers to a later call");
     at = base;
   }
   std::vector<int32_t> ids;
   for (auto link = chain.rbegin(); link != chain.rend(); ++link) {
-    if (ids.size() < link->prefix) return Status::DataErr("its base's ids are too few");
+    if (ids.size() < link->prefix) return Status::InvalidData("its base's ids are too few");
     ids.resize(link->prefix);
     std::vector<int32_t> suffix;
     AssignFromBytes(link->suffix, &suffix);
@@ -410,8 +410,8 @@ Result<const std::vector<int32_t>*> Store::PromptBase(int64_t call, int64_t base
                                                      const std::vector<int32_t>* found,
                                                      std::vector<int32_t>& elsewhere) {
   auto broken = [&](const Status& why) {
-    if (why.code() != ExitCode::kDataErr) return why;  // the database failed, not the data
-    return Status::DataErr(path() + ": call " + std::to_string(call) + " has a broken prompt delta: " + why.message());
+    if (why.kind() != Kind::kInvalidData) return why;  // the database failed, not the data
+    return Status::InvalidData(path() + ": call " + std::to_string(call) + " has a broken prompt delta: " + why.message());
   };
   if (!found) {
     auto ids = PromptIdsOfCall(base_id);
@@ -419,7 +419,7 @@ Result<const std::vector<int32_t>*> Store::PromptBase(int64_t call, int64_t base
     elsewhere = std::move(*ids);
     found = &elsewhere;
   }
-  if (found->size() < prefix) return broken(Status::DataErr("its base's ids are too few"));
+  if (found->size() < prefix) return broken(Status::InvalidData("its base's ids are too few"));
   return found;
 }
 
@@ -453,7 +453,7 @@ Result<std::string> Store::GetBlob(int64_t id) {
   stmt->Bind(1, id);
   auto row = stmt->Step();
   if (!row.ok()) return row.status();
-  if (!*row) return Status::DataErr(path() + ": missing blob " + std::to_string(id));
+  if (!*row) return Status::InvalidData(path() + ": missing blob " + std::to_string(id));
   auto text = UnpackBlob(stmt->Blob(0));
   if (!text.ok()) return text.status().Prefixed(path() + ": blob " + std::to_string(id));
   return text;
@@ -478,7 +478,7 @@ Result<std::string> Store::PutRequestText(std::string_view text) {
 Result<Json> Store::GetContent(const std::string& skeleton_text) {
   if (skeleton_text.empty()) return Json(nullptr);
   Json skeleton = Json::parse(skeleton_text, nullptr, false);
-  if (skeleton.is_discarded()) return Status::DataErr(path() + ": corrupt call content");
+  if (skeleton.is_discarded()) return Status::InvalidData(path() + ": corrupt call content");
   auto value = Join(skeleton, [this](int64_t id) { return GetBlob(id); });
   if (!value.ok()) return value.status().Prefixed(path());
   return value;

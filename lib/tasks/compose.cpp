@@ -52,7 +52,7 @@ class ComposeReader {
     } catch (const YAML::ParserException& e) {
       return Error(e.mark, "", e.msg);
     } catch (const YAML::Exception& e) {
-      return Status::DataErr(path_ + ": " + e.what());
+      return Status::InvalidData(path_ + ": " + e.what());
     }
     if (!root.IsMap()) return Error(root.Mark(), "", "expected a mapping with a services key");
     Json pod = {{"compose_file", path_}, {"main", Json::object()}, {"services", Json::object()},
@@ -90,7 +90,7 @@ class ComposeReader {
   Status Error(const YAML::Mark& mark, const std::string& key, const std::string& message) const {
     std::string where = path_;
     if (mark.line >= 0) where += ":" + std::to_string(mark.line + 1);
-    return Status::DataErr(where + ": " + (key.empty() ? "" : key + ": ") + message);
+    return Status::InvalidData(where + ": " + (key.empty() ? "" : key + ": ") + message);
   }
 
   void Warn(const YAML::Mark& mark, const std::string& message) {
@@ -456,13 +456,13 @@ class ComposeReader {
 
 Result<double> ParseComposeDuration(const std::string& text) {
   const std::string bad = "invalid duration \"" + text + "\" (expected e.g. \"2s\", \"1m30s\", \"500ms\")";
-  if (text.empty()) return Status::DataErr(bad);
+  if (text.empty()) return Status::InvalidData(bad);
   double total = 0;
   size_t i = 0;
   while (i < text.size()) {
     size_t end = i;
     while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
-    if (end == i) return Status::DataErr(bad);
+    if (end == i) return Status::InvalidData(bad);
     const double number = std::strtod(text.substr(i, end - i).c_str(), nullptr);
     size_t unit_end = end;
     while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end]))) ++unit_end;
@@ -472,7 +472,7 @@ Result<double> ParseComposeDuration(const std::string& text) {
     else if (unit == "s") total += number;
     else if (unit == "ms") total += number / 1000;
     else if (unit == "us") total += number / 1e6;
-    else return Status::DataErr(bad);
+    else return Status::InvalidData(bad);
     i = unit_end;
   }
   return total;
@@ -508,7 +508,7 @@ Result<std::vector<std::string>> SplitComposeCommand(const std::string& text) {
       in_word = true;
     }
   }
-  if (quote) return Status::DataErr("unterminated quote in \"" + text + "\"");
+  if (quote) return Status::InvalidData("unterminated quote in \"" + text + "\"");
   if (in_word) words.push_back(std::move(word));
   return words;
 }

@@ -23,17 +23,17 @@ Result<std::string> ResolveValue(const std::string& value, const std::string& wh
     if (start == std::string::npos) break;
     out.append(value, pos, start - pos);
     const size_t end = value.find('}', start);
-    if (end == std::string::npos) return Status::DataErr(where + ": unterminated ${ in \"" + value + "\"");
+    if (end == std::string::npos) return Status::InvalidData(where + ": unterminated ${ in \"" + value + "\"");
     const std::string inner = value.substr(start + 2, end - start - 2);
     const size_t sep = inner.find(":-");
     const std::string name = inner.substr(0, sep);
     if (!IsName(name)) {
-      return Status::DataErr(where + ": \"${" + inner + "}\" is not ${VAR} or ${VAR:-default}");
+      return Status::InvalidData(where + ": \"${" + inner + "}\" is not ${VAR} or ${VAR:-default}");
     }
     if (lookup != nullptr) {
       std::optional<std::string> found = (*lookup)(name);
       if (!found && sep == std::string::npos) {
-        return Status::Config(where + ": environment variable '" + name + "' not found in host environment");
+        return Status::BadConfig(where + ": environment variable '" + name + "' not found in host environment");
       }
       out += found ? *found : inner.substr(sep + 2);
     }

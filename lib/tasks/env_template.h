@@ -18,14 +18,14 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup HostEnvLookup();
 
 // Every ${VAR} / ${VAR:-default} in every value replaced. A variable that is
-// unset and has no default is a Config error naming it and where it was
+// unset and has no default is a BadConfig error naming it and where it was
 // asked for ("verifier.env.JUDGE_KEY: environment variable 'JUDGE_KEY' not
-// found in host environment"); a malformed template is a DataErr.
+// found in host environment"); a malformed template is a InvalidData.
 Result<std::map<std::string, std::string>> ResolveEnvTemplates(
     const std::map<std::string, std::string>& env, const std::string& field,
     const EnvLookup& lookup = HostEnvLookup());
 
-// The syntax check alone (no lookup), for load time: DataErr naming the key.
+// The syntax check alone (no lookup), for load time: InvalidData naming the key.
 Status CheckEnvTemplates(const std::map<std::string, std::string>& env, const std::string& field);
 
 }  // namespace forge::tasks

@@ -76,7 +76,7 @@ class HarborReader {
     try {
       table = toml::parse_file(toml_path_);
     } catch (const toml::parse_error& e) {
-      return Status::DataErr(toml_path_ + ":" + std::to_string(e.source().begin.line) + ":" +
+      return Status::InvalidData(toml_path_ + ":" + std::to_string(e.source().begin.line) + ":" +
                              std::to_string(e.source().begin.column) + ": " +
                              std::string(e.description()));
     }
@@ -100,7 +100,7 @@ class HarborReader {
   }
 
   Status Error(int64_t line, const std::string& message) const {
-    return Status::DataErr(toml_path_ + ":" + std::to_string(line) + ": " + message);
+    return Status::InvalidData(toml_path_ + ":" + std::to_string(line) + ": " + message);
   }
 
   static int64_t Line(const toml::node& node) { return node.source().begin.line; }
@@ -282,12 +282,12 @@ class HarborReader {
     const fs::path instruction = dir_ / "instruction.md";
     std::ifstream in(instruction, std::ios::binary);
     if (!IsFile(instruction) || !in) {
-      return Status::DataErr(instruction.string() + ": missing (a Harbor task needs its prompt)");
+      return Status::InvalidData(instruction.string() + ": missing (a Harbor task needs its prompt)");
     }
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) return Status::DataErr(instruction.string() + ": read error");
+    if (in.bad()) return Status::InvalidData(instruction.string() + ": read error");
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return Status::DataErr(instruction.string() + ": empty");
+      return Status::InvalidData(instruction.string() + ": empty");
     }
     record_["instruction"] = text;
 
@@ -295,7 +295,7 @@ class HarborReader {
     if (IsFile(env_dir / "Dockerfile")) {
       record_["environment"]["build_context"] = env_dir.string();
     } else if (!record_.contains("environment") || !record_["environment"].contains("image")) {
-      return Status::DataErr((env_dir / "Dockerfile").string() +
+      return Status::InvalidData((env_dir / "Dockerfile").string() +
                              ": missing, and task.toml sets no [environment] docker_image (a compose "
                              "task's main service is built from it too)");
     }
@@ -303,13 +303,13 @@ class HarborReader {
     if (IsFile(env_dir / "docker-compose.yaml")) {
       FORGE_RETURN_IF_ERROR(ReadPod(env_dir / "docker-compose.yaml"));
     } else if (IsFile(env_dir / "docker-compose.yml")) {
-      return Status::DataErr((env_dir / "docker-compose.yml").string() +
+      return Status::InvalidData((env_dir / "docker-compose.yml").string() +
                              ": Harbor reads environment/docker-compose.yaml only; rename it");
     }
 
     const fs::path tests = dir_ / "tests";
     if (!IsFile(tests / "test.sh")) {
-      return Status::DataErr((tests / "test.sh").string() + ": missing (the task's verifier)");
+      return Status::InvalidData((tests / "test.sh").string() + ": missing (the task's verifier)");
     }
     record_["verifier"]["kind"] = "harbor";
     record_["verifier"]["tests_dir"] = tests.string();
@@ -368,16 +368,16 @@ Result<int64_t> ParseSizeMb(const std::string& text) {
   try {
     number = std::stod(text, &end);
   } catch (const std::exception&) {
-    return Status::DataErr(bad);
+    return Status::InvalidData(bad);
   }
   std::string unit = text.substr(end);
   while (!unit.empty() && unit.back() == ' ') unit.pop_back();
-  if (unit.size() != 1 || !std::isfinite(number) || number <= 0) return Status::DataErr(bad);
+  if (unit.size() != 1 || !std::isfinite(number) || number <= 0) return Status::InvalidData(bad);
   switch (std::toupper(static_cast<unsigned char>(unit[0]))) {
     case 'G': return static_cast<int64_t>(number * 1024);
     case 'M': return static_cast<int64_t>(number);
     case 'K': return static_cast<int64_t>(number / 1024);
-    default: return Status::DataErr(bad);
+    default: return Status::InvalidData(bad);
   }
 }
 
@@ -386,7 +386,7 @@ Result<Task> ReadHarborTask(const std::string& dir, std::vector<std::string>* wa
   fs::path path = fs::absolute(dir, ec).lexically_normal();
   if (!path.has_filename()) path = path.parent_path();
   if (!IsFile(path / "task.toml")) {
-    return Status::DataErr((path / "task.toml").string() + ": missing");
+    return Status::InvalidData((path / "task.toml").string() + ": missing");
   }
   return HarborReader(path, warnings).Read();
 }

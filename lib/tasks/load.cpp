@@ -28,7 +28,7 @@ class Loader {
     std::error_code ec;
     const fs::file_status st = fs::status(input, ec);
     if (ec || !fs::exists(st)) {
-      return Status::NoInput(input + ": " + (ec ? ec.message() : std::strerror(ENOENT)));
+      return Status::NotFound(input + ": " + (ec ? ec.message() : std::strerror(ENOENT)));
     }
     if (!fs::is_directory(st)) {
       fs::path absolute = fs::absolute(input, ec).lexically_normal();
@@ -40,14 +40,14 @@ class Loader {
 
   Status Finish() const {
     if (stats_->broken == 0) return Status::Ok();
-    return Status::DataErr(std::to_string(stats_->broken) + " broken task" +
+    return Status::InvalidData(std::to_string(stats_->broken) + " broken task" +
                            (stats_->broken == 1 ? "" : "s") + " skipped");
   }
 
  private:
   // A broken task: an error in strict mode, else reported and counted.
   Status Broken(const std::string& message) {
-    if (options_.strict) return Status::DataErr(message);
+    if (options_.strict) return Status::InvalidData(message);
     cli::Error(message + " (task skipped)");
     ++stats_->broken;
     return Status::Ok();
@@ -103,7 +103,7 @@ class Loader {
       const std::string name = it->path().filename().string();
       if (!name.empty() && name[0] != '.' && it->is_directory(ec)) children.push_back(it->path());
     }
-    if (ec) return Status::NoInput(dir + ": " + ec.message());
+    if (ec) return Status::NotFound(dir + ": " + ec.message());
     std::sort(children.begin(), children.end());
     size_t found = 0;
     for (const fs::path& child : children) {
@@ -116,7 +116,7 @@ class Loader {
       FORGE_RETURN_IF_ERROR(LoadHarbor(child.string()));
     }
     if (found == 0) {
-      return Status::NoInput(dir + ": no task.toml here nor in any subdirectory");
+      return Status::NotFound(dir + ": no task.toml here nor in any subdirectory");
     }
     return Status::Ok();
   }

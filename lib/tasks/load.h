@@ -30,8 +30,8 @@ struct LoadStats {
 // Calls on_task for every good task, in input order (a dataset directory in
 // name order), and stops at the first error on_task returns. Broken tasks are
 // reported on stderr ("file:line: field: reason (task skipped)"); afterwards,
-// if any were skipped, returns DataErr saying how many, so a pipeline notices.
-// A missing input is NoInput. Task ids must be unique across all inputs.
+// if any were skipped, returns InvalidData saying how many, so a pipeline notices.
+// A missing input is NotFound. Task ids must be unique across all inputs.
 Status LoadTasks(const std::vector<std::string>& inputs, const LoadOptions& options,
                  const std::function<Status(Task&)>& on_task, LoadStats* stats = nullptr);
 

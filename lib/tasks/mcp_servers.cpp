@@ -8,7 +8,7 @@ using records::Json;
 
 Result<McpServer> McpServerFromJson(const Json& entry, const std::string& field) {
   auto error = [&](const std::string& key, const std::string& message) {
-    return Status::DataErr(field + (key.empty() ? "" : "." + key) + ": " + message);
+    return Status::InvalidData(field + (key.empty() ? "" : "." + key) + ": " + message);
   };
   if (!entry.is_object()) return error("", "expected a table with name, transport and url or command");
   McpServer server;
@@ -53,14 +53,14 @@ Result<McpServer> McpServerFromJson(const Json& entry, const std::string& field)
 Result<std::vector<McpServer>> McpServersFromJson(const Json* list, const std::string& field) {
   std::vector<McpServer> servers;
   if (list == nullptr || list->is_null()) return servers;
-  if (!list->is_array()) return Status::DataErr(field + ": expected a list of tables");
+  if (!list->is_array()) return Status::InvalidData(field + ": expected a list of tables");
   std::set<std::string> names;
   for (size_t i = 0; i < list->size(); ++i) {
     const std::string at = field + "[" + std::to_string(i) + "]";
     auto server = McpServerFromJson((*list)[i], at);
     if (!server.ok()) return server.status();
     if (!names.insert(server->name).second) {
-      return Status::DataErr(at + ".name: \"" + server->name + "\" is given twice");
+      return Status::InvalidData(at + ".name: \"" + server->name + "\" is given twice");
     }
     servers.push_back(std::move(*server));
   }

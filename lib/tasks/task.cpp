@@ -12,7 +12,7 @@ namespace {
 namespace fs = std::filesystem;
 
 Status FieldError(const std::string& field, const std::string& reason) {
-  return Status::DataErr(field + ": " + reason);
+  return Status::InvalidData(field + ": " + reason);
 }
 
 std::string Join(const std::string& prefix, const char* key) {
@@ -295,7 +295,7 @@ std::string_view VerifierKindName(VerifierKind kind) {
 }
 
 Result<Verifier> VerifierFromJson(const Json& object, const std::string& base_dir) {
-  if (!object.is_object()) return Status::DataErr("task: expected an object, " + Got(object));
+  if (!object.is_object()) return Status::InvalidData("task: expected an object, " + Got(object));
   Verifier verifier;
   FORGE_RETURN_IF_ERROR(ReadVerifier(object, base_dir, &verifier));
   return verifier;
@@ -303,7 +303,7 @@ Result<Verifier> VerifierFromJson(const Json& object, const std::string& base_di
 
 Result<Task> TaskFromJson(const Json& object, const std::string& base_dir,
                           const std::string& source) {
-  if (!object.is_object()) return Status::DataErr("expected a JSON object, " + Got(object));
+  if (!object.is_object()) return Status::InvalidData("expected a JSON object, " + Got(object));
   Task task;
   task.extra = object;
 

@@ -70,7 +70,7 @@ Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions
   std::vector<Json> records;
   size_t folded = 0;
   Status read = ReadTrials(inputs, &trials, &records, &folded);
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   WarnIfFolded(folded);
   for (size_t i = 0; i < trials.size(); ++i) {
     Attempt a{std::move(trials[i]), RolloutIdOf(records[i]), "", std::nullopt};

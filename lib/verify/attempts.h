@@ -50,7 +50,7 @@ struct AttemptOptions {
 
 // Reads the attempts of `inputs`. `model` and `policy_version`, when the
 // record lacks them, are those of the rollout's first recorded call. Bad
-// records are reported as file:line and skipped (DataErr afterwards, with
+// records are reported as file:line and skipped (InvalidData afterwards, with
 // the others read, as ReadTrials does).
 Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options,
                     std::vector<Attempt>* attempts);

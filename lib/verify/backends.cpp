@@ -37,7 +37,7 @@ Result<sandbox::Backend*> Backends::Get(const std::string& name) {
     backend = std::move(*made);
   }
 #endif
-  if (!backend) return Status::Config("sandbox backend \"" + name + "\" is not built into this forge-verify");
+  if (!backend) return Status::BadConfig("sandbox backend \"" + name + "\" is not built into this forge-verify");
   auto* raw = backend.get();
   backends_[name] = std::move(backend);
   return raw;

@@ -20,7 +20,7 @@ class Backends {
   // of the shared Kubernetes flags); the defaults find it as forge-launch's do.
   explicit Backends(sandbox::k8s::K8sOptions k8s = {}) : k8s_(std::move(k8s)) {}
 
-  // The backend for name, created on first use. Config error for a name this
+  // The backend for name, created on first use. BadConfig error for a name this
   // build does not know.
   Result<sandbox::Backend*> Get(const std::string& name);
 

@@ -19,7 +19,7 @@ using records::Json;
 // Reads the trials of every verified record, the last verdict of each
 // rollout (fold.h; *folded says how many earlier ones were dropped); a record
 // without a usable verdict is reported as file:line and skipped, and
-// afterwards DataErr.
+// afterwards InvalidData.
 Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
                   std::vector<Json>* records, size_t* folded) {
   size_t bad = 0;
@@ -37,7 +37,7 @@ Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* tr
   FORGE_RETURN_IF_ERROR(read);
   const size_t dropped = FoldByRollout(trials, records);
   if (folded != nullptr) *folded = dropped;
-  if (bad > 0) return Status::DataErr(fmt::format("{} record(s) without a usable verdict", bad));
+  if (bad > 0) return Status::InvalidData(fmt::format("{} record(s) without a usable verdict", bad));
   return Status::Ok();
 }
 
@@ -54,7 +54,7 @@ bool UseTable(Format format) {
 Status Print(const std::string& text) {
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
     if (errno == EPIPE) return Status::OutputClosed();
-    return Status::Io("stdout: write failed");
+    return Status::IoError("stdout: write failed");
   }
   return Status::Ok();
 }
@@ -66,7 +66,7 @@ Status ReportCommand(const ReportOptions& options) {
   Status read = ReadTrials(options.inputs, &trials, nullptr, &folded);
   // Bad lines were reported; a report of the good ones still helps, but the
   // exit status says data was skipped.
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto report = BuildReport(trials, options.ks);
   if (!report.ok()) return report.status();
   report->duplicates_folded = static_cast<int64_t>(folded);
@@ -79,7 +79,7 @@ Status ReportCommand(const ReportOptions& options) {
 Status SolvableCommand(const SolvableCommandOptions& options) {
   std::vector<Trial> trials;
   Status read = ReadTrials(options.inputs, &trials);
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto rows = CheckSolvable(trials, options.check);
   if (!rows.ok()) return rows.status();
   size_t defects = 0;
@@ -98,7 +98,7 @@ Status SolvableCommand(const SolvableCommandOptions& options) {
 }
 
 Status ToolUseCommand(const ToolUseOptions& options) {
-  if (options.store_path.empty()) return Status::Usage("tool-use reads the recorded calls: give --store");
+  if (options.store_path.empty()) return Status::InvalidArgument("tool-use reads the recorded calls: give --store");
   store::OpenOptions open;
   open.read_only = true;
   auto store = store::Store::Open(options.store_path, open);
@@ -106,7 +106,7 @@ Status ToolUseCommand(const ToolUseOptions& options) {
   std::vector<Trial> trials;
   std::vector<Json> records;
   Status read = ReadTrials(options.inputs, &trials, &records);
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   std::map<std::string, HarnessToolUse> by_harness;
   HarnessToolUse overall;
   for (size_t i = 0; i < records.size(); ++i) {

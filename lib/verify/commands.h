@@ -45,7 +45,7 @@ Status CompareCommand(const CompareOptions& options);
 // records, when asked), the last verdict of each rollout id only (fold.h;
 // *folded, when given, says how many earlier ones were dropped); a record
 // without a usable verdict is reported as file:line and skipped, and
-// afterwards DataErr.
+// afterwards InvalidData.
 Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
                   std::vector<records::Json>* records = nullptr, size_t* folded = nullptr);
 // Says on stderr how many duplicate verdicts ReadTrials folded, if any.

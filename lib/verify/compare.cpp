@@ -70,8 +70,8 @@ Result<GroupReport> Side(const std::vector<Attempt>& attempts, const std::string
 Result<Comparison> Compare(const std::vector<Attempt>& a, const std::vector<Attempt>& b,
                            const std::string& label_a, const std::string& label_b,
                            const CompareSettings& settings, bool with_behaviour) {
-  if (settings.resamples < 1) return Status::Usage("--resamples: must be at least 1");
-  if (!(settings.confidence > 0 && settings.confidence < 1)) return Status::Usage("--confidence: must be in (0, 1)");
+  if (settings.resamples < 1) return Status::InvalidArgument("--resamples: must be at least 1");
+  if (!(settings.confidence > 0 && settings.confidence < 1)) return Status::InvalidArgument("--confidence: must be in (0, 1)");
   Comparison c{label_a, label_b, settings, {}, {}, {}, {}, {}, {}};
   auto side_a = Side(a, "A", label_a, settings, with_behaviour);
   if (!side_a.ok()) return side_a.status();
@@ -102,7 +102,7 @@ Result<Comparison> Compare(const std::vector<Attempt>& a, const std::vector<Atte
     c.tasks.push_back(std::move(t));
   }
   for (const auto& [id, row] : rows_b) c.only_b.push_back(id);
-  if (c.tasks.empty()) return Status::DataErr("the two runs have no task in common");
+  if (c.tasks.empty()) return Status::InvalidData("the two runs have no task in common");
   auto intervals = BootstrapMeans(values, settings.resamples, settings.seed, settings.confidence);
   for (size_t i = 0; i < settings.ks.size(); ++i) {
     c.overall.push_back({settings.ks[i], intervals[2 * i], intervals[2 * i + 1]});
@@ -229,14 +229,14 @@ std::string ComparisonToTable(const Comparison& c) {
 }
 
 Status CompareCommand(const CompareOptions& options) {
-  if (options.a == "-" && options.b == "-") return Status::Usage("compare: only one of A and B can be stdin");
+  if (options.a == "-" && options.b == "-") return Status::InvalidArgument("compare: only one of A and B can be stdin");
   auto calls = CallSource::Open(options.stores);
   if (!calls.ok()) return calls.status();
   std::vector<Attempt> a, b;
   Status read_a = ReadAttempts({options.a}, {"", &*calls}, &a);
-  if (!read_a.ok() && read_a.code() != ExitCode::kDataErr) return read_a;
+  if (!read_a.ok() && read_a.kind() != Kind::kInvalidData) return read_a;
   Status read_b = ReadAttempts({options.b}, {"", &*calls}, &b);
-  if (!read_b.ok() && read_b.code() != ExitCode::kDataErr) return read_b;
+  if (!read_b.ok() && read_b.kind() != Kind::kInvalidData) return read_b;
   CompareSettings settings{options.ks, options.resamples, options.seed, options.confidence};
   auto c = Compare(a, b, options.a, options.b, settings, !calls->empty());
   if (!c.ok()) return c.status();

@@ -354,7 +354,7 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
     // A local sandbox's /tests is the host's: failing to clear it is forge's
     // setup, not the agent's doing.
     if (!prep.fault.empty() && sandbox.handle().backend == "local") {
-      return Status::Config("local sandbox: " + prep.fault);
+      return Status::BadConfig("local sandbox: " + prep.fault);
     }
   }
   return prep;
@@ -374,11 +374,11 @@ std::string AgentCause(sandbox::Sandbox& sandbox, const Status& status) {
 #endif
   // Other backends: a transport failure or a sandbox that is gone is the
   // infrastructure's; any other failure comes from inside the sandbox.
-  switch (status.code()) {
-    case ExitCode::kUnavailable:
-    case ExitCode::kTempFail:
-    case ExitCode::kNoInput:
-    case ExitCode::kProtocol:
+  switch (status.kind()) {
+    case Kind::kUnavailable:
+    case Kind::kBusy:
+    case Kind::kNotFound:
+    case Kind::kProtocol:
       return "";
     default:
       return "the " + sandbox.handle().backend + " sandbox answered, so the step failed on the state the agent left";

@@ -52,7 +52,7 @@ Result<HttpResult> PostJson(const std::string& url, const std::string& body,
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
-  if (rc == CURLE_OPERATION_TIMEDOUT) return Status::TempFail("judge: no answer within " + std::to_string(timeout_sec) + " s");
+  if (rc == CURLE_OPERATION_TIMEDOUT) return Status::Busy("judge: no answer within " + std::to_string(timeout_sec) + " s");
   if (rc != CURLE_OK) return Status::Unavailable(std::string("judge: ") + curl_easy_strerror(rc));
   return result;
 }
@@ -68,19 +68,19 @@ Result<Json> ParseJudgeReply(const std::string& content) {
   size_t open = content.find('{');
   size_t close = content.rfind('}');
   if (open == std::string::npos || close == std::string::npos || close < open) {
-    return Status::DataErr("judge reply holds no JSON object: \"" + Clip(content) + "\"");
+    return Status::InvalidData("judge reply holds no JSON object: \"" + Clip(content) + "\"");
   }
   Json j = Json::parse(content.substr(open, close - open + 1), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status::DataErr("judge reply is not a JSON object: \"" + Clip(content) + "\"");
+    return Status::InvalidData("judge reply is not a JSON object: \"" + Clip(content) + "\"");
   }
   auto score = j.find("score");
   if (score == j.end() || !score->is_number()) {
-    return Status::DataErr("judge reply has no numeric \"score\": \"" + Clip(content) + "\"");
+    return Status::InvalidData("judge reply has no numeric \"score\": \"" + Clip(content) + "\"");
   }
   double s = score->get<double>();
   if (!std::isfinite(s) || s < 0 || s > 1) {
-    return Status::DataErr("judge score " + std::to_string(s) + " is outside [0, 1]");
+    return Status::InvalidData("judge score " + std::to_string(s) + " is outside [0, 1]");
   }
   Json out = {{"score", s}};
   if (j.contains("reason") && j["reason"].is_string()) out["reason"] = j["reason"];
@@ -129,7 +129,7 @@ Result<Json> Judge::Ask(const std::string& model, const VerifierSpec& spec,
     auto response = PostJson(url, body, options_.api_key, spec.timeout_sec);
     if (!response.ok()) {
       last = response.status();
-      if (response.status().code() == ExitCode::kTempFail) return last;  // the deadline is spent
+      if (response.status().kind() == Kind::kBusy) return last;  // the deadline is spent
       continue;
     }
     if (response->status == 429 || response->status >= 500) {
@@ -188,8 +188,8 @@ Verdict Judge::Grade(const std::string& task_id, const VerifierSpec& spec,
   if (!answer) {
     auto asked = Ask(model, spec, artefact);
     if (!asked.ok()) {
-      if (asked.status().code() == ExitCode::kInterrupted) return finish(Outcome::kCancelled, "stopped by a signal");
-      return finish(asked.status().code() == ExitCode::kTempFail ? Outcome::kVerifierTimeout
+      if (asked.status().kind() == Kind::kCancelled) return finish(Outcome::kCancelled, "stopped by a signal");
+      return finish(asked.status().kind() == Kind::kBusy ? Outcome::kVerifierTimeout
                                                                  : Outcome::kVerifierError,
                     asked.status().message());
     }

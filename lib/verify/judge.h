@@ -52,7 +52,7 @@ class Judge {
 };
 
 // Pulls {"score": x, "reason": "..."} out of a judge's reply text (which may
-// wrap it in prose or a code fence). DataErr when there is none or the score
+// wrap it in prose or a code fence). InvalidData when there is none or the score
 // is not a number in [0, 1].
 Result<records::Json> ParseJudgeReply(const std::string& content);
 

@@ -28,23 +28,23 @@ double PassHatK(int64_t n, int64_t c, int64_t k) {
 Result<Trial> TrialFromRecord(const Json& record) {
   Trial trial;
   trial.task_id = TaskIdOf(record);
-  if (trial.task_id.empty()) return Status::DataErr("task_id: missing");
+  if (trial.task_id.empty()) return Status::InvalidData("task_id: missing");
   trial.harness = HarnessOf(record);
   trial.rollout_id = RolloutIdOf(record);
   auto verdict = record.find("verdict");
   if (verdict == record.end() || !verdict->is_object()) {
-    return Status::DataErr("verdict: missing (run `forge-verify run` first)");
+    return Status::InvalidData("verdict: missing (run `forge-verify run` first)");
   }
   auto outcome = verdict->find("outcome");
   if (outcome == verdict->end() || !outcome->is_string()) {
-    return Status::DataErr("verdict.outcome: missing");
+    return Status::InvalidData("verdict.outcome: missing");
   }
   auto parsed = ParseOutcome(outcome->get<std::string>());
-  if (!parsed) return Status::DataErr("verdict.outcome: unknown \"" + outcome->get<std::string>() + "\"");
+  if (!parsed) return Status::InvalidData("verdict.outcome: unknown \"" + outcome->get<std::string>() + "\"");
   trial.outcome = *parsed;
   auto reward = verdict->find("reward");
   if (reward != verdict->end() && !reward->is_null()) {
-    if (!reward->is_number()) return Status::DataErr("verdict.reward: expected a number");
+    if (!reward->is_number()) return Status::InvalidData("verdict.reward: expected a number");
     trial.reward = reward->get<double>();
   }
   return trial;
@@ -64,7 +64,7 @@ void TaskStats::Add(const Trial& trial) {
 
 Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<int64_t>& ks) {
   for (int64_t k : ks) {
-    if (k < 1) return Status::Usage("-k: " + std::to_string(k) + " is not a positive integer");
+    if (k < 1) return Status::InvalidArgument("-k: " + std::to_string(k) + " is not a positive integer");
   }
   std::map<std::string, TaskStats> by_task;
   for (const auto& trial : trials) {
@@ -72,7 +72,7 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
     stats.task_id = trial.task_id;
     stats.Add(trial);
   }
-  if (by_task.empty()) return Status::NoInput("no verdicts to report on");
+  if (by_task.empty()) return Status::NotFound("no verdicts to report on");
 
   const int64_t k_max = ks.empty() ? 0 : *std::max_element(ks.begin(), ks.end());
   std::vector<std::string> short_tasks;
@@ -85,7 +85,7 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
     std::string list;
     for (size_t i = 0; i < short_tasks.size() && i < 10; ++i) list += (i ? ", " : "") + short_tasks[i];
     if (short_tasks.size() > 10) list += fmt::format(" and {} more", short_tasks.size() - 10);
-    return Status::DataErr(fmt::format("k={} is larger than the valid trials of {} task(s): {}",
+    return Status::InvalidData(fmt::format("k={} is larger than the valid trials of {} task(s): {}",
                                        k_max, short_tasks.size(), list));
   }
 

@@ -35,7 +35,7 @@ struct Trial {
   std::string rollout_id;  // for folding duplicates (fold.h); may be empty
 };
 
-// Reads the fields report needs from a verified rollout record. DataErr
+// Reads the fields report needs from a verified rollout record. InvalidData
 // naming the field when one is missing or not understood.
 Result<Trial> TrialFromRecord(const Json& record);
 
@@ -73,7 +73,7 @@ struct Report {
 };
 
 // Groups trials by task and computes every k. A k larger than some task's
-// valid trials is refused with DataErr naming those tasks: a pass@k from
+// valid trials is refused with InvalidData naming those tasks: a pass@k from
 // fewer than k trials is undefined, and reporting 0 or 1 instead would lie.
 Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<int64_t>& ks);
 

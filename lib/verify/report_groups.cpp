@@ -178,7 +178,7 @@ Status GroupedReportCommand(const ReportOptions& options) {
   if (!calls.ok()) return calls.status();
   std::vector<Attempt> attempts;
   Status read = ReadAttempts(options.inputs, {options.by, &*calls}, &attempts);
-  if (!read.ok() && read.code() != ExitCode::kDataErr) return read;
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   if (!options.by.empty() && !attempts.empty() &&
       std::all_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.group == kNoValue; })) {
     const bool from_calls = options.by == "model" || options.by == "policy_version";

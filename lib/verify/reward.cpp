@@ -22,27 +22,27 @@ std::string Shown(std::string_view text) {
 Result<Reward> ParseRewardTxt(std::string_view text) {
   size_t begin = text.find_first_not_of(" \t\r\n");
   size_t end = text.find_last_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) return Status::DataErr("reward.txt: empty");
+  if (begin == std::string_view::npos) return Status::InvalidData("reward.txt: empty");
   std::string number(text.substr(begin, end - begin + 1));
   errno = 0;
   char* stop = nullptr;
   double value = std::strtod(number.c_str(), &stop);
   if (stop == number.c_str() || *stop != '\0' || errno == ERANGE || !std::isfinite(value)) {
-    return Status::DataErr("reward.txt: expected one number, got " + Shown(text));
+    return Status::InvalidData("reward.txt: expected one number, got " + Shown(text));
   }
   return Reward{value, {}};
 }
 
 Result<Reward> ParseRewardJson(std::string_view text) {
   records::Json j = records::Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::DataErr("reward.json: not JSON: " + Shown(text));
-  if (!j.is_object()) return Status::DataErr("reward.json: expected an object of named numbers");
-  if (j.empty()) return Status::DataErr("reward.json: empty object");
+  if (j.is_discarded()) return Status::InvalidData("reward.json: not JSON: " + Shown(text));
+  if (!j.is_object()) return Status::InvalidData("reward.json: expected an object of named numbers");
+  if (j.empty()) return Status::InvalidData("reward.json: empty object");
   Reward reward;
   double sum = 0;
   for (const auto& [name, value] : j.items()) {
     if (!value.is_number() || !std::isfinite(value.get<double>())) {
-      return Status::DataErr("reward.json: \"" + name + "\": expected a number, got " +
+      return Status::InvalidData("reward.json: \"" + name + "\": expected a number, got " +
                              std::string(value.type_name()));
     }
     reward.named[name] = value.get<double>();

@@ -15,7 +15,7 @@ struct Reward {
   std::map<std::string, double> named;    // reward.json's entries; empty for reward.txt
 };
 
-// One finite number, surrounding whitespace allowed. DataErr saying what was
+// One finite number, surrounding whitespace allowed. InvalidData saying what was
 // found otherwise ("reward.txt: expected one number, got \"ok\"").
 Result<Reward> ParseRewardTxt(std::string_view text);
 

@@ -116,7 +116,7 @@ Result<Json> Runner::FindTask(const Json& record, const std::string& task_id) {
     if (!stored.ok()) return stored.status().Prefixed("store: get task " + task_id);
     if (stored->has_value()) return **stored;
   }
-  return Status::DataErr("task \"" + task_id + "\" not found (embedded, --tasks" +
+  return Status::InvalidData("task \"" + task_id + "\" not found (embedded, --tasks" +
                          std::string(store_ ? ", or the store)" : "; no --store given)"));
 }
 
@@ -129,7 +129,7 @@ Result<std::string> Runner::Artefact(const Json& record, const VerifierSpec& spe
       artefact += "=== " + path + " ===\n";
       if (content.ok()) {
         artefact += *content;
-      } else if (content.status().code() == ExitCode::kNoInput) {
+      } else if (content.status().kind() == Kind::kNotFound) {
         artefact += "(missing)";
       } else {
         return content.status().Prefixed("read " + path);
@@ -153,14 +153,14 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   if (auto schema = record.find("schema"); schema != record.end()) {
     // A verdict record may be verified again (e.g. with another threshold).
     if (!schema->is_string() || (*schema != kRolloutSchema && *schema != kVerdictSchema)) {
-      return Status::DataErr("schema: " + schema->dump() + " is not " + std::string(kRolloutSchema) +
+      return Status::InvalidData("schema: " + schema->dump() + " is not " + std::string(kRolloutSchema) +
                              " (this forge-verify reads that)");
     }
   }
   const std::string rollout_id = RolloutIdOf(record);
-  if (rollout_id.empty()) return Status::DataErr("rollout_id: missing");
+  if (rollout_id.empty()) return Status::InvalidData("rollout_id: missing");
   const std::string task_id = TaskIdOf(record);
-  if (task_id.empty()) return Status::DataErr("task_id: missing");
+  if (task_id.empty()) return Status::InvalidData("task_id: missing");
   const auto handle = HandleOf(record);
   const auto before = LaunchOutcome(record);
 
@@ -283,7 +283,7 @@ Status Runner::Run(RunSummary* summary) {
         std::lock_guard<std::mutex> lock(mutex);
         ++summary->skipped;
         if (failure.ok() && !failure.output_closed() &&
-            verified.status().code() != ExitCode::kDataErr) {
+            verified.status().kind() != Kind::kInvalidData) {
           failure = verified.status();
         }
         continue;
@@ -338,7 +338,7 @@ Status Runner::Run(RunSummary* summary) {
   if (!failure.ok() || failure.output_closed()) return failure;
   if (!read.ok()) return read;
   if (summary->skipped > 0) {
-    return Status::DataErr(fmt::format("{} record(s) could not be verified (see above); their sandboxes are kept",
+    return Status::InvalidData(fmt::format("{} record(s) could not be verified (see above); their sandboxes are kept",
                                        summary->skipped));
   }
   if (summary->negative > 0) {

@@ -20,7 +20,7 @@ void Count(HarnessCounts& counts, const Trial& trial) {
 
 Result<std::vector<SolvableRow>> CheckSolvable(const std::vector<Trial>& trials,
                                                const SolvableOptions& options) {
-  if (options.k < 1) return Status::Usage("-k: must be at least 1");
+  if (options.k < 1) return Status::InvalidArgument("-k: must be at least 1");
   std::map<std::string, SolvableRow> rows;
   for (const auto& trial : trials) {
     auto& row = rows[trial.task_id];
@@ -33,7 +33,7 @@ Result<std::vector<SolvableRow>> CheckSolvable(const std::vector<Trial>& trials,
       Count(row.models[trial.harness.empty() ? "(unnamed)" : trial.harness], trial);
     }
   }
-  if (rows.empty()) return Status::NoInput("no verdicts to check");
+  if (rows.empty()) return Status::NotFound("no verdicts to check");
 
   std::vector<std::string> short_tasks;
   for (const auto& [id, row] : rows) {
@@ -47,7 +47,7 @@ Result<std::vector<SolvableRow>> CheckSolvable(const std::vector<Trial>& trials,
     std::string list;
     for (size_t i = 0; i < short_tasks.size() && i < 10; ++i) list += (i ? ", " : "") + short_tasks[i];
     if (short_tasks.size() > 10) list += fmt::format(" and {} more", short_tasks.size() - 10);
-    return Status::DataErr(fmt::format("k={} is larger than the valid model trials of: {}", options.k, list));
+    return Status::InvalidData(fmt::format("k={} is larger than the valid model trials of: {}", options.k, list));
   }
 
   std::vector<SolvableRow> out;

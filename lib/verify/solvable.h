@@ -37,7 +37,7 @@ struct SolvableRow {
   std::vector<std::string> flags;
 };
 
-// DataErr naming the tasks when some model harness has fewer than k valid
+// InvalidData naming the tasks when some model harness has fewer than k valid
 // trials of a task.
 Result<std::vector<SolvableRow>> CheckSolvable(const std::vector<Trial>& trials,
                                                const SolvableOptions& options);

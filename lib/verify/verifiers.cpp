@@ -68,7 +68,7 @@ Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
 namespace {
 
 Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
-  if (!task.is_object()) return Status::DataErr("task: expected an object");
+  if (!task.is_object()) return Status::InvalidData("task: expected an object");
   auto vit = task.find("verifier");
   if (vit == task.end() || !vit->is_object()) {
     // A Harbor task directory that names no verifier of its own: its
@@ -81,7 +81,7 @@ Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
       if (!harbor.ok()) return harbor.status();
       return harbor->verifier;
     }
-    return Status::DataErr("verifier: missing (and no Harbor task directory with tests/test.sh in \"path\")");
+    return Status::InvalidData("verifier: missing (and no Harbor task directory with tests/test.sh in \"path\")");
   }
   std::string base_dir;
   for (const char* key : {"path", "source"}) {
@@ -204,7 +204,7 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
   test.cancel = cancel;
   auto ran = sandbox.Exec(test);
   if (!ran.ok()) {
-    if (ran.status().code() == ExitCode::kInterrupted) Fail(v, Outcome::kCancelled, "stopped by a signal");
+    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
     else Blame(v, sandbox, "run /tests/test.sh", ran.status());
     return Finish(v, prep, clock);
   }
@@ -222,15 +222,15 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
   // beside it, so whatever is there, test.sh wrote.
   const std::string txt_path = std::string(kVerifierLogs) + "/reward.txt";
   const std::string json_path = std::string(kVerifierLogs) + "/reward.json";
-  Result<Reward> reward = Status::NoInput("");
+  Result<Reward> reward = Status::NotFound("");
   auto txt = sandbox.ReadFile(txt_path, kMaxRewardBytes);
   if (txt.ok()) {
     reward = ParseRewardTxt(*txt);
-  } else if (txt.status().code() == ExitCode::kNoInput) {
+  } else if (txt.status().kind() == Kind::kNotFound) {
     auto json = sandbox.ReadFile(json_path, kMaxRewardBytes);
     if (json.ok()) {
       reward = ParseRewardJson(*json);
-    } else if (json.status().code() == ExitCode::kNoInput) {
+    } else if (json.status().kind() == Kind::kNotFound) {
       Fail(v, Outcome::kVerifierError,
            "no reward file: /tests/test.sh (exit status " + std::to_string(ran->exit_code) + ") wrote neither " +
                txt_path + " nor " + json_path);
@@ -267,7 +267,7 @@ Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double t
   req.cancel = cancel;
   auto ran = sandbox.Exec(req);
   if (!ran.ok()) {
-    if (ran.status().code() == ExitCode::kInterrupted) Fail(v, Outcome::kCancelled, "stopped by a signal");
+    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
     else Blame(v, sandbox, "run the verifier command", ran.status());
     return Finish(v, prep, clock);
   }
@@ -298,7 +298,7 @@ Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double thr
     Json c = {{"path", check.path}};
     auto content = sandbox.ReadFile(check.path, 16 << 20);
     if (!content.ok()) {
-      if (content.status().code() != ExitCode::kNoInput) {
+      if (content.status().kind() != Kind::kNotFound) {
         v.seconds = clock.Seconds();
         return Infra(v, "read " + check.path, content.status());
       }

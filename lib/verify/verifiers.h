@@ -28,7 +28,7 @@ using VerifierSpec = tasks::Verifier;
 
 // Reads a task record's "verifier" object, or, for a record naming a Harbor
 // task directory in "path" and no verifier, that directory's tests/test.sh.
-// Errors are DataErr naming the field. A relative tests_dir resolves against
+// Errors are InvalidData naming the field. A relative tests_dir resolves against
 // the task's directory ("path" or "source") when it has one.
 Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task);
 

@@ -3,8 +3,9 @@
 # registry (Debian's docker-registry on 127.0.0.1; the engine trusts
 # 127.0.0.0/8 registries without TLS): the image is pulled once for all
 # rollouts, and the record says so; a tag the registry does not have is a
-# deterministic failure, not retried; a registry that is down is transient,
-# retried; gc --images removes what the run pulled and built.
+# deterministic failure, not retried, and so is a build FROM one or a failing
+# Dockerfile step; a registry that is down is transient, retried, for a pull
+# and for a build FROM it; gc --images removes what the run pulled and built.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 docker info >/dev/null 2>&1 || { echo "no Docker engine" >&2; exit 1; }
@@ -77,10 +78,39 @@ expect_exit 69 "missing tag" L --run-id "$run-notag" --infra-retries 3 --command
 [ "$(jq -r .transient "$OUT")" = false ] && pass || fail "missing tag transient: $(jq -c . "$OUT")"
 grep -q "no-such-tag" "$ERR" && pass || fail "error does not name the image: $(cat "$ERR")"
 
+# A Harbor task built from a Dockerfile: the build's failures, like a pull's,
+# are retried only when the registry did not answer.
+built_task() {  # dir, Dockerfile text
+  mkdir -p "$1/environment" "$1/tests"
+  printf '%b' "$2" >"$1/environment/Dockerfile"
+  echo 'Say where.' >"$1/instruction.md"
+  : >"$1/task.toml"
+  printf '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n' >"$1/tests/test.sh"
+}
+
+echo "== a build FROM a tag the registry lacks is deterministic: not retried"
+built_task "$WORK/from-notag" "FROM $repo:no-such-tag\n"
+expect_exit 69 "build from a missing tag" L --run-id "$run-from-notag" --infra-retries 3 --command true "$WORK/from-notag"
+[ "$(jq -r .infra_retries "$OUT")" = 0 ] && pass || fail "build from a missing tag retried: $(cat "$OUT")"
+grep -q "no-such-tag" "$ERR" && pass || fail "error does not name the image: $(cat "$ERR")"
+
+echo "== a Dockerfile step that fails is the task's: not retried"
+built_task "$WORK/step-fails" "FROM forge-busybox:latest\nRUN exit 3\n"
+expect_exit 69 "build step fails" L --run-id "$run-step" --infra-retries 3 --command true "$WORK/step-fails"
+[ "$(jq -r .infra_retries "$OUT")" = 0 ] && pass || fail "failed build step retried: $(cat "$OUT")"
+[ "$(jq -r .transient "$OUT")" = false ] && pass || fail "failed build step transient: $(jq -c . "$OUT")"
+grep -q "non-zero code: 3" "$ERR" && pass || fail "error does not give the step's status: $(cat "$ERR")"
+
 echo "== a registry that is down is transient: retried"
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null
 printf '{"id":"down","instruction":"x","environment":{"image":"%s:2"}}\n' "$repo" >"$WORK/down.jsonl"
 expect_exit 69 "registry down" L --run-id "$run-down" --infra-retries 2 --command true "$WORK/down.jsonl"
 [ "$(jq -r .infra_retries "$OUT")" = 2 ] && pass || fail "registry down not retried: $(cat "$OUT")"
 [ "$(jq -r .transient "$OUT")" = true ] && pass || fail "registry down transient: $(jq -c . "$OUT")"
+
+echo "== a build FROM a registry that is down is transient too: retried"
+built_task "$WORK/from-down" "FROM $repo:1\n"
+expect_exit 69 "build from the registry that is down" L --run-id "$run-from-down" --infra-retries 2 --command true "$WORK/from-down"
+[ "$(jq -r .infra_retries "$OUT")" = 2 ] && pass || fail "build from a registry that is down not retried: $(cat "$OUT")"
+[ "$(jq -r .transient "$OUT")" = true ] && pass || fail "build from a registry that is down transient: $(jq -c . "$OUT")"
 finish

@@ -23,17 +23,40 @@ TEST_CASE("each kind of failure maps to its documented exit code") {
   forge::cli::ResetStopForTesting();
   CHECK(forge::cli::ExitCodeFor(Status::Ok()) == 0);
   CHECK(forge::cli::ExitCodeFor(Status::Negative("task failed")) == 1);
-  CHECK(forge::cli::ExitCodeFor(Status::Usage("u")) == 64);
-  CHECK(forge::cli::ExitCodeFor(Status::DataErr("d")) == 65);
-  CHECK(forge::cli::ExitCodeFor(Status::NoInput("n")) == 66);
+  CHECK(forge::cli::ExitCodeFor(Status::InvalidArgument("u")) == 64);
+  CHECK(forge::cli::ExitCodeFor(Status::InvalidData("d")) == 65);
+  CHECK(forge::cli::ExitCodeFor(Status::NotFound("n")) == 66);
   CHECK(forge::cli::ExitCodeFor(Status::Unavailable("u")) == 69);
   CHECK(forge::cli::ExitCodeFor(Status::Internal("i")) == 70);
-  CHECK(forge::cli::ExitCodeFor(Status::CantCreate("c")) == 73);
-  CHECK(forge::cli::ExitCodeFor(Status::Io("i")) == 74);
-  CHECK(forge::cli::ExitCodeFor(Status::TempFail("t")) == 75);
+  CHECK(forge::cli::ExitCodeFor(Status::CannotCreate("c")) == 73);
+  CHECK(forge::cli::ExitCodeFor(Status::IoError("i")) == 74);
+  CHECK(forge::cli::ExitCodeFor(Status::Busy("t")) == 75);
   CHECK(forge::cli::ExitCodeFor(Status::Protocol("p")) == 76);
-  CHECK(forge::cli::ExitCodeFor(Status::Config("c")) == 78);
+  CHECK(forge::cli::ExitCodeFor(Status::BadConfig("c")) == 78);
   CHECK(forge::cli::ExitCodeFor(Status::OutputClosed()) == 0);
+}
+
+TEST_CASE("a Status says its kind and whether a retry may pass; the code that meets it can say otherwise") {
+  CHECK(Status::Unavailable("engine down").transient());
+  CHECK(Status::Busy("store locked").transient());
+  CHECK(Status::IoError("read").transient());
+  CHECK(Status::Protocol("peer").transient());
+  CHECK_FALSE(Status::NotFound("no image").transient());
+  CHECK_FALSE(Status::InvalidData("bad task").transient());
+  CHECK_FALSE(Status::BadConfig("bad").transient());
+  CHECK_FALSE(Status::Cancelled("stop").transient());
+  Status registry_404 = Status::Busy("registry 404").Transient(false);
+  CHECK(registry_404.Is(forge::Kind::kBusy));
+  CHECK_FALSE(registry_404.transient());
+  CHECK(Status::InvalidData("FROM failed").Transient(true).transient());
+  CHECK_FALSE(Status::Ok().Transient(true).transient());  // only an error is transient
+  // Prefixing keeps both.
+  Status prefixed = registry_404.Prefixed("pull x");
+  CHECK(prefixed.Is(forge::Kind::kBusy));
+  CHECK_FALSE(prefixed.transient());
+  CHECK(prefixed.message() == "pull x: registry 404");
+  // The exit status follows the kind alone.
+  CHECK(forge::cli::ExitCodeFor(registry_404) == 75);
 }
 
 TEST_CASE("a stop signal decides the exit code: 130 for SIGINT, 143 for SIGTERM") {

@@ -20,7 +20,7 @@
 #include "forge_paths.h"
 
 namespace fs = std::filesystem;
-using forge::ExitCode;
+using forge::Kind;
 using forge::tasks::Json;
 
 namespace {
@@ -129,7 +129,7 @@ TEST_CASE("pods the launcher cannot start are refused by field") {
   pod = {{"services", {{"a", {{"image", "x"}, {"volumes", Json::array({{{"source", "nope"}, {"target", "/d"}}})}}}}}};
   CHECK(forge::launch::PodFromJson(pod).status().message().find("pod.services.a.volumes[0].source") == 0);
   pod = {{"services", {{"a", Json::object()}}}};
-  CHECK(forge::launch::PodFromJson(pod).status().code() == ExitCode::kDataErr);
+  CHECK(forge::launch::PodFromJson(pod).status().kind() == Kind::kInvalidData);
 }
 
 TEST_CASE("compose durations and command strings") {
@@ -196,12 +196,12 @@ TEST_CASE("every MCP-speaking harness gets the task's servers in its own config"
                   "\n[mcp_servers.\"local\"]\ncommand = \"python3\"\nargs = [\"/srv/server.py\", \"--quiet\"]\n");
   auto sse = TwoServers();
   sse[0].transport = "sse";
-  CHECK(forge::launch::RenderMcpServers("codex", sse).status().code() == ExitCode::kUsage);
+  CHECK(forge::launch::RenderMcpServers("codex", sse).status().kind() == Kind::kInvalidArgument);
   // No servers: every form is still valid where the profile puts it.
   CHECK(*forge::launch::RenderMcpServers("gemini", {}) == "{}");
   CHECK(*forge::launch::RenderMcpServers("claude", {}) == "{\"mcpServers\":{}}");
   CHECK(forge::launch::RenderMcpServers("codex", {})->empty());
-  CHECK(forge::launch::RenderMcpServers("cursor", {}).status().code() == ExitCode::kConfig);
+  CHECK(forge::launch::RenderMcpServers("cursor", {}).status().kind() == Kind::kBadConfig);
 }
 
 TEST_CASE("a compose task's pod becomes one multi-container Kubernetes Pod") {
@@ -240,7 +240,7 @@ TEST_CASE("a compose task's pod becomes one multi-container Kubernetes Pod") {
   REQUIRE(mcp_pod.ok());
   spec.pod = *mcp_pod;
   auto refused = forge::sandbox::k8s::BuildPod(spec, options, "ns");
-  CHECK(refused.status().code() == ExitCode::kUsage);
+  CHECK(refused.status().kind() == Kind::kInvalidArgument);
   CHECK(refused.status().message().find("service mcp-server: the k8s backend cannot build images") == 0);
 }
 

@@ -17,7 +17,7 @@
 #include "support/temp_dir.h"
 
 using namespace forge::dedup;
-using forge::ExitCode;
+using forge::Kind;
 using forge::records::Json;
 
 namespace {
@@ -144,8 +144,8 @@ TEST_CASE("dedup defaults: --threshold parsing and the default per embedding") {
   CHECK(*ParseThreshold("", EmbeddingKind::kMinHash, false) == kDefaultMinHashThreshold);
   CHECK(*ParseThreshold("", EmbeddingKind::kNgram, true) == kDefaultModelThreshold);
   CHECK(*ParseThreshold("0.75", EmbeddingKind::kNgram, false) == 0.75f);
-  CHECK(ParseThreshold("1.5", EmbeddingKind::kNgram, false).status().code() == ExitCode::kUsage);
-  CHECK(ParseThreshold("high", EmbeddingKind::kNgram, false).status().code() == ExitCode::kUsage);
+  CHECK(ParseThreshold("1.5", EmbeddingKind::kNgram, false).status().kind() == Kind::kInvalidArgument);
+  CHECK(ParseThreshold("high", EmbeddingKind::kNgram, false).status().kind() == Kind::kInvalidArgument);
   CHECK(DefaultsHelp().find("10 %") != std::string::npos);
 }
 
@@ -188,13 +188,13 @@ TEST_CASE("dedup vectors: every malformed vector file is a clear error naming th
     return m.status();
   };
   auto missing = ReadVectorFile(dir.File("nope.npy"), 0);
-  CHECK(missing.status().code() == ExitCode::kNoInput);
+  CHECK(missing.status().kind() == Kind::kNotFound);
   CHECK(missing.status().message().find("nope.npy") != std::string::npos);
   auto s = error(std::string(reinterpret_cast<const char*>(data.data()), 24));
-  CHECK(s.code() == ExitCode::kUsage);  // raw without --dim
+  CHECK(s.kind() == Kind::kInvalidArgument);  // raw without --dim
   CHECK(s.message().find("--dim") != std::string::npos);
   s = error(std::string(reinterpret_cast<const char*>(data.data()), 24), 5);
-  CHECK(s.code() == ExitCode::kDataErr);  // not whole rows
+  CHECK(s.kind() == Kind::kInvalidData);  // not whole rows
   CHECK(s.message().find("whole number") != std::string::npos);
   s = error(NpyBytes("'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), ", data));
   CHECK(s.message().find("float32") != std::string::npos);
@@ -205,7 +205,7 @@ TEST_CASE("dedup vectors: every malformed vector file is a clear error naming th
   s = error(NpyBytes("'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3), ", data));
   CHECK(s.message().find("(records, dimensions)") != std::string::npos);
   s = error(NpyBytes(Shape(4, 2), data));  // shape says 32 bytes, 24 follow
-  CHECK(s.code() == ExitCode::kDataErr);
+  CHECK(s.kind() == Kind::kInvalidData);
   CHECK(s.message().find("needs 32") != std::string::npos);
   s = error(NpyBytes(Shape(3, 2), data).substr(0, 9));  // cut inside the preamble
   CHECK(s.message().find(".npy") != std::string::npos);

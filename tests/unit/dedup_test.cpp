@@ -236,16 +236,16 @@ TEST_CASE("dedup: embeddings endpoint URL and response parsing") {
 
   auto code = [](const std::string& body, size_t n) {
     auto r = ParseEmbeddingsResponse(body, n);
-    return r.ok() ? forge::ExitCode::kOk : r.status().code();
+    return r.ok() ? forge::Kind::kOk : r.status().kind();
   };
-  CHECK(code("{\"data\":[{\"embedding\":[0.1,", 1) == forge::ExitCode::kProtocol);
-  CHECK(code(R"({"error":"x"})", 1) == forge::ExitCode::kProtocol);
-  CHECK(code(R"({"data":[{"embedding":[1,0]}]})", 2) == forge::ExitCode::kProtocol);
-  CHECK(code(R"({"data":[{"embedding":[0,0]}]})", 1) == forge::ExitCode::kProtocol);
-  CHECK(code(R"({"data":[{"embedding":[1,"a"]}]})", 1) == forge::ExitCode::kProtocol);
+  CHECK(code("{\"data\":[{\"embedding\":[0.1,", 1) == forge::Kind::kProtocol);
+  CHECK(code(R"({"error":"x"})", 1) == forge::Kind::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[1,0]}]})", 2) == forge::Kind::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[0,0]}]})", 1) == forge::Kind::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[1,"a"]}]})", 1) == forge::Kind::kProtocol);
   CHECK(code(R"({"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[1]}]})", 2) ==
-        forge::ExitCode::kProtocol);
-  CHECK(code(R"({"data":[{"embedding":[1,0]},{"embedding":[1]}]})", 2) == forge::ExitCode::kProtocol);
+        forge::Kind::kProtocol);
+  CHECK(code(R"({"data":[{"embedding":[1,0]},{"embedding":[1]}]})", 2) == forge::Kind::kProtocol);
   auto message = ParseEmbeddingsResponse(R"({"data":[]})", 3).status().message();
   CHECK(message.find("expected 3 embeddings, got 0") != std::string::npos);
 }

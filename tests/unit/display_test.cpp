@@ -18,7 +18,7 @@
 #include "support/skip.h"
 #include "support/temp_dir.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::sandbox::Display;
 using forge::sandbox::DisplayFailed;
 using forge::sandbox::DisplayFromJson;
@@ -65,7 +65,7 @@ TEST_CASE("display: WxH and WxHxD parse; anything else is a usage error naming i
     auto parsed = ParseDisplay(bad);
     CHECK_MESSAGE(!parsed.ok(), std::string(bad));
     if (!parsed.ok()) {
-      CHECK(parsed.status().code() == ExitCode::kUsage);
+      CHECK(parsed.status().kind() == Kind::kInvalidArgument);
       CHECK(parsed.status().message().find(std::string("'") + bad + "'") != std::string::npos);
     }
   }

@@ -12,7 +12,7 @@
 #include "support/temp_dir.h"
 #include "forge_paths.h"
 
-using forge::ExitCode;
+using forge::Kind;
 
 TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect") {
   forge::sandbox::docker::DockerBackend backend;
@@ -53,17 +53,17 @@ TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect") 
 
   CHECK(*box->ReadFile("/work/deep/er/top.txt", 100) == "top");
   CHECK(*box->ReadFile("/work/deep/er/top.txt", 2) == "to");
-  CHECK(box->ReadFile("/work/missing", 100).status().code() == ExitCode::kNoInput);
+  CHECK(box->ReadFile("/work/missing", 100).status().kind() == Kind::kNotFound);
 
   auto attached = backend.Attach(box->handle());
   REQUIRE(attached.ok());
   CHECK(*(*attached)->ReadFile("/work/deep/er/sub/a.txt", 100) == "alpha");
-  CHECK(backend.Attach({"docker", "forge-no-such-container"}).status().code() == ExitCode::kNoInput);
-  CHECK(backend.Attach({"local", "x"}).status().code() == ExitCode::kConfig);
+  CHECK(backend.Attach({"docker", "forge-no-such-container"}).status().kind() == Kind::kNotFound);
+  CHECK(backend.Attach({"local", "x"}).status().kind() == Kind::kBadConfig);
 
   REQUIRE(box->Release().ok());
   CHECK(box->Release().ok());  // twice is fine
-  CHECK(backend.Attach(box->handle()).status().code() == ExitCode::kNoInput);
+  CHECK(backend.Attach(box->handle()).status().kind() == Kind::kNotFound);
 
   // Two more for the run; collect removes both, and nothing of other runs.
   for (int i = 0; i < 2; ++i) {
@@ -80,7 +80,7 @@ TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect") 
   CHECK(*backend.Collect(spec.run_id, 0) == 0);
 }
 
-TEST_CASE("docker backend: a missing image is NoInput naming it (not retried); an engine that is not there Unavailable") {
+TEST_CASE("docker backend: a missing image is NotFound naming it (not retried); an engine that is not there Unavailable") {
   forge::sandbox::docker::DockerBackend backend;
   if (!backend.Ping().ok()) return;
   forge::sandbox::Spec spec;
@@ -88,11 +88,11 @@ TEST_CASE("docker backend: a missing image is NoInput naming it (not retried); a
   spec.rollout_id = forge::RandomHex(8);
   spec.image = "forge-no-such-image:never";
   auto created = backend.Create(spec);
-  CHECK(created.status().code() == ExitCode::kNoInput);
+  CHECK(created.status().kind() == Kind::kNotFound);
   CHECK(created.status().message().find("forge-no-such-image") != std::string::npos);
   forge::sandbox::docker::DockerBackend nowhere(
       std::make_shared<forge::sandbox::docker::Engine>("/nonexistent/docker.sock"));
   auto ping = nowhere.Ping();
-  CHECK(ping.code() == ExitCode::kUnavailable);
+  CHECK(ping.kind() == Kind::kUnavailable);
   CHECK(ping.message().find("/nonexistent/docker.sock") != std::string::npos);
 }

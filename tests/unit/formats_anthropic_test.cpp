@@ -4,7 +4,7 @@
 #include "proxy/formats/wire.h"
 #include "support/chat_script.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::proxy::AnthropicFormat;
 using forge::proxy::Json;
 using namespace forge::testing;
@@ -101,12 +101,12 @@ TEST_CASE("anthropic: tool_choice variants and plain string content") {
   CHECK(format.ToChat(req)->body["tool_choice"] == "auto");
 }
 
-TEST_CASE("anthropic: bad client input is DataErr naming the field") {
+TEST_CASE("anthropic: bad client input is InvalidData naming the field") {
   AnthropicFormat format;
   auto expect = [&](Json req, const std::string& field) {
     auto chat = format.ToChat(req);
     REQUIRE_FALSE(chat.ok());
-    CHECK(chat.status().code() == ExitCode::kDataErr);
+    CHECK(chat.status().kind() == Kind::kInvalidData);
     CHECK_MESSAGE(chat.status().message().find(field) != std::string::npos, chat.status().message());
   };
   Json ok = {{"model", "m"}, {"max_tokens", 10}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
@@ -172,7 +172,7 @@ TEST_CASE("anthropic: a broken upstream response is a Protocol error") {
   AnthropicFormat format;
   auto msg = format.FromChat(Json{{"choices", Json::array()}});
   REQUIRE_FALSE(msg.ok());
-  CHECK(msg.status().code() == ExitCode::kProtocol);
+  CHECK(msg.status().kind() == Kind::kProtocol);
   CHECK(msg.status().message().find("choices") != std::string::npos);
 }
 

@@ -3,7 +3,7 @@
 #include "proxy/formats/gemini.h"
 #include "support/chat_script.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::proxy::GeminiFormat;
 using forge::proxy::GeminiRoute;
 using forge::proxy::Json;
@@ -54,7 +54,7 @@ TEST_CASE("gemini: routes parse from the URL") {
   REQUIRE(plain.ok());
   CHECK_FALSE(plain->stream);
   CHECK(GeminiFormat::ParseRoute("/v1beta/models/m:countTokens")->method == "countTokens");
-  CHECK(GeminiFormat::ParseRoute("/v1beta/models/m:embedContent").status().code() == ExitCode::kDataErr);
+  CHECK(GeminiFormat::ParseRoute("/v1beta/models/m:embedContent").status().kind() == Kind::kInvalidData);
   CHECK_FALSE(GeminiFormat::ParseRoute("/v1beta/files").ok());
 }
 
@@ -119,12 +119,12 @@ TEST_CASE("gemini: the virtual ToChat takes the model and stream flag added by t
   CHECK(chat->stream);
 }
 
-TEST_CASE("gemini: bad client input is DataErr naming the field") {
+TEST_CASE("gemini: bad client input is InvalidData naming the field") {
   GeminiFormat format;
   auto expect = [&](Json req, const std::string& field) {
     auto chat = format.ToChat(StreamRoute(), req);
     REQUIRE_FALSE(chat.ok());
-    CHECK(chat.status().code() == ExitCode::kDataErr);
+    CHECK(chat.status().kind() == Kind::kInvalidData);
     CHECK_MESSAGE(chat.status().message().find(field) != std::string::npos, chat.status().message());
   };
   Json ok = {{"contents", {{{"role", "user"}, {"parts", {{{"text", "hi"}}}}}}}};

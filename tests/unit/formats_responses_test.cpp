@@ -4,7 +4,7 @@
 #include "proxy/formats/wire.h"
 #include "support/chat_script.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::proxy::Json;
 using forge::proxy::MemoryResponseStateStore;
 using forge::proxy::ResponsesFormat;
@@ -90,12 +90,12 @@ TEST_CASE("responses: string input, tool_choice and text.format") {
   CHECK_FALSE(chat->stream);
 }
 
-TEST_CASE("responses: bad client input is DataErr naming the field") {
+TEST_CASE("responses: bad client input is InvalidData naming the field") {
   ResponsesFormat format;
   auto expect = [&](Json req, const std::string& field) {
     auto chat = format.ToChat(req);
     REQUIRE_FALSE(chat.ok());
-    CHECK(chat.status().code() == ExitCode::kDataErr);
+    CHECK(chat.status().kind() == Kind::kInvalidData);
     CHECK_MESSAGE(chat.status().message().find(field) != std::string::npos, chat.status().message());
   };
   Json ok = {{"model", "m"}, {"input", "hi"}};

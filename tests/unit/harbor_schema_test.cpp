@@ -24,7 +24,7 @@
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using forge::ExitCode;
+using forge::Kind;
 using forge::tasks::HarborAction;
 using forge::tasks::Json;
 
@@ -115,7 +115,7 @@ TEST_CASE("every refused field has a corpus task refused with its file, line and
     REQUIRE(fs::exists(dir / "task.toml"));
     auto task = forge::tasks::ReadHarborTask(dir.string(), nullptr);
     REQUIRE_FALSE(task.ok());
-    CHECK(task.status().code() == ExitCode::kDataErr);
+    CHECK(task.status().kind() == Kind::kInvalidData);
     const std::string where = (dir / "task.toml").string() + ":";
     CHECK(task.status().message().rfind(where, 0) == 0);
     CHECK(task.status().message().find(std::string(field.key) + ": not supported by forge") != std::string::npos);
@@ -166,13 +166,13 @@ TEST_CASE("env templates resolve ${VAR} and ${VAR:-default} from the host, as Ha
 
   auto missing = forge::tasks::ResolveEnvTemplates({{"K", "${NOPE}"}}, "verifier.env", lookup);
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.status().code() == ExitCode::kConfig);
+  CHECK(missing.status().kind() == Kind::kBadConfig);
   CHECK(missing.status().message() == "verifier.env.K: environment variable 'NOPE' not found in host environment");
 
   for (const char* bad : {"${", "${1X}", "${A B}", "${}"}) {
     CAPTURE(bad);
     auto checked = forge::tasks::CheckEnvTemplates({{"K", bad}}, "environment.env");
-    CHECK(checked.code() == ExitCode::kDataErr);
+    CHECK(checked.kind() == Kind::kInvalidData);
     CHECK(checked.message().rfind("environment.env.K: ", 0) == 0);
   }
 }

@@ -16,7 +16,7 @@
 #include "support/temp_dir.h"
 #include "forge_paths.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::records::Json;
 
 TEST_CASE("UsesPlaceholder finds {harnesses} in command, env and config files only") {
@@ -60,9 +60,9 @@ TEST_CASE("docker bind mounts: read-only by default, absolute paths only") {
     {"Type":"bind","Source":"/home/u/.cache/forge/harnesses","Target":"/opt/forge/harnesses","ReadOnly":true},
     {"Type":"bind","Source":"/data","Target":"/data","ReadOnly":false}])"));
   auto relative = forge::sandbox::docker::BindMounts({{"cache/harnesses", "/opt/forge/harnesses", true}});
-  CHECK(relative.status().code() == ExitCode::kConfig);
+  CHECK(relative.status().kind() == Kind::kBadConfig);
   CHECK(relative.status().message().find("cache/harnesses") != std::string::npos);
-  CHECK(forge::sandbox::docker::BindMounts({{"/a", "opt", true}}).status().code() == ExitCode::kConfig);
+  CHECK(forge::sandbox::docker::BindMounts({{"/a", "opt", true}}).status().kind() == Kind::kBadConfig);
 }
 
 TEST_CASE("docker backend: a read-only mount is seen in the container and cannot be written") {
@@ -103,7 +103,7 @@ TEST_CASE("docker backend: a read-only mount is seen in the container and cannot
   auto missing = backend.Create(spec);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().find("missing") != std::string::npos);
-  backend.Collect(spec.run_id, 0);
+  (void)backend.Collect(spec.run_id, 0);
 }
 
 TEST_CASE("launcher: a profile needing {harnesses} with no install dir is one clear infra error") {
@@ -124,7 +124,8 @@ TEST_CASE("launcher: a profile needing {harnesses} with no install dir is one cl
   options.harness_dir = dir.File("profiles");
   options.harness_install_dir = dir.File("not-installed");
   options.infra_retries = 0;
-  forge::launch::Launch(options, backend, **store, **out);
+  forge::Status launched = forge::launch::Launch(options, backend, **store, **out);
+  CHECK(launched.Is(forge::Kind::kUnavailable));  // forge-launch exits 69: an infrastructure error
   out->reset();
   std::ifstream in(dir.File("rollouts.jsonl"));
   std::string line;

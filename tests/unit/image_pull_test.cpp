@@ -12,6 +12,7 @@
 
 using forge::sandbox::docker::ParseImageRef;
 using forge::sandbox::docker::RegistryAuth;
+using forge::sandbox::docker::RegistryErrorIsTransient;
 
 namespace {
 
@@ -66,6 +67,25 @@ TEST_CASE("registry credentials come from the docker config's auths, for the ima
   std::ofstream(config) << "{not json";
   auto bad = RegistryAuth("127.0.0.1:5000/a:1", config);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().code() == forge::ExitCode::kConfig);
+  CHECK(bad.status().kind() == forge::Kind::kBadConfig);
   CHECK(bad.status().message().find(config) != std::string::npos);
+}
+
+TEST_CASE("a registry that did not answer is worth a retry; a missing or denied image is not") {
+  // The Docker engine's own words (20.10, a build's FROM and a pull).
+  CHECK(RegistryErrorIsTransient(
+      R"(Get "http://127.0.0.1:5999/v2/": dial tcp 127.0.0.1:5999: connect: connection refused)"));
+  CHECK(RegistryErrorIsTransient(
+      R"(Get "https://registry-1.docker.io/v2/": net/http: TLS handshake timeout)"));
+  CHECK(RegistryErrorIsTransient(
+      "toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating"));
+  CHECK(RegistryErrorIsTransient(
+      "received unexpected HTTP status: 503 Service Unavailable"));
+  CHECK_FALSE(RegistryErrorIsTransient(
+      "manifest for 127.0.0.1:5000/nothing:latest not found: manifest unknown: manifest unknown"));
+  CHECK_FALSE(RegistryErrorIsTransient(
+      "pull access denied for nothing, repository does not exist or may require 'docker login'"));
+  // A Dockerfile step that failed is not a registry error at all.
+  CHECK_FALSE(RegistryErrorIsTransient(
+      "The command '/bin/sh -c exit 3' returned a non-zero code: 3"));
 }

@@ -19,7 +19,7 @@
 #include "verify/backends.h"
 
 namespace fs = std::filesystem;
-using forge::ExitCode;
+using forge::Kind;
 using forge::sandbox::ExecRequest;
 using forge::sandbox::Spec;
 using forge::testing::FakeK8s;
@@ -127,7 +127,7 @@ users:
 
   auto missing = k8s::ClusterFromKubeconfig(good, "staging", "/x");
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.status().code() == ExitCode::kConfig);
+  CHECK(missing.status().kind() == Kind::kBadConfig);
   CHECK(missing.status().message().find("no context 'staging'") != std::string::npos);
 }
 
@@ -218,10 +218,10 @@ TEST_CASE("pod spec: requests equal limits, deadline, labels, locked-down securi
   CHECK(c["env"][0]["name"] == "OPENAI_BASE_URL");
 
   spec.user = "agent";
-  CHECK(k8s::BuildPod(spec, options, "ns1").status().code() == ExitCode::kUsage);
+  CHECK(k8s::BuildPod(spec, options, "ns1").status().kind() == Kind::kInvalidArgument);
   spec.user.clear();
   spec.build_context = "/tasks/x/environment";
-  CHECK(k8s::BuildPod(spec, options, "ns1").status().code() == ExitCode::kUsage);
+  CHECK(k8s::BuildPod(spec, options, "ns1").status().kind() == Kind::kInvalidArgument);
   CHECK(k8s::LabelValue(std::string(100, 'a')).size() == 63);
   CHECK(k8s::CpuQuantity(4) == "4");
   CHECK(k8s::MemoryQuantity(int64_t{4} << 30) == "4Gi");
@@ -255,10 +255,10 @@ TEST_CASE("exec status: success, exit code cause, infrastructure failure") {
   auto garbage = k8s::ExitCodeFromStatus(json::parse(
       R"({"status":"Failure","reason":"NonZeroExitCode",
           "details":{"causes":[{"reason":"ExitCode","message":"forty"}]}})"));
-  CHECK(garbage.status().code() == ExitCode::kProtocol);
+  CHECK(garbage.status().kind() == Kind::kProtocol);
   auto internal = k8s::ExitCodeFromStatus(json::parse(
       R"({"status":"Failure","reason":"InternalError","message":"container not found"})"));
-  CHECK(internal.status().code() == ExitCode::kUnavailable);
+  CHECK(internal.status().kind() == Kind::kUnavailable);
   CHECK(internal.status().message().find("container not found") != std::string::npos);
 }
 
@@ -326,10 +326,10 @@ TEST_CASE("k8s lifecycle: create, Pending to Running by watch, exec, copy, read,
   auto big = (*sandbox)->ReadFile((dest / "task" / "instruction.md").string(), 1000000);
   REQUIRE(big.ok());
   CHECK(big->size() == 100000);
-  CHECK((*sandbox)->ReadFile((dest / "task" / "instruction.md").string(), 10).status().code() ==
-        ExitCode::kDataErr);
+  CHECK((*sandbox)->ReadFile((dest / "task" / "instruction.md").string(), 10).status().kind() ==
+        Kind::kInvalidData);
   auto missing = (*sandbox)->ReadFile((dest / "nope.txt").string(), 100);
-  CHECK(missing.status().code() == ExitCode::kNoInput);
+  CHECK(missing.status().kind() == Kind::kNotFound);
 
   // stdin, workdir and env travel through the wrapper.
   ExecRequest with_stdin = Command({"sh", "-c", "pwd; echo $GREETING; cat"});
@@ -370,7 +370,7 @@ TEST_CASE("k8s: Pending with Unschedulable is an infrastructure error and the po
   auto backend = Backend(fake.Options());
   auto sandbox = backend->Create(TestSpec("run-c", "r", "registry.local/unschedulable:1"));
   REQUIRE_FALSE(sandbox.ok());
-  CHECK(sandbox.status().code() == ExitCode::kUnavailable);
+  CHECK(sandbox.status().kind() == Kind::kUnavailable);
   CHECK(sandbox.status().message().find("Unschedulable: 0/3 nodes are available") !=
         std::string::npos);
   CHECK(fake.Pods().empty());
@@ -381,7 +381,7 @@ TEST_CASE("k8s: image pull back-off is an infrastructure error") {
   auto backend = Backend(fake.Options());
   auto sandbox = backend->Create(TestSpec("run-d", "r", "registry.local/no-such-image:1"));
   REQUIRE_FALSE(sandbox.ok());
-  CHECK(sandbox.status().code() == ExitCode::kUnavailable);
+  CHECK(sandbox.status().kind() == Kind::kUnavailable);
   const std::string& message = sandbox.status().message();
   CHECK((message.find("ErrImagePull") != std::string::npos ||
          message.find("ImagePullBackOff") != std::string::npos));
@@ -420,7 +420,7 @@ TEST_CASE("k8s: 429 Retry-After is honoured, 5xx retried, then given up with a c
   fake.Configure({{"fail5xx", 100}});
   auto failed = backend2->Create(TestSpec("run-e2", "r"));
   REQUIRE_FALSE(failed.ok());
-  CHECK(failed.status().code() == ExitCode::kUnavailable);
+  CHECK(failed.status().kind() == Kind::kUnavailable);
   CHECK(failed.status().message().find("gave up after 3 attempts") != std::string::npos);
   fake.Configure({{"fail5xx", 0}});
 }
@@ -475,7 +475,7 @@ TEST_CASE("k8s exec: a connection that dies without a status is an infrastructur
   fake.Configure({{"exec_drop", true}});
   auto result = (*sandbox)->Exec(Command({"sh", "-c", "echo partial; exit 0"}));
   REQUIRE_FALSE(result.ok());
-  CHECK(result.status().code() == ExitCode::kUnavailable);
+  CHECK(result.status().kind() == Kind::kUnavailable);
   CHECK(result.status().message().find("without an exit status") != std::string::npos);
   fake.Configure({{"exec_drop", false}});
   // The sandbox is still usable, and a timeout is reported as such.
@@ -516,15 +516,15 @@ TEST_CASE("k8s: attach by handle, and errors for missing pods and bad tokens") {
   auto attached = other->Attach((*sandbox)->handle());
   REQUIRE_MESSAGE(attached.ok(), attached.status().message());
   CHECK((*attached)->Exec(Command({"true"}))->exit_code == 0);
-  CHECK(other->Attach({"k8s", "forge-test/forge-gone-xxxxx"}).status().code() ==
-        ExitCode::kNoInput);
-  CHECK(other->Attach({"docker", "abc"}).status().code() == ExitCode::kUsage);
+  CHECK(other->Attach({"k8s", "forge-test/forge-gone-xxxxx"}).status().kind() ==
+        Kind::kNotFound);
+  CHECK(other->Attach({"docker", "abc"}).status().kind() == Kind::kInvalidArgument);
 
   k8s::K8sOptions wrong = fake.Options();
   wrong.token = "not-the-token";
   auto denied = Backend(wrong)->Create(TestSpec("run-i", "r2"));
   REQUIRE_FALSE(denied.ok());
-  CHECK(denied.status().code() == ExitCode::kConfig);
+  CHECK(denied.status().kind() == Kind::kBadConfig);
   CHECK(denied.status().message().find("401") != std::string::npos);
 }
 
@@ -566,7 +566,7 @@ TEST_CASE("k8s: a kubeconfig file leads to the fake server") {
   k8s::K8sOptions broken;
   broken.kubeconfig = (dir.path / "missing").string();
   auto none = k8s::MakeK8sBackend(broken);
-  CHECK(none.status().code() == ExitCode::kConfig);
+  CHECK(none.status().kind() == Kind::kBadConfig);
 }
 
 TEST_CASE("k8s over TLS: CA bundle checked, exec through curl's TLS on a connect-only socket") {
@@ -597,7 +597,7 @@ TEST_CASE("k8s over TLS: CA bundle checked, exec through curl's TLS on a connect
   untrusted.max_retries = 0;
   auto refused = Backend(untrusted)->Create(TestSpec("run-tls", "r2"));
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.status().code() == ExitCode::kUnavailable);
+  CHECK(refused.status().kind() == Kind::kUnavailable);
   CHECK(refused.status().message().find("certificate") != std::string::npos);
 }
 
@@ -655,7 +655,7 @@ TEST_CASE("k8s: a stop request ends a pod start and an exec, and the pod is not 
   stopper.join();
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE_FALSE(sandbox.ok());
-  CHECK(sandbox.status().code() == ExitCode::kInterrupted);
+  CHECK(sandbox.status().kind() == Kind::kCancelled);
   CHECK(waited < 5);
   CHECK(fake.Pods().empty());
 
@@ -670,7 +670,7 @@ TEST_CASE("k8s: a stop request ends a pod start and an exec, and the pod is not 
   auto exec = (*running)->Exec(Command({"sleep", "10"}));
   stopper2.join();
   REQUIRE_FALSE(exec.ok());
-  CHECK(exec.status().code() == ExitCode::kInterrupted);
+  CHECK(exec.status().kind() == Kind::kCancelled);
 }
 
 TEST_CASE("k8s: a pod past its activeDeadlineSeconds refuses exec as an infrastructure error") {
@@ -684,7 +684,7 @@ TEST_CASE("k8s: a pod past its activeDeadlineSeconds refuses exec as an infrastr
   CHECK(fake.Pods()[0]["status"]["reason"] == "DeadlineExceeded");
   auto result = (*sandbox)->Exec(Command({"true"}));
   REQUIRE_FALSE(result.ok());
-  CHECK(result.status().code() == ExitCode::kUnavailable);
+  CHECK(result.status().kind() == Kind::kUnavailable);
   CHECK(result.status().message().find("not running") != std::string::npos);
-  CHECK(backend->Attach((*sandbox)->handle()).status().code() == ExitCode::kUnavailable);
+  CHECK(backend->Attach((*sandbox)->handle()).status().kind() == Kind::kUnavailable);
 }

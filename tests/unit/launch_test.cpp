@@ -19,7 +19,7 @@
 #include "support/temp_dir.h"
 #include "forge_paths.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::records::Json;
 using forge::sandbox::docker::StreamDemux;
 
@@ -115,16 +115,16 @@ TEST_CASE("tar round trip: files, long names, a host tree") {
   auto first = forge::sandbox::FirstFileInTar(from_host.Finish(), 10);
   REQUIRE(first.ok());
   CHECK(first->name == "tree/sub/x.txt");
-  CHECK(from_host.AddHostPath(dir.File("missing"), "m").code() == ExitCode::kNoInput);
+  CHECK(from_host.AddHostPath(dir.File("missing"), "m").kind() == Kind::kNotFound);
 }
 
-TEST_CASE("a corrupt tar is a DataErr, an empty one NoInput") {
+TEST_CASE("a corrupt tar is a InvalidData, an empty one NotFound") {
   forge::sandbox::TarWriter tar;
   tar.AddFile("f", "data");
   std::string archive = tar.Finish();
   archive[10] ^= 0x55;
-  CHECK(forge::sandbox::FirstFileInTar(archive, 10).status().code() == ExitCode::kDataErr);
-  CHECK(forge::sandbox::FirstFileInTar(std::string(1024, '\0'), 10).status().code() == ExitCode::kNoInput);
+  CHECK(forge::sandbox::FirstFileInTar(archive, 10).status().kind() == Kind::kInvalidData);
+  CHECK(forge::sandbox::FirstFileInTar(std::string(1024, '\0'), 10).status().kind() == Kind::kNotFound);
 }
 
 TEST_CASE("placeholders fill known keys and leave other braces alone") {
@@ -140,12 +140,12 @@ TEST_CASE("every shipped harness profile parses") {
     auto profile = forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", name);
     CHECK_MESSAGE(profile.ok(), name << ": " << profile.status().message());
   }
-  CHECK(forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", "nope").status().code() ==
-        ExitCode::kNoInput);
-  CHECK(forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", "../etc").status().code() ==
-        ExitCode::kUsage);
+  CHECK(forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", "nope").status().kind() ==
+        Kind::kNotFound);
+  CHECK(forge::launch::LoadHarness(FORGE_SOURCE_DIR "/harnesses", "../etc").status().kind() ==
+        Kind::kInvalidArgument);
   auto bad = forge::launch::ParseHarness(Json{{"command", "sh"}}, "x.json");
-  CHECK(bad.status().code() == ExitCode::kConfig);
+  CHECK(bad.status().kind() == Kind::kBadConfig);
   CHECK(bad.status().message().find("'command'") != std::string::npos);
 }
 
@@ -173,10 +173,10 @@ TEST_CASE("task specs: stated limits win, unstated ones are left to the launcher
   CHECK_FALSE(bare->memory_bytes.has_value());
   CHECK(bare->agent_timeout_seconds == 0);
   auto bad_pids = parse(R"({"id":"p","instruction":"do","resources":{"pids":"many"}})");
-  CHECK(bad_pids.status().code() == ExitCode::kDataErr);
+  CHECK(bad_pids.status().kind() == Kind::kInvalidData);
   CHECK(bad_pids.status().message().find("tasks.jsonl:7: resources.pids") != std::string::npos);
   auto bad_dir = parse(R"({"id":"f","instruction":"do","files":"/nonexistent/dir"})");
-  CHECK(bad_dir.status().code() == ExitCode::kDataErr);
+  CHECK(bad_dir.status().kind() == Kind::kInvalidData);
   CHECK(bad_dir.status().message().find("files") != std::string::npos);
 }
 
@@ -218,7 +218,7 @@ TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills th
   CHECK(ran->stdout_data == "payload hi there\n");
   CHECK(ran->stderr_data == "e\n");
   CHECK(*(*box)->ReadFile("/work/out.txt", 100) == "made\n");
-  CHECK((*box)->ReadFile("/work/none", 100).status().code() == ExitCode::kNoInput);
+  CHECK((*box)->ReadFile("/work/none", 100).status().kind() == Kind::kNotFound);
 
   // A runaway whose child ignores the parent's death: the whole group goes.
   forge::sandbox::ExecRequest runaway;
@@ -266,12 +266,12 @@ TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills th
   });
   auto cancelled = (*box)->Exec(waiting);
   stopper.join();
-  CHECK(cancelled.status().code() == ExitCode::kInterrupted);
+  CHECK(cancelled.status().kind() == Kind::kCancelled);
 
   auto attached = backend.Attach((*box)->handle());
   REQUIRE(attached.ok());
   CHECK(*(*attached)->ReadFile("/work/out.txt", 100) == "made\n");
-  CHECK(backend.Attach({"docker", "x"}).status().code() == ExitCode::kConfig);
+  CHECK(backend.Attach({"docker", "x"}).status().kind() == Kind::kBadConfig);
 
   auto other = backend.Create([&] { auto s = spec; s.rollout_id = "r2"; s.run_id = "run2"; return s; }());
   REQUIRE(other.ok());
@@ -299,9 +299,9 @@ TEST_CASE("skill folders: the dir itself, or each subdirectory with a SKILL.md; 
   REQUIRE(single.ok());
   CHECK(*single == std::vector<std::string>{dir.File("set/a-skill")});
   auto none = forge::launch::SkillFolders(dir.File("set/plain"));
-  CHECK(none.status().code() == ExitCode::kDataErr);
+  CHECK(none.status().kind() == Kind::kInvalidData);
   CHECK(none.status().message().find("set/plain") != std::string::npos);
-  CHECK(forge::launch::SkillFolders(dir.File("missing")).status().code() == ExitCode::kNoInput);
+  CHECK(forge::launch::SkillFolders(dir.File("missing")).status().kind() == Kind::kNotFound);
 }
 
 TEST_CASE("a task's skills field is a directory relative to its file; a missing one is named") {

@@ -21,13 +21,13 @@
 #include "sandbox/one_shot_script.h"
 #include "support/temp_dir.h"
 
-using forge::ExitCode;
+using forge::Kind;
 namespace launch = forge::launch;
 
 TEST_CASE("network: every --network name parses, proxy-only to its own policy") {
   for (const auto& name : launch::NetworkNames()) CHECK(launch::ParseNetwork(name).ok());
   CHECK(*launch::ParseNetwork("proxy-only") == forge::sandbox::NetworkPolicy::kProxyOnly);
-  CHECK(launch::ParseNetwork("bridge").status().code() == ExitCode::kUsage);
+  CHECK(launch::ParseNetwork("bridge").status().kind() == Kind::kInvalidArgument);
   CHECK(std::string(launch::kNetworkHelp).find("proxy-only") != std::string::npos);
 }
 
@@ -45,7 +45,7 @@ TEST_CASE("network: proxy-only takes http(s) on an IPv4 loopback literal only") 
     auto target = launch::ProxyOnlyTarget(bad);
     CHECK_MESSAGE(!target.ok(), bad);
     if (!target.ok()) {
-      CHECK(target.status().code() == ExitCode::kUsage);
+      CHECK(target.status().kind() == Kind::kInvalidArgument);
       CHECK(target.status().message().find(bad) != std::string::npos);  // names the URL
     }
   }
@@ -201,8 +201,8 @@ TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo i
   auto host_ran = (*host_box)->Exec(request);
   REQUIRE(host_ran.ok());
   CHECK(std::stoi(host_ran->stdout_data) > 1);
-  (*box)->Release();
-  (*host_box)->Release();
+  CHECK((*box)->Release().ok());
+  CHECK((*host_box)->Release().ok());
 }
 
 namespace {
@@ -243,17 +243,17 @@ TEST_CASE("network: proxy-only is refused before any sandbox where it cannot wor
   options.relay_binary = "/bin/true";  // executable; never run here
   NamedBackend k8s("k8s");
   forge::Status refused = launch::Launch(options, k8s, **store, **out);
-  CHECK(refused.code() == ExitCode::kUsage);
+  CHECK(refused.kind() == Kind::kInvalidArgument);
   CHECK(refused.message().find("needs --backend docker or local") != std::string::npos);
   options.proxy.clear();
   NamedBackend docker("docker");
   refused = launch::Launch(options, docker, **store, **out);
-  CHECK(refused.code() == ExitCode::kUsage);
+  CHECK(refused.kind() == Kind::kInvalidArgument);
   CHECK(refused.message().find("needs --proxy") != std::string::npos);
   options.proxy = "http://127.0.0.1:8080";
   options.relay_binary = dir.File("no-relay");
   refused = launch::Launch(options, docker, **store, **out);
-  CHECK(refused.code() == ExitCode::kConfig);
+  CHECK(refused.kind() == Kind::kBadConfig);
   CHECK(refused.message().find(dir.File("no-relay")) != std::string::npos);
   CHECK(k8s.created + docker.created == 0);
 }

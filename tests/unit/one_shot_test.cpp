@@ -21,7 +21,7 @@
 #include "support/temp_dir.h"
 #include "forge_paths.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::sandbox::OneShot;
 
 namespace {
@@ -177,8 +177,8 @@ TEST_CASE("one-shot script: a script cut short runs nothing") {
 
 TEST_CASE("chunked bodies are de-chunked; a cut one is an error") {
   CHECK(*forge::sandbox::docker::Dechunk("4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n") == "Wikipedia");
-  CHECK(forge::sandbox::docker::Dechunk("4\r\nWi").status().code() == ExitCode::kProtocol);
-  CHECK(forge::sandbox::docker::Dechunk("zz\r\n").status().code() == ExitCode::kProtocol);
+  CHECK(forge::sandbox::docker::Dechunk("4\r\nWi").status().kind() == Kind::kProtocol);
+  CHECK(forge::sandbox::docker::Dechunk("zz\r\n").status().kind() == Kind::kProtocol);
 }
 
 TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no secret in the config") {
@@ -247,7 +247,7 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
   SUBCASE("cancel") {
     spec.rollout_id = forge::RandomHex(8);
     auto ran = RunCancelled(backend, spec, nullptr);
-    CHECK(ran.status().code() == ExitCode::kInterrupted);
+    CHECK(ran.status().kind() == Kind::kCancelled);
   }
   SUBCASE("oom") {
     spec.rollout_id = forge::RandomHex(8);
@@ -256,11 +256,11 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
     CHECK(ran->exit_code == 137);
     CHECK(ran->out_of_memory);
   }
-  SUBCASE("unwritable file: CantCreate, nothing ran") {
+  SUBCASE("unwritable file: CannotCreate, nothing ran") {
     spec.rollout_id = forge::RandomHex(8);
     spec.user = "65534";
     auto ran = backend.RunOnce(spec, UnwritableJob(), nullptr);
-    CHECK(ran.status().code() == ExitCode::kCantCreate);
+    CHECK(ran.status().kind() == Kind::kCannotCreate);
     CHECK(ran.status().message().find("/forge/instruction.md") != std::string::npos);
   }
   // AutoRemove works asynchronously right after the wait answers.
@@ -340,13 +340,13 @@ TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays f
   SUBCASE("cancel and a setup failure remove it") {
     spec.rollout_id = forge::RandomHex(8);
     auto ran = RunCancelled(backend, spec, &held);
-    CHECK(ran.status().code() == ExitCode::kInterrupted);
+    CHECK(ran.status().kind() == Kind::kCancelled);
     CHECK(held == nullptr);
 
     spec.rollout_id = forge::RandomHex(8);
     spec.user = "65534";
     ran = backend.RunOnce(spec, UnwritableJob(), &held);
-    CHECK(ran.status().code() == ExitCode::kCantCreate);
+    CHECK(ran.status().kind() == Kind::kCannotCreate);
     CHECK(held == nullptr);
     CHECK(CountContainers(spec.run_id) == 0);
   }

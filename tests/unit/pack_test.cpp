@@ -413,13 +413,13 @@ TEST_CASE("pack: micro-batches written on two threads equal those written one by
     o.out_dir = (dir.path() / "missing" / "deeper").string();
     auto failed = forge::pack::WriteRlBatches(batches, o);
     REQUIRE(!failed.ok());
-    CHECK(failed.status().code() == forge::ExitCode::kCantCreate);
+    CHECK(failed.status().kind() == forge::Kind::kCannotCreate);
     CHECK(failed.status().message().find("batch-00000") != std::string::npos);
   }
   SUBCASE("a stop request ends the writing with Cancelled") {
     auto stopped = forge::pack::WriteRlBatches(batches, o, [] { return true; });
     REQUIRE(!stopped.ok());
-    CHECK(stopped.status().code() == forge::ExitCode::kInterrupted);
+    CHECK(stopped.status().kind() == forge::Kind::kCancelled);
   }
 }
 
@@ -572,7 +572,7 @@ TEST_CASE("store: a token read of a call whose delta base is gone is an error na
   std::vector<CallRecord> reused;
   auto n = store.value()->ReadTokenCalls("x", &reused);
   REQUIRE(!n.ok());
-  CHECK(n.status().code() == forge::ExitCode::kDataErr);
+  CHECK(n.status().kind() == forge::Kind::kInvalidData);
   CHECK(n.status().message().find("call " + std::to_string(second_id)) != std::string::npos);
   CHECK(n.status().message().find("broken prompt delta") != std::string::npos);
 }
@@ -762,7 +762,7 @@ TEST_CASE("pack: rollouts read ahead on a second thread come out whole, and a la
     }
     auto status = run("broken.jsonl");
     REQUIRE(!status.ok());
-    CHECK(status.code() == forge::ExitCode::kDataErr);
+    CHECK(status.kind() == forge::Kind::kInvalidData);
     CHECK(status.message().find("broken prompt delta") != std::string::npos);
     CHECK(status.message().find(db) != std::string::npos);
   }

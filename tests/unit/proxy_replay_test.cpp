@@ -11,7 +11,7 @@
 #include "support/temp_dir.h"
 
 using namespace forge::proxy;
-using forge::ExitCode;
+using forge::Kind;
 using forge::Status;
 using forge::testing::TempDir;
 using Json = nlohmann::json;
@@ -73,7 +73,7 @@ TEST_CASE("replay: a recorded call is served with its token data; samples of one
   CHECK(index.Next(KeyOf(RecordedCall("other", "x"))) == nullptr);
 }
 
-TEST_CASE("replay: failed calls are skipped quietly; unservable lines are DataErr naming the field") {
+TEST_CASE("replay: failed calls are skipped quietly; unservable lines are InvalidData naming the field") {
   ReplayIndex index;
   Json failed = RecordedCall("hi", "x");
   failed["http_status"] = 502;
@@ -85,7 +85,7 @@ TEST_CASE("replay: failed calls are skipped quietly; unservable lines are DataEr
 
   auto expect_field = [&](Json call, const std::string& field) {
     Status s = index.Add(call);
-    CHECK(s.code() == ExitCode::kDataErr);
+    CHECK(s.kind() == Kind::kInvalidData);
     CHECK_MESSAGE(s.message().find(field) != std::string::npos, s.message());
   };
   Json c = RecordedCall("hi", "x");
@@ -118,7 +118,7 @@ TEST_CASE("replay: failed calls are skipped quietly; unservable lines are DataEr
   c = RecordedCall("hi", "x");
   c["http_status"] = "200";
   expect_field(c, "http_status");
-  CHECK(index.Add(Json::array()).code() == ExitCode::kDataErr);
+  CHECK(index.Add(Json::array()).kind() == Kind::kInvalidData);
   CHECK(index.size() == 0);
 }
 
@@ -143,11 +143,11 @@ TEST_CASE("replay: a recorded-exchange file with bad lines loads the good ones")
   std::ofstream(useless) << "[1]\n";
   auto none = ReplayIndex::Load(useless);
   REQUIRE_FALSE(none.ok());
-  CHECK(none.status().code() == ExitCode::kDataErr);
+  CHECK(none.status().kind() == Kind::kInvalidData);
   CHECK(none.status().message().find("useless.jsonl") != std::string::npos);
   auto missing = ReplayIndex::Load(dir.File("missing.jsonl"));
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.status().code() == ExitCode::kNoInput);
+  CHECK(missing.status().kind() == Kind::kNotFound);
 }
 
 TEST_CASE("anthropic upstream: a Messages stream assembles as the SDK would") {
@@ -222,11 +222,11 @@ TEST_CASE("upstreams: http and https URLs, default ports, refused schemes and CA
   CHECK((*pool)->at(2).port == "8443");
   auto ftp = UpstreamPool::Create(io, {"ftp://127.0.0.1:21"}, "");
   REQUIRE_FALSE(ftp.ok());
-  CHECK(ftp.status().code() == ExitCode::kConfig);
+  CHECK(ftp.status().kind() == Kind::kBadConfig);
   TempDir dir;
   auto no_ca = UpstreamPool::Create(io, {"https://127.0.0.1:1"}, "", dir.File("none.pem"));
   REQUIRE_FALSE(no_ca.ok());
-  CHECK(no_ca.status().code() == ExitCode::kConfig);
+  CHECK(no_ca.status().kind() == Kind::kBadConfig);
   CHECK(no_ca.status().message().find("none.pem") != std::string::npos);
   // The CA file is only read when an upstream is https.
   CHECK(UpstreamPool::Create(io, {"http://127.0.0.1:1"}, "", dir.File("none.pem")).ok());

@@ -76,7 +76,7 @@ TEST_CASE("strict mode stops at the first bad line and names file and line") {
   REQUIRE(first.ok());
   auto second = (*reader)->Next();
   REQUIRE_FALSE(second.ok());
-  CHECK(second.status().code() == forge::ExitCode::kDataErr);
+  CHECK(second.status().kind() == forge::Kind::kInvalidData);
   CHECK(second.status().message().rfind(path + ":2: ", 0) == 0);
 }
 
@@ -90,14 +90,14 @@ TEST_CASE("ForEachRecord reads every input and reports skipped lines at the end"
     return forge::Status::Ok();
   });
   CHECK(seen == std::vector<int>{1, 2});
-  CHECK(s.code() == forge::ExitCode::kDataErr);
+  CHECK(s.kind() == forge::Kind::kInvalidData);
   CHECK(s.message().find("1 malformed input line skipped") != std::string::npos);
 }
 
-TEST_CASE("a missing input file is NoInput") {
+TEST_CASE("a missing input file is NotFound") {
   auto reader = forge::records::JsonlReader::Open("/nonexistent/forge/input.jsonl");
   REQUIRE_FALSE(reader.ok());
-  CHECK(reader.status().code() == forge::ExitCode::kNoInput);
+  CHECK(reader.status().kind() == forge::Kind::kNotFound);
 }
 
 TEST_CASE("the writer writes one compact line per record") {
@@ -129,7 +129,7 @@ TEST_CASE("schemas: required fields, types and versions are checked") {
   Json missing = rollout;
   missing.erase("task_id");
   auto s = forge::records::Validate(missing, RecordKind::kRollout);
-  CHECK(s.code() == forge::ExitCode::kDataErr);
+  CHECK(s.kind() == forge::Kind::kInvalidData);
   CHECK(s.message() == "rollout: missing field 'task_id'");
 
   Json wrong = rollout;

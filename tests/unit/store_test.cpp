@@ -274,7 +274,7 @@ TEST_CASE("a blob interned by a transaction that rolled back is stored again, no
   forge::Status failed = store->WriteTransaction([&]() -> forge::Status {
     auto skeleton = store->PutRequestText(Json{{"messages", abandoned}}.dump());
     REQUIRE(skeleton.ok());
-    return forge::Status::DataErr("abandoned");
+    return forge::Status::InvalidData("abandoned");
   });
   REQUIRE_FALSE(failed.ok());
   // The next blob takes the row id the rolled-back one had; a remembered id

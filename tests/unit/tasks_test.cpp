@@ -16,7 +16,7 @@
 #include "forge_paths.h"
 
 namespace fs = std::filesystem;
-using forge::ExitCode;
+using forge::Kind;
 using forge::Status;
 using forge::tasks::Json;
 using forge::tasks::Task;
@@ -283,7 +283,7 @@ TEST_CASE("broken Harbor tasks give errors naming file and field") {
     fs::remove(dir / "instruction.md");
     auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
     REQUIRE_FALSE(task.ok());
-    CHECK(task.status().code() == ExitCode::kDataErr);
+    CHECK(task.status().kind() == Kind::kInvalidData);
     CHECK(Contains(task.status().message(), (dir / "instruction.md").string() + ": missing"));
   }
   SUBCASE("TOML syntax error") {
@@ -291,7 +291,7 @@ TEST_CASE("broken Harbor tasks give errors naming file and field") {
     Write(dir / "task.toml", "[agent]\ntimeout_sec = 10\n[verifier\n");
     auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
     REQUIRE_FALSE(task.ok());
-    CHECK(task.status().code() == ExitCode::kDataErr);
+    CHECK(task.status().kind() == Kind::kInvalidData);
     CHECK(Contains(task.status().message(), toml + ":3:"));
   }
   SUBCASE("wrong type, named by its TOML key and line") {
@@ -391,7 +391,7 @@ TEST_CASE("a malformed JSONL line is skipped with file:line while the other task
   REQUIRE(tasks.size() == 2);
   CHECK(tasks[0].id == "a");
   CHECK(tasks[1].id == "f");
-  CHECK(status.code() == ExitCode::kDataErr);
+  CHECK(status.kind() == Kind::kInvalidData);
   CHECK(status.message() == "5 broken tasks skipped");
   CHECK(stats.broken == 5);
   CHECK(stats.loaded == 2);
@@ -411,7 +411,7 @@ TEST_CASE("strict mode stops at the first broken task") {
   Status status;
   std::vector<Task> tasks = LoadAll({path}, &status, /*strict=*/true);
   CHECK(tasks.size() == 1);
-  CHECK(status.code() == ExitCode::kDataErr);
+  CHECK(status.kind() == Kind::kInvalidData);
   CHECK(Contains(status.message(), path + ":2: "));
 
   Write(path, R"({"id": "a", "instruction": "x", "agent": {"timeout_sec": "soon"}})" "\n"
@@ -437,7 +437,7 @@ TEST_CASE("a directory of Harbor tasks loads them all, in name order, skipping a
   REQUIRE(tasks.size() == 2);
   CHECK(tasks[0].id == "a-task");
   CHECK(tasks[1].id == "b-task");
-  CHECK(status.code() == ExitCode::kDataErr);
+  CHECK(status.kind() == Kind::kInvalidData);
   CHECK(stats.broken == 1);
   CHECK(Contains(err, "c-broken/instruction.md: missing"));
   CHECK(Contains(err, "notes: no task.toml"));
@@ -476,12 +476,12 @@ TEST_CASE("inputs that are not there") {
   TempDir tmp;
   Status status;
   LoadAll({tmp / "nope.jsonl"}, &status);
-  CHECK(status.code() == ExitCode::kNoInput);
+  CHECK(status.kind() == Kind::kNotFound);
   CHECK(Contains(status.message(), "nope.jsonl"));
 
   fs::create_directories(tmp.path() / "empty");
   LoadAll({tmp / "empty"}, &status);
-  CHECK(status.code() == ExitCode::kNoInput);
+  CHECK(status.kind() == Kind::kNotFound);
 }
 
 TEST_CASE("task record validation names the field") {
@@ -490,7 +490,7 @@ TEST_CASE("task record validation names the field") {
   auto check = [&](const char* text, const std::string& expected) {
     auto task = forge::tasks::TaskFromJson(Json::parse(text), tmp.path().string(), "here");
     REQUIRE_FALSE(task.ok());
-    CHECK(task.status().code() == ExitCode::kDataErr);
+    CHECK(task.status().kind() == Kind::kInvalidData);
     CHECK(task.status().message() == expected);
   };
   check(R"({"instruction": "x"})", "id: missing");

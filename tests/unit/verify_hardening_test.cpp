@@ -8,7 +8,7 @@
 #include "verify/metrics.h"
 #include "verify/verifiers.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::Result;
 using forge::Status;
 using namespace forge::verify;
@@ -49,7 +49,7 @@ class FakeSandbox : public sandbox::Sandbox {
   Status CopyIn(const std::string&, const std::string&) override { return copy_status; }
   Result<std::string> ReadFile(const std::string& path, size_t) override {
     if (path == "/logs/verifier/reward.txt") return std::string("1\n");
-    return Status::NoInput(path);
+    return Status::NotFound(path);
   }
   Status Release() override { return Status::Ok(); }
 
@@ -152,8 +152,8 @@ TEST_CASE("the sweep's output: fit, a fault the agent caused, a full disk, a she
 TEST_CASE("attribution: a step that fails in a sandbox that answers is the agent's") {
   FakeSandbox box;
   CHECK(AgentCause(box, Status::Unavailable("engine down")).empty());
-  CHECK(AgentCause(box, Status::NoInput("pod gone")).empty());
-  CHECK(!AgentCause(box, Status::Io("no space left on device")).empty());
+  CHECK(AgentCause(box, Status::NotFound("pod gone")).empty());
+  CHECK(!AgentCause(box, Status::IoError("no space left on device")).empty());
   CHECK(AgentCauseOfLostSandbox({"fake", "x"}, Status::Unavailable("gone")).empty());
 }
 
@@ -188,7 +188,7 @@ TEST_CASE("RunHarbor: a sandbox the agent left unfit is failed, never infra_erro
   }
   SUBCASE("the upload fails on a full disk") {
     FakeSandbox box;
-    box.copy_status = Status::Io("no space left on device");
+    box.copy_status = Status::IoError("no space left on device");
     Verdict v = RunHarbor(box, spec, 1.0);
     CHECK(v.outcome == Outcome::kFailed);
     CHECK(v.message.find("upload tests") != std::string::npos);

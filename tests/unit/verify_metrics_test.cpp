@@ -5,7 +5,7 @@
 #include "verify/metrics.h"
 #include "verify/solvable.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::verify::BuildReport;
 using forge::verify::Outcome;
 using forge::verify::PassAtK;
@@ -122,13 +122,13 @@ TEST_CASE("report refuses a k larger than a task's valid trials and names the ta
   trials.insert(trials.end(), few.begin(), few.end());
   auto report = BuildReport(trials, {1, 5});
   REQUIRE_FALSE(report.ok());
-  CHECK(report.status().code() == ExitCode::kDataErr);
+  CHECK(report.status().kind() == Kind::kInvalidData);
   CHECK(report.status().message().find("few-valid (3 valid)") != std::string::npos);
   CHECK(report.status().message().find("enough") == std::string::npos);
   CHECK(report.status().message().find("k=5") != std::string::npos);
   // k = n is allowed.
   CHECK(BuildReport(trials, {3}).ok());
-  CHECK(BuildReport(trials, {0}).status().code() == ExitCode::kUsage);
+  CHECK(BuildReport(trials, {0}).status().kind() == Kind::kInvalidArgument);
 }
 
 TEST_CASE("TrialFromRecord reads the verdict and names what is missing") {
@@ -172,6 +172,6 @@ TEST_CASE("solvable flags broken, trivial, unsolved and saturated tasks") {
   CHECK_FALSE(forge::verify::HasDefect((*rows)[1]));
   options.k = 4;
   auto refused = forge::verify::CheckSolvable(t, options);
-  CHECK(refused.status().code() == ExitCode::kDataErr);
+  CHECK(refused.status().kind() == Kind::kInvalidData);
   CHECK(refused.status().message().find("good (model: 3 valid)") != std::string::npos);
 }

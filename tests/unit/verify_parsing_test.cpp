@@ -6,14 +6,14 @@
 #include "verify/tool_use.h"
 #include "verify/verifiers.h"
 
-using forge::ExitCode;
+using forge::Kind;
 using forge::verify::Json;
 
 TEST_CASE("reward.txt holds one number") {
   CHECK(forge::verify::ParseRewardTxt("1\n")->value == 1.0);
   CHECK(forge::verify::ParseRewardTxt("  0.25 \r\n")->value == 0.25);
   auto words = forge::verify::ParseRewardTxt("ok\n");
-  CHECK(words.status().code() == ExitCode::kDataErr);
+  CHECK(words.status().kind() == Kind::kInvalidData);
   CHECK(words.status().message().find("expected one number, got \"ok \"") != std::string::npos);
   CHECK_FALSE(forge::verify::ParseRewardTxt("1 2").ok());
   CHECK_FALSE(forge::verify::ParseRewardTxt("").ok());

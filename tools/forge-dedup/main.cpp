@@ -14,10 +14,10 @@ int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-dedup",
                         "Remove exact and near-duplicate JSONL records by embedding similarity.\n"
                         "Kept records are written to stdout unchanged, in input order.");
-  tool.ExitCodes({forge::ExitCode::kUsage, forge::ExitCode::kDataErr, forge::ExitCode::kNoInput,
-                  forge::ExitCode::kUnavailable, forge::ExitCode::kSoftware,
-                  forge::ExitCode::kCantCreate, forge::ExitCode::kIoErr,
-                  forge::ExitCode::kTempFail, forge::ExitCode::kProtocol});
+  tool.ExitCodes({forge::cli::ExitCode::kUsage, forge::cli::ExitCode::kDataErr, forge::cli::ExitCode::kNoInput,
+                  forge::cli::ExitCode::kUnavailable, forge::cli::ExitCode::kSoftware,
+                  forge::cli::ExitCode::kCantCreate, forge::cli::ExitCode::kIoErr,
+                  forge::cli::ExitCode::kTempFail, forge::cli::ExitCode::kProtocol});
   CLI::App& app = tool.app();
   DedupOptions o;
   CLI::App* calibrate = app.add_subcommand(
@@ -145,11 +145,11 @@ int main(int argc, char** argv) {
     o.calibrate = calibrate->parsed();
     bool precomputed = !o.vector_field.empty() || !o.vectors_path.empty();
     if (precomputed && !remote.url.empty()) {
-      return forge::Status::Usage("--vector-field/--vectors take the place of --embed-url; give one");
+      return forge::Status::InvalidArgument("--vector-field/--vectors take the place of --embed-url; give one");
     }
     if (!o.vectors_path.empty() && dim->count() > 0) o.vectors_dim = o.ngram.dim;
     if (!o.vector_field.empty() && dim->count() > 0) {
-      return forge::Status::Usage("--dim with --vector-field: the field's arrays give the dimension");
+      return forge::Status::InvalidArgument("--dim with --vector-field: the field's arrays give the dimension");
     }
     o.ngram.n = ngram > 0 ? ngram : kDefaultNgramN;
     o.minhash.n = ngram > 0 ? ngram : kDefaultMinHashN;
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<forge::store::Store> store;
     if (!store_path.empty()) {
       if (o.trajectories && !std::filesystem::exists(store_path)) {
-        return forge::Status::NoInput(store_path + ": no such store");
+        return forge::Status::NotFound(store_path + ": no such store");
       }
       auto opened = forge::store::Store::Open(store_path);
       if (!opened.ok()) return opened.status().Prefixed(store_path);

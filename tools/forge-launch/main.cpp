@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   return tool.Run(argc, argv, [&]() -> forge::Status {
     if (*gc) {
       if (gc_run.empty() && gc_older.empty() && !gc_all) {
-        return forge::Status::Usage("gc needs --run-id, --older-than or --all");
+        return forge::Status::InvalidArgument("gc needs --run-id, --older-than or --all");
       }
       double older = 0;
       if (!gc_older.empty()) {
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       forge::cli::Note(fmt::format("removed {} sandbox(es), {} relay socket dir(s) of killed runs", *removed,
                                    *relay_dirs));
       if (gc_images) {
-        if (gc_run.empty()) return forge::Status::Usage("gc --images needs --run-id");
+        if (gc_run.empty()) return forge::Status::InvalidArgument("gc --images needs --run-id");
         auto store = forge::store::Store::Open(store_path);
         if (!store.ok()) return store.status().Prefixed(store_path);
         auto images = forge::launch::CollectImages(**backend, **store, gc_run);

@@ -585,20 +585,20 @@ Result<GeminiRoute> GeminiFormat::ParseRoute(std::string_view target) {
   }
   size_t models = path.find("/models/");
   if (models == std::string_view::npos) {
-    return Status::DataErr("path: expected /v1beta/models/{model}:{method}, got \"" +
+    return Status::InvalidData("path: expected /v1beta/models/{model}:{method}, got \"" +
                            std::string(path) + "\"");
   }
   std::string_view rest = path.substr(models + 8);
   size_t colon = rest.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
-    return Status::DataErr("path: expected models/{model}:{method}, got \"" + std::string(path) + "\"");
+    return Status::InvalidData("path: expected models/{model}:{method}, got \"" + std::string(path) + "\"");
   }
   GeminiRoute route;
   route.model = rest.substr(0, colon);
   route.method = rest.substr(colon + 1);
   if (route.method != "generateContent" && route.method != "streamGenerateContent" &&
       route.method != "countTokens") {
-    return Status::DataErr("path: unsupported method \"" + route.method +
+    return Status::InvalidData("path: unsupported method \"" + route.method +
                            "\" (generateContent, streamGenerateContent, countTokens)");
   }
   route.stream = route.method == "streamGenerateContent";

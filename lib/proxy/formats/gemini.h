@@ -20,7 +20,7 @@ struct GeminiRoute {
 
 class GeminiFormat : public ClientFormat {
  public:
-  // Parses a request target (path and query). Unknown shapes are DataErr.
+  // Parses a request target (path and query). Unknown shapes are InvalidData.
   static Result<GeminiRoute> ParseRoute(std::string_view target);
 
   std::string name() const override { return "gemini"; }

@@ -34,19 +34,19 @@ class OpenAIChatFormat : public ClientFormat {
   std::string name() const override { return "openai-chat"; }
 
   Result<ChatRequest> ToChat(const Json& request) override {
-    if (!request.is_object()) return Status::DataErr("request body: must be a JSON object");
+    if (!request.is_object()) return Status::InvalidData("request body: must be a JSON object");
     auto messages = request.find("messages");
     if (messages == request.end() || !messages->is_array()) {
-      return Status::DataErr("messages: must be an array of messages");
+      return Status::InvalidData("messages: must be an array of messages");
     }
     for (size_t i = 0; i < messages->size(); ++i) {
       const Json& m = (*messages)[i];
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-        return Status::DataErr("messages[" + std::to_string(i) + "].role: missing or not a string");
+        return Status::InvalidData("messages[" + std::to_string(i) + "].role: missing or not a string");
       }
     }
     if (request.contains("stream") && !request["stream"].is_boolean() && !request["stream"].is_null()) {
-      return Status::DataErr("stream: must be a boolean");
+      return Status::InvalidData("stream: must be a boolean");
     }
     ChatRequest chat;
     chat.body = request;
@@ -67,13 +67,13 @@ class OpenAICompletionsFormat : public OpenAIChatFormat {
   std::string name() const override { return "openai-completions"; }
 
   Result<ChatRequest> ToChat(const Json& request) override {
-    if (!request.is_object()) return Status::DataErr("request body: must be a JSON object");
+    if (!request.is_object()) return Status::InvalidData("request body: must be a JSON object");
     auto prompt = request.find("prompt");
     if (prompt == request.end() || !(prompt->is_string() || prompt->is_array())) {
-      return Status::DataErr("prompt: must be a string, a list of strings or a list of token ids");
+      return Status::InvalidData("prompt: must be a string, a list of strings or a list of token ids");
     }
     if (request.contains("stream") && !request["stream"].is_boolean() && !request["stream"].is_null()) {
-      return Status::DataErr("stream: must be a boolean");
+      return Status::InvalidData("stream: must be a boolean");
     }
     ChatRequest chat;
     chat.body = request;

@@ -12,7 +12,7 @@
 namespace forge::proxy::wire {
 
 // Thrown inside a translator when the client body is malformed; ToChat
-// catches it at its boundary and returns Status::DataErr(message). Keeping
+// catches it at its boundary and returns Status::InvalidData(message). Keeping
 // it internal lets the field-by-field code read straight down.
 struct BadField {
   std::string message;
@@ -39,15 +39,15 @@ void CopyNumber(const Json& from, const char* key, Json& to, const char* to_key,
 std::string Path(const std::string& parent, const char* key);
 std::string Path(const std::string& parent, size_t index);
 
-// Runs a translation body, turning BadField and nlohmann type errors into DataErr.
+// Runs a translation body, turning BadField and nlohmann type errors into InvalidData.
 template <typename F>
 auto Guard(F&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const BadField& bad) {
-    return Status::DataErr(bad.message);
+    return Status::InvalidData(bad.message);
   } catch (const nlohmann::json::exception& e) {
-    return Status::DataErr(std::string("malformed request: ") + e.what());
+    return Status::InvalidData(std::string("malformed request: ") + e.what());
   }
 }
 

@@ -70,7 +70,7 @@ Status AddToArchive(TarWriter& tar, const std::string& host_path, const std::str
   for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
     names.push_back(entry.path().filename().string());
   }
-  if (ec) return Status::NoInput(host_path + ": " + ec.message());
+  if (ec) return Status::NotFound(host_path + ": " + ec.message());
   std::sort(names.begin(), names.end());
   for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path + "/" + name, under(name)));
   return Status::Ok();
@@ -179,7 +179,7 @@ Status DockerSandbox::KillAllButInit(const std::string& user) {
 bool DockerSandbox::OomSince(double since) { return OomKilledSince(*engine_, handle_.id, since); }
 
 Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
-  if (request.argv.empty()) return Status::Usage("exec: empty command");
+  if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
   const auto started = Clock::now();
   const double started_wall = WallNow();
   const std::string user = request.user.empty() ? user_ : request.user;
@@ -205,10 +205,10 @@ Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
       [&](std::string_view data) { demux.Feed(data); }, keep_going);
 
   ExecResult result;
-  const bool aborted = !streamed.ok() && streamed.status().code() == ExitCode::kInterrupted;
+  const bool aborted = !streamed.ok() && streamed.status().kind() == Kind::kCancelled;
   if (!streamed.ok() && !aborted) return streamed.status();
   if (streamed.ok() && *streamed != 200 && *streamed != 101) {
-    return Status::TempFail("Docker engine: exec start answered HTTP " + std::to_string(*streamed));
+    return Status::Busy("Docker engine: exec start answered HTTP " + std::to_string(*streamed));
   }
   if (aborted) {
     FORGE_RETURN_IF_ERROR(KillAllButInit(user));
@@ -224,8 +224,8 @@ Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
     if (!info.value("Running", false)) break;
     if (Clock::now() > poll_until) {
       // Last resort: the process ignores us, so the container goes.
-      engine_->Call("POST", "/containers/" + handle_.id + "/kill?signal=SIGKILL");
-      return Status::TempFail("exec " + *exec_id + " did not stop; container killed");
+      (void)engine_->Call("POST", "/containers/" + handle_.id + "/kill?signal=SIGKILL");
+      return Status::Busy("exec " + *exec_id + " did not stop; container killed");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(i < 10 ? 5 : 50));
   }
@@ -259,7 +259,7 @@ Status DockerSandbox::PutArchive(const std::string& dir, const std::string& tar)
     auto made = Exec(mkdir);
     if (!made.ok()) return made.status().Prefixed("mkdir " + dir);
     if (made->exit_code != 0) {
-      return Status::Io("mkdir -p " + dir + " in the sandbox failed: " + made->stderr_data);
+      return Status::IoError("mkdir -p " + dir + " in the sandbox failed: " + made->stderr_data);
     }
     response = put();
     if (!response.ok()) return response.status();
@@ -278,7 +278,7 @@ Result<std::string> DockerSandbox::ReadFile(const std::string& path, size_t max_
   auto response = engine_->Call(
       "GET", "/containers/" + handle_.id + "/archive?path=" + Engine::Escape(path), "", {"", 300});
   if (!response.ok()) return response.status();
-  if (response->status == 404) return Status::NoInput(path + ": no such file in the sandbox");
+  if (response->status == 404) return Status::NotFound(path + ": no such file in the sandbox");
   if (response->status != 200) return StatusForHttp("GET archive " + path, *response);
   auto entry = FirstFileInTar(response->body, max_bytes);
   if (!entry.ok()) return entry.status().Prefixed(path);
@@ -326,7 +326,7 @@ Result<Json> BindMounts(const std::vector<Mount>& mounts) {
   for (const Mount& m : mounts) {
     if (m.host_path.empty() || m.host_path[0] != '/' || m.sandbox_path.empty() ||
         m.sandbox_path[0] != '/') {
-      return Status::Config("sandbox mount " + m.host_path + ":" + m.sandbox_path +
+      return Status::BadConfig("sandbox mount " + m.host_path + ":" + m.sandbox_path +
                             ": both paths must be absolute");
     }
     out.push_back({{"Type", "bind"},
@@ -345,7 +345,7 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
     if (!built.ok()) return built.status();
     image = *built;
   }
-  if (image.empty()) return Status::Config("sandbox: no image and no build context");
+  if (image.empty()) return Status::BadConfig("sandbox: no image and no build context");
   const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
   Json labels = {{"forge.managed", "1"},
                  {"forge.run", spec.run_id},
@@ -407,9 +407,9 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
   // replaced. Its removal may be under way already (AutoRemove after the
   // kill), when the name stays taken until it is done.
   const auto give_up = Clock::now() + std::chrono::seconds(30);
-  while (!created.ok() && created.status().code() == ExitCode::kTempFail && !name.empty() &&
+  while (!created.ok() && created.status().kind() == Kind::kBusy && !name.empty() &&
          created.status().message().find("Conflict") != std::string::npos && Clock::now() < give_up) {
-    engine_->Call("DELETE", "/containers/" + Engine::Escape(name) + "?force=1&v=1");
+    (void)engine_->Call("DELETE", "/containers/" + Engine::Escape(name) + "?force=1&v=1");
     for (int i = 0; i < 100; ++i) {
       auto gone = engine_->Call("GET", "/containers/" + Engine::Escape(name) + "/json");
       if (gone.ok() && gone->status == 404) break;
@@ -418,8 +418,8 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
     created = engine_->CallJson("POST", path, body);
   }
   if (!created.ok()) {
-    if (created.status().code() == ExitCode::kNoInput) {
-      return Status::NoInput(created.status().message() + " (image " + image + " missing)");
+    if (created.status().kind() == Kind::kNotFound) {
+      return Status::NotFound(created.status().message() + " (image " + image + " missing)");
     }
     return created.status();
   }
@@ -436,7 +436,7 @@ void DockerBackend::ReapUnstarted(const std::string& run_id) {
   auto listed = engine_->CallJson("GET", "/containers/json?all=1&filters=" + FiltersParam(filters));
   if (!listed.ok()) return;
   for (const auto& container : *listed) {
-    engine_->Call("DELETE", "/containers/" + container.value("Id", std::string()) + "?force=1&v=1");
+    (void)engine_->Call("DELETE", "/containers/" + container.value("Id", std::string()) + "?force=1&v=1");
   }
 }
 
@@ -445,14 +445,15 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
   if (spec.pod) {
     pod.emplace(*engine_, spec);
     Status prepared = pod->Prepare([&](const std::string& context) { return BuildImage(context, spec.run_id, spec.build_timeout_seconds); });
+    // Cleanup on a failed path is best effort: the failure is what is reported.
     if (!prepared.ok()) {
-      RemovePod(*engine_, spec.rollout_id, "");
+      (void)RemovePod(*engine_, spec.rollout_id, "");
       return prepared;
     }
   }
   auto created = CreateContainer(spec, Shape::kKept, pod ? &*pod : nullptr);
   if (!created.ok()) {
-    if (pod) RemovePod(*engine_, spec.rollout_id, "");
+    if (pod) (void)RemovePod(*engine_, spec.rollout_id, "");
     return created.status();
   }
   const std::string id = *created;
@@ -460,7 +461,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
                                                  spec.pod ? spec.rollout_id : "");
   auto started = engine_->CallJson("POST", "/containers/" + id + "/start");
   if (!started.ok()) {
-    sandbox->Release();
+    (void)sandbox->Release();
     return started.status().Prefixed("start container");
   }
   if (pod) {
@@ -470,7 +471,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
     if (int n = HostCpus(); n > 0 && cpus > n) cpus = n;
     Status s = pod->Start(id, static_cast<int64_t>(std::llround(cpus * 1e9)));
     if (!s.ok()) {
-      sandbox->Release();
+      (void)sandbox->Release();
       return s.Prefixed("pod");
     }
   }
@@ -478,8 +479,8 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
 }
 
 Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
-  if (job.exec.argv.empty()) return Status::Usage("exec: empty command");
-  if (spec.pod) return Status::CantCreate("a pod's services start before its harness: it runs in an exec'd sandbox");
+  if (job.exec.argv.empty()) return Status::InvalidArgument("exec: empty command");
+  if (spec.pod) return Status::CannotCreate("a pod's services start before its harness: it runs in an exec'd sandbox");
   auto phase = [&](const char* name) {
     if (job.on_phase) job.on_phase(name);
   };
@@ -489,7 +490,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   const std::string id = *created;
   // Every way out before the end is known removes the container itself.
   auto fail = [&](Status status) {
-    engine_->Call("DELETE", "/containers/" + id + "?force=1&v=1");
+    (void)engine_->Call("DELETE", "/containers/" + id + "?force=1&v=1");
     return status;
   };
   const std::string prefix = "/" + engine_->api_version() + "/containers/" + id;
@@ -504,7 +505,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     auto wait_status = sent->ReadHeader(120);
     if (!wait_status.ok()) return fail(wait_status.status().Prefixed("wait"));
     if (*wait_status != 200) {
-      return fail(Status::TempFail("Docker engine: wait answered HTTP " + std::to_string(*wait_status)));
+      return fail(Status::Busy("Docker engine: wait answered HTTP " + std::to_string(*wait_status)));
     }
     wait.emplace(std::move(*sent));
   }
@@ -514,7 +515,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   auto attach_status = attach->ReadHeader(120);
   if (!attach_status.ok()) return fail(attach_status.status().Prefixed("attach"));
   if (*attach_status != 101 && *attach_status != 200) {
-    return fail(Status::TempFail("Docker engine: attach answered HTTP " + std::to_string(*attach_status)));
+    return fail(Status::Busy("Docker engine: attach answered HTTP " + std::to_string(*attach_status)));
   }
 
   if (!job.copies.empty()) {
@@ -557,16 +558,16 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   };
   Status streamed = attach->ReadBody([&](std::string_view data) { demux.Feed(data); }, keep_going);
   const bool ended = demux.watched().has_value();
-  const bool aborted = !ended && !streamed.ok() && streamed.code() == ExitCode::kInterrupted;
+  const bool aborted = !ended && !streamed.ok() && streamed.kind() == Kind::kCancelled;
   if (!streamed.ok() && !aborted && !ended) return fail(streamed.Prefixed("attach"));
   if (aborted && hold) {
     return fail(stop.cancelled ? Status::Cancelled("exec cancelled")
-                               : Status::TempFail("held sandbox " + id + ": no end of the command " +
+                               : Status::Busy("held sandbox " + id + ": no end of the command " +
                                                   std::to_string(kHeldDeadlineGrace) + " s past its deadline"));
   }
   if (aborted) {
     // The whole container goes: nothing in it is kept for later.
-    engine_->Call("POST", "/containers/" + id + "/kill?signal=SIGKILL");
+    (void)engine_->Call("POST", "/containers/" + id + "/kill?signal=SIGKILL");
   }
 
   ExecResult result;
@@ -600,7 +601,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
                                    [&] { return Clock::now() < wait_until; });
     auto parsed = Json::parse(answer, nullptr, false);
     if (!waited.ok() || !parsed.is_object() || !parsed.contains("StatusCode")) {
-      return fail(Status::TempFail("Docker engine: wait for container " + id + " gave no exit status" +
+      return fail(Status::Busy("Docker engine: wait for container " + id + " gave no exit status" +
                                    (waited.ok() ? "" : ": " + waited.message())));
     }
     result.exit_code = parsed["StatusCode"].is_number() ? parsed["StatusCode"].get<int>() : -1;
@@ -618,11 +619,11 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     if (at != std::string::npos) {
       std::string line = result.stderr_data.substr(at + 13);
       line = line.substr(0, line.find('\n'));
-      return hold ? fail(Status::CantCreate("one-shot sandbox: " + line))
-                  : Status::CantCreate("one-shot sandbox: " + line);
+      return hold ? fail(Status::CannotCreate("one-shot sandbox: " + line))
+                  : Status::CannotCreate("one-shot sandbox: " + line);
     }
   }
-  if (hold && !ended) return fail(Status::TempFail("held sandbox " + id + " exited before its command ended (status " +
+  if (hold && !ended) return fail(Status::Busy("held sandbox " + id + " exited before its command ended (status " +
                                                    std::to_string(result.exit_code) + "): " +
                                                    result.stderr_data.substr(0, 300)));
   if (hold) *hold = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user);
@@ -648,12 +649,12 @@ Status DockerBackend::PutCopies(const std::string& id,
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Attach(const Handle& handle) {
   if (handle.backend != "docker") {
-    return Status::Config("sandbox handle is for backend '" + handle.backend + "', not docker");
+    return Status::BadConfig("sandbox handle is for backend '" + handle.backend + "', not docker");
   }
   auto inspect = engine_->CallJson("GET", "/containers/" + Engine::Escape(handle.id) + "/json");
   if (!inspect.ok()) return inspect.status().Prefixed("attach " + handle.id);
   if (inspect->value("/Config/Labels/forge.managed"_json_pointer, std::string()) != "1") {
-    return Status::Config("container " + handle.id + " was not created by forge");
+    return Status::BadConfig("container " + handle.id + " was not created by forge");
   }
   if (!inspect->value("/State/Running"_json_pointer, false)) {
     return Status::Unavailable("container " + handle.id + " is not running (" +
@@ -715,7 +716,7 @@ Result<int> DockerBackend::Collect(const std::string& run_id, int64_t older_than
 }
 
 Result<int> DockerBackend::CollectImages(const std::string& run_id, const std::vector<std::string>& pulled) {
-  if (run_id.empty()) return Status::Usage("gc --images needs --run-id");
+  if (run_id.empty()) return Status::InvalidArgument("gc --images needs --run-id");
   Json label = Json::array({"forge.managed=1", "forge.run=" + run_id});
   auto listed = engine_->CallJson("GET", "/images/json?filters=" + FiltersParam(Json{{"label", label}}));
   if (!listed.ok()) return listed.status();
@@ -748,15 +749,15 @@ Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec) {
     spec->image = *built;
     spec->build_context.clear();
   }
-  if (spec->image.empty()) return Status::Config("sandbox: no image and no build context");
+  if (spec->image.empty()) return Status::BadConfig("sandbox: no image and no build context");
   const std::string inspect_path = "/images/" + Engine::Escape(spec->image) + "/json";
   auto inspect = engine_->CallJson("GET", inspect_path);
   ImageConfig config;
-  if (!inspect.ok() && inspect.status().code() == ExitCode::kNoInput) {
+  if (!inspect.ok() && inspect.status().kind() == Kind::kNotFound) {
     // Missing: pulled, once even when many rollouts want it at the same time.
     std::lock_guard<std::mutex> lock(pull_mutex_);
     inspect = engine_->CallJson("GET", inspect_path);
-    if (!inspect.ok() && inspect.status().code() == ExitCode::kNoInput) {
+    if (!inspect.ok() && inspect.status().kind() == Kind::kNotFound) {
       auto auth = RegistryAuth(spec->image, docker_config_);
       if (!auth.ok()) return auth.status();
       FORGE_RETURN_IF_ERROR(PullImage(*engine_, spec->image, *auth, spec->build_timeout_seconds));
@@ -786,13 +787,13 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
   TarWriter tar;
   std::error_code ec;
   if (!std::filesystem::exists(context_dir + "/Dockerfile", ec)) {
-    return Status::DataErr(context_dir + ": no Dockerfile to build");
+    return Status::InvalidData(context_dir + ": no Dockerfile to build");
   }
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(context_dir, ec)) {
     names.push_back(entry.path().filename().string());
   }
-  if (ec) return Status::NoInput(context_dir + ": " + ec.message());
+  if (ec) return Status::NotFound(context_dir + ": " + ec.message());
   std::sort(names.begin(), names.end());
   for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(context_dir + "/" + name, name));
   std::string context = tar.Finish();
@@ -829,8 +830,12 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
     pos = end + 1;
     if (!line.is_object()) continue;
     if (line.contains("error")) {
-      return Status::DataErr("build " + context_dir + ": " + line.value("error", std::string()) +
-                             (last_output.empty() ? "" : " (after: " + last_output + ")"));
+      const std::string error = line.value("error", std::string());
+      const std::string message = "build " + context_dir + ": " + error +
+                                  (last_output.empty() ? "" : " (after: " + last_output + ")");
+      // A base image that a registry did not serve this time is worth a
+      // retry; a Dockerfile step that failed is not.
+      return RegistryErrorIsTransient(error) ? Status::Unavailable(message) : Status::InvalidData(message);
     }
     if (line.contains("stream")) {
       std::string text = line.value("stream", std::string());

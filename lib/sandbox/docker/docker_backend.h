@@ -29,7 +29,7 @@
 namespace forge::sandbox::docker {
 
 // HostConfig.Mounts for spec.mounts: bind mounts, read-only unless said
-// otherwise. Config naming the mount when a path is not absolute.
+// otherwise. BadConfig naming the mount when a path is not absolute.
 Result<nlohmann::json> BindMounts(const std::vector<Mount>& mounts);
 
 // How long past a held sandbox's deadline the launcher waits for the
@@ -60,7 +60,7 @@ class DockerBackend : public Backend {
   // Builds the Dockerfile in context_dir through POST /build unless an image
   // built from the same bytes exists already; returns its tag
   // (forge-task:<sha256 prefix of the context>). A build past timeout_seconds
-  // is abandoned (TempFail); a failing step is a DataErr, never retried.
+  // is abandoned (Busy); a failing step is a InvalidData, never retried.
   Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id,
                                  double timeout_seconds = 3600);
   // Builds or finds spec's image and reads its Config (GET /images/{name}/json).

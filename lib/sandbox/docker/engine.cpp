@@ -209,9 +209,9 @@ Status StatusForHttp(const std::string& what, const HttpResponse& response) {
   std::string text = "Docker engine: " + what + ": HTTP " + std::to_string(response.status) +
                      (message.empty() ? "" : ": " + message);
   const long s = response.status;
-  if (s == 404) return Status::NoInput(text);
-  if (s == 409 || s == 429 || s >= 500) return Status::TempFail(text);
-  return Status::Config(text);
+  if (s == 404) return Status::NotFound(text);
+  if (s == 409 || s == 429 || s >= 500) return Status::Busy(text);
+  return Status::BadConfig(text);
 }
 
 }  // namespace forge::sandbox::docker

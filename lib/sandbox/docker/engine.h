@@ -64,8 +64,8 @@ class Engine {
   std::string api_version_;
 };
 
-// Maps an engine error status to a Status: 404 NoInput, 409/429/5xx TempFail
-// (an infrastructure hiccup worth a retry), other 4xx Config. The message
+// Maps an engine error status to a Status: 404 NotFound, 409/429/5xx Busy
+// (an infrastructure hiccup worth a retry), other 4xx BadConfig. The message
 // names the request and quotes the engine's {"message": ...}.
 Status StatusForHttp(const std::string& what, const HttpResponse& response);
 

@@ -27,7 +27,7 @@ Result<std::string> Unbase64(const std::string& text) {
   std::string out(3 * (text.size() / 4) + 3, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                                 reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return Status::Config("not base64");
+  if (n < 0) return Status::BadConfig("not base64");
   out.resize(n);
   size_t pad = 0;
   for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) ++pad;
@@ -45,6 +45,17 @@ bool Deterministic(const std::string& message) {
 }
 
 }  // namespace
+
+bool RegistryErrorIsTransient(const std::string& message) {
+  if (Deterministic(message)) return false;
+  for (const char* text : {"dial tcp", "connection refused", "connection reset", "i/o timeout",
+                           "TLS handshake timeout", "toomanyrequests", "Too Many Requests",
+                           "502 Bad Gateway", "503 Service Unavailable", "504 Gateway Timeout",
+                           "unexpected EOF", "Client.Timeout exceeded", "request canceled"}) {
+    if (message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
 
 ImageRef ParseImageRef(const std::string& image) {
   ImageRef ref;
@@ -78,10 +89,10 @@ Result<std::string> RegistryAuth(const std::string& image, const std::string& co
   std::stringstream text;
   text << in.rdbuf();
   auto config = Json::parse(text.str(), nullptr, false);
-  if (!in || !config.is_object()) return Status::Config(config_path + ": not a readable JSON docker config");
+  if (!in || !config.is_object()) return Status::BadConfig(config_path + ": not a readable JSON docker config");
   const ImageRef ref = ParseImageRef(image);
   const Json auths = config.value("auths", Json::object());
-  if (!auths.is_object()) return Status::Config(config_path + ": auths: expected an object");
+  if (!auths.is_object()) return Status::BadConfig(config_path + ": auths: expected an object");
   for (const std::string& key : {ref.registry, "https://" + ref.registry, "http://" + ref.registry,
                                  std::string(ref.registry == "docker.io" ? "https://index.docker.io/v1/" : "")}) {
     if (key.empty() || !auths.contains(key) || !auths[key].is_object()) continue;
@@ -92,7 +103,7 @@ Result<std::string> RegistryAuth(const std::string& image, const std::string& co
     } else if (entry.contains("auth") && entry["auth"].is_string()) {
       auto pair = Unbase64(entry["auth"].get<std::string>());
       const size_t sep = pair.ok() ? pair->find(':') : std::string::npos;
-      if (sep == std::string::npos) return Status::Config(config_path + ": auths." + key + ".auth: not base64 of user:password");
+      if (sep == std::string::npos) return Status::BadConfig(config_path + ": auths." + key + ".auth: not base64 of user:password");
       header["username"] = pair->substr(0, sep);
       header["password"] = pair->substr(sep + 1);
     } else {
@@ -117,7 +128,7 @@ Status PullImage(Engine& engine, const std::string& image, const std::string& re
     Status status = StatusForHttp("pull " + image, *response);
     // The engine answers 404 for a missing repository or tag, and 500 for
     // some registries' "manifest unknown": not worth a retry either way.
-    if (Deterministic(status.message())) return Status::NoInput(status.message());
+    if (Deterministic(status.message())) return Status::NotFound(status.message());
     return status;
   }
   // JSON lines; an "error" line means the pull failed even though the status was 200.
@@ -126,7 +137,7 @@ Status PullImage(Engine& engine, const std::string& image, const std::string& re
     auto parsed = Json::parse(line, nullptr, false);
     if (!parsed.is_object() || !parsed.contains("error")) continue;
     const std::string message = "Docker engine: pull " + image + ": " + parsed.value("error", std::string());
-    return Deterministic(message) ? Status::NoInput(message) : Status::TempFail(message);
+    return Deterministic(message) ? Status::NotFound(message) : Status::Busy(message);
   }
   return Status::Ok();
 }

@@ -125,7 +125,7 @@ Result<std::string> PodRunner::CreateService(const PodService& service, const st
   const std::string name = "forge-" + spec_.rollout_id + "-" + service.name;
   auto created = engine_.CallJson("POST", "/containers/create?name=" + Engine::Escape(name), body);
   if (!created.ok()) {
-    if (created.status().code() == ExitCode::kNoInput) {
+    if (created.status().kind() == Kind::kNotFound) {
       return Status::Unavailable(created.status().message() + " (image " + images_[service.name] +
                                  " of service " + service.name + " missing: pull or build it first)");
     }
@@ -201,7 +201,7 @@ Status RemovePod(Engine& engine, const std::string& pod, const std::string& keep
   if (!volumes.ok()) return volumes.status().Prefixed("list pod volumes");
   for (const auto& volume : volumes->value("Volumes", Json::array())) {
     // A volume still held by main (removed after this) goes with gc.
-    engine.Call("DELETE", "/volumes/" + Engine::Escape(volume.value("Name", "")) + "?force=1");
+    (void)engine.Call("DELETE", "/volumes/" + Engine::Escape(volume.value("Name", "")) + "?force=1");
   }
   return Status::Ok();
 }

@@ -46,7 +46,7 @@ Result<RawCall> RawCall::Send(const std::string& socket_path, const std::string&
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof addr.sun_path) {
-    return Status::Config("Docker socket path too long: " + socket_path);
+    return Status::BadConfig("Docker socket path too long: " + socket_path);
   }
   std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -84,11 +84,11 @@ Result<size_t> RawCall::ReadSome(std::string& into, int timeout_ms) {
     if (errno == EINTR) return size_t{0};
     return Status::Unavailable(std::string("Docker engine: poll: ") + std::strerror(errno));
   }
-  if (ready == 0) return Status::TempFail("no data yet");
+  if (ready == 0) return Status::Busy("no data yet");
   char buffer[16384];
   ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
   if (n < 0) {
-    if (errno == EINTR || errno == EAGAIN) return Status::TempFail("no data yet");
+    if (errno == EINTR || errno == EAGAIN) return Status::Busy("no data yet");
     return Status::Unavailable(std::string("Docker engine: read: ") + std::strerror(errno));
   }
   into.append(buffer, static_cast<size_t>(n));
@@ -101,12 +101,12 @@ Result<long> RawCall::ReadHeader(double timeout_seconds) {
   size_t end;
   while ((end = pending_.find("\r\n\r\n")) == std::string::npos) {
     if (std::chrono::steady_clock::now() > until) {
-      return Status::TempFail("Docker engine: no answer within " +
+      return Status::Busy("Docker engine: no answer within " +
                               std::to_string(static_cast<int>(timeout_seconds)) + " s");
     }
     auto n = ReadSome(pending_, 100);
     if (!n.ok()) {
-      if (n.status().code() == ExitCode::kTempFail) continue;
+      if (n.status().kind() == Kind::kBusy) continue;
       return n.status();
     }
     if (*n == 0) return Status::Unavailable("Docker engine closed the connection before answering");
@@ -144,7 +144,7 @@ Status RawCall::ReadBody(const std::function<void(std::string_view)>& on_data,
     if (!keep_going()) return Status::Cancelled("aborted");
     auto n = ReadSome(buffer, 100);
     if (!n.ok()) {
-      if (n.status().code() == ExitCode::kTempFail) continue;
+      if (n.status().kind() == Kind::kBusy) continue;
       return n.status();
     }
     if (*n == 0) break;

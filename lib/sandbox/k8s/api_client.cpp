@@ -289,13 +289,13 @@ Status ApiError(const HttpResponse& response, std::string_view what) {
   switch (response.status) {
     case 401:
     case 403:
-      return Status::Config(message + " (check the token and RBAC: pods create/get/list/watch/"
+      return Status::BadConfig(message + " (check the token and RBAC: pods create/get/list/watch/"
                                       "delete/deletecollection, pods/exec, pods/log)");
     case 404:
-      return Status::NoInput(message);
+      return Status::NotFound(message);
     case 400:
     case 422:
-      return Status::DataErr(message);
+      return Status::InvalidData(message);
     case 429:
       return Status::Unavailable(message);
     default:

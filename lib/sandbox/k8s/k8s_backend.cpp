@@ -33,7 +33,7 @@ Result<Json> ParseBody(const HttpResponse& response, std::string_view what) {
 Result<std::string> TarOf(const std::string& host_path) {
   struct stat st;
   if (::stat(host_path.c_str(), &st) != 0) {
-    return Status::NoInput(host_path + ": " + std::strerror(errno));
+    return Status::NotFound(host_path + ": " + std::strerror(errno));
   }
   std::string path = host_path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -41,7 +41,7 @@ Result<std::string> TarOf(const std::string& host_path) {
   std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   int fds[2];
-  if (pipe(fds) != 0) return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  if (pipe(fds) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
@@ -69,7 +69,7 @@ Result<std::string> TarOf(const std::string& host_path) {
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Status::Io("tar of " + host_path + " failed");
+    return Status::IoError("tar of " + host_path + " failed");
   }
   return out;
 }
@@ -83,9 +83,9 @@ class K8sSandbox : public Sandbox {
   const Handle& handle() const override { return handle_; }
 
   Result<ExecResult> Exec(const ExecRequest& request) override {
-    if (request.argv.empty()) return Status::Usage("exec: empty command");
+    if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
     if (!request.user.empty()) {
-      return Status::Usage("exec: the k8s backend runs commands as the pod's user; set the "
+      return Status::InvalidArgument("exec: the k8s backend runs commands as the pod's user; set the "
                            "user when the sandbox is created");
     }
     std::vector<std::string> command;
@@ -110,7 +110,7 @@ class K8sSandbox : public Sandbox {
             true, *tar, 600, 64 * 1024);
     if (!result.ok()) return result.status().Prefixed("copy " + host_path + " into " + pod_);
     if (result->exit_code != 0) {
-      return Status::Io("copy " + host_path + " into " + pod_ + ":" + dest_dir + ": tar exited " +
+      return Status::IoError("copy " + host_path + " into " + pod_ + ":" + dest_dir + ": tar exited " +
                         std::to_string(result->exit_code) + ": " + result->stderr_data);
     }
     return Status::Ok();
@@ -123,13 +123,13 @@ class K8sSandbox : public Sandbox {
          "sh", path},
         false, "", 300, max_bytes);
     if (!result.ok()) return result.status().Prefixed("read " + pod_ + ":" + path);
-    if (result->exit_code == 66) return Status::NoInput(pod_ + ":" + path + ": no such file");
+    if (result->exit_code == 66) return Status::NotFound(pod_ + ":" + path + ": no such file");
     if (result->exit_code != 0) {
-      return Status::Io("read " + pod_ + ":" + path + ": cat exited " +
+      return Status::IoError("read " + pod_ + ":" + path + ": cat exited " +
                         std::to_string(result->exit_code) + ": " + result->stderr_data);
     }
     if (result->truncated) {
-      return Status::DataErr(pod_ + ":" + path + ": larger than " + std::to_string(max_bytes) +
+      return Status::InvalidData(pod_ + ":" + path + ": larger than " + std::to_string(max_bytes) +
                              " bytes");
     }
     return std::move(result->stdout_data);
@@ -244,7 +244,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
 
 Result<std::unique_ptr<Sandbox>> K8sBackend::Attach(const Handle& handle) {
   if (handle.backend != "k8s") {
-    return Status::Usage("handle of backend '" + handle.backend + "' given to the k8s backend");
+    return Status::InvalidArgument("handle of backend '" + handle.backend + "' given to the k8s backend");
   }
   std::string ns = cluster().namespace_;
   std::string name = handle.id;

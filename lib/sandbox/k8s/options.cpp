@@ -66,7 +66,7 @@ class YamlParser {
   static bool IsSeqItem(const std::string& t) { return t == "-" || t.rfind("- ", 0) == 0; }
 
   static Status Error(const Line& line, const std::string& why) {
-    return Status::Config("line " + std::to_string(line.number) + ": " + why);
+    return Status::BadConfig("line " + std::to_string(line.number) + ": " + why);
   }
 
   Result<Json> ParseNode(int indent) {
@@ -194,7 +194,7 @@ class YamlParser {
 
 Result<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NoInput(path + ": cannot read");
+  if (!in) return Status::NotFound(path + ": cannot read");
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
@@ -266,20 +266,20 @@ Result<Cluster> ClusterFromKubeconfig(std::string_view text, const std::string& 
   Result<Json> parsed = ParseYamlSubset(text);
   if (!parsed.ok()) return parsed.status();
   const Json& config = *parsed;
-  if (!config.is_object()) return Status::Config("kubeconfig is not a mapping");
+  if (!config.is_object()) return Status::BadConfig("kubeconfig is not a mapping");
   std::string name = context_name.empty() ? Str(config, "current-context") : context_name;
-  if (name.empty()) return Status::Config("kubeconfig has no current-context; pass a context");
+  if (name.empty()) return Status::BadConfig("kubeconfig has no current-context; pass a context");
   const Json* context = FindNamed(config, "contexts", "context", name);
-  if (!context) return Status::Config("kubeconfig has no context '" + name + "'");
+  if (!context) return Status::BadConfig("kubeconfig has no context '" + name + "'");
   const Json* cluster = FindNamed(config, "clusters", "cluster", Str(*context, "cluster"));
   if (!cluster) {
-    return Status::Config("context '" + name + "' names cluster '" + Str(*context, "cluster") +
+    return Status::BadConfig("context '" + name + "' names cluster '" + Str(*context, "cluster") +
                           "', which the kubeconfig does not define");
   }
   Cluster out;
   out.source = "kubeconfig context " + name;
   out.server = Str(*cluster, "server");
-  if (out.server.empty()) return Status::Config("cluster of context '" + name + "' has no server");
+  if (out.server.empty()) return Status::BadConfig("cluster of context '" + name + "' has no server");
   if (!Str(*context, "namespace").empty()) out.namespace_ = Str(*context, "namespace");
   out.ca_file = Resolve(Str(*cluster, "certificate-authority"), base_dir);
   out.ca_data = Base64Decode(Str(*cluster, "certificate-authority-data"));
@@ -289,7 +289,7 @@ Result<Cluster> ClusterFromKubeconfig(std::string_view text, const std::string& 
   if (!user_name.empty()) {
     const Json* user = FindNamed(config, "users", "user", user_name);
     if (!user) {
-      return Status::Config("context '" + name + "' names user '" + user_name +
+      return Status::BadConfig("context '" + name + "' names user '" + user_name +
                             "', which the kubeconfig does not define");
     }
     out.token = Str(*user, "token");
@@ -301,7 +301,7 @@ Result<Cluster> ClusterFromKubeconfig(std::string_view text, const std::string& 
     if (user->contains("exec") || user->contains("auth-provider")) {
       if (out.token.empty() && out.token_file.empty() && out.client_cert_data.empty() &&
           out.client_cert_file.empty()) {
-        return Status::Config("user '" + user_name +
+        return Status::BadConfig("user '" + user_name +
                               "' authenticates with an exec/auth-provider plugin, which forge "
                               "does not run; pass --k8s-token or a token kubeconfig");
       }
@@ -316,7 +316,7 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
   std::string kubeconfig = options.kubeconfig;
   bool explicit_kubeconfig = !kubeconfig.empty();
   if (options.in_cluster && !options.kubeconfig.empty()) {
-    return Status::Usage("in-cluster and a kubeconfig path exclude each other");
+    return Status::InvalidArgument("in-cluster and a kubeconfig path exclude each other");
   }
   if (kubeconfig.empty() && options.server.empty() && !options.in_cluster) {
     if (const char* env = std::getenv("KUBECONFIG"); env && *env) {
@@ -335,7 +335,7 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
   if (!kubeconfig.empty()) {
     Result<std::string> text = ReadWholeFile(kubeconfig);
     if (!text.ok()) {
-      return explicit_kubeconfig ? Status::Config("kubeconfig " + text.status().message())
+      return explicit_kubeconfig ? Status::BadConfig("kubeconfig " + text.status().message())
                                  : text.status();
     }
     std::string dir = kubeconfig.find('/') == std::string::npos
@@ -346,7 +346,7 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
     cluster = std::move(*from_file);
     cluster.source = kubeconfig + " (" + cluster.source + ")";
   } else if (options.server.empty() && options.in_cluster && !(service_host && *service_host)) {
-    return Status::Config("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod)");
+    return Status::BadConfig("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod)");
   } else if (options.server.empty() && service_host && *service_host) {
     // In-cluster: the service account the pod runs as.
     const std::string& dir = options.service_account_dir;
@@ -361,7 +361,7 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
     }
     cluster.source = "in-cluster service account " + dir;
   } else if (options.server.empty()) {
-    return Status::Config(
+    return Status::BadConfig(
         "no Kubernetes API server: pass --k8s-server or --kubeconfig, set KUBECONFIG, "
         "or run in a pod (KUBERNETES_SERVICE_HOST)");
   } else {
@@ -376,12 +376,12 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
   if (!options.ca_file.empty()) cluster.ca_file = options.ca_file;
   if (options.insecure_skip_tls_verify) cluster.insecure_skip_tls_verify = true;
   if (cluster.server.rfind("http://", 0) != 0 && cluster.server.rfind("https://", 0) != 0) {
-    return Status::Config("API server URL must start with http:// or https://: '" +
+    return Status::BadConfig("API server URL must start with http:// or https://: '" +
                           cluster.server + "'");
   }
   if (!cluster.token_file.empty() && cluster.token.empty()) {
     Result<std::string> token = ReadWholeFile(cluster.token_file);
-    if (!token.ok()) return Status::Config("token file " + token.status().message());
+    if (!token.ok()) return Status::BadConfig("token file " + token.status().message());
     cluster.token = TrimAll(*token);
   }
   return cluster;

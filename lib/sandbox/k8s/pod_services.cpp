@@ -27,7 +27,7 @@ Result<Json> VolumeMounts(const std::vector<PodMount>& mounts, const std::string
   Json out = Json::array();
   for (const PodMount& m : mounts) {
     if (m.volume.empty()) {
-      return Status::Usage(who + ": the k8s backend cannot mount the host path " + m.host_path +
+      return Status::InvalidArgument(who + ": the k8s backend cannot mount the host path " + m.host_path +
                            " (bake it into the image)");
     }
     out.push_back({{"name", DnsLabel("vol-", m.volume)}, {"mountPath", m.target}, {"readOnly", m.read_only}});
@@ -76,7 +76,7 @@ Status AddPodServices(const Spec& spec, const K8sOptions& options, Json& pod_spe
   for (const PodService& s : pod.services) {
     const std::string who = "service " + s.name;
     if (!s.build_context.empty()) {
-      return Status::Usage(who + ": the k8s backend cannot build images (" + s.build_context +
+      return Status::InvalidArgument(who + ": the k8s backend cannot build images (" + s.build_context +
                            "); build and push it, then name it with image:");
     }
     Json env = Json::array();

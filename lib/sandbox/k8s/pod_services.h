@@ -15,7 +15,7 @@
 
 namespace forge::sandbox::k8s {
 
-// Adds spec.pod to the pod spec (and main's volume mounts to main). Usage
+// Adds spec.pod to the pod spec (and main's volume mounts to main). InvalidArgument
 // naming the service when something cannot run on Kubernetes: an image to
 // build, a host path to mount.
 Status AddPodServices(const Spec& spec, const K8sOptions& options, nlohmann::json& pod_spec,

@@ -66,15 +66,15 @@ std::string RunSelector(const std::string& run_id) {
 
 Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::string& namespace_) {
   if (!spec.build_context.empty()) {
-    return Status::Usage("the k8s backend cannot build images (" + spec.build_context +
+    return Status::InvalidArgument("the k8s backend cannot build images (" + spec.build_context +
                          "); build and push the image, then name it in the task");
   }
-  if (spec.image.empty()) return Status::Usage("sandbox spec has no image");
+  if (spec.image.empty()) return Status::InvalidArgument("sandbox spec has no image");
   if (spec.run_id.empty() || LabelValue(spec.run_id).empty()) {
-    return Status::Usage("sandbox spec needs a run id with letters or digits");
+    return Status::InvalidArgument("sandbox spec needs a run id with letters or digits");
   }
   if (spec.limits.cpus <= 0 || spec.limits.memory_bytes <= 0) {
-    return Status::Usage("sandbox limits must be positive");
+    return Status::InvalidArgument("sandbox limits must be positive");
   }
 
   Json labels = Json::object();
@@ -107,7 +107,7 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
                           ? ""
                           : spec.user.substr(spec.user.find(':') + 1);
     if (!AllDigits(uid) || (!gid.empty() && !AllDigits(gid))) {
-      return Status::Usage("the k8s backend needs a numeric user (uid or uid:gid), not '" +
+      return Status::InvalidArgument("the k8s backend needs a numeric user (uid or uid:gid), not '" +
                            spec.user + "'");
     }
     security["runAsUser"] = std::stoll(uid);

@@ -227,11 +227,11 @@ Result<bool> WebSocket::Pump(bool want_read) {
 Status WebSocket::Wait(bool want_write, Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
-  if (left.count() <= 0) return Status::TempFail("deadline passed");
+  if (left.count() <= 0) return Status::Busy("deadline passed");
   pollfd fd{static_cast<int>(socket_), static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0};
   int wait = static_cast<int>(std::min<int64_t>(left.count(), 1000));
   if (poll(&fd, 1, wait) < 0 && errno != EINTR) {
-    return Status::Io(std::string("exec: poll: ") + std::strerror(errno));
+    return Status::IoError(std::string("exec: poll: ") + std::strerror(errno));
   }
   return Status::Ok();
 }

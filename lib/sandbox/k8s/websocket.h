@@ -29,7 +29,7 @@ class WebSocket {
 
   // Opens path (with query) on the client's API server, offering the given
   // subprotocols in order of preference. Non-101 answers become a Status
-  // with the HTTP code's meaning (404: NoInput, 429/5xx: Unavailable, ...).
+  // with the HTTP code's meaning (404: NotFound, 429/5xx: Unavailable, ...).
   static Result<std::unique_ptr<WebSocket>> Connect(ApiClient& client, const std::string& path,
                                                     const std::vector<std::string>& protocols,
                                                     Deadline deadline);

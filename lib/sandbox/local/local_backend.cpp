@@ -134,7 +134,7 @@ void Drain(int fd, std::string& sink, size_t max_bytes, bool& truncated, bool& o
 }
 
 Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
-  if (request.argv.empty()) return Status::Usage("exec: empty command");
+  if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
   const std::string workdir =
       HostPath(handle_.id, request.workdir.empty() ? meta_.value("workdir", "/work") : request.workdir);
   std::error_code ec;
@@ -178,14 +178,14 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
       "backend (needs root or unprivileged user namespaces)\n";
 
   int out_pipe[2], err_pipe[2], in_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
     close(out_pipe[0]); close(out_pipe[1]);
-    return Status::Io(std::string("pipe: ") + std::strerror(errno));
+    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   }
   if (pipe2(in_pipe, O_CLOEXEC) != 0) {
     close(out_pipe[0]); close(out_pipe[1]); close(err_pipe[0]); close(err_pipe[1]);
-    return Status::Io(std::string("pipe: ") + std::strerror(errno));
+    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   }
   const auto started = Clock::now();
   pid_t pid = fork();
@@ -263,8 +263,8 @@ Status LocalSandbox::CopyIn(const std::string& host_path, const std::string& des
   std::error_code ec;
   const std::string dest = HostPath(handle_.id, dest_dir);
   fs::create_directories(dest, ec);
-  if (ec) return Status::CantCreate(dest + ": " + ec.message());
-  if (!fs::exists(host_path, ec)) return Status::NoInput(host_path + ": no such file or directory");
+  if (ec) return Status::CannotCreate(dest + ": " + ec.message());
+  if (!fs::exists(host_path, ec)) return Status::NotFound(host_path + ": no such file or directory");
   const auto options = fs::copy_options::recursive | fs::copy_options::overwrite_existing |
                        fs::copy_options::copy_symlinks;
   if (fs::is_directory(host_path, ec)) {
@@ -272,14 +272,14 @@ Status LocalSandbox::CopyIn(const std::string& host_path, const std::string& des
   } else {
     fs::copy(host_path, fs::path(dest) / fs::path(host_path).filename(), options, ec);
   }
-  if (ec) return Status::Io("copy " + host_path + " to " + dest + ": " + ec.message());
+  if (ec) return Status::IoError("copy " + host_path + " to " + dest + ": " + ec.message());
   return Status::Ok();
 }
 
 Result<std::string> LocalSandbox::ReadFile(const std::string& path, size_t max_bytes) {
   const std::string host = HostPath(handle_.id, path);
   std::ifstream in(host, std::ios::binary);
-  if (!in) return Status::NoInput(path + ": no such file in the sandbox");
+  if (!in) return Status::NotFound(path + ": no such file in the sandbox");
   std::string content(max_bytes, '\0');
   in.read(content.data(), static_cast<std::streamsize>(max_bytes));
   content.resize(static_cast<size_t>(in.gcount()));
@@ -289,17 +289,17 @@ Result<std::string> LocalSandbox::ReadFile(const std::string& path, size_t max_b
 Status LocalSandbox::Release() {
   std::error_code ec;
   fs::remove_all(handle_.id, ec);
-  if (ec) return Status::Io("remove " + handle_.id + ": " + ec.message());
+  if (ec) return Status::IoError("remove " + handle_.id + ": " + ec.message());
   return Status::Ok();
 }
 
 Result<Json> ReadMeta(const std::string& dir) {
   std::ifstream in(dir + "/" + kMetaFile);
-  if (!in) return Status::NoInput(dir + ": not a forge local sandbox");
+  if (!in) return Status::NotFound(dir + ": not a forge local sandbox");
   std::stringstream text;
   text << in.rdbuf();
   auto meta = Json::parse(text.str(), nullptr, false);
-  if (!meta.is_object()) return Status::DataErr(dir + "/" + kMetaFile + ": not JSON");
+  if (!meta.is_object()) return Status::InvalidData(dir + "/" + kMetaFile + ": not JSON");
   return meta;
 }
 
@@ -312,29 +312,29 @@ Status LocalBackend::ProbeBubblewrap() {
   std::string output;
   std::FILE* p = popen("bwrap --die-with-parent --unshare-pid --unshare-ipc --unshare-uts --unshare-net "
                        "--ro-bind / / --dev /dev --proc /proc true 2>&1", "r");
-  if (!p) return Status::Config(std::string("--bubblewrap: cannot run bwrap: ") + std::strerror(errno));
+  if (!p) return Status::BadConfig(std::string("--bubblewrap: cannot run bwrap: ") + std::strerror(errno));
   char buffer[512];
   while (size_t n = std::fread(buffer, 1, sizeof buffer, p)) output.append(buffer, n);
   int status = pclose(p);
   if (status == 0) return Status::Ok();
   while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    return Status::Config("--bubblewrap: bwrap is not on PATH (Debian: apt-get install bubblewrap)");
+    return Status::BadConfig("--bubblewrap: bwrap is not on PATH (Debian: apt-get install bubblewrap)");
   }
-  return Status::Config("--bubblewrap: bwrap cannot make a sandbox here: " +
+  return Status::BadConfig("--bubblewrap: bwrap cannot make a sandbox here: " +
                         (output.empty() ? "exit status " + std::to_string(status) : output));
 }
 
 Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
   if (!SafeName(spec.run_id) || !SafeName(spec.rollout_id)) {
-    return Status::Config("local sandbox: run and rollout ids must be [A-Za-z0-9._-]+");
+    return Status::BadConfig("local sandbox: run and rollout ids must be [A-Za-z0-9._-]+");
   }
   const std::string dir = root_ + "/" + spec.run_id + "/" + spec.rollout_id;
   std::error_code ec;
   fs::remove_all(dir, ec);  // a leftover of a crashed launcher
   fs::create_directories(HostPath(dir, spec.workdir), ec);
   if (!ec) fs::create_directories(HostPath(dir, "/tmp"), ec);
-  if (ec) return Status::CantCreate(dir + ": " + ec.message());
+  if (ec) return Status::CannotCreate(dir + ": " + ec.message());
   Json meta = {{"run_id", spec.run_id}, {"rollout_id", spec.rollout_id},
                {"created", static_cast<int64_t>(std::time(nullptr))},
                {"workdir", spec.workdir}, {"env", spec.env},
@@ -350,13 +350,13 @@ Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
   meta["mounts"] = std::move(mounts);
   std::ofstream out(dir + "/" + kMetaFile);
   out << meta.dump() << "\n";
-  if (!out) return Status::CantCreate(dir + "/" + kMetaFile + ": write failed");
+  if (!out) return Status::CannotCreate(dir + "/" + kMetaFile + ": write failed");
   return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(dir, std::move(meta)));
 }
 
 Result<std::unique_ptr<Sandbox>> LocalBackend::Attach(const Handle& handle) {
   if (handle.backend != "local") {
-    return Status::Config("sandbox handle is for backend '" + handle.backend + "', not local");
+    return Status::BadConfig("sandbox handle is for backend '" + handle.backend + "', not local");
   }
   auto meta = ReadMeta(handle.id);
   if (!meta.ok()) return meta.status();
