@@ -118,8 +118,8 @@ Status CheckGpus(const TaskSpec& task, sandbox::Backend& backend) {
   const int available = backend.AvailableGpus();
   if (available < 0 || available >= task.gpus) return Status::Ok();
   return Status::BadConfig(fmt::format("{}: environment.gpus = {}, but the {} backend has {} (no NVIDIA "
-                                    "runtime): not run without them",
-                                    task.id, task.gpus, backend.name(), available));
+                                       "runtime): not run without them",
+                                       task.id, task.gpus, backend.name(), available));
 }
 
 class Launcher {

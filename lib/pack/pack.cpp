@@ -182,7 +182,7 @@ Status SkippedInput(const Stats& stats) {
   const int64_t skipped = stats.malformed_lines + stats.bad_records;
   if (skipped == 0) return Status::Ok();
   return Status::InvalidData(fmt::format("{} input line{} skipped ({} malformed, {} lacking required fields)", skipped,
-                                     skipped == 1 ? "" : "s", stats.malformed_lines, stats.bad_records));
+                                         skipped == 1 ? "" : "s", stats.malformed_lines, stats.bad_records));
 }
 
 void PrintSummary(const Json& s) {

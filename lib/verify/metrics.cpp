@@ -86,7 +86,7 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
     for (size_t i = 0; i < short_tasks.size() && i < 10; ++i) list += (i ? ", " : "") + short_tasks[i];
     if (short_tasks.size() > 10) list += fmt::format(" and {} more", short_tasks.size() - 10);
     return Status::InvalidData(fmt::format("k={} is larger than the valid trials of {} task(s): {}",
-                                       k_max, short_tasks.size(), list));
+                                           k_max, short_tasks.size(), list));
   }
 
   Report report;

@@ -339,7 +339,7 @@ Status Runner::Run(RunSummary* summary) {
   if (!read.ok()) return read;
   if (summary->skipped > 0) {
     return Status::InvalidData(fmt::format("{} record(s) could not be verified (see above); their sandboxes are kept",
-                                       summary->skipped));
+                                           summary->skipped));
   }
   if (summary->negative > 0) {
     return Status::Negative(fmt::format("{} of {} rollout(s) did not pass", summary->negative,

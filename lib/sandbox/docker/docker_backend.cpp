@@ -563,7 +563,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   if (aborted && hold) {
     return fail(stop.cancelled ? Status::Cancelled("exec cancelled")
                                : Status::Busy("held sandbox " + id + ": no end of the command " +
-                                                  std::to_string(kHeldDeadlineGrace) + " s past its deadline"));
+                                              std::to_string(kHeldDeadlineGrace) + " s past its deadline"));
   }
   if (aborted) {
     // The whole container goes: nothing in it is kept for later.
@@ -602,7 +602,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     auto parsed = Json::parse(answer, nullptr, false);
     if (!waited.ok() || !parsed.is_object() || !parsed.contains("StatusCode")) {
       return fail(Status::Busy("Docker engine: wait for container " + id + " gave no exit status" +
-                                   (waited.ok() ? "" : ": " + waited.message())));
+                               (waited.ok() ? "" : ": " + waited.message())));
     }
     result.exit_code = parsed["StatusCode"].is_number() ? parsed["StatusCode"].get<int>() : -1;
   }
@@ -624,8 +624,8 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     }
   }
   if (hold && !ended) return fail(Status::Busy("held sandbox " + id + " exited before its command ended (status " +
-                                                   std::to_string(result.exit_code) + "): " +
-                                                   result.stderr_data.substr(0, 300)));
+                                               std::to_string(result.exit_code) + "): " +
+                                               result.stderr_data.substr(0, 300)));
   if (hold) *hold = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user);
   return result;
 }

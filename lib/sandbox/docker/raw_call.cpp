@@ -102,7 +102,7 @@ Result<long> RawCall::ReadHeader(double timeout_seconds) {
   while ((end = pending_.find("\r\n\r\n")) == std::string::npos) {
     if (std::chrono::steady_clock::now() > until) {
       return Status::Busy("Docker engine: no answer within " +
-                              std::to_string(static_cast<int>(timeout_seconds)) + " s");
+                          std::to_string(static_cast<int>(timeout_seconds)) + " s");
     }
     auto n = ReadSome(pending_, 100);
     if (!n.ok()) {

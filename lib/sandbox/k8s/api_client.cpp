@@ -290,7 +290,7 @@ Status ApiError(const HttpResponse& response, std::string_view what) {
     case 401:
     case 403:
       return Status::BadConfig(message + " (check the token and RBAC: pods create/get/list/watch/"
-                                      "delete/deletecollection, pods/exec, pods/log)");
+                                         "delete/deletecollection, pods/exec, pods/log)");
     case 404:
       return Status::NotFound(message);
     case 400:
