@@ -1,5 +1,7 @@
 // Shared body of the translator fuzz targets: the input is split into a
-// client request (the first line) and upstream chunks (one per further line),
+// client request (the first line) and upstream chunks (one per further line:
+// a chunk's JSON, "#" and a piece of content alone as a JSON string's inside,
+// or anything else as an event that is not JSON),
 // every entry point is driven with them, and
 // nothing may crash, hang or throw. Status values are the expected outcome
 // for bad input. The documents are parsed as the proxy parses them: a
@@ -41,8 +43,21 @@ inline void Drive(ClientFormat& format, const uint8_t* data, size_t size) {
   }
   auto stream = format.NewStream();
   for (size_t i = 1; i < lines.size(); ++i) {
-    Json chunk = parse(lines[i], forge::kMaxJsonDepthCeiling);
-    if (chunk.is_discarded()) continue;
+    std::string_view line = lines[i];
+    if (!line.empty() && line[0] == '#') {
+      // A chunk of content alone, taken without its document. The proxy
+      // decodes it from a chunk its scanner validated, so it is valid UTF-8:
+      // the rest of the line is read as a JSON string's inside.
+      Json content = parse("\"" + std::string(line.substr(1)) + "\"", 1);
+      std::string out;
+      if (content.is_string()) (void)stream->OnContentDelta(content.get<std::string>(), out);
+      continue;
+    }
+    Json chunk = parse(line, forge::kMaxJsonDepthCeiling);
+    if (chunk.is_discarded()) {  // an event that is not JSON, relayed as it came
+      (void)stream->OnMalformed(std::string(line));
+      continue;
+    }
     (void)stream->OnChunk(chunk);
     (void)format.FromChat(chunk);  // a chunk is also a (malformed) whole response
   }

@@ -17,8 +17,8 @@ packages=(
   # runtime and tests
   sqlite3 curl jq python3 python3-numpy docker.io busybox-static
   openssl  # test certificates for the k8s backend's TLS tests
-  # benchmarks only: the forge-proxy baseline (bench/proxy_bench.sh)
-  nginx
+  # benchmarks only: the forge-proxy baseline and its fast client (bench/proxy_bench.sh)
+  nginx wrk
   # the Node.js image for real harnesses in containers (scripts/make-node-image.sh)
   debootstrap
   # GUI tasks on the local backend: forge-launch --display starts Xvfb; the

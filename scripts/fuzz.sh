@@ -3,6 +3,10 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; FUZZ_TARGETS="fuzz_sse …" picks some)
 # Inputs that crashed once are kept in fuzz/regressions/<target>/ and are
 # replayed first on every run; seeds live in fuzz/corpus/<target>/.
+# FUZZ_SEED=N makes a run reproducible: libFuzzer's random seed N and a work
+# corpus emptied first, so the same inputs are tried in the same order (as
+# far as the time allows). Unset: a random seed, and the work corpus kept
+# from earlier runs in $BUILD/corpus/ (exploration goes on where it stopped).
 # Needs clang with libFuzzer: apt-get install clang-14 libclang-rt-14-dev.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +26,11 @@ make -C "$BUILD" -j2 "${targets[@]}" >/dev/null
 status=0
 for t in "${targets[@]}"; do
   regressions=$SRC/fuzz/regressions/$t
+  seed_flags=()
+  if [ -n "${FUZZ_SEED:-}" ]; then
+    seed_flags=(-seed="$FUZZ_SEED")
+    rm -rf "$BUILD/corpus/$t"
+  fi
   mkdir -p "$regressions" "$BUILD/corpus/$t"
   if compgen -G "$regressions/*" >/dev/null; then
     echo "fuzz.sh: $t: replaying $(ls "$regressions" | wc -l) kept regression input(s)" >&2
@@ -29,8 +38,8 @@ for t in "${targets[@]}"; do
   fi
   seeds=()
   [ -d "$SRC/fuzz/corpus/$t" ] && seeds=("$SRC/fuzz/corpus/$t")
-  echo "fuzz.sh: $t: fuzzing for ${SECONDS_EACH}s" >&2
-  if ! "$BUILD/$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+  echo "fuzz.sh: $t: fuzzing for ${SECONDS_EACH}s${FUZZ_SEED:+ (seed $FUZZ_SEED)}" >&2
+  if ! "$BUILD/$t" "${seed_flags[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
       -artifact_prefix="$regressions/" -print_final_stats=1 "$BUILD/corpus/$t" "${seeds[@]}" \
       2>"$BUILD/$t.log"; then
     echo "fuzz.sh: $t: crash; input kept in $regressions (log: $BUILD/$t.log)" >&2

@@ -12,7 +12,12 @@ bash scripts/install-parquet-tools.sh >/dev/null
 build=${FORGE_BUILD_DIR:-build}
 # ccache, where installed, makes a rebuild in a second checkout cheap.
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# The library's precompiled header needs ccache's pch_defines and time_macros
+# sloppiness, or ccache caches nothing.
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 # Every target, benchmarks included: a benchmark that no longer compiles is a
 # failure here, not a surprise on the day it is needed.

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "base/json_index.h"
+#include "base/json_field.h"
 #include "base/json_parse.h"
 #include "proxy/client_stream.h"
 #include "proxy/http_read.h"
@@ -137,7 +137,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   if (version.empty()) version = kDefaultAnthropicVersion;
   std::string beta(req["anthropic-beta"]);
 
-  rec.model = client_request.value("model", "");
+  rec.model = JsonText(client_request, "model");
   rec.request = client_request;
   rec.upstream_request = std::move(client_request);
 
@@ -162,11 +162,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
                                  exchange.error);
   }
   rec.upstream = upstream->url;
-  upstream->outstanding.fetch_add(1);
-  struct Outstanding {
-    Upstream* u;
-    ~Outstanding() { u->outstanding.fetch_sub(1); }
-  } outstanding{upstream};
+  OutstandingCall outstanding(*upstream);
 
   int status = parser->get().result_int();
   std::string content_type(parser->get()[http::field::content_type]);
@@ -187,7 +183,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
       metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
       const Json& e = message.is_object() ? message.value("error", Json()) : Json();
       rec.error = "upstream answered " + std::to_string(status) + ": " +
-                  (e.is_object() ? e.value("message", e.dump()) : body.substr(0, 512));
+                  (e.is_object() ? JsonText(e, "message", e.dump()) : body.substr(0, 512));
     } else {
       FillFromMessage(rec, message);
       rec.retry_key = retry_key;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/hash.h"
+#include "base/json_field.h"
 #include "base/json_dump.h"
 #include "base/json_parse.h"
 #include "cli/diagnostics.h"
@@ -99,7 +100,7 @@ std::string UpstreamErrorMessage(int status, const std::string& body) {
   std::string detail;
   if (parsed.is_object() && parsed.contains("error")) {
     const Json& e = parsed["error"];
-    detail = e.is_object() ? e.value("message", e.dump()) : (e.is_string() ? e.get<std::string>() : e.dump());
+    detail = e.is_object() ? JsonText(e, "message", e.dump()) : (e.is_string() ? e.get<std::string>() : e.dump());
   } else if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
     detail = parsed["message"];
   } else {
@@ -372,7 +373,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     const RecordedExchange* recorded = replay_->Next(ReplayIndex::RequestKey(format->name(), client_request));
     if (!recorded) co_return co_await fail(404, "replay: no recorded response matches this request");
     rec.upstream = "replay:" + config_.replay_path;
-    rec.model = recorded->model.empty() ? chat.body.value("model", "") : recorded->model;
+    rec.model = recorded->model.empty() ? JsonText(chat.body, "model") : recorded->model;
     rec.first_token_at = NowSeconds();
     rec.upstream_request = chat.body;
     rec.request = std::move(client_request);
@@ -441,7 +442,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     }
     // Chat clients get the usage chunk only when they asked; the other formats
     // always carry usage in their own end events.
-    rec.model = body.value("model", "");
+    rec.model = JsonText(body, "model");
     // Its text is both what goes upstream and the record's (the store's
     // writer slices it into parts as it does a request's bytes).
     rec.upstream_request_text = DumpJson(body);
@@ -541,11 +542,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
                                  exchange.error);
   }
   rec.upstream = upstream->url;
-  upstream->outstanding.fetch_add(1);
-  struct Outstanding {
-    Upstream* u;
-    ~Outstanding() { u->outstanding.fetch_sub(1); }
-  } outstanding{upstream};
+  OutstandingCall outstanding(*upstream);
 
   int upstream_status = parser->get().result_int();
   std::string content_type(parser->get()[http::field::content_type]);

@@ -1,6 +1,6 @@
 #include "proxy/chat_assembler.h"
 
-#include "base/json_index.h"
+#include "base/json_field.h"
 #include "base/json_parse.h"
 #include "base/json_scan.h"
 

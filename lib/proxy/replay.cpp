@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "base/hash.h"
-#include "base/json_index.h"
+#include "base/json_field.h"
 #include "cli/diagnostics.h"
 #include "proxy/dump.h"
 #include "proxy/format_registry.h"
@@ -197,19 +197,18 @@ const RecordedExchange* ReplayIndex::Next(const std::string& key) {
 std::vector<Json> ChatResponseToChunks(const Json& response) {
   std::vector<Json> chunks;
   // A recording holds what an upstream sent: read without trusting its types.
-  using wire::TextOr;
-  bool completion = TextOr(response, "object") == "text_completion";
+  bool completion = JsonText(response, "object") == "text_completion";
   const Json* created = wire::Find(response, "created");
-  Json head = {{"id", TextOr(response, "id", "replay")},
+  Json head = {{"id", JsonText(response, "id", "replay")},
                {"object", completion ? "text_completion" : "chat.completion.chunk"},
                {"created", created && created->is_number_integer() ? *created : Json(0)},
-               {"model", TextOr(response, "model")}};
+               {"model", JsonText(response, "model")}};
   const Json* choices = wire::Find(response, "choices");
   for (const auto& choice : choices && choices->is_array() ? *choices : Json::array()) {
     if (!choice.is_object()) continue;
     Json c = {{"index", JsonIndex(choice).value_or(0)}, {"logprobs", choice.value("logprobs", Json())}};
     if (completion) {
-      c["text"] = TextOr(choice, "text");
+      c["text"] = JsonText(choice, "text");
     } else {
       Json delta = choice.value("message", Json::object());
       if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "base/json_index.h"
+#include "base/json_field.h"
 
 namespace forge::proxy {
 
@@ -35,14 +35,14 @@ int64_t TokenIdFromString(const Json& token) {
 CaptureWants AddCaptureFields(Json& body, bool completions) {
   CaptureWants wants;
   wants.completions = completions;
-  wants.token_ids = body.value("return_token_ids", false) == true;
+  wants.token_ids = JsonTrue(body, "return_token_ids");
   if (completions) {
     // logprobs: int (number of alternatives); 0 returns the chosen token's only.
     wants.logprobs = body.contains("logprobs") && body["logprobs"].is_number_integer();
     wants.top_logprobs = wants.logprobs && body["logprobs"].get<int64_t>() > 0;
     if (!wants.logprobs) body["logprobs"] = 0;
   } else {
-    wants.logprobs = body.value("logprobs", false) == true;
+    wants.logprobs = JsonTrue(body, "logprobs");
     wants.top_logprobs = body.contains("top_logprobs") && body["top_logprobs"].is_number_integer() &&
                          body["top_logprobs"].get<int64_t>() > 0;
     if (!wants.logprobs) {

@@ -35,6 +35,19 @@ struct Upstream {
   std::vector<std::unique_ptr<UpstreamConn>> idle;
 };
 
+// Counts one call against its upstream's outstanding calls while it lives
+// (the least-loaded choice reads the count).
+class OutstandingCall {
+ public:
+  explicit OutstandingCall(Upstream& u) : u_(u) { u_.outstanding.fetch_add(1); }
+  ~OutstandingCall() { u_.outstanding.fetch_sub(1); }
+  OutstandingCall(const OutstandingCall&) = delete;
+  OutstandingCall& operator=(const OutstandingCall&) = delete;
+
+ private:
+  Upstream& u_;
+};
+
 class UpstreamPool {
  public:
   // Parses and resolves http[s]://host[:port][/base] URLs. https checks the

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <thread>
 
+#include "base/json_field.h"
 #include "cli/diagnostics.h"
 #include "cli/progress.h"
 #include "cli/signals.h"
@@ -41,8 +42,8 @@ std::optional<sandbox::Handle> HandleOf(const Json& record) {
   auto it = record.find("sandbox");
   if (it == record.end() || !it->is_object()) return std::nullopt;
   sandbox::Handle h;
-  h.backend = it->value("backend", std::string());
-  h.id = it->value("id", std::string());
+  h.backend = JsonText(*it, "backend");
+  h.id = JsonText(*it, "id");
   if (h.backend.empty() || h.id.empty()) return std::nullopt;
   return h;
 }
@@ -52,12 +53,8 @@ std::string ContentText(const Json& content) {
   std::string text;
   if (content.is_array()) {
     for (const auto& part : content) {
-      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
-          part["text"].is_string()) {
-        text += part["text"].get<std::string>();
-      } else if (part.is_object() && part.value("type", "") == "output_text" && part.contains("text")) {
-        text += part["text"].get<std::string>();
-      }
+      const std::string type = JsonText(part, "type");
+      if (type == "text" || type == "output_text") text += JsonText(part, "text");
     }
   }
   return text;
@@ -289,7 +286,7 @@ Status Runner::Run(RunSummary* summary) {
         continue;
       }
       const Json& verdict = verified->record["verdict"];
-      const std::string outcome = verdict.value("outcome", "");
+      const std::string outcome = JsonText(verdict, "outcome");
       {
         std::lock_guard<std::mutex> lock(mutex);
         Status written = out_->Write(verified->record);

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/json_field.h"
+
 namespace forge::verify {
 
 using records::Json;
@@ -117,7 +119,7 @@ void ForEachToolResult(const Json& request, bool react, F on_result) {
     for (size_t i = 0; i < messages.size(); ++i) {
       const Json& m = messages[i];
       if (!m.is_object()) continue;
-      const std::string role = m.value("role", "");
+      const std::string role = JsonText(m, "role");
       if (react) {
         if (role == "user" && i > 0 && At(messages[i - 1], "role") == "assistant") {
           on_result(key("", i, 0), ReactResultFailed(Text(m.value("content", Json()))));
@@ -125,18 +127,18 @@ void ForEachToolResult(const Json& request, bool react, F on_result) {
         continue;
       }
       if (role == "tool") {
-        on_result(key(m.value("tool_call_id", ""), i, 0), LooksLikeToolFailure(Text(m.value("content", Json()))));
+        on_result(key(JsonText(m, "tool_call_id"), i, 0), LooksLikeToolFailure(Text(m.value("content", Json()))));
       } else if (m.contains("content") && m["content"].is_array()) {
         for (size_t j = 0; j < m["content"].size(); ++j) {
           const Json& block = m["content"][j];
-          if (block.is_object() && block.value("type", "") == "tool_result") {
-            on_result(key(block.value("tool_use_id", ""), i, j), block.value("is_error", false));
+          if (block.is_object() && JsonText(block, "type") == "tool_result") {
+            on_result(key(JsonText(block, "tool_use_id"), i, j), JsonTrue(block, "is_error"));
           }
         }
       }
-      const std::string type = m.value("type", "");
+      const std::string type = JsonText(m, "type");
       if (type == "function_call_output" || type == "custom_tool_call_output") {
-        on_result(key(m.value("call_id", ""), i, 0), LooksLikeToolFailure(Text(m.value("output", Json()))));
+        on_result(key(JsonText(m, "call_id"), i, 0), LooksLikeToolFailure(Text(m.value("output", Json()))));
       }
     }
   };
@@ -150,7 +152,7 @@ void ForEachToolResult(const Json& request, bool react, F on_result) {
         if (!fr.is_object()) continue;
         const Json& response = At(fr, "response");
         const bool failed = response.contains("error") || LooksLikeToolFailure(Text(At(response, "output")));
-        on_result(key(fr.value("id", ""), i, j), failed);
+        on_result(key(JsonText(fr, "id"), i, j), failed);
       }
     }
   };

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "proxy/formats/anthropic.h"
+#include "proxy/formats/gemini.h"
 #include "proxy/formats/responses.h"
 #include "proxy/pass_through.h"
 #include "support/chat_script.h"
@@ -101,6 +102,17 @@ TEST_CASE("content delta: Anthropic's bytes and assembled message are OnChunk's"
 TEST_CASE("content delta: Responses' bytes and assembled response are OnChunk's") {
   forge::proxy::ResponsesFormat format;
   ExpectSameAsOnChunk(format);
+}
+
+TEST_CASE("content delta: Gemini's bytes and assembled response are OnChunk's, SSE and JSON array") {
+  for (bool sse : {true, false}) {
+    CAPTURE(sse);
+    forge::proxy::GeminiFormat format;
+    forge::proxy::GeminiRoute route{"m", "streamGenerateContent", true, sse};
+    Json request = {{"contents", {{{"role", "user"}, {"parts", {{{"text", "hi"}}}}}}}};
+    REQUIRE(format.ToChat(route, request).ok());
+    ExpectSameAsOnChunk(format);
+  }
 }
 
 TEST_CASE("content delta: a translator not started yet leaves the chunk to OnChunk") {

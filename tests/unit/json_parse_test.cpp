@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "base/json_field.h"
 #include "base/json_parse.h"
 #include "support/random_json.h"
 
@@ -94,4 +95,24 @@ TEST_CASE("ParseJson refuses what nlohmann refuses, saying where") {
     CHECK_FALSE(Json::accept(text));
     CHECK(error.find("at byte") != std::string::npos);
   }
+}
+
+TEST_CASE("json_field: mistyped fields read as absent, never thrown on") {
+  Json o = Json::parse(R"({"i":7,"u":18446744073709551615,"f":2.9,"big":1e300,"s":"7","b":true,
+                          "nb":"true","idx":-1,"n":null})");
+  CHECK(forge::JsonInt(o, "i", -1) == 7);
+  CHECK(forge::JsonInt(o, "u", -1) == -1);  // beyond int64
+  CHECK(forge::JsonInt(o, "f", -1) == 2);
+  CHECK(forge::JsonInt(o, "big", -1) == -1);
+  CHECK(forge::JsonInt(o, "s", -1) == -1);
+  CHECK(forge::JsonInt(o, "n", -1) == -1);
+  CHECK(forge::JsonInt(Json::array({1}), "i", -1) == -1);
+  CHECK(forge::JsonTrue(o, "b"));
+  CHECK_FALSE(forge::JsonTrue(o, "nb"));
+  CHECK_FALSE(forge::JsonTrue(Json("b"), "b"));
+  CHECK(forge::JsonText(o, "s") == "7");
+  CHECK(forge::JsonText(o, "i", "none") == "none");
+  CHECK(forge::JsonText(Json(3), "s", "none") == "none");
+  CHECK_FALSE(forge::JsonIndex(o, "idx").has_value());
+  CHECK(forge::JsonIndex(o, "absent") == size_t{0});
 }

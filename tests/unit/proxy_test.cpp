@@ -194,6 +194,47 @@ TEST_CASE("mistyped upstream fields: the assembler and capture and every format'
   CHECK(ChatResponseToChunks(Json::parse(R"({"choices":"x"})")).empty());
 }
 
+TEST_CASE("mistyped usage, names and flags: counted as absent, never thrown on") {
+  // Found by fuzz_anthropic: {"usage":{"prompt_tokens":"a"}} threw in the
+  // Anthropic stream's OnEnd (nlohmann's value<int64_t>()).
+  const char* usages[] = {
+      R"({"prompt_tokens":"a","completion_tokens":[1],"prompt_tokens_details":{"cached_tokens":"x"}})",
+      R"({"prompt_tokens":1e300,"completion_tokens":-2.5,"completion_tokens_details":{"reasoning_tokens":true}})",
+      R"({"prompt_tokens":18446744073709551615,"completion_tokens":null})", R"("usage")", R"([3])"};
+  for (const char* usage : usages) {
+    CAPTURE(usage);
+    Json chunk = Json::parse(std::string(R"({"id":"c","choices":[{"index":0,"delta":{"content":"x",)") +
+                             R"("tool_calls":[{"index":0,"function":{"name":7,"arguments":[1]}}]}}],"usage":)" +
+                             usage + "}");
+    Json whole = Json::parse(std::string(R"({"id":"c","created":"now","choices":[{"index":0,"message":)") +
+                             R"({"role":"assistant","content":"x"},"finish_reason":"stop"}],"usage":)" + usage + "}");
+    for (const char* name : {"openai-chat", "anthropic", "responses", "gemini"}) {
+      CAPTURE(name);
+      auto format = MakeClientFormat(name);
+      auto stream = format->NewStream();
+      CHECK_NOTHROW(stream->OnChunk(chunk));
+      CHECK_NOTHROW(stream->OnEnd());
+      CHECK_NOTHROW(format->FromChat(whole));
+    }
+  }
+  // The Anthropic answer counts a mistyped field as zero, the others as sent.
+  auto anthropic = MakeClientFormat("anthropic");
+  auto answer = anthropic->FromChat(Json::parse(R"({"id":"c","choices":[{"index":0,"message":{"role":"assistant",
+    "content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"a","completion_tokens":4}})"));
+  REQUIRE(answer.ok());
+  CHECK((*answer)["usage"]["input_tokens"] == 0);
+  CHECK((*answer)["usage"]["output_tokens"] == 4);
+  // A client's flags of the wrong type are off, not an exception.
+  Json request = Json::parse(R"({"model":"m","messages":[],"stream":"yes","return_token_ids":"x","logprobs":"y"})");
+  CaptureWants wants;
+  CHECK_NOTHROW(wants = AddCaptureFields(request, false));
+  CHECK_FALSE(wants.token_ids);
+  CHECK_FALSE(wants.logprobs);
+  auto chat = MakeClientFormat("openai-chat")->ToChat(request);
+  REQUIRE_FALSE(chat.ok());
+  CHECK(chat.status().message().find("stream: must be a boolean") != std::string::npos);
+}
+
 TEST_CASE("replay: a recorded response becomes chunks that assemble back to it") {
   Json whole = Json::parse(R"({"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
     "message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},

@@ -4,8 +4,9 @@
 
 #include "base/hash.h"
 #include "base/json_dump.h"
-#include "base/json_index.h"
+#include "base/json_field.h"
 #include "proxy/formats/formats.h"
+#include "proxy/formats/translated_stream.h"
 #include "proxy/formats/wire.h"
 
 namespace forge::proxy {
@@ -275,7 +276,7 @@ Json ToolUseInput(const std::string& arguments) {
 }
 
 std::string ToolUseId(const Json& call, const std::string& message_id, size_t index) {
-  std::string id = TextOr(call, "id");
+  std::string id = JsonText(call, "id");
   return id.empty() ? DerivedId("toolu_", message_id + "_" + std::to_string(index)) : id;
 }
 
@@ -283,10 +284,10 @@ Json Usage(const Json& chat_usage, int64_t prompt_tokens_hint) {
   int64_t prompt = prompt_tokens_hint < 0 ? 0 : prompt_tokens_hint;
   int64_t completion = 0, cached = 0;
   if (chat_usage.is_object()) {
-    prompt = chat_usage.value("prompt_tokens", prompt);
-    completion = chat_usage.value("completion_tokens", int64_t{0});
+    prompt = JsonInt(chat_usage, "prompt_tokens", prompt);
+    completion = JsonInt(chat_usage, "completion_tokens", 0);
     if (const Json* details = Find(chat_usage, "prompt_tokens_details")) {
-      cached = details->value("cached_tokens", int64_t{0});
+      cached = JsonInt(*details, "cached_tokens", 0);
     }
   }
   // Anthropic counts cache reads apart from input_tokens.
@@ -314,7 +315,7 @@ std::string ThinkingSignature(const std::string& thinking) {
 Json MessageFromChat(const Json& chat) {
   const Json& message = ChatMessage(chat);
   const Json& choice = chat["choices"][0];
-  std::string id = DerivedId("msg_", TextOr(chat, "id"));
+  std::string id = DerivedId("msg_", JsonText(chat, "id"));
   Json content = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
     content.push_back({{"type", "thinking"}, {"thinking", *r}, {"signature", ThinkingSignature(*r)}});
@@ -344,7 +345,7 @@ Json MessageFromChat(const Json& chat) {
   return {{"id", id},
           {"type", "message"},
           {"role", "assistant"},
-          {"model", TextOr(chat, "model")},
+          {"model", JsonText(chat, "model")},
           {"content", content},
           {"stop_reason", stop_reason},
           {"stop_sequence", stop_reason == "stop_sequence" ? stop_sequence : Json()},
@@ -353,84 +354,33 @@ Json MessageFromChat(const Json& chat) {
 
 // ---- stream: chat chunks → Messages events -------------------------------------
 
-class AnthropicStream : public StreamTranslator {
+class AnthropicStream : public TranslatedStream {
  public:
-  std::string OnChunk(const Json& chunk) override {
-    if (ended_) return "";
-    std::string out;
-    acc_.Add(chunk);
-    if (!started_) out += Start();
-    const Json* choice = FirstChoice(chunk);
-    if (!choice) return out;
-    if (const Json* delta = Find(*choice, "delta"); delta && delta->is_object()) out += Delta(*delta);
-    if (Find(*choice, "finish_reason")) out += CloseBlock();
-    return out;
-  }
-
-  bool OnContentDelta(const std::string& content, std::string& out) override {
-    if (ended_ || !started_) return false;
-    acc_.AddContent(content);
-    out += Content(content);
-    return true;
-  }
-
-  std::string OnEnd() override {
-    if (ended_) return "";
-    std::string out;
-    if (!started_) out += Start();
-    out += CloseBlock();
-    Json message = MessageFromChat(acc_.Response());
-    Json usage = Usage(acc_.Response().value("usage", Json()), acc_.prompt_tokens());
-    out += SseFrame("message_delta",
-                    {{"type", "message_delta"},
-                     {"delta",
-                      {{"stop_reason", message["stop_reason"]},
-                       {"stop_sequence", message["stop_sequence"]}}},
-                     {"usage", usage}});
-    out += SseFrame("message_stop", {{"type", "message_stop"}});
-    ended_ = true;
-    return out;
-  }
-
-  std::string OnMalformed(const std::string& data) override {
-    if (ended_) return "";
-    std::string out = started_ ? std::string() : Start();
-    return out + "event: content_block_delta\ndata: " + data + "\n\n";
-  }
-
-  std::string OnError(const std::string& message) override {
-    if (ended_) return "";
-    ended_ = true;
-    return SseFrame("error", {{"type", "error"},
-                              {"error", {{"type", "api_error"}, {"message", message}}}});
-  }
-
   Json Assembled() const override {
-    Json message = MessageFromChat(acc_.Response());
-    message["usage"] = Usage(acc_.Response().value("usage", Json()), acc_.prompt_tokens());
+    Json message = MessageFromChat(acc().Response());
+    message["usage"] = Usage(acc().Response().value("usage", Json()), acc().prompt_tokens());
     return message;
   }
 
  private:
   enum class Block { kNone, kText, kThinking, kTool };
 
-  std::string Start() {
-    started_ = true;
-    message_id_ = DerivedId("msg_", acc_.id());
+  std::string Opening() override {
+    message_id_ = DerivedId("msg_", acc().id());
     Json message = {{"id", message_id_},
                     {"type", "message"},
                     {"role", "assistant"},
-                    {"model", acc_.model()},
+                    {"model", acc().model()},
                     {"content", Json::array()},
                     {"stop_reason", nullptr},
                     {"stop_sequence", nullptr},
-                    {"usage", Usage(Json(), acc_.prompt_tokens())}};
+                    {"usage", Usage(Json(), acc().prompt_tokens())}};
     return SseFrame("message_start", {{"type", "message_start"}, {"message", message}}) +
            SseFrame("ping", {{"type", "ping"}});
   }
 
   std::string Open(Block kind, Json content_block) {
-    std::string out = CloseBlock();
+    std::string out = CloseOpen();
     open_ = kind;
     open_index_ = next_index_++;
     out += SseFrame("content_block_start", {{"type", "content_block_start"},
@@ -439,7 +389,28 @@ class AnthropicStream : public StreamTranslator {
     return out;
   }
 
-  std::string CloseBlock() {
+  std::string Closing() override {
+    Json message = MessageFromChat(acc().Response());
+    Json usage = Usage(acc().Response().value("usage", Json()), acc().prompt_tokens());
+    return SseFrame("message_delta",
+                    {{"type", "message_delta"},
+                     {"delta",
+                      {{"stop_reason", message["stop_reason"]},
+                       {"stop_sequence", message["stop_sequence"]}}},
+                     {"usage", usage}}) +
+           SseFrame("message_stop", {{"type", "message_stop"}});
+  }
+
+  std::string Failure(const std::string& message) override {
+    return SseFrame("error", {{"type", "error"},
+                              {"error", {{"type", "api_error"}, {"message", message}}}});
+  }
+
+  std::string Malformed(const std::string& data) override {
+    return "event: content_block_delta\ndata: " + data + "\n\n";
+  }
+
+  std::string CloseOpen() override {
     if (open_ == Block::kNone) return "";
     std::string out;
     if (open_ == Block::kThinking) {  // as Anthropic does: the signature last, just before the stop
@@ -471,7 +442,7 @@ class AnthropicStream : public StreamTranslator {
     return out;
   }
 
-  std::string Content(const std::string& text) {
+  std::string Content(const std::string& text) override {
     if (text.empty()) return "";
     std::string out;
     if (open_ != Block::kText) out += Open(Block::kText, {{"type", "text"}, {"text", ""}});
@@ -479,7 +450,7 @@ class AnthropicStream : public StreamTranslator {
     return out;
   }
 
-  std::string Delta(const Json& delta) {
+  std::string Delta(const Json& delta) override {
     std::string out;
     if (const Json* r = ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
       if (open_ != Block::kThinking) {
@@ -499,7 +470,7 @@ class AnthropicStream : public StreamTranslator {
       auto block = tool_blocks_.find(index);
       if (block == tool_blocks_.end()) {
         const Json* fn = Find(call, "function");
-        std::string name = fn ? fn->value("name", "") : "";
+        std::string name = fn ? JsonText(*fn, "name") : "";
         std::string id = ToolUseId(call, message_id_, index);
         out += Open(Block::kTool,
                     {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", Json::object()}});
@@ -516,8 +487,6 @@ class AnthropicStream : public StreamTranslator {
     return out;
   }
 
-  ChatAccumulator acc_;
-  bool started_ = false, ended_ = false;
   std::string message_id_;
   Block open_ = Block::kNone;
   int open_index_ = -1, next_index_ = 0;

@@ -7,8 +7,9 @@
 
 #include <openssl/evp.h>
 
-#include "base/json_index.h"
+#include "base/json_field.h"
 #include "proxy/formats/formats.h"
+#include "proxy/formats/translated_stream.h"
 #include "proxy/formats/wire.h"
 
 namespace forge::proxy {
@@ -401,19 +402,19 @@ Json Args(const std::string& arguments) {
 
 Json FunctionCallPart(const Json& call, const std::string& chat_id, size_t index) {
   const Json* fn = Find(call, "function");
-  std::string id = TextOr(call, "id");
+  std::string id = JsonText(call, "id");
   if (id.empty()) id = DerivedId("call_", chat_id + "_" + std::to_string(index));
   return {{"functionCall",
            {{"id", id},
-            {"name", fn ? fn->value("name", "") : ""},
-            {"args", Args(fn ? fn->value("arguments", "") : "")}}}};
+            {"name", fn ? JsonText(*fn, "name") : ""},
+            {"args", Args(fn ? JsonText(*fn, "arguments") : "")}}}};
 }
 
 Json UsageMetadata(const Json& usage, int64_t prompt_hint) {
   int64_t prompt = prompt_hint < 0 ? 0 : prompt_hint, completion = 0;
   if (usage.is_object()) {
-    prompt = usage.value("prompt_tokens", prompt);
-    completion = usage.value("completion_tokens", int64_t{0});
+    prompt = JsonInt(usage, "prompt_tokens", prompt);
+    completion = JsonInt(usage, "completion_tokens", 0);
   }
   return {{"promptTokenCount", prompt},
           {"candidatesTokenCount", completion},
@@ -429,7 +430,7 @@ Json Envelope(const std::string& chat_id, const std::string& model, Json parts) 
 
 Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
   const Json& message = ChatMessage(chat);
-  std::string chat_id = TextOr(chat, "id");
+  std::string chat_id = JsonText(chat, "id");
   Json parts = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
     parts.push_back({{"text", *r}, {"thought", true}});
@@ -453,7 +454,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
       (call ? call_signed : text_signed) = true;
     }
   }
-  Json response = Envelope(chat_id, TextOr(chat, "model"), parts);
+  Json response = Envelope(chat_id, JsonText(chat, "model"), parts);
   response["candidates"][0]["finishReason"] =
       GeminiFormat::FinishReason(chat["choices"][0].value("finish_reason", Json()));
   response["usageMetadata"] = UsageMetadata(chat.value("usage", Json()), prompt_hint);
@@ -465,71 +466,63 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint) {
 // Text and thoughts go out chunk by chunk. A functionCall part must be whole
 // (Gemini has no partial arguments), so each call goes out as soon as it is
 // complete: when the next call starts or the choice finishes.
-class GeminiStream : public StreamTranslator {
+class GeminiStream : public TranslatedStream {
  public:
   explicit GeminiStream(bool sse) : sse_(sse) {}
 
-  std::string OnChunk(const Json& chunk) override {
-    if (ended_) return "";
-    acc_.Add(chunk);
-    std::string out;
-    const Json* choice = FirstChoice(chunk);
-    if (!choice) return out;
-    if (const Json* delta = Find(*choice, "delta"); delta && delta->is_object()) out += Delta(*delta);
-    if (Find(*choice, "finish_reason")) out += FlushCalls(pending_.size());
-    return out;
-  }
+  Json Assembled() const override { return ResponseFromChat(acc().Response(), acc().prompt_tokens()); }
 
-  std::string OnEnd() override {
-    if (ended_) return "";
-    ended_ = true;
-    std::string out = FlushCalls(pending_.size());
-    Json chat = acc_.Response();
-    Json last = Envelope(acc_.id(), acc_.model(), Json::array({{{"text", ""}}}));
+ private:
+  std::string Opening() override { return ""; }  // Gemini's first response is its first content
+
+  std::string CloseOpen() override { return FlushCalls(pending_.size()); }
+
+  std::string Closing() override {
+    Json chat = acc().Response();
+    Json last = Envelope(acc().id(), acc().model(), Json::array({{{"text", ""}}}));
     last["candidates"][0]["finishReason"] =
         GeminiFormat::FinishReason(chat["choices"][0]["finish_reason"]);
-    last["usageMetadata"] = UsageMetadata(chat.value("usage", Json()), acc_.prompt_tokens());
-    return out + Frame(last) + (sse_ ? "" : "]");
+    last["usageMetadata"] = UsageMetadata(chat.value("usage", Json()), acc().prompt_tokens());
+    return Frame(last) + (sse_ ? "" : "]");
   }
 
-  std::string OnMalformed(const std::string& data) override {
-    if (ended_) return "";
-    if (sse_) return "data: " + data + "\n\n";
-    std::string out = array_started_ ? ",\r\n" : "[";
-    array_started_ = true;
-    return out + data;
+  std::string Malformed(const std::string& data) override {
+    return sse_ ? "data: " + data + "\n\n" : NextElement() + data;
   }
 
-  std::string OnError(const std::string& message) override {
-    if (ended_) return "";
-    ended_ = true;
+  std::string Failure(const std::string& message) override {
     return Frame({{"error", {{"code", 500}, {"message", message}, {"status", "INTERNAL"}}}}) + (sse_ ? "" : "]");
   }
 
-  Json Assembled() const override { return ResponseFromChat(acc_.Response(), acc_.prompt_tokens()); }
-
- private:
-  std::string Emit(Json parts) { return Frame(Envelope(acc_.id(), acc_.model(), std::move(parts))); }
+  std::string Emit(Json parts) { return Frame(Envelope(acc().id(), acc().model(), std::move(parts))); }
 
   // One response: an SSE event, or the next element of the JSON array.
   std::string Frame(const Json& response) {
     if (sse_) return SseFrame("", response);
-    std::string out = array_started_ ? ",\r\n" : "[";
-    array_started_ = true;
-    return out + response.dump(-1, ' ', false, Json::error_handler_t::replace);
+    return NextElement() + response.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
 
-  std::string Delta(const Json& delta) {
+  // What goes before the next element of the JSON array: "[" first, then commas.
+  std::string NextElement() {
+    std::string out = array_started_ ? ",\r\n" : "[";
+    array_started_ = true;
+    return out;
+  }
+
+  std::string Content(const std::string& text) override {
+    if (text.empty()) return "";
+    Json part = {{"text", text}};
+    if (!text_sent_) Sign(part);
+    text_sent_ = true;
+    return Emit(Json::array({std::move(part)}));
+  }
+
+  std::string Delta(const Json& delta) override {
     std::string out;
     if (const Json* r = ReasoningField(delta); r && !r->get<std::string>().empty()) {
       out += Emit(Json::array({{{"text", *r}, {"thought", true}}}));
     }
-    if (const Json* c = Find(delta, "content"); c && c->is_string() && !c->get<std::string>().empty()) {
-      Json part = {{"text", *c}};
-      if (!text_sent_) Sign(part);
-      text_sent_ = true;
-      out += Emit(Json::array({std::move(part)}));
-    }
+    if (const Json* c = Find(delta, "content"); c && c->is_string()) out += Content(c->get_ref<const std::string&>());
     if (const Json* calls = Find(delta, "tool_calls"); calls && calls->is_array()) {
       for (const Json& call : *calls) {
         if (!call.is_object()) continue;
@@ -547,12 +540,12 @@ class GeminiStream : public StreamTranslator {
 
   // Sends every call up to `end` not sent yet, with the arguments accumulated so far.
   std::string FlushCalls(size_t end) {
-    Json chat = acc_.Response();
+    Json chat = acc().Response();
     const Json* calls = Find(chat["choices"][0]["message"], "tool_calls");
     Json parts = Json::array();
     for (; flushed_ < end; ++flushed_) {
       if (calls && flushed_ < calls->size()) {
-        parts.push_back(FunctionCallPart((*calls)[flushed_], acc_.id(), flushed_));
+        parts.push_back(FunctionCallPart((*calls)[flushed_], acc().id(), flushed_));
         if (flushed_ == 0) Sign(parts.back());
       }
     }
@@ -561,15 +554,13 @@ class GeminiStream : public StreamTranslator {
 
   // Signs a part with the reasoning so far, as ResponseFromChat does.
   void Sign(Json& part) {
-    Json chat = acc_.Response();
+    Json chat = acc().Response();
     const Json* r = ReasoningField(chat["choices"][0]["message"]);
     if (r && !r->get<std::string>().empty()) part["thoughtSignature"] = SignReasoning(*r);
   }
 
-  ChatAccumulator acc_;
   bool sse_;
   bool array_started_ = false;
-  bool ended_ = false;
   bool text_sent_ = false;
   std::vector<char> pending_;  // one slot per chat tool call index seen
   size_t flushed_ = 0;         // calls [0, flushed_) have gone out

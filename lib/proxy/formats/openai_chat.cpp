@@ -50,7 +50,7 @@ class OpenAIChatFormat : public ClientFormat {
     }
     ChatRequest chat;
     chat.body = request;
-    chat.stream = request.value("stream", false) == true;
+    chat.stream = JsonTrue(request, "stream");
     chat.side_call = wire::LooksLikeSideCall(request);
     return chat;
   }
@@ -77,7 +77,7 @@ class OpenAICompletionsFormat : public OpenAIChatFormat {
     }
     ChatRequest chat;
     chat.body = request;
-    chat.stream = request.value("stream", false) == true;
+    chat.stream = JsonTrue(request, "stream");
     return chat;
   }
 };

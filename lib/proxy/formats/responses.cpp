@@ -4,8 +4,9 @@
 #include <random>
 
 #include "base/json_dump.h"
-#include "base/json_index.h"
+#include "base/json_field.h"
 #include "proxy/formats/formats.h"
+#include "proxy/formats/translated_stream.h"
 #include "proxy/formats/wire.h"
 
 namespace forge::proxy {
@@ -156,7 +157,7 @@ class InputBuilder {
     }
     Json& assistant = messages_.back();
     if (!reasoning_.empty()) {
-      assistant["reasoning_content"] = TextOr(assistant, "reasoning_content") + reasoning_;
+      assistant["reasoning_content"] = JsonText(assistant, "reasoning_content") + reasoning_;
       reasoning_.clear();
     }
     return assistant;
@@ -323,7 +324,7 @@ ChatRequest Translate(const Json& request, const ResponseStateStore& state) {
 // ---- response: chat → Responses -----------------------------------------------
 
 std::string CallId(const Json& call, const std::string& chat_id, size_t index) {
-  std::string id = call.is_object() ? TextOr(call, "id") : "";
+  std::string id = call.is_object() ? JsonText(call, "id") : "";
   return id.empty() ? DerivedId("call_", chat_id + "_" + std::to_string(index)) : id;
 }
 
@@ -377,13 +378,13 @@ Json Usage(const Json& chat_usage, int64_t prompt_hint) {
   if (!chat_usage.is_object() && prompt_hint < 0) return nullptr;
   int64_t input = prompt_hint < 0 ? 0 : prompt_hint, output = 0, cached = 0, reasoning = 0;
   if (chat_usage.is_object()) {
-    input = chat_usage.value("prompt_tokens", input);
-    output = chat_usage.value("completion_tokens", int64_t{0});
+    input = JsonInt(chat_usage, "prompt_tokens", input);
+    output = JsonInt(chat_usage, "completion_tokens", 0);
     if (const Json* d = Find(chat_usage, "prompt_tokens_details")) {
-      cached = d->value("cached_tokens", int64_t{0});
+      cached = JsonInt(*d, "cached_tokens", 0);
     }
     if (const Json* d = Find(chat_usage, "completion_tokens_details")) {
-      reasoning = d->value("reasoning_tokens", int64_t{0});
+      reasoning = JsonInt(*d, "reasoning_tokens", 0);
     }
   }
   return {{"input_tokens", input},
@@ -415,7 +416,7 @@ std::string Status(const Json& finish_reason) {
 Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& response_id,
                       const ToolNamespaces* names) {
   const Json& message = ChatMessage(chat);
-  std::string chat_id = TextOr(chat, "id");
+  std::string chat_id = JsonText(chat, "id");
   Json output = Json::array();
   if (const Json* r = ReasoningField(message); r && !r->get<std::string>().empty()) {
     output.push_back(ReasoningItem(ItemId("rs_", chat_id, 0), *r, true));
@@ -437,77 +438,28 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
                                         "completed", names));
     }
   }
-  return ResponseObject(response_id, chat.value("created", int64_t{0}),
-                        TextOr(chat, "model"),
+  return ResponseObject(response_id, JsonInt(chat, "created", 0),
+                        JsonText(chat, "model"),
                         Status(chat["choices"][0].value("finish_reason", Json())), output,
                         Usage(chat.value("usage", Json()), prompt_hint));
 }
 
 // ---- stream: chat chunks → Responses events -------------------------------------
 
-class ResponsesStream : public StreamTranslator {
+class ResponsesStream : public TranslatedStream {
  public:
   ResponsesStream(std::string response_id, ToolNamespaces names)
       : id_(std::move(response_id)), names_(std::move(names)) {}
 
-  std::string OnChunk(const Json& chunk) override {
-    if (ended_) return "";
-    acc_.Add(chunk);
-    std::string out;
-    if (!started_) out += Start();
-    const Json* choice = FirstChoice(chunk);
-    if (!choice) return out;
-    if (const Json* delta = Find(*choice, "delta"); delta && delta->is_object()) out += Delta(*delta);
-    if (Find(*choice, "finish_reason")) out += CloseItem();
-    return out;
-  }
-
-  bool OnContentDelta(const std::string& content, std::string& out) override {
-    if (ended_ || !started_) return false;
-    acc_.AddContent(content);
-    out += Content(content);
-    return true;
-  }
-
-  std::string OnEnd() override {
-    if (ended_) return "";
-    std::string out;
-    if (!started_) out += Start();
-    out += CloseItem();
-    Json response = Assembled();
-    std::string status = response["status"];
-    out += Event(status == "incomplete" ? "response.incomplete" : "response.completed",
-                 {{"response", response}});
-    ended_ = true;
-    return out;
-  }
-
-  std::string OnMalformed(const std::string& data) override {
-    if (ended_) return "";
-    std::string out = started_ ? std::string() : Start();
-    return out + "event: response.output_text.delta\ndata: " + data + "\n\n";
-  }
-
-  std::string OnError(const std::string& message) override {
-    if (ended_) return "";
-    std::string out;
-    if (!started_) out += Start();
-    ended_ = true;
-    Json response = ResponseObject(ResponseIdNow(), acc_.created(), acc_.model(), "failed", output_, nullptr);
-    response["error"] = {{"code", "server_error"}, {"message", message}};
-    out += Event("response.failed", {{"response", response}});
-    return out;
-  }
-
   Json Assembled() const override {
-    return ResponseFromChat(acc_.Response(), acc_.prompt_tokens(), ResponseIdNow(), &names_);
+    return ResponseFromChat(acc().Response(), acc().prompt_tokens(), ResponseIdNow(), &names_);
   }
 
  private:
   enum class Item { kNone, kText, kReasoning, kTool };
 
   std::string ResponseIdNow() const {
-    return id_.empty() ? ResponsesFormat::ResponseId(Json{{"id", acc_.id()}}) : id_;
+    return id_.empty() ? ResponsesFormat::ResponseId(Json{{"id", acc().id()}}) : id_;
   }
 
   std::string Event(const std::string& type, Json fields) {
@@ -540,9 +492,8 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
-  std::string Start() {
-    started_ = true;
-    Json response = ResponseObject(ResponseIdNow(), acc_.created(), acc_.model(), "in_progress",
+  std::string Opening() override {
+    Json response = ResponseObject(ResponseIdNow(), acc().created(), acc().model(), "in_progress",
                                    Json::array(), nullptr);
     std::string out = Event("response.created", {{"response", response}});
     out += Event("response.in_progress", {{"response", response}});
@@ -550,7 +501,7 @@ class ResponsesStream : public StreamTranslator {
   }
 
   std::string Open(Item kind, Json item) {
-    std::string out = CloseItem();
+    std::string out = CloseOpen();
     open_ = kind;
     open_index_ = static_cast<int>(output_.size());
     open_id_ = item["id"];
@@ -566,7 +517,25 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
-  std::string CloseItem() {
+  std::string Closing() override {
+    Json response = Assembled();
+    std::string status = response["status"];
+    return Event(status == "incomplete" ? "response.incomplete" : "response.completed",
+                 {{"response", response}});
+  }
+
+  std::string Failure(const std::string& message) override {
+    std::string out = Begin();
+    Json response = ResponseObject(ResponseIdNow(), acc().created(), acc().model(), "failed", output_, nullptr);
+    response["error"] = {{"code", "server_error"}, {"message", message}};
+    return out + Event("response.failed", {{"response", response}});
+  }
+
+  std::string Malformed(const std::string& data) override {
+    return "event: response.output_text.delta\ndata: " + data + "\n\n";
+  }
+
+  std::string CloseOpen() override {
     std::string out;
     Json item;
     switch (open_) {
@@ -608,22 +577,22 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
-  std::string Content(const std::string& text) {
+  std::string Content(const std::string& text) override {
     if (text.empty()) return "";
     std::string out;
     if (open_ != Item::kText) {
-      out += Open(Item::kText, MessageItem(ItemId("msg_", acc_.id(), text_items_++), "", "in_progress"));
+      out += Open(Item::kText, MessageItem(ItemId("msg_", acc().id(), text_items_++), "", "in_progress"));
     }
     text_ += text;
     out += DeltaEvent("response.output_text.delta", open_id_, open_index_, text, true, true);
     return out;
   }
 
-  std::string Delta(const Json& delta) {
+  std::string Delta(const Json& delta) override {
     std::string out;
     if (const Json* r = ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
       if (open_ != Item::kReasoning) {
-        out += Open(Item::kReasoning, ReasoningItem(ItemId("rs_", acc_.id(), reasoning_items_++), "", false));
+        out += Open(Item::kReasoning, ReasoningItem(ItemId("rs_", acc().id(), reasoning_items_++), "", false));
       }
       text_ += r->get_ref<const std::string&>();
       out += DeltaEvent("response.reasoning_text.delta", open_id_, open_index_, r->get_ref<const std::string&>(),
@@ -640,9 +609,9 @@ class ResponsesStream : public StreamTranslator {
       const Json* fn = Find(call, "function");
       auto known = tool_items_.find(index);
       if (known == tool_items_.end()) {
-        std::string name = fn ? fn->value("name", "") : "";
+        std::string name = fn ? JsonText(*fn, "name") : "";
         out += Open(Item::kTool,
-                    FunctionCallItem(CallId(call, acc_.id(), index), name, "", "in_progress", &names_));
+                    FunctionCallItem(CallId(call, acc().id(), index), name, "", "in_progress", &names_));
         known = tool_items_.emplace(index, open_index_).first;
       }
       const Json* args = fn ? Find(*fn, "arguments") : nullptr;
@@ -655,8 +624,6 @@ class ResponsesStream : public StreamTranslator {
     return out;
   }
 
-  ChatAccumulator acc_;
-  bool started_ = false, ended_ = false;
   std::string id_;
   ToolNamespaces names_;
   int64_t sequence_ = 0;
@@ -712,7 +679,7 @@ std::unique_ptr<StreamTranslator> ResponsesFormat::NewStream() const {
 }
 
 void ResponsesFormat::Finished(const ChatRequest& request, const Json& chat_response) {
-  if (!request.state.is_object() || !request.state.value("store", false)) return;
+  if (!request.state.is_object() || !JsonTrue(request.state, "store")) return;
   const Json* conversation = Find(request.state, "conversation");
   if (!conversation || !conversation->is_array()) return;
   Json messages = *conversation;
@@ -721,7 +688,7 @@ void ResponsesFormat::Finished(const ChatRequest& request, const Json& chat_resp
   } catch (const BadField&) {
     return;  // nothing usable to continue from
   }
-  std::string id = TextOr(request.state, "response_id");
+  std::string id = JsonText(request.state, "response_id");
   state_->Put(id.empty() ? ResponseId(chat_response) : id, std::move(messages));
 }
 
@@ -736,7 +703,7 @@ Json ResponsesFormat::ErrorBody(int http_status, const std::string& message) con
 }
 
 std::string ResponsesFormat::ResponseId(const Json& chat) {
-  return DerivedId("resp_", chat.is_object() ? TextOr(chat, "id") : "");
+  return DerivedId("resp_", chat.is_object() ? JsonText(chat, "id") : "");
 }
 
 }  // namespace forge::proxy

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "base/json_index.h"
+#include "base/json_field.h"
 
 namespace forge::proxy::wire {
 
@@ -27,11 +27,6 @@ const Json* Find(const Json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return nullptr;
   return &*it;
-}
-
-std::string TextOr(const Json& object, const char* key, std::string fallback) {
-  const Json* value = Find(object, key);
-  return value && value->is_string() ? value->get<std::string>() : fallback;
 }
 
 const Json* FirstChoice(const Json& chat) {
@@ -126,7 +121,7 @@ std::string ContentText(const Json& content) {
   std::string text;
   if (content.is_array()) {
     for (const Json& part : content) {
-      if (part.is_object() && TextOr(part, "type") == "text" && part.contains("text") &&
+      if (part.is_object() && JsonText(part, "type") == "text" && part.contains("text") &&
           part["text"].is_string()) {
         text += part["text"].get<std::string>();
       }
@@ -249,7 +244,7 @@ SideCallSigns SideCallSignsOf(const Json& body) {
     }
   }
   if (const Json* format = Find(body, "response_format");
-      format && format->is_object() && format->value("type", "") != "text") {
+      format && format->is_object() && JsonText(*format, "type") != "text") {
     signs.structured_output = true;
   }
   const Json* messages = Find(body, "messages");
@@ -257,7 +252,7 @@ SideCallSigns SideCallSignsOf(const Json& body) {
   bool saw_user = false;
   for (const Json& m : *messages) {
     if (!m.is_object()) continue;
-    std::string role = TextOr(m, "role");
+    std::string role = JsonText(m, "role");
     if (role == "system" || role == "developer") {
       AppendProbeText(Find(m, "content"), signs.probe);
     } else if (role == "user" && !saw_user) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_field.h"
 #include "proxy/client_format.h"
 
 namespace forge::proxy::wire {
@@ -21,9 +22,6 @@ struct BadField {
 
 // Typed access that names the field ("messages[2].content[0].text") on error.
 const Json* Find(const Json& object, const char* key);  // null when absent or null
-// The string at key, or fallback when it is absent or not a string (never
-// throws, unlike nlohmann's value(): an upstream may send "id": 5).
-std::string TextOr(const Json& object, const char* key, std::string fallback = "");
 // The choice with index 0 of a chat response or chunk: the only one the
 // translators carry to the client. Null when there is none.
 const Json* FirstChoice(const Json& chat);
