@@ -771,18 +771,25 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   }
   if (!cs->call_started_writing) co_await stop_keepalive();
 
-  rec.response = raw ? upstream_assembled.Result() : translator->Assembled();
-  rec.upstream_response = pass_through ? rec.response : upstream_assembled.Result();
-  if (!usage.is_null()) rec.upstream_response["usage"] = usage;
+  if (raw) {
+    // Recorded as text: a stream's logprobs (an object per token) are never
+    // made a document. The upstream's answer differs only by its usage.
+    rec.response_text = upstream_assembled.ResultText(nullptr);
+    rec.upstream_response_text = usage.is_null() ? rec.response_text : upstream_assembled.ResultText(&usage);
+    rec.finish_reason = upstream_assembled.FinishReason();
+  } else {
+    rec.response = translator->Assembled();
+    rec.upstream_response = pass_through ? rec.response : upstream_assembled.Result();
+    if (!usage.is_null()) rec.upstream_response["usage"] = usage;
+    rec.finish_reason = FinishReasonOf(rec.upstream_response);
+  }
   // Kept past the commit only for a format that reads it in Finished (the
-  // pass-through formats do not): a stream's response with its logprobs is
-  // a large document to copy.
+  // pass-through formats do not).
   const Json upstream_response = pass_through ? Json() : rec.upstream_response;
   if (!malformed_note.empty()) tokens = std::move(tokens_before_malformed);
   rec.prompt_ids = std::move(tokens.prompt_ids);
   rec.completion_ids = std::move(tokens.completion_ids);
   rec.logprobs = std::move(tokens.logprobs);
-  rec.finish_reason = FinishReasonOf(rec.upstream_response);
   rec.usage = usage;
   if (stream_error.empty() && LacksTokenIds(rec) && malformed_note.empty()) stream_error = kNoTokenIdsMessage;
   if (!stream_error.empty()) {

@@ -1,5 +1,6 @@
 #include "proxy/chat_assembler.h"
 
+#include "base/json_dump.h"
 #include "base/json_field.h"
 #include "base/json_parse.h"
 #include "base/json_scan.h"
@@ -140,39 +141,97 @@ void ChatAssembler::AppendPendingLogprobs(const std::string& pending, Json& logp
   }
 }
 
-Json ChatAssembler::Result() const {
+Json ChatAssembler::ChoiceJson(int index, const Choice& c) const {
+  Json choice = {{"index", index}};
+  if (completion_) {
+    choice["text"] = c.text;
+  } else {
+    Json message = {{"role", c.role.empty() ? "assistant" : c.role}};
+    message["content"] = c.has_content ? Json(c.content) : Json(nullptr);
+    if (c.has_reasoning) message["reasoning"] = c.reasoning;
+    if (!c.tool_calls.empty()) {
+      Json calls = Json::array();
+      for (const auto& [i, call] : c.tool_calls) calls.push_back(call);
+      message["tool_calls"] = std::move(calls);
+    }
+    choice["message"] = std::move(message);
+  }
+  choice["finish_reason"] = c.finish_reason;
+  if (!c.stop_reason.is_null()) choice["stop_reason"] = c.stop_reason;
+  return choice;
+}
+
+Json ChatAssembler::HeadJson(const Json* usage) const {
   Json out = head_;
   out["object"] = completion_ ? "text_completion" : "chat.completion";
+  if (usage && !usage->is_null()) {
+    out["usage"] = *usage;
+  } else if (!usage_.is_null()) {
+    out["usage"] = usage_;
+  }
+  return out;
+}
+
+Json ChatAssembler::Result() const {
+  Json out = HeadJson(nullptr);
   Json choices = Json::array();
   for (const auto& [index, c] : choices_) {
-    Json choice = {{"index", index}};
-    if (completion_) {
-      choice["text"] = c.text;
-    } else {
-      Json message = {{"role", c.role.empty() ? "assistant" : c.role}};
-      message["content"] = c.has_content ? Json(c.content) : Json(nullptr);
-      if (c.has_reasoning) message["reasoning"] = c.reasoning;
-      if (!c.tool_calls.empty()) {
-        Json calls = Json::array();
-        for (const auto& [i, call] : c.tool_calls) calls.push_back(call);
-        message["tool_calls"] = std::move(calls);
-      }
-      choice["message"] = std::move(message);
-    }
-    if (c.logprobs_pending.empty()) {
-      choice["logprobs"] = c.logprobs;
-    } else {
-      Json logprobs = c.logprobs;
-      AppendPendingLogprobs(c.logprobs_pending, logprobs);
-      choice["logprobs"] = std::move(logprobs);
-    }
-    choice["finish_reason"] = c.finish_reason;
-    if (!c.stop_reason.is_null()) choice["stop_reason"] = c.stop_reason;
+    Json choice = ChoiceJson(index, c);
+    Json logprobs = c.logprobs;
+    AppendPendingLogprobs(c.logprobs_pending, logprobs);
+    choice["logprobs"] = std::move(logprobs);
     choices.push_back(std::move(choice));
   }
   out["choices"] = std::move(choices);
-  if (!usage_.is_null()) out["usage"] = usage_;
   return out;
+}
+
+// A choice's logprobs as text: the entries taken as text are spliced in as
+// they came (validated JSON), after any that Add folded as documents.
+std::string ChatAssembler::LogprobsText(const Choice& c) {
+  if (c.logprobs_pending.empty()) return DumpJson(c.logprobs);
+  Json rest = c.logprobs;  // an object with "content" (AddContentDelta made it so)
+  std::string content = "[";
+  if (auto it = rest.find("content"); it != rest.end()) {
+    if (it->is_array() && !it->empty()) {
+      content = DumpJson(*it);
+      content.back() = ',';
+    }
+    rest.erase(it);
+  }
+  content += c.logprobs_pending;
+  content += ']';
+  std::string text = DumpJson(rest);  // "{...}"
+  text.pop_back();
+  if (text.size() > 1) text += ',';
+  text += "\"content\":";
+  text += content;
+  text += '}';
+  return text;
+}
+
+std::string ChatAssembler::ResultText(const Json* usage) const {
+  std::string text = DumpJson(HeadJson(usage));  // an object with "object" at least
+  text.pop_back();
+  text += ",\"choices\":[";
+  bool first = true;
+  for (const auto& [index, c] : choices_) {
+    if (!first) text += ',';
+    first = false;
+    std::string choice = DumpJson(ChoiceJson(index, c));  // "{"index":...}"
+    text += "{\"logprobs\":";
+    text += LogprobsText(c);
+    text += ',';
+    text.append(choice, 1, std::string::npos);
+  }
+  text += "]}";
+  return text;
+}
+
+std::string ChatAssembler::FinishReason() const {
+  if (choices_.empty()) return "";
+  const Json& reason = choices_.begin()->second.finish_reason;
+  return reason.is_string() ? reason.get<std::string>() : "";
 }
 
 }  // namespace forge::proxy

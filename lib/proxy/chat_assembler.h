@@ -28,6 +28,13 @@ class ChatAssembler {
   bool AddContentDelta(const ContentDelta& delta);
   // chat.completion for chat chunks, text_completion for completion chunks.
   nlohmann::json Result() const;
+  // The same response as its JSON text, with usage (if given and not null)
+  // in place of the stream's own. The logprobs taken as text are spliced in
+  // as they came, never made a document: a stream's logprobs are an object
+  // per token, most of what a recorded answer with logprobs costs.
+  std::string ResultText(const nlohmann::json* usage) const;
+  // Choice 0's (the first choice's) finish_reason, if a string.
+  std::string FinishReason() const;
   bool empty() const { return chunks_ == 0; }
 
  private:
@@ -45,6 +52,9 @@ class ChatAssembler {
     nlohmann::json stop_reason;
   };
   static void AppendPendingLogprobs(const std::string& pending, nlohmann::json& logprobs);
+  static std::string LogprobsText(const Choice& c);
+  nlohmann::json HeadJson(const nlohmann::json* usage) const;
+  nlohmann::json ChoiceJson(int index, const Choice& c) const;
 
   size_t chunks_ = 0;
   bool completion_ = false;

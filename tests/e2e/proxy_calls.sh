@@ -62,6 +62,12 @@ text=$(grep '^data: {' "$WORK/sse" | sed 's/^data: //' | python3 -c 'import sys,
 calls "$STORE" r1 | tail -1 | py 'd["completion_ids"]==list(range(1000,1006)) and len(d["prompt_ids"])>0 and len(d["logprobs"])==6 and d["response"]["choices"][0]["message"]["content"]=="w0 w1 w2 w3 w4 w5 " and d["usage"]["completion_tokens"]==6 and d["first_token_at"]>0' \
   || fail "stream record: $(calls "$STORE" r1 | tail -1)"
 pass "streaming chat relayed and recorded (ids as deltas, prompt ids from the first chunk)"
+curl -sN -H 'Authorization: Bearer secret-one' -d '{"model":"m","stream":true,"logprobs":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"script:words:6"}]}' \
+  "$PROXY/v1/chat/completions" > "$WORK/sse"
+[ "$(grep -c '"logprob"' "$WORK/sse")" -ge 6 ] || fail "asked-for logprobs not streamed: $(cat "$WORK/sse")"
+calls "$STORE" r1 | tail -1 | py '[e["logprob"] for e in d["response"]["choices"][0]["logprobs"]["content"]]==d["logprobs"] and len(d["logprobs"])==6 and d["response"]["choices"][0]["finish_reason"]==d["finish_reason"]=="stop" and d["response"]["usage"]["completion_tokens"]==6 and d["upstream_response"]["usage"]==d["usage"]' \
+  || fail "stream record with logprobs: $(calls "$STORE" r1 | tail -1)"
+pass "a streamed answer's asked-for logprobs recorded in its response, one entry a token"
 
 # 3b. Events go out as the upstream sends them, not when the stream ends: the
 # fake spends ~1 s on 20 tokens (50 ms apart); the first must reach the client

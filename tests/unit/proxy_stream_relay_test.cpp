@@ -22,6 +22,8 @@ struct Relayed {
   std::string out;
   CapturedTokens tokens;
   Json assembled;
+  Json assembled_text;  // the assembler's ResultText, parsed
+  std::string finish_reason;
   int fast = 0;  // chunks the one-walk relay took
   bool failed = false;
 };
@@ -45,6 +47,8 @@ Relayed Relay(const std::vector<std::string>& chunks, const CaptureWants& wants,
     r.out += "data: " + chunk->text + "\n\n";
   }
   r.assembled = assembled.Result();
+  r.assembled_text = forge::ParseJsonOrDiscarded(assembled.ResultText(nullptr));
+  r.finish_reason = assembled.FinishReason();
   return r;
 }
 
@@ -108,6 +112,10 @@ TEST_CASE("stream relay: the common chunk relayed in one walk gives what the ful
       CHECK(fast.tokens.completion_ids == full.tokens.completion_ids);
       CHECK(fast.tokens.logprobs == full.tokens.logprobs);
       CHECK(fast.assembled == full.assembled);
+      // The record's text form (logprobs spliced as they came) is the same response.
+      CHECK(fast.assembled_text == full.assembled);
+      CHECK(full.assembled_text == full.assembled);
+      CHECK(fast.finish_reason == full.assembled["choices"][0].value("finish_reason", Json("")));
       CHECK(fast.fast >= 4);  // the relay takes the common chunks
     }
     // A chunk that is not JSON is left to the full way, which refuses it.
@@ -115,6 +123,21 @@ TEST_CASE("stream relay: the common chunk relayed in one walk gives what the ful
     CHECK(bad.failed);
     CHECK(bad.fast == 1);
   }
+  // The upstream's form: the given usage in place of the stream's own.
+  ChatAssembler a;
+  a.Add(Json::parse(Chunk(R"({"index":0,"delta":{"role":"assistant"}})")));
+  ContentDelta piece;
+  piece.content = R"("hi")";
+  piece.logprobs_content = R"([{"token":"hi","logprob":-0.5}])";
+  REQUIRE(a.AddContentDelta(piece));
+  a.Add(Json::parse(Chunk("", R"(,"usage":{"prompt_tokens":1})")));
+  Json usage = {{"prompt_tokens", 2}, {"completion_tokens", 1}};
+  Json with_usage = Json::parse(a.ResultText(&usage));
+  CHECK(with_usage["usage"] == usage);
+  CHECK(Json::parse(a.ResultText(nullptr))["usage"]["prompt_tokens"] == 1);
+  CHECK(with_usage["choices"][0]["logprobs"]["content"][0]["logprob"] == -0.5);
+  CHECK(with_usage["choices"][0]["message"]["content"] == "hi");
+  CHECK(a.FinishReason().empty());
   // Before the stream's first chunk the assembler has no head: the full way.
   ChatAssembler fresh;
   CapturedTokens tokens;
