@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "base/hash.h"
+#include "launch/attempt.h"
 #include "cli/diagnostics.h"
 #include "cli/progress.h"
 #include "cli/signals.h"
@@ -51,10 +53,6 @@ bool IsFinalOutcome(const std::string& outcome) {
   return outcome == "ok" || outcome == "agent_timeout" || outcome == "agent_error";
 }
 
-std::string Tail(const std::string& text, size_t max) {
-  return text.size() <= max ? text : text.substr(text.size() - max);
-}
-
 // Host-side scratch for files copied into a sandbox; removed on destruction.
 class Scratch {
  public:
@@ -83,6 +81,28 @@ class Scratch {
  private:
   std::string dir_;
   int counter_ = 0;
+};
+
+// An attempt's phases: each one's time goes into timings (and the progress
+// line follows) as the next begins.
+class Phases {
+ public:
+  Phases(Json& timings, std::function<void(const std::string&)> report)
+      : timings_(timings), report_(std::move(report)) {}
+  void Enter(const std::string& next) {
+    if (next == phase_) return;
+    if (!phase_.empty()) timings_[phase_] = Seconds(start_);
+    phase_ = next;
+    start_ = Clock::now();
+    report_(next);
+  }
+  const std::string& current() const { return phase_; }
+
+ private:
+  Json& timings_;
+  std::function<void(const std::string&)> report_;
+  std::string phase_;
+  Clock::time_point start_ = Clock::now();
 };
 
 // Absolute: the engine binds only absolute host paths.
@@ -136,6 +156,16 @@ class Launcher {
   // Status of the infrastructure; the harness's own result goes in record.
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
                  Json& record);
+  // The rollout's row (its secret's hash) in the store; an earlier try's calls set aside.
+  Status Register(const Attempt& a, const Job& job, Json& record);
+  // Runs the harness: as the sandbox's own process where the backend can,
+  // else in a sandbox created, filled from plan, and exec'd. box holds the
+  // sandbox that is left (held, or to release).
+  Result<sandbox::ExecResult> RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
+                                         Phases& phases, std::unique_ptr<sandbox::Sandbox>& box, Json& record);
+  HostPaths Host() const {
+    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : ""};
+  }
   // Sets aside the calls recorded under the rollout, noting them in record:
   // all of them (a try's start: they are an earlier try's), or those that
   // started before `before` (a late call of a try set aside already, which
@@ -286,327 +316,143 @@ void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_i
 Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
                          const std::string& rollout_id, Json& record) {
   const TaskSpec& task = *job.task;
-  Json& timings = record["timings"];
-  // Phase timings (and the progress line) follow the phases as they begin.
-  std::string phase;
-  auto phase_start = Clock::now();
-  auto enter = [&](const std::string& next) {
-    if (next == phase) return;
-    if (!phase.empty()) timings[phase] = Seconds(phase_start);
-    phase = next;
-    phase_start = Clock::now();
-    SetPhase(rollout_id, task.id, job.attempt, next);
-  };
-  enter("create");
-
+  Phases phases(record["timings"], [&](const std::string& p) { SetPhase(rollout_id, task.id, job.attempt, p); });
+  phases.Enter("create");
   // The secret is born here and leaves only in the harness's environment
   // and config files: the store keeps its hash, the record never sees it.
-  const std::string secret = "forge-" + RandomHex(24);
+  const Attempt a{options_, task, profile, backend_.name(), rollout_id, job.attempt, "forge-" + RandomHex(24)};
+  FORGE_RETURN_IF_ERROR(Register(a, job, record));
+  if (Status s = CheckGpus(task, backend_); !s.ok()) {
+    record["error_kind"] = "no_gpu";
+    return s;
+  }
+  auto spec = SandboxSpec(a);
+  if (!spec.ok()) return spec.status();
+  // The image is built or pulled once here, so its WORKDIR is known before
+  // anything is put in place.
+  phases.Enter("image");
+  auto image = backend_.PrepareImage(&*spec);
+  if (!image.ok()) return image.status();
+  if (image->pulled) record["image_pulled"] = spec->image;  // for gc --images
+  phases.Enter("create");
+  const std::string workdir = WorkdirFor(options_, task, *image);
+  spec->workdir = workdir;
+  const HostPaths host = Host();
+  const RelayPaths relay = AddHostMounts(a, host, *spec);
+  FORGE_RETURN_IF_ERROR(AddPod(task, *spec));
+  auto mcp_servers = McpServersFor(task, profile);
+  if (!mcp_servers.ok()) return mcp_servers.status();
+  auto vars = Placeholders(a, host, workdir, *mcp_servers);
+  sandbox::OneShot plan;
+  Scratch scratch;
+  FORGE_RETURN_IF_ERROR(AddCopies(a, workdir, vars, [&](const std::string& name, const std::string& content) {
+    return scratch.Write(name, content);
+  }, plan));
+  const std::optional<sandbox::Display> display = task.display ? task.display : options_.display;
+  auto exec = HarnessExec(a, vars, relay, proxy_endpoint_, display);
+  if (!exec.ok()) return exec.status();
+  plan.exec = std::move(*exec);
+  plan.exec.cancel = &cancel_;
+  if (display) record["display"] = display->ToString();
+
+  std::unique_ptr<sandbox::Sandbox> box;
+  auto release = [&]() -> Status {
+    if (!box) return Status::Ok();
+    phases.Enter("release");
+    Status s = box->Release();
+    box.reset();
+    return s;
+  };
+  auto ran = RunHarness(*spec, plan, scratch, phases, box, record);
+  if (!ran.ok()) {
+    (void)release();  // the failure that brought us here is the one to report
+    return ran.status();
+  }
+  if (phases.current() == "agent") phases.Enter("");
+  const std::string where = backend_.name() == "local" ? "the host (local backend)"
+                            : "image " + (spec->image.empty() ? "built from " + spec->build_context : spec->image);
+  if (Status s = ReadHarnessRun(a, *ran, display, where, spec->limits.memory_bytes, record); !s.ok()) {
+    (void)release();
+    return s;
+  }
+  if (options_.hold && box) {
+    record["sandbox"] = box->handle().ToJson();
+    record["sandbox"]["lifetime_seconds"] = spec->lifetime_seconds;
+  } else if (Status s = release(); !s.ok()) {
+    // The harness ran; a failed removal is gc's job, not a reason to redo it.
+    record["release_error"] = s.message();
+  }
+  phases.Enter("");
+  return Status::Ok();
+}
+
+Status Launcher::Register(const Attempt& a, const Job& job, Json& record) {
   store::RolloutRow row;
-  row.id = rollout_id;
+  row.id = a.rollout_id;
   row.run_id = options_.run_id;
-  row.task_id = task.id;
-  row.attempt = job.attempt;
-  row.harness = profile.name;
-  row.secret_hash = Sha256Hex(secret);
+  row.task_id = a.task.id;
+  row.attempt = a.number;
+  row.harness = a.profile.name;
+  row.secret_hash = Sha256Hex(a.secret);
   row.status = "running";
   FORGE_RETURN_IF_ERROR(store_.RegisterRollout(row).Prefixed("store"));
   // An attempt run again keeps its rollout id: calls the proxy recorded for
   // a try that died (this run resumed after a crash, or an infrastructure
   // retry) would be read as this try's. The new secret stops that try from
   // recording more; what it recorded is set aside, kept under another id.
-  SetAsideEarlierCalls(job, rollout_id, std::nullopt, record);
+  SetAsideEarlierCalls(job, a.rollout_id, std::nullopt, record);
+  return Status::Ok();
+}
 
-  if (Status s = CheckGpus(task, backend_); !s.ok()) {
-    record["error_kind"] = "no_gpu";
-    return s;
-  }
-  sandbox::Spec spec;
-  spec.run_id = options_.run_id;
-  spec.rollout_id = rollout_id;
-  spec.image = task.image.empty() && task.build_context.empty() ? options_.image : task.image;
-  spec.build_context = task.image.empty() ? task.build_context : "";
-  spec.limits.cpus = task.cpus.value_or(options_.cpus);
-  spec.limits.memory_bytes = task.memory_bytes.value_or(options_.memory_bytes);
-  spec.limits.pids = task.pids.value_or(options_.pids);
-  spec.build_timeout_seconds = task.build_timeout_seconds;
-  spec.drop_all_capabilities = options_.drop_all_capabilities;
-  spec.gpus = task.gpus;
-  const std::string network = TaskNetwork(options_, task);
-  auto policy = ParseNetwork(network);
-  if (!policy.ok()) return policy.status();
-  spec.network = *policy;
-  const bool proxy_only = network == "proxy-only";
-  spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(job.attempt)}};
-  spec.user = task.user.empty() ? options_.user : task.user;
-  // The task's environment, its templates resolved from ours (as Harbor does).
-  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env");
-  if (!task_env.ok()) return task_env.status().Prefixed(task.id);
-  spec.env = std::move(*task_env);
-  // The image is built or pulled once here, so its WORKDIR is known before
-  // anything is put in place.
-  enter("image");
-  auto image = backend_.PrepareImage(&spec);
-  if (!image.ok()) return image.status();
-  if (image->pulled) record["image_pulled"] = spec.image;  // for gc --images
-  enter("create");
-  const std::string workdir = WorkdirFor(options_, task, *image);
-  spec.workdir = workdir;
-  // The real harnesses stay installed on the host; a container sees them
-  // read-only at a fixed path, so nothing is fetched at rollout time.
-  const bool mount_harnesses = backend_.name() == "docker" && UsesPlaceholder(profile, "harnesses");
-  if (mount_harnesses) spec.mounts.push_back({HarnessInstallDir(), options_.harness_mount, true});
-  // proxy-only: where the harness's wrapper finds forge-relay and the host
-  // relay's socket. The local backend runs on the host's file system.
-  std::string relay_path, socket_path;
-  if (proxy_only && backend_.name() == "docker") {
-    // A read-only socket directory still lets the sandbox connect, and
-    // nothing in it can replace the socket.
-    spec.mounts.push_back({RelayBinary(options_), kRelaySandboxPath, true});
-    spec.mounts.push_back({host_relay_->dir(), kRelaySocketDir, true});
-    relay_path = kRelaySandboxPath;
-    socket_path = std::string(kRelaySocketDir) + "/" + kRelaySocketName;
-  } else if (proxy_only) {
-    relay_path = RelayBinary(options_);
-    socket_path = host_relay_->dir() + "/" + kRelaySocketName;
-    // Under bubblewrap /tmp is the sandbox's own: the socket's directory and
-    // the relay binary (both may live under the host's /tmp) are bound in at
-    // their host paths.
-    spec.mounts.push_back({host_relay_->dir(), host_relay_->dir(), true});
-    spec.mounts.push_back({relay_path, relay_path, true});
-  }
-  const double agent_timeout =
-      task.agent_timeout_seconds > 0 ? task.agent_timeout_seconds : options_.agent_timeout_seconds;
-  spec.lifetime_seconds = static_cast<int64_t>(agent_timeout) + 600 +
-                          (options_.hold ? options_.hold_seconds : 0);
-  FORGE_RETURN_IF_ERROR(AddPod(task, spec));
-  auto mcp_servers = McpServersFor(task, profile);
-  if (!mcp_servers.ok()) return mcp_servers.status();
-
-  // What goes into the sandbox: host trees (task files, harness helpers, the
-  // solution for the oracle, skills) and files by content (the instruction,
-  // config files that may hold the secret).
-  const bool local = backend_.name() == "local";
+Result<sandbox::ExecResult> Launcher::RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
+                                                 Phases& phases, std::unique_ptr<sandbox::Sandbox>& box,
+                                                 Json& record) {
   // A pod's services start before its harness: an exec'd sandbox.
-  const bool one_shot = backend_.CanRunOnce() && !spec.pod;
-  const std::string root = local ? "{root}" : "";
-  std::map<std::string, std::string> vars = {
-      {"proxy", options_.proxy},
-      {"secret", secret},
-      {"model", options_.model.empty() ? profile.default_model : options_.model},
-      {"instruction", task.instruction},
-      {"instruction_file", root + "/forge/instruction.md"},
-      {"workdir", root + workdir},
-      {"root", root},
-      {"harnesses", mount_harnesses ? options_.harness_mount : HarnessInstallDir()},
-      {"rollout_id", rollout_id},
-      {"run_id", options_.run_id},
-      {"task_id", task.id},
-      {"command", task.command.empty() ? options_.command : task.command},
-      {"mcp_servers", *mcp_servers},
-  };
-  sandbox::OneShot plan;
-  if (!task.files_dir.empty()) plan.copies.emplace_back(task.files_dir, workdir);
-  plan.files.emplace_back("/forge/instruction.md", task.instruction);
-  Scratch scratch;
-  if (!profile.solution_dir.empty()) {
-    // Only the oracle sees the solution: it checks that the task is solvable.
-    if (!task.solution_dir.empty()) {
-      plan.copies.emplace_back(task.solution_dir, profile.solution_dir);
-    } else if (!task.solution_script.empty()) {
-      auto script = scratch.Write("solve.sh", task.solution_script);
-      if (!script.ok()) return script.status();
-      plan.copies.emplace_back(*script, profile.solution_dir);
-    } else {
-      return Status::InvalidData("task " + task.id + " has no solution for the " + profile.name + " harness");
-    }
-    vars["solution_dir"] = root + profile.solution_dir;
-  }
-  for (const auto& [dest_dir, source] : profile.files) {
-    plan.copies.emplace_back((fs::path(profile.source_dir) / source).string(), dest_dir);
-  }
-  for (const std::string* skills : {&options_.skills_dir, &task.skills_dir}) {
-    if (skills->empty() || profile.skills_dir.empty()) continue;
-    auto folders = SkillFolders(*skills);
-    if (!folders.ok()) return folders.status();
-    for (const auto& folder : *folders) {
-      plan.copies.emplace_back(folder, profile.skills_dir + "/" + fs::path(folder).filename().string());
-    }
-  }
-
-  // A config file's path is where CopyIn puts it, a sandbox path, even on the
-  // local backend whose {root} makes the harness's env and argv host paths.
-  std::map<std::string, std::string> sandbox_vars = vars;
-  sandbox_vars["root"] = "";
-  sandbox_vars["workdir"] = workdir;
-  sandbox_vars["instruction_file"] = "/forge/instruction.md";
-  for (const auto& [path, content] : profile.config_files) {
-    plan.files.emplace_back(FillPlaceholders(path, sandbox_vars), FillPlaceholders(content, vars));
-  }
-
-  // The harness, under its deadline.
-  sandbox::ExecRequest& exec = plan.exec;
-  for (const auto& arg : profile.command) exec.argv.push_back(FillPlaceholders(arg, vars));
-  if (!task.sandbox_skills_dir.empty() && !profile.skills_dir.empty()) {
-    // Harbor's environment.skills_dir: skill folders the image holds join
-    // the harness's skills (beside --skills and the task's "skills").
-    exec.argv = WithSandboxSkills(root + task.sandbox_skills_dir, root + profile.skills_dir, exec.argv);
-  }
-  for (const auto& [k, v] : profile.env) exec.env[k] = FillPlaceholders(v, vars);
-  exec.env["FORGE_ROLLOUT_ID"] = rollout_id;
-  exec.env["FORGE_RUN_ID"] = options_.run_id;
-  exec.env["FORGE_TASK_ID"] = task.id;
-  exec.env["FORGE_ATTEMPT"] = std::to_string(job.attempt);
-  exec.env["FORGE_INSTRUCTION_FILE"] = vars["instruction_file"];
-  if (!profile.solution_dir.empty()) {
-    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env");
-    if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
-    for (const auto& [k, v] : *solution_env) exec.env[k] = v;
-  }
-  if (task.healthcheck) exec.argv = WithHealthcheck(*task.healthcheck, exec.argv);
-  if (!options_.proxy.empty()) {
-    exec.env["FORGE_PROXY_URL"] = options_.proxy;
-    exec.env["FORGE_API_KEY"] = secret;
-  }
-  // The relay listens before the harness starts, at the proxy URL's own address.
-  if (proxy_only) exec.argv = WithRelay(exec.argv, proxy_endpoint_, relay_path, socket_path);
-  // A GUI task's virtual display: the wrapper starts Xvfb from the sandbox
-  // (image or host), exports DISPLAY, runs the harness and stops Xvfb.
-  const std::optional<sandbox::Display> display = task.display ? task.display : options_.display;
-  if (display) {
-    exec.argv = sandbox::WithDisplay(*display, exec.argv);
-    record["display"] = display->ToString();
-  }
-  exec.timeout_seconds = agent_timeout;
-  exec.max_output_bytes = options_.log_bytes;
-  exec.cancel = &cancel_;
-
-  Result<sandbox::ExecResult> ran = Status::Internal("not run");
-  std::unique_ptr<sandbox::Sandbox> box;
-  bool released = false;
-  auto release = [&]() -> Status {
-    if (released || !box) return Status::Ok();
-    released = true;
-    enter("release");
-    return box->Release();
-  };
-  auto fail = [&](const Status& status) {
-    (void)release();  // the failure that brought us here is the one to report
-    return status;
-  };
-  if (one_shot) {
+  if (backend_.CanRunOnce() && !spec.pod) {
     // The harness is the sandbox's own process and the sandbox goes with it,
     // or stays for forge-verify when held (see sandbox::OneShot): the fewest
     // engine round trips.
     plan.on_phase = [&](const std::string& next) {
       if (next == "agent") record["started_at"] = WallNow();
-      enter(next);
+      phases.Enter(next);
     };
-    ran = backend_.RunOnce(spec, plan, options_.hold ? &box : nullptr);
-    if (!ran.ok() && ran.status().kind() == Kind::kCannotCreate) {
-      // The image's user cannot write the files where profiles expect them;
-      // nothing ran, so the sandbox that copies them in as root takes over.
-      cli::Warn(task.id + ": " + ran.status().message() + "; using an exec'd sandbox");
-    } else {
-      enter("");
+    auto ran = backend_.RunOnce(spec, plan, options_.hold ? &box : nullptr);
+    if (ran.ok() || ran.status().kind() != Kind::kCannotCreate) {
+      phases.Enter("");
       if (!ran.ok()) return ran.status().Prefixed("run harness");
+      return ran;
     }
+    // The image's user cannot write the files where profiles expect them;
+    // nothing ran, so the sandbox that copies them in as root takes over.
+    cli::Warn(record.value("task_id", "") + ": " + ran.status().message() + "; using an exec'd sandbox");
   }
-  if (!one_shot || (!ran.ok() && ran.status().kind() == Kind::kCannotCreate)) {
-    enter("create");
-    auto created = backend_.Create(spec);
-    if (!created.ok()) return created.status().Prefixed("create sandbox");
-    box = std::move(*created);
-    enter("setup");
-    const std::string box_root = local ? box->handle().id + "/fs" : "";
-    // The local backend's root is known only now; other backends have none.
-    auto fill_root = [&](const std::string& text) {
-      if (!local) return text;
-      std::map<std::string, std::string> only_root = {{"root", box_root}};
-      return FillPlaceholders(text, only_root);
-    };
-    for (const auto& [host, dest] : plan.copies) {
-      if (Status s = box->CopyIn(host, dest); !s.ok()) return fail(s.Prefixed("copy " + host));
-    }
-    for (size_t i = 0; i < plan.files.size(); ++i) {
-      const auto& [path, content] = plan.files[i];
-      fs::path target(fill_root(path));
-      // plan.files[0] is the instruction, the task's own text: left as it is.
-      auto written = scratch.Write(target.filename().string(), i == 0 ? content : fill_root(content));
-      if (!written.ok()) return fail(written.status());
-      if (Status s = box->CopyIn(*written, target.parent_path().string()); !s.ok()) {
-        return fail(s.Prefixed("write " + target.string()));
-      }
-    }
-    for (auto& arg : exec.argv) arg = fill_root(arg);
-    for (auto& [k, v] : exec.env) v = fill_root(v);
-    enter("agent");
-    record["started_at"] = WallNow();
-    ran = box->Exec(exec);
-    if (!ran.ok()) return fail(ran.status().Prefixed("run harness"));
+  phases.Enter("create");
+  auto created = backend_.Create(spec);
+  if (!created.ok()) return created.status().Prefixed("create sandbox");
+  box = std::move(*created);
+  phases.Enter("setup");
+  // The local backend's root is known only now; other backends have none.
+  const bool local = backend_.name() == "local";
+  const std::map<std::string, std::string> only_root = {{"root", local ? box->handle().id + "/fs" : ""}};
+  auto fill_root = [&](const std::string& text) { return local ? FillPlaceholders(text, only_root) : text; };
+  for (const auto& [host, dest] : plan.copies) {
+    FORGE_RETURN_IF_ERROR(box->CopyIn(host, dest).Prefixed("copy " + host));
   }
-  if (phase == "agent") enter("");
-  if (proxy_only && ran->exit_code == kRelayStartExit) {
-    const size_t at = ran->stderr_data.find("forge-relay: ");
-    if (at != std::string::npos) {
-      // The harness never ran: a sandbox problem (e.g. an image whose /forge
-      // is mounted noexec), not the harness's failure, and not one a retry fixes.
-      std::string line = ran->stderr_data.substr(at);
-      return fail(Status::BadConfig("--network proxy-only: the sandbox's relay did not start: " +
-                                 line.substr(0, line.find('\n'))));
-    }
+  for (size_t i = 0; i < plan.files.size(); ++i) {
+    const auto& [path, content] = plan.files[i];
+    fs::path target(fill_root(path));
+    // plan.files[0] is the instruction, the task's own text: left as it is.
+    auto written = scratch.Write(target.filename().string(), i == 0 ? content : fill_root(content));
+    if (!written.ok()) return written.status();
+    FORGE_RETURN_IF_ERROR(box->CopyIn(*written, target.parent_path().string()).Prefixed("write " + target.string()));
   }
-
-  if (task.healthcheck && ran->exit_code == kHealthcheckExit) {
-    const size_t at = ran->stderr_data.find("forge-healthcheck: ");
-    if (at != std::string::npos) {
-      // The environment never became ready: the harness did not run.
-      std::string line = ran->stderr_data.substr(at);
-      record["error_kind"] = "healthcheck_failed";
-      return fail(Status::BadConfig("environment.healthcheck: " + line.substr(19, line.find('\n') - 19)));
-    }
-  }
-  if (auto failed = display ? sandbox::DisplayFailed(*ran) : std::nullopt) {
-    // The harness never ran. A missing Xvfb is the environment's fault, not
-    // the agent's: an infra_error (not counted as an attempt; a rerun after
-    // the image is fixed redoes it), but not retried now, since a retry
-    // meets the same image. An Xvfb that would not start may be transient.
-    const std::string where =
-        local ? "the host (local backend)"
-              : "image " + (spec.image.empty() ? "built from " + spec.build_context : spec.image);
-    record["error_kind"] = failed->missing_xvfb ? "no_xvfb" : "display_failed";
-    return fail(failed->missing_xvfb
-                    ? Status::BadConfig(where + " has no Xvfb for the " + display->ToString() +
-                                     " display (install xvfb there; forge installs nothing at "
-                                     "rollout time): " + failed->detail)
-                    : Status::Unavailable(where + ": " + failed->detail));
-  }
-
-  record["exit_code"] = ran->exit_code;
-  record["logs"] = {{"stdout", ran->stdout_data}, {"stderr", ran->stderr_data},
-                    {"truncated", ran->truncated}};
-  if (ran->out_of_memory) record["oom"] = true;
-  if (ran->timed_out) {
-    record["outcome"] = "agent_timeout";
-    record["error"] = fmt::format("harness killed at its {} s deadline", agent_timeout);
-  } else if (ran->exit_code != 0) {
-    record["outcome"] = "agent_error";
-    record["error"] = ran->out_of_memory
-        ? fmt::format("harness killed: out of memory (limit {} bytes)", spec.limits.memory_bytes)
-        : fmt::format("harness exited with status {}: {}", ran->exit_code,
-                      Tail(ran->stderr_data, 300));
-  } else {
-    record["outcome"] = "ok";
-  }
-  if (options_.hold && box) {
-    record["sandbox"] = box->handle().ToJson();
-    record["sandbox"]["lifetime_seconds"] = spec.lifetime_seconds;
-  } else if (Status s = release(); !s.ok()) {
-    // The harness ran; a failed removal is gc's job, not a reason to redo it.
-    record["release_error"] = s.message();
-  }
-  enter("");
-  return Status::Ok();
+  for (auto& arg : plan.exec.argv) arg = fill_root(arg);
+  for (auto& [k, v] : plan.exec.env) v = fill_root(v);
+  phases.Enter("agent");
+  record["started_at"] = WallNow();
+  auto ran = box->Exec(plan.exec);
+  if (!ran.ok()) return ran.status().Prefixed("run harness");
+  return ran;
 }
 
 Json Launcher::RunRollout(const Job& job) {

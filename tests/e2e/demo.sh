@@ -38,5 +38,6 @@ done
 # The ReACT agent's shell commands, half of its attempts reading back what they wrote.
 jq -e '.behaviour.share_by_kind.shell == 1 and .behaviour.self_verification_rate == 0.5' "$out/report.json" >/dev/null \
   && pass || fail "demo behaviour: $(jq -c .behaviour "$out/report.json")"
-[ "$(docker ps -aq --filter label=forge.run | wc -l)" -eq 0 ] && pass || fail "the demo left containers behind"
+left=$(docker ps -a --filter label=forge.run --format '{{.ID}} {{.Status}} {{.Label "forge.rollout"}} {{.Label "forge.task"}}')
+[ -z "$left" ] && pass || fail "the demo left containers behind: $left"
 finish

@@ -1,0 +1,242 @@
+#include "launch/attempt.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "launch/healthcheck.h"
+#include "launch/network.h"
+#include "launch/services.h"
+#include "tasks/env_template.h"
+
+namespace forge::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Tail(const std::string& text, size_t max) {
+  return text.size() <= max ? text : text.substr(text.size() - max);
+}
+
+bool ProxyOnly(const Attempt& a) {
+  return NetworkFor(a.options.network, a.options.proxy, a.task.allow_internet) == "proxy-only";
+}
+
+// The line a wrapper wrote to stderr, from its tag to the end of the line.
+std::optional<std::string> WrapperLine(const std::string& stderr_data, const std::string& tag) {
+  const size_t at = stderr_data.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  std::string line = stderr_data.substr(at);
+  return line.substr(0, line.find('\n'));
+}
+
+}  // namespace
+
+Result<sandbox::Spec> SandboxSpec(const Attempt& a) {
+  const TaskSpec& task = a.task;
+  const LaunchOptions& options = a.options;
+  sandbox::Spec spec;
+  spec.run_id = options.run_id;
+  spec.rollout_id = a.rollout_id;
+  spec.image = task.image.empty() && task.build_context.empty() ? options.image : task.image;
+  spec.build_context = task.image.empty() ? task.build_context : "";
+  spec.limits.cpus = task.cpus.value_or(options.cpus);
+  spec.limits.memory_bytes = task.memory_bytes.value_or(options.memory_bytes);
+  spec.limits.pids = task.pids.value_or(options.pids);
+  spec.build_timeout_seconds = task.build_timeout_seconds;
+  spec.drop_all_capabilities = options.drop_all_capabilities;
+  spec.gpus = task.gpus;
+  auto policy = ParseNetwork(NetworkFor(options.network, options.proxy, task.allow_internet));
+  if (!policy.ok()) return policy.status();
+  spec.network = *policy;
+  spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(a.number)}};
+  spec.user = task.user.empty() ? options.user : task.user;
+  // The task's environment, its templates resolved from ours (as Harbor does).
+  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env");
+  if (!task_env.ok()) return task_env.status().Prefixed(task.id);
+  spec.env = std::move(*task_env);
+  spec.lifetime_seconds = static_cast<int64_t>(AgentTimeout(a)) + 600 + (options.hold ? options.hold_seconds : 0);
+  return spec;
+}
+
+double AgentTimeout(const Attempt& a) {
+  return a.task.agent_timeout_seconds > 0 ? a.task.agent_timeout_seconds : a.options.agent_timeout_seconds;
+}
+
+bool MountsHarnesses(const Attempt& a) { return a.backend == "docker" && UsesPlaceholder(a.profile, "harnesses"); }
+
+RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec& spec) {
+  // The real harnesses stay installed on the host; a container sees them
+  // read-only at a fixed path, so nothing is fetched at rollout time.
+  if (MountsHarnesses(a)) spec.mounts.push_back({host.harness_install_dir, a.options.harness_mount, true});
+  RelayPaths relay;
+  if (!ProxyOnly(a)) return relay;
+  // proxy-only: where the harness's wrapper finds forge-relay and the host
+  // relay's socket. The local backend runs on the host's file system.
+  if (a.backend == "docker") {
+    // A read-only socket directory still lets the sandbox connect, and
+    // nothing in it can replace the socket.
+    spec.mounts.push_back({host.relay_binary, kRelaySandboxPath, true});
+    spec.mounts.push_back({host.relay_dir, kRelaySocketDir, true});
+    relay.relay = kRelaySandboxPath;
+    relay.socket = std::string(kRelaySocketDir) + "/" + kRelaySocketName;
+  } else {
+    relay.relay = host.relay_binary;
+    relay.socket = host.relay_dir + "/" + kRelaySocketName;
+    // Under bubblewrap /tmp is the sandbox's own: the socket's directory and
+    // the relay binary (both may live under the host's /tmp) are bound in at
+    // their host paths.
+    spec.mounts.push_back({host.relay_dir, host.relay_dir, true});
+    spec.mounts.push_back({relay.relay, relay.relay, true});
+  }
+  return relay;
+}
+
+std::map<std::string, std::string> Placeholders(const Attempt& a, const HostPaths& host, const std::string& workdir,
+                                                const std::string& mcp_servers) {
+  const std::string root = a.backend == "local" ? "{root}" : "";
+  const LaunchOptions& options = a.options;
+  return {
+      {"proxy", options.proxy},
+      {"secret", a.secret},
+      {"model", options.model.empty() ? a.profile.default_model : options.model},
+      {"instruction", a.task.instruction},
+      {"instruction_file", root + "/forge/instruction.md"},
+      {"workdir", root + workdir},
+      {"root", root},
+      {"harnesses", MountsHarnesses(a) ? options.harness_mount : host.harness_install_dir},
+      {"rollout_id", a.rollout_id},
+      {"run_id", options.run_id},
+      {"task_id", a.task.id},
+      {"command", a.task.command.empty() ? options.command : a.task.command},
+      {"mcp_servers", mcp_servers},
+  };
+}
+
+Status AddCopies(const Attempt& a, const std::string& workdir, std::map<std::string, std::string>& vars,
+                 const WriteScratch& write, sandbox::OneShot& plan) {
+  const TaskSpec& task = a.task;
+  const HarnessProfile& profile = a.profile;
+  if (!task.files_dir.empty()) plan.copies.emplace_back(task.files_dir, workdir);
+  plan.files.emplace_back("/forge/instruction.md", task.instruction);
+  if (!profile.solution_dir.empty()) {
+    // Only the oracle sees the solution: it checks that the task is solvable.
+    if (!task.solution_dir.empty()) {
+      plan.copies.emplace_back(task.solution_dir, profile.solution_dir);
+    } else if (!task.solution_script.empty()) {
+      auto script = write("solve.sh", task.solution_script);
+      if (!script.ok()) return script.status();
+      plan.copies.emplace_back(*script, profile.solution_dir);
+    } else {
+      return Status::InvalidData("task " + task.id + " has no solution for the " + profile.name + " harness");
+    }
+    vars["solution_dir"] = vars["root"] + profile.solution_dir;
+  }
+  for (const auto& [dest_dir, source] : profile.files) {
+    plan.copies.emplace_back((fs::path(profile.source_dir) / source).string(), dest_dir);
+  }
+  for (const std::string* skills : {&a.options.skills_dir, &task.skills_dir}) {
+    if (skills->empty() || profile.skills_dir.empty()) continue;
+    auto folders = SkillFolders(*skills);
+    if (!folders.ok()) return folders.status();
+    for (const auto& folder : *folders) {
+      plan.copies.emplace_back(folder, profile.skills_dir + "/" + fs::path(folder).filename().string());
+    }
+  }
+  // A config file's path is where CopyIn puts it, a sandbox path, even on the
+  // local backend whose {root} makes the harness's env and argv host paths.
+  std::map<std::string, std::string> sandbox_vars = vars;
+  sandbox_vars["root"] = "";
+  sandbox_vars["workdir"] = workdir;
+  sandbox_vars["instruction_file"] = "/forge/instruction.md";
+  for (const auto& [path, content] : profile.config_files) {
+    plan.files.emplace_back(FillPlaceholders(path, sandbox_vars), FillPlaceholders(content, vars));
+  }
+  return Status::Ok();
+}
+
+Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::string, std::string>& vars,
+                                         const RelayPaths& relay, const net::Endpoint& proxy_endpoint,
+                                         const std::optional<sandbox::Display>& display) {
+  const TaskSpec& task = a.task;
+  const HarnessProfile& profile = a.profile;
+  sandbox::ExecRequest exec;
+  for (const auto& arg : profile.command) exec.argv.push_back(FillPlaceholders(arg, vars));
+  if (!task.sandbox_skills_dir.empty() && !profile.skills_dir.empty()) {
+    // Harbor's environment.skills_dir: skill folders the image holds join
+    // the harness's skills (beside --skills and the task's "skills").
+    const std::string& root = vars.at("root");
+    exec.argv = WithSandboxSkills(root + task.sandbox_skills_dir, root + profile.skills_dir, exec.argv);
+  }
+  for (const auto& [k, v] : profile.env) exec.env[k] = FillPlaceholders(v, vars);
+  exec.env["FORGE_ROLLOUT_ID"] = a.rollout_id;
+  exec.env["FORGE_RUN_ID"] = a.options.run_id;
+  exec.env["FORGE_TASK_ID"] = task.id;
+  exec.env["FORGE_ATTEMPT"] = std::to_string(a.number);
+  exec.env["FORGE_INSTRUCTION_FILE"] = vars.at("instruction_file");
+  if (!profile.solution_dir.empty()) {
+    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env");
+    if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
+    for (const auto& [k, v] : *solution_env) exec.env[k] = v;
+  }
+  if (task.healthcheck) exec.argv = WithHealthcheck(*task.healthcheck, exec.argv);
+  if (!a.options.proxy.empty()) {
+    exec.env["FORGE_PROXY_URL"] = a.options.proxy;
+    exec.env["FORGE_API_KEY"] = a.secret;
+  }
+  // The relay listens before the harness starts, at the proxy URL's own address.
+  if (!relay.relay.empty()) exec.argv = WithRelay(exec.argv, proxy_endpoint, relay.relay, relay.socket);
+  // A GUI task's virtual display: the wrapper starts Xvfb from the sandbox
+  // (image or host), exports DISPLAY, runs the harness and stops Xvfb.
+  if (display) exec.argv = sandbox::WithDisplay(*display, exec.argv);
+  exec.timeout_seconds = AgentTimeout(a);
+  exec.max_output_bytes = a.options.log_bytes;
+  return exec;
+}
+
+Status ReadHarnessRun(const Attempt& a, const sandbox::ExecResult& ran, const std::optional<sandbox::Display>& display,
+                      const std::string& where, int64_t memory_bytes, records::Json& record) {
+  if (ProxyOnly(a) && ran.exit_code == kRelayStartExit) {
+    if (auto line = WrapperLine(ran.stderr_data, "forge-relay: ")) {
+      // The harness never ran: a sandbox problem (e.g. an image whose /forge
+      // is mounted noexec), not the harness's failure, and not one a retry fixes.
+      return Status::BadConfig("--network proxy-only: the sandbox's relay did not start: " + *line);
+    }
+  }
+  if (a.task.healthcheck && ran.exit_code == kHealthcheckExit) {
+    if (auto line = WrapperLine(ran.stderr_data, "forge-healthcheck: ")) {
+      // The environment never became ready: the harness did not run.
+      record["error_kind"] = "healthcheck_failed";
+      return Status::BadConfig("environment.healthcheck: " + line->substr(19));
+    }
+  }
+  if (auto failed = display ? sandbox::DisplayFailed(ran) : std::nullopt) {
+    // The harness never ran. A missing Xvfb is the environment's fault, not
+    // the agent's: an infra_error (not counted as an attempt; a rerun after
+    // the image is fixed redoes it), but not retried now, since a retry
+    // meets the same image. An Xvfb that would not start may be transient.
+    record["error_kind"] = failed->missing_xvfb ? "no_xvfb" : "display_failed";
+    return failed->missing_xvfb
+               ? Status::BadConfig(where + " has no Xvfb for the " + display->ToString() +
+                                   " display (install xvfb there; forge installs nothing at rollout time): " +
+                                   failed->detail)
+               : Status::Unavailable(where + ": " + failed->detail);
+  }
+  record["exit_code"] = ran.exit_code;
+  record["logs"] = {{"stdout", ran.stdout_data}, {"stderr", ran.stderr_data}, {"truncated", ran.truncated}};
+  if (ran.out_of_memory) record["oom"] = true;
+  if (ran.timed_out) {
+    record["outcome"] = "agent_timeout";
+    record["error"] = fmt::format("harness killed at its {} s deadline", AgentTimeout(a));
+  } else if (ran.exit_code != 0) {
+    record["outcome"] = "agent_error";
+    record["error"] = ran.out_of_memory
+                          ? fmt::format("harness killed: out of memory (limit {} bytes)", memory_bytes)
+                          : fmt::format("harness exited with status {}: {}", ran.exit_code, Tail(ran.stderr_data, 300));
+  } else {
+    record["outcome"] = "ok";
+  }
+  return Status::Ok();
+}
+
+}  // namespace forge::launch

@@ -1,0 +1,86 @@
+// The pure half of one attempt: what its sandbox is and what runs in it,
+// built from the task, the harness profile and the run's options. Nothing
+// here touches an engine or the store (the one host file an attempt may
+// need, an inline solution script, goes through a writer the caller
+// gives), so unit tests call each builder directly; Launcher::TryOnce
+// (launcher.cpp) performs the effects in order.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "launch/harness.h"
+#include "launch/launcher.h"
+#include "launch/task_input.h"
+#include "net/relay.h"
+#include "records/jsonl.h"
+#include "sandbox/sandbox.h"
+
+namespace forge::launch {
+
+struct Attempt {
+  const LaunchOptions& options;
+  const TaskSpec& task;
+  const HarnessProfile& profile;
+  std::string backend;  // the backend's name: "docker", "k8s", "local"
+  std::string rollout_id;
+  int number = 0;       // the attempt's number
+  std::string secret;   // the rollout's bearer token
+};
+
+// Where host pieces are: the installed harnesses, forge-relay, and the host
+// relay's socket directory (empty when the run is not proxy-only).
+struct HostPaths {
+  std::string harness_install_dir;
+  std::string relay_binary;
+  std::string relay_dir;
+};
+
+// The sandbox before its image is known: limits, network, labels, user and
+// the task's environment (its ${VAR} templates resolved from ours).
+Result<sandbox::Spec> SandboxSpec(const Attempt& a);
+
+// The harness's deadline and the sandbox's server-side lifetime.
+double AgentTimeout(const Attempt& a);
+
+// Whether the harnesses are bind-mounted (a docker sandbox whose profile
+// runs from {harnesses}).
+bool MountsHarnesses(const Attempt& a);
+
+// Adds the read-only host mounts (the harnesses; forge-relay and its socket
+// for proxy-only) to spec. Returns where the sandbox finds the relay and
+// its socket (both empty unless proxy-only).
+struct RelayPaths {
+  std::string relay, socket;
+};
+RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec& spec);
+
+// The profile's placeholders ({proxy}, {secret}, {workdir}, ...). A local
+// sandbox's paths start with "{root}", filled once the sandbox exists.
+std::map<std::string, std::string> Placeholders(const Attempt& a, const HostPaths& host, const std::string& workdir,
+                                                const std::string& mcp_servers);
+
+// What goes into the sandbox before the harness: host trees (task files,
+// profile helpers, the oracle's solution, skills) and files by content
+// (the instruction first, then the profile's config files).
+using WriteScratch = std::function<Result<std::string>(const std::string& name, const std::string& content)>;
+Status AddCopies(const Attempt& a, const std::string& workdir, std::map<std::string, std::string>& vars,
+                 const WriteScratch& write, sandbox::OneShot& plan);
+
+// The harness's command line and environment, wrapped as the task needs
+// (healthcheck, relay, display), under its deadline.
+Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::string, std::string>& vars,
+                                         const RelayPaths& relay, const net::Endpoint& proxy_endpoint,
+                                         const std::optional<sandbox::Display>& display);
+
+// Reads what the harness's run says into record (exit code, logs, outcome).
+// A wrapper that failed before the harness ran (the relay, the healthcheck,
+// the display) is the environment's failure: that Status, the harness's
+// outcome left unset. `where` names the image or host, for a missing Xvfb.
+Status ReadHarnessRun(const Attempt& a, const sandbox::ExecResult& ran, const std::optional<sandbox::Display>& display,
+                      const std::string& where, int64_t memory_bytes, records::Json& record);
+
+}  // namespace forge::launch

@@ -1,0 +1,198 @@
+// forge-launch's attempt builders (launch/attempt.h): the sandbox spec, the
+// mounts, the placeholders, the copy plan, the harness's exec and the
+// reading of its run, each called without an engine.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "launch/attempt.h"
+#include "launch/healthcheck.h"
+#include "launch/network.h"
+#include "support/temp_dir.h"
+
+using forge::Kind;
+using forge::records::Json;
+using namespace forge::launch;
+
+namespace {
+
+HarnessProfile Profile() {
+  HarnessProfile p;
+  p.name = "h";
+  p.command = {"{harnesses}/h/bin", "-p", "{instruction}", "--cwd", "{workdir}"};
+  p.env = {{"BASE_URL", "{proxy}"}, {"KEY", "{secret}"}, {"MODEL", "{model}"}};
+  p.config_files = {{"{workdir}/.h/config.json", R"({"url": "{proxy}", "cwd": "{workdir}"})"}};
+  p.default_model = "default-m";
+  return p;
+}
+
+Attempt MakeAttempt(const LaunchOptions& options, const TaskSpec& task, const HarnessProfile& profile,
+                    const std::string& backend) {
+  return Attempt{options, task, profile, backend, "r-1", 2, "forge-secret"};
+}
+
+const WriteScratch kNoScratch = [](const std::string&, const std::string&) -> forge::Result<std::string> {
+  return forge::Status::Internal("no scratch in this test");
+};
+
+}  // namespace
+
+TEST_CASE("attempt spec: the task's limits and env win over the run's; network from the task's allow_internet") {
+  LaunchOptions options;
+  options.run_id = "run";
+  options.image = "run-image";
+  options.proxy = "http://127.0.0.1:9";
+  options.hold = true;
+  options.hold_seconds = 100;
+  options.agent_timeout_seconds = 50;
+  TaskSpec task;
+  task.id = "t";
+  task.memory_bytes = 1 << 30;
+  task.agent_timeout_seconds = 30;
+  task.allow_internet = false;
+  ::setenv("FORGE_ATTEMPT_TEST_KEY", "from-host", 1);
+  task.env = {{"JUDGE", "${FORGE_ATTEMPT_TEST_KEY}"}};
+  HarnessProfile profile = Profile();
+  auto spec = SandboxSpec(MakeAttempt(options, task, profile, "docker"));
+  REQUIRE_MESSAGE(spec.ok(), spec.status().message());
+  CHECK(spec->image == "run-image");
+  CHECK(spec->limits.memory_bytes == 1 << 30);
+  CHECK(spec->limits.cpus == options.cpus);
+  CHECK(spec->network == forge::sandbox::NetworkPolicy::kProxyOnly);  // allow_internet = false with a proxy
+  CHECK(spec->env.at("JUDGE") == "from-host");
+  CHECK(spec->labels.at("forge.attempt") == "2");
+  CHECK(spec->lifetime_seconds == 30 + 600 + 100);
+  task.env = {{"JUDGE", "${FORGE_ATTEMPT_TEST_UNSET_KEY}"}};
+  auto unset = SandboxSpec(MakeAttempt(options, task, profile, "docker"));
+  CHECK_FALSE(unset.ok());
+  CHECK(unset.status().message().find("FORGE_ATTEMPT_TEST_UNSET_KEY") != std::string::npos);
+}
+
+TEST_CASE("attempt mounts: harnesses in docker only; proxy-only's relay at sandbox or host paths") {
+  LaunchOptions options;
+  options.proxy = "http://127.0.0.1:9";
+  options.network = "proxy-only";
+  TaskSpec task;
+  task.id = "t";
+  HarnessProfile profile = Profile();
+  const HostPaths host{"/opt/harnesses", "/usr/bin/forge-relay", "/tmp/relay-dir"};
+  forge::sandbox::Spec docker;
+  RelayPaths in_docker = AddHostMounts(MakeAttempt(options, task, profile, "docker"), host, docker);
+  REQUIRE(docker.mounts.size() == 3);
+  CHECK(docker.mounts[0].host_path == "/opt/harnesses");
+  CHECK(in_docker.relay == kRelaySandboxPath);
+  CHECK(in_docker.socket == std::string(kRelaySocketDir) + "/" + kRelaySocketName);
+  forge::sandbox::Spec local;
+  RelayPaths on_host = AddHostMounts(MakeAttempt(options, task, profile, "local"), host, local);
+  CHECK(local.mounts.size() == 2);  // no harness mount: the local backend runs on the host's files
+  CHECK(on_host.relay == "/usr/bin/forge-relay");
+  CHECK(on_host.socket == "/tmp/relay-dir/proxy.sock");
+  options.network = "host";
+  forge::sandbox::Spec plain;
+  CHECK(AddHostMounts(MakeAttempt(options, task, profile, "docker"), host, plain).relay.empty());
+  CHECK(plain.mounts.size() == 1);
+}
+
+TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox paths, secret only in env and files") {
+  LaunchOptions options;
+  options.proxy = "http://127.0.0.1:9";
+  options.run_id = "run";
+  TaskSpec task;
+  task.id = "t";
+  task.instruction = "fix {workdir}";  // the task's own text: never filled
+  HarnessProfile profile = Profile();
+  const HostPaths host{"/opt/harnesses", "", ""};
+  for (const std::string backend : {"docker", "local"}) {
+    CAPTURE(backend);
+    const Attempt a = MakeAttempt(options, task, profile, backend);
+    auto vars = Placeholders(a, host, "/app", "");
+    forge::sandbox::OneShot plan;
+    REQUIRE(AddCopies(a, "/app", vars, kNoScratch, plan).ok());
+    REQUIRE(plan.files.size() == 2);
+    CHECK(plan.files[0] == std::pair<std::string, std::string>{"/forge/instruction.md", "fix {workdir}"});
+    CHECK(plan.files[1].first == "/app/.h/config.json");  // a sandbox path on either backend
+    const std::string root = backend == "local" ? "{root}" : "";
+    CHECK(plan.files[1].second == R"({"url": "http://127.0.0.1:9", "cwd": ")" + root + R"(/app"})");
+    auto exec = HarnessExec(a, vars, RelayPaths{}, forge::net::Endpoint{}, std::nullopt);
+    REQUIRE(exec.ok());
+    CHECK(exec->argv[0] == (backend == "docker" ? options.harness_mount : "/opt/harnesses") + "/h/bin");
+    CHECK(exec->argv[2] == "fix {workdir}");
+    CHECK(exec->argv[4] == root + "/app");
+    CHECK(exec->env.at("KEY") == "forge-secret");
+    CHECK(exec->env.at("FORGE_API_KEY") == "forge-secret");
+    CHECK(exec->env.at("MODEL") == "default-m");
+    CHECK(exec->env.at("FORGE_ATTEMPT") == "2");
+    CHECK(exec->timeout_seconds == options.agent_timeout_seconds);
+  }
+}
+
+TEST_CASE("attempt plan: the oracle's solution, inline or a directory; none is an error naming the task") {
+  forge::testing::TempDir dir;
+  LaunchOptions options;
+  TaskSpec task;
+  task.id = "t";
+  HarnessProfile oracle = Profile();
+  oracle.solution_dir = "/solution";
+  const HostPaths host{"/opt/harnesses", "", ""};
+  const Attempt a = MakeAttempt(options, task, oracle, "docker");
+  auto vars = Placeholders(a, host, "/app", "");
+  forge::sandbox::OneShot none;
+  auto missing = AddCopies(a, "/app", vars, kNoScratch, none);
+  CHECK(missing.kind() == Kind::kInvalidData);
+  CHECK(missing.message().find("task t has no solution") != std::string::npos);
+  task.solution_script = "echo solved";
+  std::string written;
+  forge::sandbox::OneShot inline_plan;
+  REQUIRE(AddCopies(a, "/app", vars, [&](const std::string& name, const std::string& content) {
+    written = content;
+    return forge::Result<std::string>(dir.File(name));
+  }, inline_plan).ok());
+  CHECK(written == "echo solved");
+  CHECK(inline_plan.copies.back() == std::pair<std::string, std::string>{dir.File("solve.sh"), "/solution"});
+  CHECK(vars.at("solution_dir") == "/solution");
+}
+
+TEST_CASE("attempt run: wrappers that failed before the harness are infra errors; the harness's own exit is its outcome") {
+  LaunchOptions options;
+  options.proxy = "http://127.0.0.1:9";
+  options.network = "proxy-only";
+  TaskSpec task;
+  task.id = "t";
+  task.agent_timeout_seconds = 5;
+  HarnessProfile profile = Profile();
+  const Attempt a = MakeAttempt(options, task, profile, "docker");
+  forge::sandbox::ExecResult relay_failed;
+  relay_failed.exit_code = kRelayStartExit;
+  relay_failed.stderr_data = "noise\nforge-relay: cannot bind 127.0.0.1:9\nmore";
+  Json record;
+  forge::Status relay = ReadHarnessRun(a, relay_failed, std::nullopt, "image x", 1, record);
+  CHECK(relay.kind() == Kind::kBadConfig);
+  CHECK(relay.message().find("forge-relay: cannot bind 127.0.0.1:9") != std::string::npos);
+  CHECK(relay.message().find("more") == std::string::npos);
+  CHECK_FALSE(record.contains("outcome"));
+
+  forge::sandbox::ExecResult timed_out;
+  timed_out.exit_code = 137;
+  timed_out.timed_out = true;
+  REQUIRE(ReadHarnessRun(a, timed_out, std::nullopt, "image x", 1, record).ok());
+  CHECK(record["outcome"] == "agent_timeout");
+  CHECK(record["error"] == "harness killed at its 5 s deadline");
+
+  forge::sandbox::ExecResult oom;
+  oom.exit_code = 137;
+  oom.out_of_memory = true;
+  REQUIRE(ReadHarnessRun(a, oom, std::nullopt, "image x", 1024, record).ok());
+  CHECK(record["outcome"] == "agent_error");
+  CHECK(record["oom"] == true);
+  CHECK(record["error"] == "harness killed: out of memory (limit 1024 bytes)");
+
+  forge::sandbox::ExecResult failed;
+  failed.exit_code = 3;
+  failed.stderr_data = std::string(400, 'x') + "the end";
+  Json plain;
+  REQUIRE(ReadHarnessRun(a, failed, std::nullopt, "image x", 1, plain).ok());
+  CHECK(plain["exit_code"] == 3);
+  CHECK(plain["error"].get<std::string>().size() == std::string("harness exited with status 3: ").size() + 300);
+  CHECK(plain["error"].get<std::string>().ends_with("the end"));
+}
