@@ -3,10 +3,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "proxy/formats/sse.h"
+#include "proxy/sse.h"
 
-using forge::proxy::wire::SseEvent;
-using forge::proxy::wire::SseParser;
+using forge::proxy::SseEvent;
+using forge::proxy::SseParser;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -215,7 +215,7 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
   if (cs.failed) co_return co_await fail_call(kClientHungUpStatus, "the client closed the connection");
   AnthropicMessageAssembler assembled;
   SseParser sse;
-  std::vector<SseEvent> events;
+  SseEvents events;
   std::string held;
   std::string stream_error;
   bool upstream_broke = false;  // its connection broke or went silent mid-answer
@@ -226,7 +226,11 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     std::string bytes;
     beast::error_code ec = co_await read_some(bytes);
     events.clear();
-    sse.Feed(bytes, events);
+    if (!sse.Feed(bytes, events)) {
+      stream_error = "upstream " + upstream->url + " sent an SSE line longer than 64 MiB";
+      upstream_broke = true;
+      break;
+    }
     std::string out;
     for (const SseEvent& event : events) {
       Json data = ParseJsonOrDiscarded(event.data);

@@ -634,7 +634,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   ChatAssembler upstream_assembled;
   Json usage;
   SseParser sse;
-  std::vector<SseEvent> events;
+  SseEvents events;
   std::string held;
   bool saw_done = false;
   std::string stream_error;
@@ -666,7 +666,11 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     beast::error_code ec;
     size_t n = co_await read_body(net::buffer(buf.get(), kStreamReadBytes), ec);
     events.clear();
-    sse.Feed(std::string_view(buf.get(), n), events);
+    if (!sse.Feed(std::string_view(buf.get(), n), events)) {
+      stream_error = "upstream " + upstream->url + " sent an SSE line longer than 64 MiB";
+      upstream_broke = true;
+      break;
+    }
     std::string out;
     for (SseEvent& event : events) {
       if (event.data == "[DONE]") {

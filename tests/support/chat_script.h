@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "proxy/client_format.h"
-#include "proxy/formats/sse.h"
+#include "proxy/sse.h"
 
 namespace forge::testing {
 
@@ -76,8 +76,8 @@ struct Event {
 
 // Parses SSE bytes; every data line must be JSON.
 inline std::vector<Event> ParseEvents(const std::string& bytes) {
-  proxy::wire::SseParser parser;
-  std::vector<proxy::wire::SseEvent> raw;
+  proxy::SseParser parser;
+  std::vector<proxy::SseEvent> raw;
   REQUIRE(parser.Feed(bytes, raw));
   CHECK_FALSE(parser.Finish());  // every frame is complete: nothing held back
   std::vector<Event> out;

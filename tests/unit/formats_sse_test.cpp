@@ -1,12 +1,12 @@
 #include <doctest/doctest.h>
 
 #include "base/json_dump.h"
-#include "proxy/formats/sse.h"
+#include "proxy/sse.h"
 #include "proxy/formats/wire.h"
 
 using forge::proxy::Json;
-using forge::proxy::wire::SseEvent;
-using forge::proxy::wire::SseParser;
+using forge::proxy::SseEvent;
+using forge::proxy::SseParser;
 
 TEST_CASE("sse: events split across reads at every byte come out whole") {
   std::string stream =
@@ -61,4 +61,45 @@ TEST_CASE("sse: AppendJsonString writes a string as nlohmann's dump does") {
     forge::AppendJsonString(out, text);
     CHECK(out == "prefix:" + Json(text).dump(-1, ' ', false, Json::error_handler_t::replace));
   }
+}
+
+TEST_CASE("sse: a reused event buffer carries nothing from one read to the next") {
+  forge::proxy::SseParser parser;
+  forge::proxy::SseEvents events;
+  REQUIRE(parser.Feed("event: a\ndata: first, a longer one\n\ndata: x\n\n", events));
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].event == "a");
+  CHECK(events[0].data == "first, a longer one");
+  for (int read = 0; read < 3; ++read) {
+    events.clear();
+    REQUIRE(parser.Feed("data: y\n", events));
+    CHECK(events.empty());
+    REQUIRE(parser.Feed("\nid: 9\ndata: z\r\n\r\n", events));
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].event.empty());
+    CHECK(events[0].data == "y");
+    CHECK(events[1].data == "z");
+    CHECK(events[1].id == "9");
+  }
+}
+
+TEST_CASE("sse: a line over the cap is refused, whole or arriving in pieces") {
+  const std::string piece(1 << 20, 'x');
+  forge::proxy::SseParser pieces;
+  forge::proxy::SseEvents events;
+  bool ok = pieces.Feed("data: ", events);
+  for (size_t sent = 0; ok && sent <= forge::proxy::SseParser::kMaxLine; sent += piece.size()) {
+    ok = pieces.Feed(piece, events);
+  }
+  CHECK_FALSE(ok);
+  CHECK(events.empty());
+  forge::proxy::SseParser whole;
+  std::string line = "data: " + std::string(forge::proxy::SseParser::kMaxLine, 'y') + "\n\n";
+  CHECK_FALSE(whole.Feed(line, events));
+  // At the cap exactly, a line is read.
+  forge::proxy::SseParser at_cap;
+  line = "data:" + std::string(forge::proxy::SseParser::kMaxLine - 5, 'z') + "\n\n";
+  REQUIRE(at_cap.Feed(line, events));
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].data.size() == forge::proxy::SseParser::kMaxLine - 5);
 }
