@@ -26,6 +26,16 @@ void AppendLogprobs(Json& into, const Json& piece) {
   }
 }
 
+// Logprobs whose only list is "content" (what AppendLogprobs would fold).
+bool OnlyContentLogprobs(const Json& piece) {
+  auto content = piece.find("content");
+  if (content == piece.end() || !content->is_array()) return false;
+  for (const char* key : {"refusal", "token_logprobs", "tokens", "top_logprobs", "text_offset"}) {
+    if (auto it = piece.find(key); it != piece.end() && it->is_array()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void ChatAssembler::Add(const Json& chunk) {
@@ -81,10 +91,18 @@ void ChatAssembler::Add(const Json& chunk) {
         }
       }
     }
-    if (c.contains("logprobs")) {
-      AppendPendingLogprobs(choice.logprobs_pending, choice.logprobs);
-      choice.logprobs_pending.clear();
-      AppendLogprobs(choice.logprobs, c["logprobs"]);
+    if (auto lp = c.find("logprobs"); lp != c.end() && lp->is_object()) {
+      if (!choice.logprobs_pending.empty() && OnlyContentLogprobs(*lp)) {
+        // Stays text, as the entries before it (a stream's last chunk often carries one).
+        for (const Json& entry : (*lp)["content"]) {
+          choice.logprobs_pending += ',';
+          AppendJson(entry, choice.logprobs_pending);
+        }
+      } else {
+        AppendPendingLogprobs(choice.logprobs_pending, choice.logprobs);
+        choice.logprobs_pending.clear();
+        AppendLogprobs(choice.logprobs, *lp);
+      }
     }
     if (c.contains("finish_reason") && !c["finish_reason"].is_null()) choice.finish_reason = c["finish_reason"];
     if (c.contains("stop_reason") && !c["stop_reason"].is_null()) choice.stop_reason = c["stop_reason"];
