@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -778,8 +779,7 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
   if (raw) {
     // Recorded as text: a stream's logprobs (an object per token) are never
     // made a document. The upstream's answer differs only by its usage.
-    rec.response_text = upstream_assembled.ResultText(nullptr);
-    rec.upstream_response_text = usage.is_null() ? rec.response_text : upstream_assembled.ResultText(&usage);
+    std::tie(rec.response_text, rec.upstream_response_text) = upstream_assembled.ResultTexts(usage);
     rec.finish_reason = upstream_assembled.FinishReason();
   } else {
     rec.response = translator->Assembled();

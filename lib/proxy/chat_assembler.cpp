@@ -11,13 +11,18 @@ using Json = nlohmann::json;
 
 namespace {
 
+// The lists of a choice's logprobs that a stream's pieces append to (chat's
+// "content" and "refusal"; the completions form's four).
+constexpr const char* kLogprobLists[] = {"content", "refusal", "token_logprobs", "tokens", "top_logprobs",
+                                         "text_offset"};
+
 void AppendLogprobs(Json& into, const Json& piece) {
   if (!piece.is_object()) return;
   if (into.is_null()) {
     into = piece;
     return;
   }
-  for (const char* key : {"content", "refusal", "token_logprobs", "tokens", "top_logprobs", "text_offset"}) {
+  for (const char* key : kLogprobLists) {
     auto it = piece.find(key);
     if (it == piece.end() || !it->is_array()) continue;
     Json& target = into[key];
@@ -30,8 +35,8 @@ void AppendLogprobs(Json& into, const Json& piece) {
 bool OnlyContentLogprobs(const Json& piece) {
   auto content = piece.find("content");
   if (content == piece.end() || !content->is_array()) return false;
-  for (const char* key : {"refusal", "token_logprobs", "tokens", "top_logprobs", "text_offset"}) {
-    if (auto it = piece.find(key); it != piece.end() && it->is_array()) return false;
+  for (const char* key : kLogprobLists) {
+    if (auto it = piece.find(key); it != content && it != piece.end() && it->is_array()) return false;
   }
   return true;
 }
@@ -228,10 +233,8 @@ std::string ChatAssembler::LogprobsText(const Choice& c) {
   return text;
 }
 
-std::string ChatAssembler::ResultText(const Json* usage) const {
-  std::string text = DumpJson(HeadJson(usage));  // an object with "object" at least
-  text.pop_back();
-  text += ",\"choices\":[";
+std::string ChatAssembler::ChoicesText() const {
+  std::string text = ",\"choices\":[";
   bool first = true;
   for (const auto& [index, c] : choices_) {
     if (!first) text += ',';
@@ -244,6 +247,21 @@ std::string ChatAssembler::ResultText(const Json* usage) const {
   }
   text += "]}";
   return text;
+}
+
+std::string ChatAssembler::HeadText(const Json* usage) const {
+  std::string text = DumpJson(HeadJson(usage));  // an object with "object" at least
+  text.pop_back();
+  return text;
+}
+
+std::string ChatAssembler::ResultText(const Json* usage) const { return HeadText(usage) + ChoicesText(); }
+
+std::pair<std::string, std::string> ChatAssembler::ResultTexts(const Json& usage) const {
+  const std::string choices = ChoicesText();
+  std::string own = HeadText(nullptr) + choices;
+  if (usage.is_null()) return {own, own};
+  return {std::move(own), HeadText(&usage) + choices};
 }
 
 std::string ChatAssembler::FinishReason() const {

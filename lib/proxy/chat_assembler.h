@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,9 @@ class ChatAssembler {
   // as they came, never made a document: a stream's logprobs are an object
   // per token, most of what a recorded answer with logprobs costs.
   std::string ResultText(const nlohmann::json* usage) const;
+  // Both at once, the choices (and their logprobs) written once: the
+  // stream's own response, and the same with usage (if not null).
+  std::pair<std::string, std::string> ResultTexts(const nlohmann::json& usage) const;
   // Choice 0's (the first choice's) finish_reason, if a string.
   std::string FinishReason() const;
   bool empty() const { return chunks_ == 0; }
@@ -54,6 +58,8 @@ class ChatAssembler {
   static void AppendPendingLogprobs(const std::string& pending, nlohmann::json& logprobs);
   static std::string LogprobsText(const Choice& c);
   nlohmann::json HeadJson(const nlohmann::json* usage) const;
+  std::string HeadText(const nlohmann::json* usage) const;     // the head's text, without its closing brace
+  std::string ChoicesText() const;                             // ,"choices":[...]} to close it
   nlohmann::json ChoiceJson(int index, const Choice& c) const;
 
   size_t chunks_ = 0;

@@ -134,6 +134,8 @@ TEST_CASE("stream relay: the common chunk relayed in one walk gives what the ful
   Json usage = {{"prompt_tokens", 2}, {"completion_tokens", 1}};
   Json with_usage = Json::parse(a.ResultText(&usage));
   CHECK(with_usage["usage"] == usage);
+  CHECK(a.ResultTexts(usage) == std::pair{a.ResultText(nullptr), a.ResultText(&usage)});
+  CHECK(a.ResultTexts(Json()) == std::pair{a.ResultText(nullptr), a.ResultText(nullptr)});
   CHECK(Json::parse(a.ResultText(nullptr))["usage"]["prompt_tokens"] == 1);
   CHECK(with_usage["choices"][0]["logprobs"]["content"][0]["logprob"] == -0.5);
   CHECK(with_usage["choices"][0]["message"]["content"] == "hi");
