@@ -191,6 +191,8 @@ class Launcher {
   // The phase a running rollout is in, for the progress lines ("" when done).
   void SetPhase(const std::string& rollout_id, const std::string& task_id, int attempt,
                 const std::string& phase);
+  // How the current phase goes ("pull 12.0/40.1 MB"), its clock left running.
+  void SetPhaseText(const std::string& rollout_id, const std::string& text);
 
   const LaunchOptions& options_;
   sandbox::Backend& backend_;
@@ -294,6 +296,15 @@ void Launcher::SetPhase(const std::string& rollout_id, const std::string& task_i
   UpdateProgress();
 }
 
+void Launcher::SetPhaseText(const std::string& rollout_id, const std::string& text) {
+  if (!progress_ || !progress_->enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto running = phases_.find(rollout_id);
+  if (running == phases_.end() || running->second.phase == text) return;
+  running->second.phase = text;
+  UpdateProgress();
+}
+
 void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
                                     Json& record) {
   Json* last = record.contains("set_aside_calls") ? &record["set_aside_calls"].back() : nullptr;
@@ -331,7 +342,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // The image is built or pulled once here, so its WORKDIR is known before
   // anything is put in place.
   phases.Enter("image");
-  auto image = backend_.PrepareImage(&*spec);
+  auto image = backend_.PrepareImage(&*spec, [&](const std::string& text) { SetPhaseText(rollout_id, text); });
   if (!image.ok()) return image.status();
   if (image->pulled) record["image_pulled"] = spec->image;  // for gc --images
   phases.Enter("create");

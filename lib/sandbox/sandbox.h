@@ -160,8 +160,10 @@ class Backend {
   // image) and says what its configuration is. Afterwards spec->image names
   // it and spec->build_context is empty. Backends that cannot look inside an
   // image (local, k8s) leave spec alone and return an empty ImageConfig.
-  virtual Result<ImageConfig> PrepareImage(Spec* spec) {
-    (void)spec;
+  // on_progress is told how a long step goes ("pull 12.0/40.1 MB").
+  using ProgressText = std::function<void(const std::string&)>;
+  virtual Result<ImageConfig> PrepareImage(Spec* spec, const ProgressText& on_progress) {
+    (void)spec, (void)on_progress;
     return ImageConfig{};
   }
   // GPUs the backend can hand out; -1 when it cannot tell (k8s: the

@@ -20,7 +20,7 @@ source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   remove_run_containers "$run"
-  docker image rm -f "$repo:1" "forge-e2e-built:$run" >/dev/null 2>&1 || true
+  docker image rm -f "$repo:1" "forge-e2e-built:$run" "${private:-$repo}:1" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -100,6 +100,58 @@ expect_exit 69 "build step fails" L --run-id "$run-step" --infra-retries 3 --com
 [ "$(jq -r .infra_retries "$OUT")" = 0 ] && pass || fail "failed build step retried: $(cat "$OUT")"
 [ "$(jq -r .transient "$OUT")" = false ] && pass || fail "failed build step transient: $(jq -c . "$OUT")"
 grep -q "non-zero code: 3" "$ERR" && pass || fail "error does not give the step's status: $(cat "$ERR")"
+
+echo "== a registry that wants credentials: from the docker config, or a credential helper, as the docker CLI finds them"
+auth_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+private="127.0.0.1:$auth_port/forge-e2e/private"
+python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
+cat >"$WORK/registry-auth.yml" <<EOF
+version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: $WORK/registry-auth
+auth:
+  htpasswd:
+    realm: forge-e2e
+    path: $WORK/htpasswd
+http:
+  addr: 127.0.0.1:$auth_port
+EOF
+/usr/bin/docker-registry serve "$WORK/registry-auth.yml" >"$WORK/registry-auth.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$auth_port/v2/")" = 401 ] && break; sleep 0.1; done
+mkdir -p "$WORK/login" "$WORK/anon" "$WORK/helper" "$WORK/bin"
+echo '{}' >"$WORK/anon/config.json"
+echo s3cret | DOCKER_CONFIG="$WORK/login" docker login -u robot --password-stdin "127.0.0.1:$auth_port" >/dev/null 2>"$WORK/login.err" ||
+  { fail "docker login: $(cat "$WORK/login.err") $(cat "$WORK/registry-auth.log")"; finish; exit 1; }
+docker tag forge-busybox:latest "$private:1" && DOCKER_CONFIG="$WORK/login" docker push -q "$private:1" >/dev/null &&
+  docker image rm "$private:1" >/dev/null || { fail "could not push to the private registry"; finish; exit 1; }
+printf '{"id":"private","instruction":"x","environment":{"image":"%s:1"}}\n' "$private" >"$WORK/private.jsonl"
+expect_exit 69 "no credentials" L --run-id "$run-anon" --docker-config "$WORK/anon/config.json" --infra-retries 3 --command true "$WORK/private.jsonl"
+[ "$(jq -r .infra_retries "$OUT")" = 0 ] && pass || fail "a pull without credentials retried: $(cat "$OUT")"
+grep -q "no basic auth credentials\|unauthorized" "$ERR" && pass || fail "error does not say why: $(cat "$ERR")"
+expect_exit 0 "credentials from docker login" L --run-id "$run-login" --docker-config "$WORK/login/config.json" --command 'echo private' "$WORK/private.jsonl"
+[ "$(jq -r '.outcome + .logs.stdout' "$OUT")" = okprivate ] && pass || fail "private pull: $(cat "$OUT") $(cat "$ERR")"
+docker image rm "$private:1" >/dev/null 2>&1
+cat >"$WORK/bin/docker-credential-forge-e2e" <<'EOF'
+#!/bin/sh
+read -r server
+echo "$server" >>"$(dirname "$0")/asked"
+echo "{\"ServerURL\":\"$server\",\"Username\":\"robot\",\"Secret\":\"s3cret\"}"
+EOF
+chmod +x "$WORK/bin/docker-credential-forge-e2e"
+printf '{"credHelpers":{"127.0.0.1:%s":"forge-e2e"}}\n' "$auth_port" >"$WORK/helper/config.json"
+PATH="$WORK/bin:$PATH" expect_exit 0 "credentials from a credential helper" L --run-id "$run-helper" --docker-config "$WORK/helper/config.json" --command 'echo private' "$WORK/private.jsonl"
+[ "$(jq -r .outcome "$OUT")" = ok ] && pass || fail "pull through the helper: $(cat "$OUT") $(cat "$ERR")"
+grep -qx "127.0.0.1:$auth_port" "$WORK/bin/asked" && pass || fail "the helper was not asked for the registry: $(cat "$WORK/bin/asked" 2>&1)"
+docker image rm "$private:1" >/dev/null 2>&1
+built_task "$WORK/from-private" "FROM $private:1\nRUN echo built-from-private > /etc/from\n"
+expect_exit 0 "a build FROM the private registry, with credentials" L --run-id "$run-from-private" --docker-config "$WORK/login/config.json" --command 'cat /etc/from' "$WORK/from-private"
+[ "$(jq -r .logs.stdout "$OUT")" = built-from-private ] && pass || fail "build from private: $(cat "$OUT") $(cat "$ERR")"
+"$LAUNCH" --backend docker --store "$WORK/forge.db" gc --run-id "$run-from-private" --images >/dev/null 2>&1
+docker image rm "$private:1" >/dev/null 2>&1
 
 echo "== a registry that is down is transient: retried"
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null

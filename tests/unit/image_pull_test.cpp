@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -88,4 +90,106 @@ TEST_CASE("a registry that did not answer is worth a retry; a missing or denied 
   // A Dockerfile step that failed is not a registry error at all.
   CHECK_FALSE(RegistryErrorIsTransient(
       "The command '/bin/sh -c exit 3' returned a non-zero code: 3"));
+}
+
+namespace {
+
+// A credential helper as the docker CLI runs one (docker-credential-NAME get,
+// the server on stdin), on PATH for the test's length.
+struct HelperOnPath {
+  forge::testing::TempDir dir;
+  std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  explicit HelperOnPath(const std::string& script) {
+    const std::string file = dir.File("docker-credential-forgetest");
+    std::ofstream(file) << script;
+    std::filesystem::permissions(file, std::filesystem::perms::owner_all);
+    setenv("PATH", (dir.path().string() + ":" + old_path).c_str(), 1);
+  }
+  ~HelperOnPath() { setenv("PATH", old_path.c_str(), 1); }
+};
+
+constexpr char kHelper[] = R"(#!/bin/sh
+[ "$1" = get ] || exit 3
+read -r server
+case "$server" in
+  127.0.0.1:5000) echo '{"ServerURL":"127.0.0.1:5000","Username":"robot","Secret":"s3cret"}' ;;
+  ghcr.io) echo '{"ServerURL":"ghcr.io","Username":"<token>","Secret":"tok"}' ;;
+  broken.example) echo 'keychain locked'; exit 2 ;;
+  *) echo 'credentials not found in native keychain'; exit 1 ;;
+esac
+)";
+
+}  // namespace
+
+TEST_CASE("credential helpers answer as the docker CLI asks them: credHelpers, then credsStore, then auths") {
+  HelperOnPath helper(kHelper);
+  forge::testing::TempDir dir;
+  const std::string config = dir.File("config.json");
+  std::ofstream(config) << R"({"credHelpers": {"127.0.0.1:5000": "forgetest", "broken.example": "forgetest",
+                                               "nohelper.example": "no-such-helper"},
+                               "credsStore": "forgetest",
+                               "auths": {"quay.io": {"auth": "dXNlcjpwYTpzcw=="}}})";
+  auto robot = nlohmann::json::parse(Decode(*RegistryAuth("127.0.0.1:5000/a:1", config)));
+  CHECK(robot["username"] == "robot");
+  CHECK(robot["password"] == "s3cret");
+  // credsStore: "<token>" as the user means an identity token.
+  auto token = nlohmann::json::parse(Decode(*RegistryAuth("ghcr.io/o/i:1", config)));
+  CHECK(token["identitytoken"] == "tok");
+  CHECK_FALSE(token.contains("username"));
+  // The store has nothing for quay.io: the file's own auth is used.
+  auto quay = nlohmann::json::parse(Decode(*RegistryAuth("quay.io/o/i:1", config)));
+  CHECK(quay["username"] == "user");
+  CHECK(*RegistryAuth("example.org/o/i:1", config) == "");  // nothing anywhere: anonymous
+  // A helper that fails, or is not there, is an error naming it, not an anonymous pull.
+  auto broken = RegistryAuth("broken.example/o/i:1", config);
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.status().kind() == forge::Kind::kBadConfig);
+  CHECK(broken.status().message().find("docker-credential-forgetest get broken.example: exit 2: keychain locked") !=
+        std::string::npos);
+  auto missing = RegistryAuth("nohelper.example/o/i:1", config);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("docker-credential-no-such-helper") != std::string::npos);
+}
+
+TEST_CASE("a build is given every registry the config has credentials for") {
+  HelperOnPath helper(kHelper);
+  forge::testing::TempDir dir;
+  const std::string config = dir.File("config.json");
+  CHECK(*forge::sandbox::docker::BuildRegistryConfig(dir.File("missing.json")) == "");
+  std::ofstream(config) << R"({"credHelpers": {"127.0.0.1:5000": "forgetest"},
+                               "auths": {"https://index.docker.io/v1/": {"auth": "dXNlcjpwYTpzcw=="},
+                                         "example.org": {}}})";
+  auto header = forge::sandbox::docker::BuildRegistryConfig(config);
+  REQUIRE(header.ok());
+  auto all = nlohmann::json::parse(Decode(*header));
+  CHECK(all["127.0.0.1:5000"]["username"] == "robot");
+  CHECK(all["https://index.docker.io/v1/"]["username"] == "user");
+  CHECK(all["https://index.docker.io/v1/"]["serveraddress"] == "https://index.docker.io/v1/");
+  CHECK_FALSE(all.contains("example.org"));  // an entry without credentials
+}
+
+TEST_CASE("a pull's progress adds up its layers' bytes from the engine's lines, in any pieces") {
+  // Lines as Docker Engine 20.10 streams them for POST /images/create.
+  const std::string answer =
+      R"({"status":"Pulling from forge-e2e/busybox","id":"1"})" "\n"
+      R"({"status":"Pulling fs layer","progressDetail":{},"id":"aaa"})" "\n"
+      R"({"status":"Pulling fs layer","progressDetail":{},"id":"bbb"})" "\n"
+      R"({"status":"Downloading","progressDetail":{"current":1000,"total":4000},"progress":"[=>  ] 1kB/4kB","id":"aaa"})" "\n"
+      R"({"status":"Downloading","progressDetail":{"current":500,"total":2000},"id":"bbb"})" "\n"
+      R"({"status":"Verifying Checksum","progressDetail":{},"id":"bbb"})" "\n"
+      R"({"status":"Download complete","progressDetail":{},"id":"bbb"})" "\n"
+      R"({"status":"Extracting","progressDetail":{"current":9999,"total":99999},"id":"bbb"})" "\n";
+  for (size_t piece : {size_t{1}, size_t{7}, answer.size()}) {
+    forge::sandbox::docker::PullProgress progress;
+    for (size_t at = 0; at < answer.size(); at += piece) progress.Feed(std::string_view(answer).substr(at, piece));
+    CHECK(progress.layers() == 2);
+    CHECK(progress.total_bytes() == 6000);
+    CHECK(progress.done_bytes() == 3000);
+    CHECK(progress.error().empty());
+    progress.Feed(R"({"status":"Pull complete","progressDetail":{},"id":"aaa"})" "\n");
+    CHECK(progress.done_bytes() == 6000);
+    progress.Feed(R"({"errorDetail":{"message":"unauthorized: authentication required"},)");
+    progress.Feed(R"("error":"unauthorized: authentication required"})" "\n{\"error\":\"second\"}\n");
+    CHECK(progress.error() == "unauthorized: authentication required");
+  }
 }

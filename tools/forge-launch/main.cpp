@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--image", options.image, "Image for tasks naming none");
   std::string docker_config;
   app.add_option("--docker-config", docker_config,
-                 "Docker config whose auths give registry credentials for pulls "
+                 "Docker config giving registry credentials for pulls and builds: credHelpers, "
+                 "credsStore, auths, as the docker CLI reads them "
                  "(default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)");
   app.add_option("--network", options.network, forge::launch::kNetworkHelp)
       ->check(CLI::IsMember(forge::launch::NetworkNames()));

@@ -12,6 +12,8 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "base/hash.h"
 #include "sandbox/docker/image_pull.h"
 #include "sandbox/docker/pod_runner.h"
@@ -742,7 +744,7 @@ int DockerBackend::AvailableGpus() {
   return runtimes.is_object() && runtimes.contains("nvidia") ? -1 : 0;
 }
 
-Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec) {
+Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec, const ProgressText& on_progress) {
   if (!spec->build_context.empty()) {
     auto built = BuildImage(spec->build_context, spec->run_id, spec->build_timeout_seconds);
     if (!built.ok()) return built.status();
@@ -760,7 +762,11 @@ Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec) {
     if (!inspect.ok() && inspect.status().kind() == Kind::kNotFound) {
       auto auth = RegistryAuth(spec->image, docker_config_);
       if (!auth.ok()) return auth.status();
-      FORGE_RETURN_IF_ERROR(PullImage(*engine_, spec->image, *auth, spec->build_timeout_seconds));
+      auto show = [&](const PullProgress& pull) {
+        if (!on_progress || pull.total_bytes() == 0) return;
+        on_progress(fmt::format("pull {:.1f}/{:.1f} MB", pull.done_bytes() / 1e6, pull.total_bytes() / 1e6));
+      };
+      FORGE_RETURN_IF_ERROR(PullImage(*engine_, spec->image, *auth, spec->build_timeout_seconds, show));
       config.pulled = true;
       inspect = engine_->CallJson("GET", inspect_path);
     }
@@ -816,7 +822,11 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
   std::string path = "/build?t=" + Engine::Escape(tag) + "&rm=1&forcerm=1&labels=" +
                      Engine::Escape(labels.dump());
   const double build_timeout = std::max(1.0, std::ceil(timeout_seconds));
-  auto response = engine_->Call("POST", path, context, {"application/x-tar", build_timeout});
+  auto registries = BuildRegistryConfig(docker_config_);
+  if (!registries.ok()) return registries.status();
+  std::vector<std::string> headers;
+  if (!registries->empty()) headers.push_back("X-Registry-Config: " + *registries);
+  auto response = engine_->Call("POST", path, context, {"application/x-tar", build_timeout}, headers);
   if (!response.ok()) return response.status();
   if (response->status != 200) return StatusForHttp("build " + context_dir, *response);
   // The answer is JSON lines; an "error" line means the build failed even

@@ -64,7 +64,7 @@ class DockerBackend : public Backend {
   Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id,
                                  double timeout_seconds = 3600);
   // Builds or finds spec's image and reads its Config (GET /images/{name}/json).
-  Result<ImageConfig> PrepareImage(Spec* spec) override;
+  Result<ImageConfig> PrepareImage(Spec* spec, const ProgressText& on_progress) override;
   // 0 unless the engine has the NVIDIA runtime (GET /info Runtimes); then -1:
   // the engine, not forge, counts the devices.
   int AvailableGpus() override;

@@ -172,13 +172,15 @@ Result<nlohmann::json> Engine::CallJson(const std::string& method, const std::st
 Result<long> Engine::Stream(const std::string& method, const std::string& path,
                             const std::string& body,
                             const std::function<void(std::string_view)>& on_data,
-                            const std::function<bool()>& keep_going) {
+                            const std::function<bool()>& keep_going,
+                            const std::vector<std::string>& extra_headers) {
   CURL* curl = ThreadHandle();
   if (!curl) return Status::Internal("curl_easy_init failed");
   const std::string url = Url(path);
   CommonOptions(curl, socket_path_, url, method, body);
   HeaderList headers;
   headers.Add("Content-Type: application/json");
+  for (const std::string& header : extra_headers) headers.Add(header);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
   StreamState state{&on_data, &keep_going};
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, StreamBody);

@@ -52,7 +52,7 @@ class Engine {
   // ends with Cancelled("aborted"). Returns the HTTP status.
   Result<long> Stream(const std::string& method, const std::string& path,
                       const std::string& body, const std::function<void(std::string_view)>& on_data,
-                      const std::function<bool()>& keep_going);
+                      const std::function<bool()>& keep_going, const std::vector<std::string>& headers = {});
 
   // Percent-encodes a query parameter value.
   static std::string Escape(std::string_view value);

@@ -5,7 +5,11 @@
 // or BadConfig, never retried; the second is transient (Busy, Unavailable).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "sandbox/docker/engine.h"
@@ -24,17 +28,47 @@ ImageRef ParseImageRef(const std::string& image);
 // The docker config file: $DOCKER_CONFIG/config.json, else ~/.docker/config.json.
 std::string DefaultDockerConfig();
 
-// The X-Registry-Auth header value for image's registry from the config's
-// "auths" ("" when it has none: an anonymous pull). A config that is there
-// but unreadable or malformed is a BadConfig error naming it.
+// The X-Registry-Auth header value for image's registry from the user's
+// Docker config, looked up as the docker CLI does: the registry's
+// credHelpers entry, then credsStore (each runs docker-credential-NAME get),
+// then its "auths" entry. "" when there are none: an anonymous pull. A
+// config that is there but unreadable or malformed, or a helper that fails,
+// is a BadConfig error naming it.
 Result<std::string> RegistryAuth(const std::string& image, const std::string& config_path);
+
+// The X-Registry-Config header value for a build (every registry the config
+// has credentials for, so a FROM may name any of them); "" when none.
+Result<std::string> BuildRegistryConfig(const std::string& config_path);
 
 // Whether a registry error met pulling (or building FROM) an image may pass
 // if tried again: a registry that does not answer, a 5xx, a rate limit; not
 // a missing image or denied access, which a retry meets again.
 bool RegistryErrorIsTransient(const std::string& message);
-// Pulls image; registry_auth is RegistryAuth's value.
+// Reads the engine's pull answer (JSON lines, in any pieces) and adds up the
+// layers' bytes; the first "error" line is kept.
+class PullProgress {
+ public:
+  void Feed(std::string_view bytes);
+  int64_t done_bytes() const;
+  int64_t total_bytes() const;  // of the layers whose size is known so far
+  size_t layers() const { return layers_.size(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  void Line(std::string_view text);
+  struct Layer {
+    int64_t current = 0;
+    int64_t total = 0;
+  };
+  std::map<std::string, Layer, std::less<>> layers_;
+  std::string pending_;
+  std::string error_;
+};
+
+// Pulls image; registry_auth is RegistryAuth's value. on_progress sees the
+// answer as it arrives. Not done within timeout_seconds (0: no limit) is
+// Unavailable, a transient failure.
 Status PullImage(Engine& engine, const std::string& image, const std::string& registry_auth,
-                 double timeout_seconds);
+                 double timeout_seconds, const std::function<void(const PullProgress&)>& on_progress = {});
 
 }  // namespace forge::sandbox::docker

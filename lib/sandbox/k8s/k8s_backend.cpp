@@ -1,6 +1,5 @@
 #include "sandbox/k8s/k8s_backend.h"
 
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,10 +8,9 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/subprocess.h"
 #include "sandbox/k8s/exec_channel.h"
 #include "sandbox/k8s/pod_spec.h"
-
-extern char** environ;
 
 namespace forge::sandbox::k8s {
 namespace {
@@ -40,38 +38,10 @@ Result<std::string> TarOf(const std::string& host_path) {
   size_t slash = path.rfind('/');
   std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  int fds[2];
-  if (pipe(fds) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  posix_spawn_file_actions_addclose(&actions, fds[1]);
-  std::vector<std::string> args = {"tar", "-c", "-f", "-", "-C", parent, "--", base};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, "tar", &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return Status::Unavailable(std::string("cannot run tar: ") + std::strerror(rc));
-  }
-  std::string out;
-  char buffer[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) out.append(buffer, n);
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Status::IoError("tar of " + host_path + " failed");
-  }
-  return out;
+  auto tar = RunCapture({"tar", "-c", "-f", "-", "-C", parent, "--", base});
+  if (!tar.ok()) return tar.status();
+  if (tar->exit_code != 0) return Status::IoError("tar of " + host_path + " failed");
+  return std::move(tar->out);
 }
 
 class K8sSandbox : public Sandbox {
