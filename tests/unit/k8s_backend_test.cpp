@@ -201,6 +201,9 @@ TEST_CASE("pod spec: requests equal limits, deadline, labels, locked-down securi
   CHECK((*pod)["metadata"]["labels"]["forge.rollout"] == "Task_42_3");
   CHECK((*pod)["metadata"]["annotations"]["forge/run-id"] == "run 7/a");
   CHECK((*pod)["metadata"]["generateName"] == "forge-task-42-3-");
+  // The keep-alive is the container's args: the image's ENTRYPOINT still runs, as on Docker.
+  CHECK_FALSE(c.contains("command"));
+  CHECK(c["args"][0] == "sh");
   // The runtime's default capabilities, as docker run gives; --cap-drop-all drops them.
   CHECK_FALSE(c["securityContext"].contains("capabilities"));
   CHECK(c["securityContext"]["allowPrivilegeEscalation"] == false);

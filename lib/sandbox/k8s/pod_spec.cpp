@@ -122,13 +122,17 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
   for (const auto& [name, value] : spec.env) env.push_back({{"name", name}, {"value", value}});
 
   int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
-  // PID 1 only waits out the lifetime; it exits at once on SIGTERM.
+  // The keep-alive only waits out the lifetime; it exits at once on SIGTERM.
+  // It is the container's args, not its command: Kubernetes then runs the
+  // image's ENTRYPOINT with it, as Docker runs an ENTRYPOINT with a Cmd (and
+  // Harbor's compose service with its keep-alive), so an entrypoint that
+  // starts a service and then `exec "$@"` works the same on both backends.
   std::string keep_alive = "trap 'exit 0' TERM; sleep " + std::to_string(lifetime) + " & wait";
   Json container = {
       {"name", options.container},
       {"image", spec.image},
       {"imagePullPolicy", options.image_pull_policy},
-      {"command", {"sh", "-c", keep_alive}},
+      {"args", {"sh", "-c", keep_alive}},
       {"env", env},
       {"resources", {{"requests", resources}, {"limits", limits}}},
       {"securityContext", security},
