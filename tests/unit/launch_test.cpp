@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <thread>
+
+#include <unistd.h>
 
 #include "launch/harness.h"
 #include "launch/launcher.h"
@@ -246,6 +249,21 @@ TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills th
   auto reserved = (*box)->Exec(reserve);
   REQUIRE(reserved.ok());
   CHECK(reserved->stdout_data == "reserved\n");
+  // As root, the limit is a memory cgroup, as Docker's: a writable mapping
+  // never touched is no memory either (V8 maps its code range so, once per
+  // isolate), where RLIMIT_DATA would refuse it.
+  if (geteuid() == 0) {
+    std::ifstream meta(dir.File("root") + "/run1/r1/" + ".forge-sandbox.json");
+    const auto text = std::string(std::istreambuf_iterator<char>(meta), {});
+    CHECK(text.find("\"memory_cgroup\":\"/sys/fs/cgroup/") != std::string::npos);
+    forge::sandbox::ExecRequest writable;
+    writable.argv = {"python3", "-c",
+                     "import mmap; m = mmap.mmap(-1, 1 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS); "
+                     "print('mapped')"};
+    auto mapped = (*box)->Exec(writable);
+    REQUIRE(mapped.ok());
+    CHECK(mapped->stdout_data == "mapped\n");
+  }
 
   // Output beyond the cap is dropped and flagged.
   forge::sandbox::ExecRequest loud;

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/local/memory_cgroup.h"
+
 namespace forge::sandbox::local {
 namespace {
 
@@ -164,6 +166,8 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   const int64_t memory = meta_.value("memory_bytes", int64_t{0});
+  const std::string cgroup = meta_.value("memory_cgroup", std::string());
+  const std::string cgroup_procs = cgroup.empty() ? "" : CgroupProcsFile(cgroup);
   const int64_t pids = meta_.value("pids", int64_t{0});
   const double cpus = meta_.value("cpus", 0.0);
   const rlim_t cpu_seconds =
@@ -192,6 +196,14 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
   if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     setpgid(0, 0);
+    // Into the sandbox's memory cgroup first (memory_cgroup.h), before a
+    // user namespace could take the right to.
+    bool in_cgroup = false;
+    if (!cgroup_procs.empty()) {
+      const int fd = open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+      in_cgroup = fd >= 0 && write(fd, "0", 1) == 1;
+      if (fd >= 0) close(fd);
+    }
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
@@ -202,12 +214,16 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
     }
     if (chdir(workdir.c_str()) != 0) _exit(126);
     struct rlimit lim;
-    // RLIMIT_DATA, not RLIMIT_AS: it counts the private writable memory a
-    // process maps, not the address space it reserves. V8 reserves gigabytes
-    // it never touches: under RLIMIT_AS, Node.js 24 does not start at 1 GB
-    // ("Failed to reserve virtual memory for CodeRange"), and Gemini CLI's
-    // WebAssembly HTTP parser failed at 4 GB (docs/harnesses-codex-gemini.md).
-    if (memory > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory); setrlimit(RLIMIT_DATA, &lim); }
+    // Without a cgroup, RLIMIT_DATA, not RLIMIT_AS: it counts the private
+    // writable memory a process maps, not the address space it reserves. V8
+    // reserves gigabytes it never touches: under RLIMIT_AS, Node.js 24 does
+    // not start at 1 GB ("Failed to reserve virtual memory for CodeRange"),
+    // and Gemini CLI's WebAssembly HTTP parser failed at 4 GB
+    // (docs/harnesses-codex-gemini.md).
+    if (memory > 0 && !in_cgroup) {
+      lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory);
+      setrlimit(RLIMIT_DATA, &lim);
+    }
     if (pids > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(pids); setrlimit(RLIMIT_NPROC, &lim); }
     if (cpu_seconds != RLIM_INFINITY) { lim.rlim_cur = lim.rlim_max = cpu_seconds; setrlimit(RLIMIT_CPU, &lim); }
     signal(SIGPIPE, SIG_DFL);
@@ -287,6 +303,7 @@ Result<std::string> LocalSandbox::ReadFile(const std::string& path, size_t max_b
 }
 
 Status LocalSandbox::Release() {
+  RemoveMemoryCgroup(meta_.value("memory_cgroup", std::string()));
   std::error_code ec;
   fs::remove_all(handle_.id, ec);
   if (ec) return Status::IoError("remove " + handle_.id + ": " + ec.message());
@@ -348,6 +365,7 @@ Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
     mounts.push_back({{"host_path", m.host_path}, {"sandbox_path", m.sandbox_path}, {"read_only", m.read_only}});
   }
   meta["mounts"] = std::move(mounts);
+  meta["memory_cgroup"] = CreateMemoryCgroup(spec.run_id + "." + spec.rollout_id, spec.limits.memory_bytes);
   std::ofstream out(dir + "/" + kMetaFile);
   out << meta.dump() << "\n";
   if (!out) return Status::CannotCreate(dir + "/" + kMetaFile + ": write failed");
@@ -375,6 +393,7 @@ Result<int> LocalBackend::Collect(const std::string& run_id, int64_t older_than_
       auto meta = ReadMeta(box.path().string());
       if (!meta.ok()) continue;
       if (older_than_seconds > 0 && now - meta->value("created", now) < older_than_seconds) continue;
+      RemoveMemoryCgroup(meta->value("memory_cgroup", std::string()));
       fs::remove_all(box.path(), inner);
       if (!inner) ++removed;
     }
