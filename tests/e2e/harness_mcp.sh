@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Real harnesses calling a real MCP server's tool: Claude Code, Qwen Code,
-# opencode, Gemini CLI and OpenClaw (installed by scripts/install-harnesses.sh), each on
-# a Harbor task whose task.toml declares [[environment.mcp_servers]] (a stdio
-# server written for this test, tests/support/mcp_stdio_server.py), run by
-# forge-launch on the local backend (at the task's default memory, Harbor's
-# 2 GB) through forge-proxy in front of the scripted model. Step 0 calls the
-# MCP tool under the name the harness gives it (Claude Code and Qwen Code
-# mcp__codes__secret_code, opencode codes_secret_code, Gemini CLI
-# mcp_codes_secret_code, OpenClaw codes__secret_code through its tool_call),
-# step 1 ends. Checks that forge-launch handed the
+# opencode, Gemini CLI, OpenClaw and Codex (installed by
+# scripts/install-harnesses.sh), each on a Harbor task whose task.toml
+# declares [[environment.mcp_servers]] (a stdio server written for this test,
+# tests/support/mcp_stdio_server.py), run by forge-launch on the local backend
+# (at the task's default memory, Harbor's 2 GB) through forge-proxy in front
+# of the scripted model. The model calls the MCP tool under the name the
+# harness gives it (Claude Code and Qwen Code mcp__codes__secret_code,
+# opencode codes_secret_code, Gemini CLI mcp_codes_secret_code, OpenClaw
+# codes__secret_code through its tool_call, Codex mcp__codes__secret_code
+# after a first command), then ends. Checks that forge-launch handed the
 # server to the harness in its own config format (Claude Code: --mcp-config),
 # that the server saw tools/call, and that the tool's result is in the
-# recorded next call, as the policy saw it upstream. Codex's MCP tools (a
-# Responses "namespace" tool) are covered by the unit tests of the Responses
-# translation: Codex lists them only once its servers are up, which a
-# scripted first step cannot wait for.
+# recorded next call, as the policy saw it upstream. Codex sends its MCP
+# tools as a Responses "namespace" tool, which forge-proxy gives the policy as
+# mcp__codes__secret_code and whose call goes back with the namespace.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
@@ -35,25 +35,32 @@ fail() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 declare -A TOOL=([claude-code]=mcp__codes__secret_code [qwen-code]=mcp__codes__secret_code
-                 [opencode]=codes_secret_code [gemini-cli]=mcp_codes_secret_code [openclaw]=codes__secret_code)
+                 [opencode]=codes_secret_code [gemini-cli]=mcp_codes_secret_code [openclaw]=codes__secret_code
+                 [codex]=mcp__codes__secret_code)
 # Claude Code (ToolSearch), Qwen Code (tool_search) and OpenClaw (tool_search,
 # tool_call) defer MCP tools instead of listing them in every request; the
 # other two list them.
-declare -A LISTED=([claude-code]=0 [qwen-code]=0 [opencode]=1 [gemini-cli]=1 [openclaw]=0)
+declare -A LISTED=([claude-code]=0 [qwen-code]=0 [opencode]=1 [gemini-cli]=1 [openclaw]=0 [codex]=1)
 declare -A ENTRY=([claude-code]=claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
                   [qwen-code]=qwen-code/node_modules/@qwen-code/qwen-code/cli-entry.js
                   [opencode]=opencode/node_modules/opencode-linux-x64/bin/opencode
                   [gemini-cli]=gemini-cli/node_modules/@google/gemini-cli
-                  [openclaw]=openclaw/node_modules/openclaw/openclaw.mjs)
+                  [openclaw]=openclaw/node_modules/openclaw/openclaw.mjs
+                  [codex]=codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex)
+# Codex lists a server's tools only once the server is up, which its first
+# request does not wait for: the model runs a command first, as a model
+# exploring would, and calls the MCP tool in its second turn.
+declare -A FIRST=([codex]='{"tool_call": {"name": "exec_command", "arguments": {"cmd": "sleep 1"}}}, ')
 
-for harness in ${FORGE_MCP_HARNESSES:-claude-code qwen-code opencode gemini-cli openclaw}; do
+for harness in ${FORGE_MCP_HARNESSES:-claude-code qwen-code opencode gemini-cli openclaw codex}; do
   dir="$work/$harness"
   mkdir -p "$dir/task/tests"
   [[ -e "$install_dir/${ENTRY[$harness]}" ]] || fail "$install_dir/${ENTRY[$harness]} missing: run scripts/install-harnesses.sh"
   call=$(printf '{"name": "%s", "arguments": {}}' "${TOOL[$harness]}")
   # OpenClaw lists MCP tools behind its Tool Search: the model calls them through tool_call by name.
   [[ $harness == openclaw ]] && call=$(printf '{"name": "tool_call", "arguments": {"id": "%s", "args": {}}}' "${TOOL[$harness]}")
-  printf '{"steps": [{"tool_call": %s}, {"text": "The code is mcp-code-7391."}]}\n' "$call" >"$dir/scenario.json"
+  printf '{"steps": [%s{"tool_call": %s}, {"text": "The code is mcp-code-7391."}]}\n' "${FIRST[$harness]:-}" "$call" \
+    >"$dir/scenario.json"
   python3 "$FORGE_SRC/tests/fake_upstream/fake_upstream.py" --port-file "$dir/fake.port" \
     --log "$dir/fake.log" --scenario "$dir/scenario.json" &
   pids+=($!)
