@@ -290,8 +290,10 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _record(self, kind, code):
+        # The time the request arrived, not the time it was answered: a watch
+        # or a slow create is answered long after the client sent it.
         with self.cluster.cond:
-            self.cluster.log.append([time.time(), self.command, kind, code])
+            self.cluster.log.append([getattr(self, "arrived", time.time()), self.command, kind, code])
 
     def _route(self):
         url = urllib.parse.urlsplit(self.path)
@@ -347,6 +349,7 @@ class Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method):
+        self.arrived = time.time()
         path, parts, query = self._route()
         if parts[:1] == ["_fake"]:
             return self._control(method, parts, query)
