@@ -10,6 +10,7 @@
 # loopback-only network namespace (tests/support/loopback_netns.sh).
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
+source "$FORGE_SRC/tests/support/scripted_model.sh"
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
 install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}"
 claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
@@ -30,7 +31,6 @@ fail() {
   for f in launch.err verify.err proxy.err; do [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }; done
   exit 1
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # The scripted model: write the file, then say it is done.
 cat >"$work/scenario.json" <<'EOF'
@@ -39,18 +39,7 @@ cat >"$work/scenario.json" <<'EOF'
   {"text": "I wrote hello.txt."}
 ]}
 EOF
-python3 "$FORGE_SRC/tests/fake_upstream/fake_upstream.py" --port-file "$work/fake.port" \
-  --log "$work/fake.log" --scenario "$work/scenario.json" &
-pids+=($!)
-for _ in $(seq 100); do [[ -s "$work/fake.port" ]] && break; sleep 0.1; done
-[[ -s "$work/fake.port" ]] || fail "fake upstream did not start"
-
-port=$(free_port)
-"$FORGE_BIN/forge-proxy" --store "$work/forge.db" --port "$port" --health-interval 0 \
-  --upstream "http://127.0.0.1:$(cat "$work/fake.port")" --max-tokens-cap 4096 2>"$work/proxy.err" &
-pids+=($!)
-proxy="http://127.0.0.1:$port"
-for _ in $(seq 100); do curl -s -o /dev/null "$proxy/healthz" && break; sleep 0.1; done
+start_scripted_model "$work" --max-tokens-cap 4096
 
 cat >"$work/tasks.jsonl" <<'EOF'
 {"id":"cc-hello","instruction":"Create the file hello.txt in the current directory containing the single word forge.","verifier":{"kind":"command","timeout_sec":30,"command":"test \"$(cat hello.txt)\" = forge"}}

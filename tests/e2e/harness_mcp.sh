@@ -18,6 +18,7 @@
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
 source "$FORGE_SRC/tests/support/loopback_netns.sh"
+source "$FORGE_SRC/tests/support/scripted_model.sh"
 install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}"
 work="$(mktemp -d /tmp/forge-mcp.XXXXXX)"
 pids=()
@@ -32,7 +33,6 @@ fail() {
   for f in "$dir"/{launch.err,proxy.err,mcp.log}; do [[ -s "$f" ]] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
   exit 1
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 declare -A TOOL=([claude-code]=mcp__codes__secret_code [qwen-code]=mcp__codes__secret_code
                  [opencode]=codes_secret_code [gemini-cli]=mcp_codes_secret_code [openclaw]=codes__secret_code
@@ -61,15 +61,7 @@ for harness in ${FORGE_MCP_HARNESSES:-claude-code qwen-code opencode gemini-cli 
   [[ $harness == openclaw ]] && call=$(printf '{"name": "tool_call", "arguments": {"id": "%s", "args": {}}}' "${TOOL[$harness]}")
   printf '{"steps": [%s{"tool_call": %s}, {"text": "The code is mcp-code-7391."}]}\n' "${FIRST[$harness]:-}" "$call" \
     >"$dir/scenario.json"
-  python3 "$FORGE_SRC/tests/fake_upstream/fake_upstream.py" --port-file "$dir/fake.port" \
-    --log "$dir/fake.log" --scenario "$dir/scenario.json" &
-  pids+=($!)
-  for _ in $(seq 100); do [[ -s "$dir/fake.port" ]] && break; sleep 0.1; done
-  port=$(free_port)
-  "$FORGE_BIN/forge-proxy" --store "$dir/forge.db" --port "$port" --health-interval 0 \
-    --upstream "http://127.0.0.1:$(cat "$dir/fake.port")" --max-tokens-cap 4096 2>"$dir/proxy.err" &
-  pids+=($!)
-  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  start_scripted_model "$dir" --max-tokens-cap 4096
   cat >"$dir/task/task.toml" <<EOF
 version = "1.0"
 
@@ -91,7 +83,7 @@ EOF
   echo "== $harness: forge-launch --backend local on a task with an MCP server"
   FORGE_LOCAL_ROOT="$dir/local" FORGE_HARNESS_INSTALL_DIR="$install_dir" \
     "$FORGE_BIN/forge-launch" --backend local --store "$dir/forge.db" --run-id "mcp-$harness-$$" \
-    --harness "$harness" --proxy "http://127.0.0.1:$port" --model policy --agent-timeout 180 \
+    --harness "$harness" --proxy "$proxy" --model policy --agent-timeout 180 \
     "$dir/task" >"$dir/rollouts.jsonl" 2>"$dir/launch.err" || fail "$harness: forge-launch exit $?"
   [[ "$(jq -r .outcome "$dir/rollouts.jsonl")" == ok ]] ||
     fail "$harness outcome: $(jq -c '{outcome, error, exit_code}' "$dir/rollouts.jsonl" | head -c 2000)"

@@ -12,6 +12,7 @@
 # the recorded next call, and that forge-verify rewards it.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
+source "$FORGE_SRC/tests/support/scripted_model.sh"
 install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}"
 claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 [[ -x "$claude" ]] || { echo "FAIL: $claude missing: run scripts/install-harnesses.sh" >&2; exit 1; }
@@ -35,7 +36,6 @@ fail() {
   for f in launch.err verify.err proxy.err; do [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }; done
   exit 1
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # The corpus task, its main image made one a Node.js harness runs in.
 cp -r "$FORGE_SRC/tests/data/harbor/mcp-server" "$work/task"
@@ -49,17 +49,7 @@ cat >"$work/scenario.json" <<'JSON'
   {"text": "The code is mcp-code-7391."}
 ]}
 JSON
-python3 "$FORGE_SRC/tests/fake_upstream/fake_upstream.py" --port-file "$work/fake.port" \
-  --log "$work/fake.log" --scenario "$work/scenario.json" &
-pids+=($!)
-for _ in $(seq 100); do [[ -s "$work/fake.port" ]] && break; sleep 0.1; done
-[[ -s "$work/fake.port" ]] || fail "fake upstream did not start"
-port=$(free_port)
-"$FORGE_BIN/forge-proxy" --store "$work/forge.db" --port "$port" --health-interval 0 \
-  --upstream "http://127.0.0.1:$(cat "$work/fake.port")" --max-tokens-cap 4096 2>"$work/proxy.err" &
-pids+=($!)
-proxy="http://127.0.0.1:$port"
-for _ in $(seq 100); do curl -s -o /dev/null "$proxy/healthz" && break; sleep 0.1; done
+start_scripted_model "$work" --max-tokens-cap 4096
 
 echo "== forge-launch: Claude Code in the pod's main container, the MCP server a sidecar"
 "$FORGE_BIN/forge-launch" --backend docker --store "$work/forge.db" --run-id "$run" --harness claude-code \

@@ -8,6 +8,7 @@
 # holds the tool-use conversation and the RL batch the recorded token ids.
 set -euo pipefail
 : "${FORGE_BIN:?}" "${FORGE_SRC:?}"
+source "$FORGE_SRC/tests/support/scripted_model.sh"
 install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}"
 claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 [[ -x "$claude" ]] || { echo "FAIL: $claude missing: run scripts/install-harnesses.sh" >&2; exit 1; }
@@ -29,7 +30,6 @@ fail() {
   for f in launch.err verify.err pack.err proxy.err; do [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }; done
   exit 1
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 echo "== image $image"
 FORGE_NODE_IMAGE="$image" bash "$FORGE_SRC/scripts/make-node-image.sh" || fail "make-node-image.sh"
@@ -40,17 +40,7 @@ cat >"$work/scenario.json" <<'EOF'
   {"text": "Created /work/hello.txt."}
 ]}
 EOF
-python3 "$FORGE_SRC/tests/fake_upstream/fake_upstream.py" --port-file "$work/fake.port" \
-  --log "$work/fake.log" --scenario "$work/scenario.json" &
-pids+=($!)
-for _ in $(seq 100); do [[ -s "$work/fake.port" ]] && break; sleep 0.1; done
-[[ -s "$work/fake.port" ]] || fail "fake upstream did not start"
-port=$(free_port)
-"$FORGE_BIN/forge-proxy" --store "$work/forge.db" --port "$port" --health-interval 0 \
-  --upstream "http://127.0.0.1:$(cat "$work/fake.port")" 2>"$work/proxy.err" &
-pids+=($!)
-proxy="http://127.0.0.1:$port"
-for _ in $(seq 100); do curl -s -o /dev/null "$proxy/healthz" && break; sleep 0.1; done
+start_scripted_model "$work"
 
 echo "== forge-launch --backend docker --harness claude-code"
 task="$FORGE_SRC/tests/e2e/tasks/claude-hello"
