@@ -80,11 +80,12 @@ Task<void> StopKeepAlive(ClientStream& cs) {
 
 Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& route,
                               std::string path_rollout, ArrivingBody* arriving) {
-  Call call(client, req, route);
+  Call call(client, req, route);  // the URL read: the format that serves the call
   if (stopping_.load()) co_return co_await Reject(call, 503, "forge-proxy is shutting down");
   std::optional<Refusal> refused = Attribute(call, path_rollout);
   if (refused) co_return co_await Reject(call, *refused);
 
+  // Decode, and admit.
   call.pass_through = route.passes_through();
   // A large body still arriving goes upstream as it comes (cut_through.cpp),
   // read and checked there; any other call reads it whole first.
@@ -100,18 +101,11 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
     if (!waited) co_return false;
   }
   if (call.cut_through) {
-    co_await ForwardArrivingBody(
-        call.rollout, req, *arriving, [this, &call](const Upstream& u) { return UpstreamHead(call, u); },
-        route.format == "openai-completions", call.raw, call.forwarded,
-        [this, &call] { call.logged_request = recorder_->LogRequestText(call.req.body(), call.rollout); });
-    if (call.forwarded.outcome == CutThrough::Outcome::kClientGone) co_return false;
-    if (call.forwarded.outcome == CutThrough::Outcome::kBadRequest) {
-      co_return co_await Reject(call, 400, call.forwarded.error);
-    }
-    call.chat.stream = call.raw->stream;
-    call.chat.side_call = call.raw->side_call;
+    std::optional<bool> ended = co_await ForwardWhileArriving(call, *arriving);
+    if (ended) co_return *ended;
   }
 
+  // Exchange: the call counts as in flight and has its record from here.
   InFlight in_flight(metrics_, rollout_mutex_, config_.max_per_rollout > 0 ? &rollout_in_flight_ : nullptr,
                      call.rollout);
   metrics_.calls.fetch_add(1);
@@ -131,7 +125,21 @@ Task<bool> Server::HandleCall(tcp::socket& client, Request& req, const Route& ro
       },
       &call.forwarded, config_.upstream_retries);
   if (!answered) co_return co_await FailCall(call, call.exchange.FailureStatus(), call.exchange.error);
-  co_return co_await Relay(call);
+  co_return co_await Relay(call);  // and commit
+}
+
+Task<std::optional<bool>> Server::ForwardWhileArriving(Call& call, ArrivingBody& arriving) {
+  co_await ForwardArrivingBody(
+      call.rollout, call.req, arriving, [this, &call](const Upstream& u) { return UpstreamHead(call, u); },
+      call.route.format == "openai-completions", call.raw, call.forwarded,
+      [this, &call] { call.logged_request = recorder_->LogRequestText(call.req.body(), call.rollout); });
+  if (call.forwarded.outcome == CutThrough::Outcome::kClientGone) co_return false;
+  if (call.forwarded.outcome == CutThrough::Outcome::kBadRequest) {
+    co_return co_await Reject(call, 400, call.forwarded.error);
+  }
+  call.chat.stream = call.raw->stream;
+  call.chat.side_call = call.raw->side_call;
+  co_return std::nullopt;
 }
 
 // An Anthropic-format upstream (a teacher API): Messages pass through untranslated.

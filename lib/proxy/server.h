@@ -145,6 +145,10 @@ class Server {
   // What is asked: the body read as bytes (the upstream's own formats) or
   // parsed and translated to a chat request by the client's format.
   std::optional<Refusal> Decode(Call& call);
+  // Decode for a pass-through body still arriving: it goes upstream as it
+  // comes, read and checked on the way (cut_through.cpp). Set: the call is
+  // over, with what HandleCall returns.
+  Task<std::optional<bool>> ForwardWhileArriving(Call& call, ArrivingBody& arriving);
   // Whether the call may go on now: --max-per-rollout, and a pause that
   // refuses calls (--pause rejecting).
   std::optional<Refusal> Admit(Call& call);
