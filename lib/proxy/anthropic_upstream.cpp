@@ -1,12 +1,14 @@
 // The pass-through call path for an Anthropic-format upstream; see
 // anthropic_upstream.h. Attribution, limits and pausing happened in
-// HandleCall (call.cpp) before this is called.
+// HandleCall (call.cpp) before this is called; the exchange is opened as
+// any call's is (Server::OpenExchange).
 #include "proxy/anthropic_upstream.h"
 
 #include <limits>
 
 #include "base/json_field.h"
 #include "base/json_parse.h"
+#include "proxy/call.h"
 #include "proxy/client_stream.h"
 #include "proxy/http_read.h"
 #include "proxy/server.h"
@@ -92,59 +94,64 @@ void FillFromMessage(store::CallRecord& rec, const Json& message) {
   if (auto usage = message.find("usage"); usage != message.end()) rec.usage = *usage;
 }
 
+// The Anthropic API's error event: the client format's own.
+std::string ErrorEvent(const ClientFormat& format, const std::string& message, const std::vector<std::string>& urls) {
+  return format.NewStream()->OnError(WithoutAddresses(message, urls));
+}
+
+// What a read of the stream brought: its events, relayed into out as they
+// came; false: the stream ends (an error, the upstream's or the proxy's).
+bool RelayEvents(AnthropicRelay& s, store::CallRecord& rec, const std::string& url, std::string_view bytes,
+                 std::string& out) {
+  s.events.clear();
+  if (!s.sse.Feed(bytes, s.events)) {
+    s.error = "upstream " + url + " sent an SSE line longer than 64 MiB";
+    s.upstream_broke = true;
+    return false;
+  }
+  for (const SseEvent& event : s.events) {
+    Json data = ParseJsonOrDiscarded(event.data);
+    std::string frame = (event.event.empty() ? "" : "event: " + event.event + "\n") + "data: " + event.data + "\n\n";
+    if (data.is_discarded()) {
+      if (s.malformed_note.empty()) {
+        s.malformed_note = "upstream " + url + " sent an event that is not JSON (relayed to the client as sent)";
+      }
+      out += frame;
+      continue;
+    }
+    if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
+    s.assembled.Add(event.event, data);
+    if (!s.assembled.error().empty()) {
+      s.error = "upstream " + url + " error: " + s.assembled.error();
+      out += frame;  // the upstream's own error event, as the client expects it
+      return false;
+    }
+    (s.assembled.stopped() ? s.held : out) += frame;
+  }
+  return true;
+}
+
 }  // namespace
 
-Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, const ClientFormat& format,
-                                           bool streaming, Json& client_request, store::CallRecord& rec,
-                                           const std::string& retry_key, double t0) {
-  auto finish = [&](store::CallRecord& r) {
-    r.ended_at = NowSeconds();
-    r.policy_version_end = policy_version_.load();
-    metrics_.ObserveLatency(MonotonicSeconds() - t0);
-  };
-  auto reply_error = [&](int status, const std::string& message) -> Task<bool> {
-    co_return co_await Send(client, req, static_cast<http::status>(status),
-                            format.ErrorBody(status, WithoutAddresses(message, config_.upstreams)).dump());
-  };
-  ClientStream cs;
-  cs.socket = &client;
-  cs.version = req.version();
-  // An error event as the Anthropic API sends one: the client format's own.
-  auto error_event = [&](const std::string& message) {
-    return format.NewStream()->OnError(WithoutAddresses(message, config_.upstreams));
-  };
-  // Ends the call as failed and recorded; the client gets an error unless
-  // the stream already began (then an error event).
-  auto fail_call = [&](int status, std::string message) -> Task<bool> {
-    metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
-    rec.http_status = status;
-    rec.error = message;
-    rec.retry_key.clear();
-    finish(rec);
-    co_await Commit(std::move(rec));
-    if (status == kClientHungUpStatus) co_return false;  // no one to tell
-    if (!cs.headers_sent) co_return co_await reply_error(status, message);
-    std::string event = error_event(message);
-    co_await WriteSseBytes(cs, std::move(event), true);
-    co_return false;
-  };
-
-  std::string_view target(req.target().data(), req.target().size());
+Task<bool> Server::HandleAnthropicUpstream(Call& call) {
+  std::string_view target(call.req.target().data(), call.req.target().size());
   size_t q = target.find('?');
-  std::string path = format.name() == "anthropic-count-tokens" ? "/v1/messages/count_tokens" : "/v1/messages";
+  std::string path = call.format->name() == "anthropic-count-tokens" ? "/v1/messages/count_tokens" : "/v1/messages";
   if (q != std::string_view::npos) path += std::string(target.substr(q));  // ?beta=true
-  std::string version(req["anthropic-version"]);
+  std::string version(call.req["anthropic-version"]);
   if (version.empty()) version = kDefaultAnthropicVersion;
-  std::string beta(req["anthropic-beta"]);
+  std::string beta(call.req["anthropic-beta"]);
+  const bool streaming = call.chat.stream;
 
-  rec.model = JsonText(client_request, "model");
-  rec.request = client_request;
-  rec.upstream_request = std::move(client_request);
+  store::CallRecord& rec = call.rec;
+  rec.model = JsonText(call.client_request, "model");
+  rec.request = call.client_request;
+  rec.upstream_request = std::move(call.client_request);
 
   // Connect and send; connection failures go to the next upstream.
-  UpstreamExchange exchange;
-  exchange.client = &client;
-  co_await ExchangeWithUpstream(rec.rollout_id, exchange, [&](const Upstream& u) {
+  UpstreamExchange& exchange = call.exchange;
+  exchange.client = &call.client;
+  bool answered = co_await OpenExchange(exchange, rec, call.t0, [&](const Upstream& u) {
     RequestHead up(u.base_path + path);
     up.Set("Host", u.host);
     up.Set("Content-Type", "application/json");
@@ -153,156 +160,137 @@ Task<bool> Server::HandleAnthropicUpstream(tcp::socket& client, Request& req, co
     if (!beta.empty()) up.Set("anthropic-beta", beta);
     if (!upstreams_.api_key().empty()) up.Set("x-api-key", upstreams_.api_key());
     return up;
-  }, req.body());  // untranslated: the client's bytes
-  std::unique_ptr<UpstreamConn>& conn = exchange.conn;
-  Upstream* upstream = exchange.upstream;
-  std::optional<http::response_parser<http::buffer_body>>& parser = exchange.parser;
-  if (!conn) {
-    co_return co_await fail_call(exchange.client_gone ? kClientHungUpStatus : exchange.timed_out ? 504 : 502,
-                                 exchange.error);
-  }
-  rec.upstream = upstream->url;
-  OutstandingCall outstanding(*upstream);
-
-  int status = parser->get().result_int();
-  std::string content_type(parser->get()[http::field::content_type]);
+  }, call.req.body());  // untranslated: the client's bytes
+  if (!answered) co_return co_await FailAnthropicCall(call, exchange.FailureStatus(), exchange.error);
+  std::string content_type(exchange.parser->get()[http::field::content_type]);
   if (content_type.find("text/event-stream") == std::string::npos) {
-    // A whole answer (or an error): relayed as the upstream sent it.
-    std::string body;
-    beast::error_code ec = co_await AppendWholeUpstreamBody(exchange, body);
-    if (ec == ClientHungUp()) co_return co_await fail_call(kClientHungUpStatus, kClientHungUpMessage);
-    if (ec) co_return co_await fail_call(ec == beast::error::timeout ? 504 : 502,
-                                         "upstream " + upstream->url + " failed mid-response: " + ec.message());
-    if (parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
-    rec.first_token_at = NowSeconds();
-    Json message = ParseJsonOrDiscarded(body);
-    rec.response = message.is_discarded() ? Json(body) : message;
-    rec.upstream_response = rec.response;
-    rec.http_status = status;
-    if (status >= 400) {
-      metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
-      const Json& e = message.is_object() ? message.value("error", Json()) : Json();
-      rec.error = "upstream answered " + std::to_string(status) + ": " +
-                  (e.is_object() ? JsonText(e, "message", e.dump()) : body.substr(0, 512));
-    } else {
-      FillFromMessage(rec, message);
-      rec.retry_key = retry_key;
-    }
-    finish(rec);
-    Status committed = co_await Commit(std::move(rec));
-    if (!committed.ok()) co_return co_await reply_error(500, "the call could not be recorded: " + committed.message());
-    // Named, not a temporary in the co_await: g++12 destroys such temporaries twice.
-    if (content_type.empty()) content_type = "application/json";
-    // An error keeps the upstream's retry headers (retry-after on a 429 or a 529 overloaded_error).
-    co_return co_await Send(client, req, static_cast<http::status>(status), std::move(body), content_type,
-                            status >= 400 ? RetryHeaders(parser->get()) : Headers());
+    co_return co_await RelayAnthropicWhole(call, content_type);
   }
+  co_return co_await RelayAnthropicStream(call);
+}
 
-  // A stream: each event goes to the client as it arrives; message_stop is
-  // held until the call is committed.
+Task<bool> Server::FailAnthropicCall(Call& call, int status, std::string message) {
+  store::CallRecord& rec = call.rec;
+  metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
+  rec.http_status = status;
+  rec.error = message;
+  rec.retry_key.clear();
+  EndRecord(rec, call.t0);
+  co_await Commit(std::move(rec));
+  if (status == kClientHungUpStatus) co_return false;  // no one to tell
+  // (A stream that began ends in its own way: CommitAnthropicStream.)
+  co_return co_await Reject(call, status, message);
+}
+
+// A whole answer (or an error): relayed as the upstream sent it.
+Task<bool> Server::RelayAnthropicWhole(Call& call, std::string& content_type) {
+  UpstreamExchange& exchange = call.exchange;
+  store::CallRecord& rec = call.rec;
+  int status = exchange.parser->get().result_int();
+  std::string body;
+  bool read = co_await ReadWholeAnswer(exchange, body);
+  if (!read) co_return co_await FailAnthropicCall(call, exchange.FailureStatus(), exchange.error);
+  rec.first_token_at = NowSeconds();
+  Json message = ParseJsonOrDiscarded(body);
+  rec.response = message.is_discarded() ? Json(body) : message;
+  rec.upstream_response = rec.response;
+  rec.http_status = status;
+  if (status >= 400) {
+    metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
+    const Json& e = message.is_object() ? message.value("error", Json()) : Json();
+    rec.error = "upstream answered " + std::to_string(status) + ": " +
+                (e.is_object() ? JsonText(e, "message", e.dump()) : body.substr(0, 512));
+  } else {
+    FillFromMessage(rec, message);
+    rec.retry_key = call.retry_key;
+  }
+  EndRecord(rec, call.t0);
+  Status committed = co_await Commit(std::move(rec));
+  if (!committed.ok()) co_return co_await Reject(call, 500, "the call could not be recorded: " + committed.message());
+  // Named, not a temporary in the co_await: g++12 destroys such temporaries twice.
+  if (content_type.empty()) content_type = "application/json";
+  // An error keeps the upstream's retry headers (retry-after on a 429 or a 529 overloaded_error).
+  co_return co_await Send(call.client, call.req, static_cast<http::status>(status), std::move(body), content_type,
+                          status >= 400 ? RetryHeaders(exchange.parser->get()) : Headers());
+}
+
+// A stream: each event goes to the client as it arrives; message_stop is
+// held until the call is committed.
+Task<bool> Server::RelayAnthropicStream(Call& call) {
+  UpstreamExchange& exchange = call.exchange;
+  ClientStream cs;
+  cs.socket = &call.client;
+  cs.version = call.req.version();
   std::vector<char> buf(16384);
-  // Reads some of the body; the bytes read are appended to out.
-  auto read_some = [&](std::string& out) -> Task<beast::error_code> {
-    beast::error_code ec;
-    parser->get().body().data = buf.data();
-    parser->get().body().size = buf.size();
-    co_await ReadHttp(conn->stream, conn->buffer, *parser, ReadUntil::kSome, ec);
-    if (ec == http::error::need_buffer) ec = {};
-    out.append(buf.data(), buf.size() - parser->get().body().size);
-    co_return ec;
-  };
   co_await WriteSseBytes(cs, "", false);  // the header
-  if (cs.failed) co_return co_await fail_call(kClientHungUpStatus, "the client closed the connection");
-  AnthropicMessageAssembler assembled;
-  SseParser sse;
-  SseEvents events;
-  std::string held;
-  std::string stream_error;
-  bool upstream_broke = false;  // its connection broke or went silent mid-answer
-  // An event that is not JSON is relayed as sent and the stream goes on (as
-  // in call.cpp); the record says so.
-  std::string malformed_note;
-  while (!parser->is_done() && !assembled.stopped()) {
-    std::string bytes;
-    beast::error_code ec = co_await read_some(bytes);
-    events.clear();
-    if (!sse.Feed(bytes, events)) {
-      stream_error = "upstream " + upstream->url + " sent an SSE line longer than 64 MiB";
-      upstream_broke = true;
-      break;
-    }
+  if (cs.failed) co_return co_await FailAnthropicCall(call, kClientHungUpStatus, "the client closed the connection");
+  AnthropicRelay s;
+  auto& parser = *exchange.parser;
+  while (!parser.is_done() && !s.assembled.stopped()) {
+    beast::error_code ec;
+    parser.get().body().data = buf.data();
+    parser.get().body().size = buf.size();
+    co_await ReadHttp(exchange.conn->stream, exchange.conn->buffer, parser, ReadUntil::kSome, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    std::string_view bytes(buf.data(), buf.size() - parser.get().body().size);
     std::string out;
-    for (const SseEvent& event : events) {
-      Json data = ParseJsonOrDiscarded(event.data);
-      std::string frame = (event.event.empty() ? "" : "event: " + event.event + "\n") + "data: " + event.data + "\n\n";
-      if (data.is_discarded()) {
-        if (malformed_note.empty()) {
-          malformed_note = "upstream " + upstream->url + " sent an event that is not JSON (relayed to the client as sent)";
-        }
-        out += frame;
-        continue;
-      }
-      if (rec.first_token_at == 0) rec.first_token_at = NowSeconds();
-      assembled.Add(event.event, data);
-      if (!assembled.error().empty()) {
-        stream_error = "upstream " + upstream->url + " error: " + assembled.error();
-        out += frame;  // the upstream's own error event, as the client expects it
-        break;
-      }
-      (assembled.stopped() ? held : out) += frame;
-    }
+    bool go_on = RelayEvents(s, call.rec, exchange.upstream->url, bytes, out);
     if (!out.empty()) {
       co_await WriteSseBytes(cs, std::move(out), false);
       if (cs.failed) {
-        stream_error = "the client closed the connection mid-stream";
+        s.error = "the client closed the connection mid-stream";
         break;
       }
     }
-    if (!stream_error.empty()) break;
-    if (ec == ClientHungUp()) {
-      cs.failed = true;
-      stream_error = kClientHungUpMessage;
-      break;
-    }
+    if (!go_on) break;
     if (ec) {
-      stream_error = "upstream " + upstream->url + (ec == beast::error::timeout ? " stalled mid-stream: " : " broke off the stream: ") + ec.message();
-      upstream_broke = true;
+      s.error = MidStreamError(ec, exchange.upstream->url, cs, s.upstream_broke);
       break;
     }
   }
-  if (stream_error.empty() && !assembled.stopped()) {
-    stream_error = "upstream " + upstream->url + " ended the stream without message_stop";
-    upstream_broke = true;
+  if (s.error.empty() && !s.assembled.stopped()) {
+    s.error = "upstream " + exchange.upstream->url + " ended the stream without message_stop";
+    s.upstream_broke = true;
   }
-  rec.response = assembled.Result();
+  co_return co_await CommitAnthropicStream(call, cs, s);
+}
+
+Task<bool> Server::CommitAnthropicStream(Call& call, ClientStream& cs, AnthropicRelay& s) {
+  store::CallRecord& rec = call.rec;
+  rec.response = s.assembled.Result();
   rec.upstream_response = rec.response;
   FillFromMessage(rec, rec.response);
-  if (!stream_error.empty()) {
-    bool upstream_sent_error = !assembled.error().empty();
+  if (!s.error.empty()) {
+    bool upstream_sent_error = !s.assembled.error().empty();
     rec.http_status = cs.failed ? kClientHungUpStatus : 502;
-    rec.error = stream_error;
+    rec.error = s.error;
     rec.retry_key.clear();
     metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);
-    finish(rec);
+    EndRecord(rec, call.t0);
     co_await Commit(std::move(rec));
     // A broken upstream connection breaks the client's, after what was sent
     // (Claude Code retries a broken stream).
-    if (upstream_broke) co_return false;
+    if (s.upstream_broke) co_return false;
     // An error event the upstream sent was relayed already: the stream just
     // ends. (Named: g++12 destroys a conditional's temporary inside co_await twice.)
-    std::string event = upstream_sent_error ? std::string() : error_event(stream_error);
+    std::string event = upstream_sent_error ? std::string() : ErrorEvent(*call.format, s.error, config_.upstreams);
     co_await WriteSseBytes(cs, std::move(event), true);
     co_return false;
   }
-  if (parser->is_done() && parser->get().keep_alive()) upstreams_.Release(*upstream, std::move(conn));
-  rec.http_status = malformed_note.empty() ? 200 : 502;
-  rec.error = malformed_note;
-  if (malformed_note.empty()) rec.retry_key = retry_key;
-  metrics_.upstream_errors.fetch_add(malformed_note.empty() ? 0 : 1);
-  finish(rec);
+  UpstreamExchange& exchange = call.exchange;
+  if (exchange.parser->is_done() && exchange.parser->get().keep_alive()) {
+    upstreams_.Release(*exchange.upstream, std::move(exchange.conn));
+  }
+  rec.http_status = s.malformed_note.empty() ? 200 : 502;
+  rec.error = s.malformed_note;
+  if (s.malformed_note.empty()) rec.retry_key = call.retry_key;
+  metrics_.upstream_errors.fetch_add(s.malformed_note.empty() ? 0 : 1);
+  EndRecord(rec, call.t0);
   Status committed = co_await Commit(std::move(rec));
-  if (!committed.ok()) held = error_event("the call could not be recorded: " + committed.message());
-  co_await WriteSseBytes(cs, std::move(held), true);
+  if (!committed.ok()) {
+    s.held = ErrorEvent(*call.format, "the call could not be recorded: " + committed.message(), config_.upstreams);
+  }
+  co_await WriteSseBytes(cs, std::move(s.held), true);
   co_return !cs.failed && committed.ok();
 }
 

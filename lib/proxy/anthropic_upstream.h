@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proxy/sse.h"
+
 namespace forge::proxy {
 
 // Sent when the client names no anthropic-version (the API requires one).
@@ -33,6 +35,20 @@ class AnthropicMessageAssembler {
   std::map<size_t, std::string> partial_json_;  // tool_use input, by block index
   std::string error_;
   bool stopped_ = false;
+};
+
+// A stream from an Anthropic-format upstream as it is relayed: each event
+// as it came, message_stop held until the call is committed.
+struct AnthropicRelay {
+  AnthropicMessageAssembler assembled;
+  SseParser sse;
+  SseEvents events;
+  std::string held;
+  std::string error;
+  bool upstream_broke = false;  // its connection broke or went silent mid-answer
+  // An event that is not JSON is relayed as sent and the stream goes on (as
+  // a translated call's is); the record says so.
+  std::string malformed_note;
 };
 
 }  // namespace forge::proxy

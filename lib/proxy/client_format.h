@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,16 @@ struct ChatRequest {
   // Per-call data a format wants handed back in Finished() (e.g. the Responses
   // format's `store` flag); null for formats that keep no state.
   Json state;
+};
+
+// What a call's URL says beyond its route: for most formats nothing, for
+// Gemini, which names the model and the method there, part of the request.
+struct ClientUrl {
+  std::string_view format;  // the format that serves the call (a name MakeClientFormat knows)
+  Json fields;              // top-level fields the URL adds to the body; null: none
+  const char* stream_content_type = "text/event-stream";
+  bool keepalive_comments = true;  // a slow stream may send SSE comments before its first event
+  Status status;                   // not ok: the URL names nothing served (answered 404)
 };
 
 // Writes the client-visible stream for one call. Each On* returns the bytes

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "proxy/formats/formats.h"
+#include "proxy/formats/gemini.h"
 #include "proxy/formats/openai_errors.h"
 
 namespace forge::proxy {
@@ -62,6 +63,13 @@ std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name) {
     if (factory.name == name) return factory.make();
   }
   return nullptr;
+}
+
+ClientUrl ReadClientUrl(const Route& route, std::string_view target) {
+  if (route.format == "gemini") return GeminiFormat::ReadUrl(target);
+  ClientUrl url;
+  url.format = route.format;
+  return url;
 }
 
 namespace {

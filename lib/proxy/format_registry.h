@@ -27,6 +27,11 @@ const Route* FindRoute(std::string_view method, std::string_view path);
 // A new ClientFormat by name, or nullptr for an unknown name.
 std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name);
 
+// What a call's request target says beyond its route (see ClientUrl): the
+// route's format and nothing more, but for the formats whose URL carries
+// part of the request.
+ClientUrl ReadClientUrl(const Route& route, std::string_view target);
+
 // An error body in the shape of the format a path belongs to (any method;
 // a query, and the /r/<rollout> prefix, allowed), or OpenAI's for any other
 // path: what a request refused before it reaches its format is answered with.

@@ -4,7 +4,8 @@
 // work never hops between threads (as it would with threads sharing one
 // context).
 // server.cpp holds the connection loop, the proxy's own endpoints and the
-// admin API; call.cpp the model-call path (attribution, upstream, capture,
+// admin API; call.cpp the model-call path's driver and its first stages
+// (attribution, decoding), call_relay.cpp its answer (relay, capture,
 // recording, streaming).
 #pragma once
 
@@ -28,6 +29,7 @@
 #include "proxy/replay.h"
 #include "proxy/retry_keys.h"
 #include "proxy/upstream.h"
+#include "proxy/upstream_faults.h"
 #include "store/store.h"
 
 namespace forge::proxy {
@@ -51,8 +53,14 @@ struct UpstreamExchange {
   std::string error;
   bool timed_out = false;    // the upstream went silent: a 504, and never sent twice
   bool client_gone = false;  // the client hung up first: a 499, and the upstream is not to blame
+  // Set by Server::OpenExchange once an upstream answered: the answer being
+  // read counts against it.
+  std::optional<OutstandingCall> outstanding;
+  // What a call that got no answer is recorded with.
+  int FailureStatus() const { return client_gone ? kClientHungUpStatus : timed_out ? 504 : 502; }
   // Ready for another attempt (the client kept).
   void Reset() {
+    outstanding.reset();
     parser.reset();
     conn.reset();
     upstream = nullptr;
@@ -66,6 +74,9 @@ struct UpstreamExchange {
 // space (sized by the body's length when the upstream sent one), so no buffer
 // is allocated and cleared for each call.
 Task<beast::error_code> AppendWholeUpstreamBody(UpstreamExchange& exchange, std::string& out);
+
+// "upstream answered <status>: <the error's message>", from an error answer's body.
+std::string UpstreamErrorMessage(int status, const std::string& body);
 
 // A request body the proxy starts to forward before it has all of it (a
 // harness's large chat request: cut_through.cpp). req.body() has the whole
@@ -93,6 +104,14 @@ struct CutThrough {
   std::string error;
 };
 
+// A model call on its way through the stages, and a streamed answer being
+// relayed (call.h).
+struct Call;
+struct Refusal;
+struct StreamRelay;
+struct AnthropicRelay;
+struct ClientStream;
+
 class Server {
  public:
   // contexts[0] also runs the acceptor and the housekeeping coroutines.
@@ -118,19 +137,62 @@ class Server {
                          std::string_view query);
   Task<bool> HandleModels(tcp::socket& client, Request& req);
 
-  // call.cpp
+  // call.cpp: a model call, as the stages below in their order.
   Task<bool> HandleCall(tcp::socket& client, Request& req, const Route& route,
                         std::string path_rollout, ArrivingBody* arriving);
+  // Who calls: the rollout a secret (the path's, then the header's) belongs to.
+  std::optional<Refusal> Attribute(Call& call, const std::string& path_rollout);
+  // What is asked: the body read as bytes (the upstream's own formats) or
+  // parsed and translated to a chat request by the client's format.
+  std::optional<Refusal> Decode(Call& call);
+  // Decode for a pass-through body still arriving: it goes upstream as it
+  // comes, read and checked on the way (cut_through.cpp). Set: the call is
+  // over, with what HandleCall returns.
+  Task<std::optional<bool>> ForwardWhileArriving(Call& call, ArrivingBody& arriving);
+  // Whether the call may go on now: --max-per-rollout, and a pause that
+  // refuses calls (--pause rejecting).
+  std::optional<Refusal> Admit(Call& call);
+  std::optional<Refusal> AdmitPerRollout(Call& call);
+  // A pause for a weight update waited out; false: the client gave up meanwhile.
+  Task<bool> WaitOutPause(Call& call);
+  void StartRecord(Call& call);
+  // The upstream request: the client's, plus the capture fields.
+  void PrepareUpstreamRequest(Call& call);
+  RequestHead UpstreamHead(const Call& call, const Upstream& upstream) const;
+  void StartKeepAlive(Call& call, const net::any_io_executor& executor);
+  // Refuses a call before it went upstream, in its format's error shape.
+  Task<bool> Reject(Call& call, int status, const std::string& message, Headers headers = Headers());
+  Task<bool> Reject(Call& call, Refusal& refusal);
+  // Ends a call with an error: a JSON error if nothing was streamed yet
+  // (with the upstream's retry headers, if it sent any), else a well-formed
+  // error event; the call is recorded as failed.
+  Task<bool> FailCall(Call& call, int status, std::string message, Headers headers = Headers());
+  void EndRecord(store::CallRecord& rec, double t0);
+
+  // To an Anthropic-format upstream: Messages only, passed through (HandleAnthropicUpstream).
+  Task<bool> PassToAnthropic(Call& call);
+
+  // call_relay.cpp: the answer, relayed to the client and committed.
+  Task<bool> AnswerFromRecording(Call& call);  // --replay
+  Task<bool> Relay(Call& call);
+  Task<bool> RelayWhole(Call& call);
+  Task<bool> RelayWholeBytes(Call& call, std::string& text);
+  Task<bool> RelayWholeTranslated(Call& call, std::string& text);
+  Task<bool> CommitWhole(Call& call, std::string& bytes, const Json* chat_response);
+  Task<bool> RelayStream(Call& call);
+  Task<bool> CommitStream(Call& call, StreamRelay& stream);
+  Task<bool> EndFailedStream(Call& call, StreamRelay& stream);
+
   // request: the call's request text already in the call log (LogRequestText).
   // call is taken (moved into the writer's queue) before the first suspension:
   // its owner co_awaits this at once, so a reference does.
   Task<Status> Commit(store::CallRecord&& call, std::optional<LoggedRequest> request = std::nullopt);
   // anthropic_upstream.cpp: /v1/messages passed through to an Anthropic-format upstream.
-  // Arguments by reference (they live in HandleCall's frame): g++12 double-frees
-  // non-trivial by-value coroutine parameters passed this way.
-  Task<bool> HandleAnthropicUpstream(tcp::socket& client, Request& req, const ClientFormat& format,
-                                     bool streaming, Json& client_request, store::CallRecord& rec,
-                                     const std::string& retry_key, double t0);
+  Task<bool> HandleAnthropicUpstream(Call& call);
+  Task<bool> FailAnthropicCall(Call& call, int status, std::string message);
+  Task<bool> RelayAnthropicWhole(Call& call, std::string& content_type);
+  Task<bool> RelayAnthropicStream(Call& call);
+  Task<bool> CommitAnthropicStream(Call& call, ClientStream& cs, AnthropicRelay& stream);
 
   // upstream_exchange.cpp: sends make_request(upstream) and body to one upstream after
   // another (rollout-affine first) until one answers with headers, into out;
@@ -144,6 +206,27 @@ class Server {
                                   const std::function<RequestHead(const Upstream&)>& make_request,
                                   BodyPieces body, const std::function<void()>& after_send = nullptr,
                                   CutThrough* sent = nullptr);
+  // The one way a call opens its upstream exchange (the translated and
+  // pass-through path's, and the Anthropic upstream's): ExchangeWithUpstream,
+  // and up to `retries` times again after a failure or a retryable error
+  // answer (429/502/503), each failed attempt committed as a call of its own
+  // (from rec). True: exchange holds an answer's head, its body (an error's
+  // too) still to read, its upstream named in rec and counted outstanding.
+  // False: the call is to fail with exchange.FailureStatus() and exchange.error.
+  Task<bool> OpenExchange(UpstreamExchange& exchange, store::CallRecord& rec, double t0,
+                          const std::function<RequestHead(const Upstream&)>& make_request, BodyPieces body,
+                          const std::function<void()>& after_send = nullptr, CutThrough* sent = nullptr,
+                          int retries = 0);
+  // An answer's whole body into out (see AppendWholeUpstreamBody), the
+  // connection given back when it may serve again. False: the call is to fail
+  // with exchange.FailureStatus() and exchange.error (the client hung up, or
+  // the upstream stalled or broke off).
+  Task<bool> ReadWholeAnswer(UpstreamExchange& exchange, std::string& out);
+  // A failed attempt that OpenExchange tries again (answer: its error
+  // answer's head, or null): recorded, then waited out.
+  Task<void> RecordRetry(const UpstreamExchange& exchange, const http::fields* answer, int status,
+                         const store::CallRecord& rec, double t0, int attempt, int retries,
+                         const std::string& failure);
 
   // cut_through.cpp: a pass-through call's large body goes upstream as it
   // arrives, the capture fields after its last byte; the body is read

@@ -1,7 +1,5 @@
 #include "proxy/formats/anthropic.h"
 
-#include <map>
-
 #include "base/hash.h"
 #include "base/json_dump.h"
 #include "base/json_field.h"
@@ -354,7 +352,7 @@ Json MessageFromChat(const Json& chat) {
 
 // ---- stream: chat chunks → Messages events -------------------------------------
 
-class AnthropicStream : public TranslatedStream {
+class AnthropicStream : public FragmentedToolStream {
  public:
   Json Assembled() const override {
     Json message = MessageFromChat(acc().Response());
@@ -450,48 +448,33 @@ class AnthropicStream : public TranslatedStream {
     return out;
   }
 
-  std::string Delta(const Json& delta) override {
+  std::string Reasoning(const std::string& text) override {
     std::string out;
-    if (const Json* r = ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
-      if (open_ != Block::kThinking) {
-        out += Open(Block::kThinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
-      }
-      out += TextBlockDelta(open_index_, "thinking_delta", "thinking", r->get_ref<const std::string&>());
-      thinking_ += r->get_ref<const std::string&>();
+    if (open_ != Block::kThinking) {
+      out += Open(Block::kThinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
     }
-    if (const Json* c = Find(delta, "content"); c && c->is_string()) out += Content(c->get_ref<const std::string&>());
-    const Json* calls = Find(delta, "tool_calls");
-    if (!calls || !calls->is_array()) return out;
-    for (const Json& call : *calls) {
-      if (!call.is_object()) continue;
-      auto at = JsonIndex(call);
-      if (!at || *at > kMaxStreamIndex) continue;
-      size_t index = *at;
-      auto block = tool_blocks_.find(index);
-      if (block == tool_blocks_.end()) {
-        const Json* fn = Find(call, "function");
-        std::string name = fn ? JsonText(*fn, "name") : "";
-        std::string id = ToolUseId(call, message_id_, index);
-        out += Open(Block::kTool,
-                    {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", Json::object()}});
-        block = tool_blocks_.emplace(index, open_index_).first;
-      }
-      const Json* fn = Find(call, "function");
-      if (const Json* args = fn ? Find(*fn, "arguments") : nullptr;
-          args && args->is_string() && !args->get_ref<const std::string&>().empty()) {
-        // A fragment for an earlier call (servers that interleave parallel
-        // calls) still goes out at once, addressed by its block index.
-        out += TextBlockDelta(block->second, "input_json_delta", "partial_json", args->get_ref<const std::string&>());
-      }
-    }
+    out += TextBlockDelta(open_index_, "thinking_delta", "thinking", text);
+    thinking_ += text;
     return out;
+  }
+
+  std::string OpenTool(const Json& call, size_t index, const std::string& name, int& at) override {
+    std::string out = Open(Block::kTool, {{"type", "tool_use"},
+                                          {"id", ToolUseId(call, message_id_, index)},
+                                          {"name", name},
+                                          {"input", Json::object()}});
+    at = open_index_;
+    return out;
+  }
+
+  std::string ToolArguments(int at, const std::string& fragment) override {
+    return TextBlockDelta(at, "input_json_delta", "partial_json", fragment);
   }
 
   std::string message_id_;
   Block open_ = Block::kNone;
   int open_index_ = -1, next_index_ = 0;
   std::string thinking_;  // the open thinking block's text so far, for its signature
-  std::map<size_t, int> tool_blocks_;  // chat tool_calls index → content block index
 };
 
 }  // namespace

@@ -568,6 +568,25 @@ class GeminiStream : public TranslatedStream {
 
 }  // namespace
 
+ClientUrl GeminiFormat::ReadUrl(std::string_view target) {
+  ClientUrl url;
+  url.format = "gemini";
+  // The google-genai SDK's SSE reader (Gemini CLI's) matches /^\s*data: .../
+  // at the start of its buffer, so a comment before the first event makes it
+  // drop every event after it; behind a first token slower than --keepalive,
+  // Gemini CLI got an empty answer and sent the call again.
+  url.keepalive_comments = false;
+  auto route = ParseRoute(target);
+  if (!route.ok()) {
+    url.status = route.status();
+    return url;
+  }
+  if (route->method == "countTokens") url.format = "gemini-count-tokens";
+  url.fields = {{"model", route->model}, {"stream", route->stream}, {"alt", route->sse ? "sse" : "json"}};
+  if (route->stream && !route->sse) url.stream_content_type = "application/json";
+  return url;
+}
+
 Result<GeminiRoute> GeminiFormat::ParseRoute(std::string_view target) {
   std::string_view path = target, query;
   if (size_t q = target.find('?'); q != std::string_view::npos) {

@@ -22,6 +22,11 @@ class GeminiFormat : public ClientFormat {
  public:
   // Parses a request target (path and query). Unknown shapes are InvalidData.
   static Result<GeminiRoute> ParseRoute(std::string_view target);
+  // What the URL makes of a call: countTokens is its own (side-call) format;
+  // the model, the method's stream flag and alt join the body as the
+  // top-level fields ToChat reads; a stream without alt=sse is one JSON
+  // array; and no keepalive comments, ever.
+  static ClientUrl ReadUrl(std::string_view target);
 
   std::string name() const override { return "gemini"; }
   // The body as sent, with the route's model, stream flag and alt ("sse" or

@@ -1,6 +1,5 @@
 #include "proxy/formats/responses.h"
 
-#include <map>
 #include <random>
 
 #include "base/json_dump.h"
@@ -446,7 +445,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
 
 // ---- stream: chat chunks → Responses events -------------------------------------
 
-class ResponsesStream : public TranslatedStream {
+class ResponsesStream : public FragmentedToolStream {
  public:
   ResponsesStream(std::string response_id, ToolNamespaces names)
       : id_(std::move(response_id)), names_(std::move(names)) {}
@@ -588,40 +587,27 @@ class ResponsesStream : public TranslatedStream {
     return out;
   }
 
-  std::string Delta(const Json& delta) override {
+  std::string Reasoning(const std::string& text) override {
     std::string out;
-    if (const Json* r = ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
-      if (open_ != Item::kReasoning) {
-        out += Open(Item::kReasoning, ReasoningItem(ItemId("rs_", acc().id(), reasoning_items_++), "", false));
-      }
-      text_ += r->get_ref<const std::string&>();
-      out += DeltaEvent("response.reasoning_text.delta", open_id_, open_index_, r->get_ref<const std::string&>(),
-                        true, false);
+    if (open_ != Item::kReasoning) {
+      out += Open(Item::kReasoning, ReasoningItem(ItemId("rs_", acc().id(), reasoning_items_++), "", false));
     }
-    if (const Json* c = Find(delta, "content"); c && c->is_string()) out += Content(c->get_ref<const std::string&>());
-    const Json* calls = Find(delta, "tool_calls");
-    if (!calls || !calls->is_array()) return out;
-    for (const Json& call : *calls) {
-      if (!call.is_object()) continue;
-      auto at = JsonIndex(call);
-      if (!at || *at > kMaxStreamIndex) continue;
-      size_t index = *at;
-      const Json* fn = Find(call, "function");
-      auto known = tool_items_.find(index);
-      if (known == tool_items_.end()) {
-        std::string name = fn ? JsonText(*fn, "name") : "";
-        out += Open(Item::kTool,
-                    FunctionCallItem(CallId(call, acc().id(), index), name, "", "in_progress", &names_));
-        known = tool_items_.emplace(index, open_index_).first;
-      }
-      const Json* args = fn ? Find(*fn, "arguments") : nullptr;
-      if (!args || !args->is_string() || args->get_ref<const std::string&>().empty()) continue;
-      if (open_ == Item::kTool && known->second == open_index_) text_ += args->get_ref<const std::string&>();
-      out += DeltaEvent("response.function_call_arguments.delta",
-                        output_[known->second]["id"].get_ref<const std::string&>(), known->second,
-                        args->get_ref<const std::string&>(), false, false);
-    }
+    text_ += text;
+    out += DeltaEvent("response.reasoning_text.delta", open_id_, open_index_, text, true, false);
     return out;
+  }
+
+  std::string OpenTool(const Json& call, size_t index, const std::string& name, int& at) override {
+    std::string out =
+        Open(Item::kTool, FunctionCallItem(CallId(call, acc().id(), index), name, "", "in_progress", &names_));
+    at = open_index_;
+    return out;
+  }
+
+  std::string ToolArguments(int at, const std::string& fragment) override {
+    if (open_ == Item::kTool && at == open_index_) text_ += fragment;
+    return DeltaEvent("response.function_call_arguments.delta", output_[at]["id"].get_ref<const std::string&>(), at,
+                      fragment, false, false);
   }
 
   std::string id_;
@@ -632,7 +618,6 @@ class ResponsesStream : public TranslatedStream {
   int open_index_ = -1;
   std::string open_id_, text_;
   int text_items_ = 0, reasoning_items_ = 0;
-  std::map<size_t, int> tool_items_;  // chat tool_calls index → output_index
 };
 
 Json AssistantMessage(const Json& chat_message) {

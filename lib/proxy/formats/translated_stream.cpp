@@ -1,5 +1,7 @@
 #include "proxy/formats/translated_stream.h"
 
+#include "base/json_field.h"
+
 namespace forge::proxy {
 
 std::string TranslatedStream::Begin() {
@@ -47,6 +49,37 @@ std::string TranslatedStream::OnMalformed(const std::string& data) {
   if (ended_) return "";
   std::string out = Begin();
   return out + Malformed(data);
+}
+
+std::string FragmentedToolStream::Delta(const Json& delta) {
+  std::string out;
+  if (const Json* r = wire::ReasoningField(delta); r && !r->get_ref<const std::string&>().empty()) {
+    out += Reasoning(r->get_ref<const std::string&>());
+  }
+  if (const Json* c = wire::Find(delta, "content"); c && c->is_string()) {
+    out += Content(c->get_ref<const std::string&>());
+  }
+  const Json* calls = wire::Find(delta, "tool_calls");
+  if (!calls || !calls->is_array()) return out;
+  for (const Json& call : *calls) {
+    if (!call.is_object()) continue;
+    auto index = JsonIndex(call);
+    if (!index || *index > kMaxStreamIndex) continue;
+    const Json* fn = wire::Find(call, "function");
+    auto known = tools_.find(*index);
+    if (known == tools_.end()) {
+      int at = -1;
+      out += OpenTool(call, *index, fn ? JsonText(*fn, "name") : "", at);
+      known = tools_.emplace(*index, at).first;
+    }
+    // A fragment for an earlier call (servers that interleave parallel
+    // calls) still goes out at once, addressed by its own index.
+    if (const Json* args = fn ? wire::Find(*fn, "arguments") : nullptr;
+        args && args->is_string() && !args->get_ref<const std::string&>().empty()) {
+      out += ToolArguments(known->second, args->get_ref<const std::string&>());
+    }
+  }
+  return out;
 }
 
 }  // namespace forge::proxy

@@ -7,6 +7,7 @@
 // events.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "proxy/client_format.h"
@@ -39,6 +40,25 @@ class TranslatedStream : public StreamTranslator {
  private:
   wire::ChatAccumulator acc_;
   bool started_ = false, ended_ = false;
+};
+
+// A translated stream whose tool calls go out as they arrive, argument
+// fragment by fragment (Anthropic Messages, Responses): the walk of a chat
+// delta — reasoning, then content, then each tool call, opened once and
+// addressed by the event index it was opened at — is this class's; a format
+// says only its events.
+class FragmentedToolStream : public TranslatedStream {
+ protected:
+  std::string Delta(const Json& delta) final;
+
+  virtual std::string Reasoning(const std::string& text) = 0;  // non-empty
+  // Opens the call at chat tool_calls index `index` and sets `at` to the
+  // index its argument fragments are to be addressed by.
+  virtual std::string OpenTool(const Json& call, size_t index, const std::string& name, int& at) = 0;
+  virtual std::string ToolArguments(int at, const std::string& fragment) = 0;  // non-empty
+
+ private:
+  std::map<size_t, int> tools_;  // chat tool_calls index → the format's event index
 };
 
 }  // namespace forge::proxy
