@@ -26,18 +26,24 @@ cleanup() {
 trap cleanup EXIT
 L() { "$LAUNCH" --backend docker --store "$WORK/forge.db" --retry-backoff 0.1 "$@"; }
 
-cat >"$WORK/registry.yml" <<EOF
+# start_registry NAME PORT [AUTH_YAML]: Debian's docker-registry on 127.0.0.1:PORT,
+# storing under $WORK/NAME, its log in $WORK/NAME.log; its pid joins pids.
+start_registry() {
+  cat >"$WORK/$1.yml" <<EOF
 version: 0.1
 log:
   level: error
 storage:
   filesystem:
-    rootdirectory: $WORK/registry
+    rootdirectory: $WORK/$1
+${3:-}
 http:
-  addr: 127.0.0.1:$port
+  addr: 127.0.0.1:$2
 EOF
-/usr/bin/docker-registry serve "$WORK/registry.yml" >"$WORK/registry.log" 2>&1 &
-pids+=($!)
+  /usr/bin/docker-registry serve "$WORK/$1.yml" >"$WORK/$1.log" 2>&1 &
+  pids+=($!)
+}
+start_registry registry "$port"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
 curl -fs "http://127.0.0.1:$port/v2/" >/dev/null || { fail "registry did not start: $(cat "$WORK/registry.log")"; finish; exit 1; }
 
@@ -105,22 +111,10 @@ echo "== a registry that wants credentials: from the docker config, or a credent
 auth_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 private="127.0.0.1:$auth_port/forge-e2e/private"
 python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
-cat >"$WORK/registry-auth.yml" <<EOF
-version: 0.1
-log:
-  level: error
-storage:
-  filesystem:
-    rootdirectory: $WORK/registry-auth
-auth:
+start_registry registry-auth "$auth_port" "auth:
   htpasswd:
     realm: forge-e2e
-    path: $WORK/htpasswd
-http:
-  addr: 127.0.0.1:$auth_port
-EOF
-/usr/bin/docker-registry serve "$WORK/registry-auth.yml" >"$WORK/registry-auth.log" 2>&1 &
-pids+=($!)
+    path: $WORK/htpasswd"
 for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$auth_port/v2/")" = 401 ] && break; sleep 0.1; done
 mkdir -p "$WORK/login" "$WORK/anon" "$WORK/helper" "$WORK/bin"
 echo '{}' >"$WORK/anon/config.json"
