@@ -32,11 +32,12 @@ malformed stream) get the step as one message.
 """
 import argparse
 import json
-import os
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from json_handler import JsonHandler, serve
 
 MESSAGE = {
     "id": "msg_fake01", "type": "message", "role": "assistant", "model": "teacher-1",
@@ -160,22 +161,7 @@ def scenario_events(message):
     yield "message_stop", {"type": "message_stop"}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def send_json(self, status, obj, headers=()):
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(JsonHandler):
     def do_GET(self):
         self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not found"}})
 
@@ -268,13 +254,7 @@ def main():
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    with open(ARGS.port_file + ".tmp", "w") as f:
-        f.write(str(server.server_address[1]))
-    os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    serve(server, ARGS.port_file)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from json_handler import JsonHandler, serve
 
 LOG_LOCK = threading.Lock()
 ARGS = None
@@ -160,22 +162,7 @@ def words_for(cmd):
     return ["hello", " from", " fake", "!"]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def send_json(self, status, obj, headers=()):
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(JsonHandler):
     def do_GET(self):
         if self.path.endswith("/health"):
             self.send_json(200, {"ok": True})
@@ -500,15 +487,7 @@ def main():
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
         server.socket = context.wrap_socket(server.socket, server_side=True)
-    if ARGS.port_file:
-        with open(ARGS.port_file + ".tmp", "w") as f:
-            f.write(str(server.server_address[1]))
-        import os
-        os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    serve(server, ARGS.port_file)
 
 
 if __name__ == "__main__":
