@@ -16,21 +16,7 @@ install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/
 claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 [[ -x "$claude" ]] || { echo "FAIL: $claude missing: run scripts/install-harnesses.sh" >&2; exit 1; }
 
-work="$(mktemp -d /tmp/forge-cc.XXXXXX)"
-run="cc-local-$$"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  FORGE_LOCAL_ROOT="$work/local" "$FORGE_BIN/forge-launch" --backend local gc --run-id "$run" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in launch.err verify.err proxy.err; do [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }; done
-  exit 1
-}
+harness_test forge-cc "cc-local-$$" local launch.err verify.err proxy.err
 
 # The scripted model: write the file, then say it is done.
 cat >"$work/scenario.json" <<'EOF'

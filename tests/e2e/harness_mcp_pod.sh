@@ -21,21 +21,7 @@ image="${FORGE_NODE_IMAGE:-forge-node:bookworm}"
 FORGE_NODE_IMAGE="$image" bash "$FORGE_SRC/scripts/make-node-image.sh" >/dev/null
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null
 
-work="$(mktemp -d /tmp/forge-mcp-pod.XXXXXX)"
-run="mcp-pod-$$"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  "$FORGE_BIN/forge-launch" --backend docker gc --run-id "$run" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in launch.err verify.err proxy.err; do [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }; done
-  exit 1
-}
+harness_test forge-mcp-pod "mcp-pod-$$" docker launch.err verify.err proxy.err
 
 # The corpus task, its main image made one a Node.js harness runs in.
 cp -r "$FORGE_SRC/tests/data/harbor/mcp-server" "$work/task"

@@ -5,24 +5,9 @@
 # built through the engine, and bad input.
 set -euo pipefail
 BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
-LAUNCH="$BIN/forge-launch"
-bash "$SRC/scripts/make-busybox-image.sh"
-IMAGE=forge-busybox:latest
-work="$(mktemp -d)"
-run_prefix="e2e-$$-$RANDOM"
-pids=()
-source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  "$LAUNCH" --backend docker gc --run-id "$run_prefix-a" >/dev/null 2>&1 || true
-  remove_run_containers "$run_prefix"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-count_run() { docker ps -aq --filter "label=forge.run=$1" | wc -l; }
-common=(--backend docker --store "$work/forge.db" --image "$IMAGE" --retry-backoff 0.1)
-L() { "$LAUNCH" "${common[@]}" "$@"; }
+source "$SRC/tests/support/docker_runs.sh"
+docker_launch_test e2e
+cleanup_more() { "$LAUNCH" --backend docker gc --run-id "$run_prefix-a" >/dev/null 2>&1 || true; }
 
 echo "== limits are applied at create; a held sandbox keeps its labels"
 echo '{"id":"limits","instruction":"x","environment":{"cpus":0.5,"memory_mb":64},"resources":{"pids":50}}' >"$work/limits.jsonl"

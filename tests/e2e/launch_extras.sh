@@ -5,21 +5,8 @@
 # on a terminal and nothing on a pipe, and the Kubernetes flags.
 set -euo pipefail
 BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
-LAUNCH="$BIN/forge-launch"
-bash "$SRC/scripts/make-busybox-image.sh" >/dev/null
-IMAGE=forge-busybox:latest
-work="$(mktemp -d)"
-run_prefix="e2x-$$-$RANDOM"
-source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
-cleanup() {
-  remove_run_containers "$run_prefix"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-count_run() { docker ps -aq --filter "label=forge.run=$1" | wc -l; }
-common=(--backend docker --store "$work/forge.db" --image "$IMAGE" --retry-backoff 0.1)
-L() { "$LAUNCH" "${common[@]}" "$@"; }
+source "$SRC/tests/support/docker_runs.sh"
+docker_launch_test e2x
 
 echo "== skills: every folder with a SKILL.md lands in the profile's skills_dir"
 mkdir -p "$work/skills/review/scripts" "$work/skills/deploy" "$work/skills/not-a-skill" "$work/task-skills/local"

@@ -10,22 +10,9 @@
 # backend; bad input. Talks only to 127.0.0.0/8.
 set -euo pipefail
 BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
-LAUNCH="$BIN/forge-launch"
-bash "$SRC/scripts/make-busybox-image.sh"
-IMAGE=forge-busybox:latest
-work="$(mktemp -d)"
-run_prefix="e2e-po-$$-$RANDOM"
-pids=()
-source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  remove_run_containers "$run_prefix"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$SRC/tests/support/docker_runs.sh"
+docker_launch_test e2e-po
 mkdir -p "$work/tmp"
-common=(--backend docker --store "$work/forge.db" --image "$IMAGE" --retry-backoff 0.1)
 # TMPDIR: where the host relay's socket directory goes, checked for leftovers.
 L() { TMPDIR="$work/tmp" "$LAUNCH" "${common[@]}" "$@"; }
 

@@ -15,21 +15,7 @@ claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/clau
 docker info >/dev/null 2>&1 || { echo "FAIL: no Docker engine (scripts/start-dockerd.sh)" >&2; exit 1; }
 image="${FORGE_NODE_IMAGE:-forge-node:bookworm}"
 
-work="$(mktemp -d /tmp/forge-ccd.XXXXXX)"
-run="cc-docker-$$"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  "$FORGE_BIN/forge-launch" --backend docker gc --run-id "$run" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in launch.err verify.err pack.err proxy.err; do [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }; done
-  exit 1
-}
+harness_test forge-ccd "cc-docker-$$" docker launch.err verify.err pack.err proxy.err
 
 echo "== image $image"
 FORGE_NODE_IMAGE="$image" bash "$FORGE_SRC/scripts/make-node-image.sh" || fail "make-node-image.sh"

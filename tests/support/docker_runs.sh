@@ -11,3 +11,32 @@ remove_run_containers() {
     esac
   done
 }
+
+# The opening of a forge-launch test on the Docker backend, after `source`:
+# docker_launch_test PREFIX makes the busybox image, a work directory $work
+# and $run_prefix (PREFIX, the shell's pid, a random number), and on exit
+# kills every pid in $pids, calls cleanup_more when the test defines it, and
+# removes the prefix's containers and $work. It defines fail, count_run RUN
+# (containers labelled with RUN), $common (the flags every call shares) and
+# L ARGS... (forge-launch with them).
+docker_launch_test() {
+  LAUNCH="${FORGE_BIN:?}/forge-launch"
+  bash "${FORGE_SRC:?}/scripts/make-busybox-image.sh" >/dev/null
+  IMAGE=forge-busybox:latest
+  work="$(mktemp -d)"
+  run_prefix="$1-$$-$RANDOM"
+  pids=()
+  common=(--backend docker --store "$work/forge.db" --image "$IMAGE" --retry-backoff 0.1)
+  trap docker_launch_cleanup EXIT
+  fail() { echo "FAIL: $*" >&2; exit 1; }
+  count_run() { docker ps -aq --filter "label=forge.run=$1" | wc -l; }
+  L() { "$LAUNCH" "${common[@]}" "$@"; }
+}
+
+docker_launch_cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if declare -F cleanup_more >/dev/null; then cleanup_more; fi
+  remove_run_containers "$run_prefix"
+  rm -rf "$work"
+}

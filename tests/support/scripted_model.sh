@@ -21,3 +21,36 @@ start_scripted_model() {
   proxy="http://127.0.0.1:$port"
   for _ in $(seq 100); do curl -s -o /dev/null "$proxy/healthz" && break; sleep 0.1; done
 }
+
+# harness_test NAME RUN BACKEND LOG...: the opening of a test that runs a
+# harness through forge-launch: $work (a fresh /tmp/NAME.XXXXXX), $run = RUN
+# and pids=(). On exit every pid is killed and waited for, the run's
+# sandboxes are collected (forge-launch --backend BACKEND gc; the local
+# backend's root is $work/local) and $work is removed. fail MESSAGE prints
+# the last lines of each LOG in $work that is not empty, and exits 1.
+harness_test() {
+  work="$(mktemp -d "/tmp/$1.XXXXXX")"
+  run=$2
+  HARNESS_TEST_BACKEND=$3
+  shift 3
+  HARNESS_TEST_LOGS=("$@")
+  pids=()
+  trap harness_test_cleanup EXIT
+  fail() {
+    echo "FAIL: $*" >&2
+    local f
+    for f in "${HARNESS_TEST_LOGS[@]}"; do
+      [[ -s "$work/$f" ]] && { echo "--- $f" >&2; tail -20 "$work/$f" >&2; }
+    done
+    exit 1
+  }
+}
+
+harness_test_cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  FORGE_LOCAL_ROOT="$work/local" "$FORGE_BIN/forge-launch" --backend "$HARNESS_TEST_BACKEND" gc --run-id "$run" \
+    >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
