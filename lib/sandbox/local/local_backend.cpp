@@ -19,6 +19,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,6 +74,8 @@ std::vector<std::string> BubblewrapArgv(const std::string& dir, const std::strin
   return out;
 }
 
+struct ChildPlan;
+
 class LocalSandbox : public Sandbox {
  public:
   LocalSandbox(std::string dir, Json meta) : meta_(std::move(meta)) {
@@ -86,6 +89,8 @@ class LocalSandbox : public Sandbox {
   Status Release() override;
 
  private:
+  void PlanChild(const ExecRequest& request, ChildPlan& plan) const;
+
   Handle handle_;
   Json meta_;
 };
@@ -135,134 +140,189 @@ void Drain(int fd, std::string& sink, size_t max_bytes, bool& truncated, bool& o
   }
 }
 
-Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
-  if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
-  const std::string workdir =
-      HostPath(handle_.id, request.workdir.empty() ? meta_.value("workdir", "/work") : request.workdir);
-  std::error_code ec;
-  fs::create_directories(workdir, ec);
+// Everything the child needs, prepared before fork: after fork only
+// async-signal-safe calls are allowed in a threaded program. Not copyable:
+// argv and envp point into the strings.
+struct ChildPlan {
+  ChildPlan() = default;
+  ChildPlan(const ChildPlan&) = delete;
+  ChildPlan& operator=(const ChildPlan&) = delete;
 
-  // Everything the child needs is prepared before fork: after fork only
-  // async-signal-safe calls are allowed in a threaded program.
-  std::vector<std::string> env_strings;
-  std::map<std::string, std::string> env;
-  for (const char* name : {"PATH", "LANG", "TERM", "TMPDIR"}) {
-    if (const char* v = std::getenv(name)) env[name] = v;
-  }
-  env["HOME"] = workdir;
-  env["FORGE_SANDBOX_ROOT"] = handle_.id + "/fs";
-  const Json spec_env = meta_.value("env", Json::object());
-  for (const auto& [k, v] : spec_env.items()) env[k] = v.get<std::string>();
-  for (const auto& [k, v] : request.env) env[k] = v;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  const bool bubblewrap = meta_.value("bubblewrap", false);
-  if (bubblewrap) fs::create_directories(HostPath(handle_.id, "/tmp"), ec);
-  std::vector<std::string> argv_strings =
-      bubblewrap ? BubblewrapArgv(handle_.id, workdir, meta_, request.argv) : request.argv;
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const int64_t memory = meta_.value("memory_bytes", int64_t{0});
-  const std::string cgroup = meta_.value("memory_cgroup", std::string());
-  const std::string cgroup_procs = cgroup.empty() ? "" : CgroupProcsFile(cgroup);
-  const int64_t pids = meta_.value("pids", int64_t{0});
-  const double cpus = meta_.value("cpus", 0.0);
-  const rlim_t cpu_seconds =
-      request.timeout_seconds > 0 && cpus > 0
-          ? static_cast<rlim_t>(std::ceil(cpus * request.timeout_seconds)) + 1 : RLIM_INFINITY;
+  std::string workdir;
+  std::vector<std::string> argv_strings, env_strings;
+  std::vector<char*> argv, envp;
+  std::string cgroup_procs;  // empty: no memory cgroup
+  int64_t memory = 0, pids = 0;
+  rlim_t cpu_seconds = RLIM_INFINITY;
+  bool own_network = false;
+  std::string uid_map, gid_map;
+};
 
-  const bool own_network = meta_.value("network", std::string()) == "proxy-only";
-  const std::string uid_map = std::to_string(getuid()) + " " + std::to_string(getuid()) + " 1\n";
-  const std::string gid_map = std::to_string(getgid()) + " " + std::to_string(getgid()) + " 1\n";
-  static constexpr char kNoNamespace[] =
-      "forge-relay: cannot make a network namespace for --network proxy-only on the local "
-      "backend (needs root or unprivileged user namespaces)\n";
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
 
-  int out_pipe[2], err_pipe[2], in_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]); close(out_pipe[1]);
-    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+// The child's stdin, stdout and stderr pipes; whatever is still open closes
+// with the object.
+struct ChildPipes {
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+
+  ChildPipes() = default;
+  ChildPipes(const ChildPipes&) = delete;
+  ChildPipes& operator=(const ChildPipes&) = delete;
+  ~ChildPipes() {
+    for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]}) Close(*fd);
   }
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]); close(out_pipe[1]); close(err_pipe[0]); close(err_pipe[1]);
-    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  Status Open() {
+    for (int* pair : {in, out, err}) {
+      if (pipe2(pair, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+    }
+    return Status::Ok();
   }
-  const auto started = Clock::now();
-  pid_t pid = fork();
-  if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    // Into the sandbox's memory cgroup first (memory_cgroup.h), before a
-    // user namespace could take the right to.
-    bool in_cgroup = false;
-    if (!cgroup_procs.empty()) {
-      const int fd = open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
-      in_cgroup = fd >= 0 && write(fd, "0", 1) == 1;
-      if (fd >= 0) close(fd);
-    }
-    dup2(in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    if (own_network && !EnterOwnNetwork(uid_map.c_str(), gid_map.c_str())) {
-      ssize_t ignored = write(2, kNoNamespace, sizeof kNoNamespace - 1);
-      (void)ignored;
-      _exit(kNetworkSetupExit);
-    }
-    if (chdir(workdir.c_str()) != 0) _exit(126);
-    struct rlimit lim;
-    // Without a cgroup, RLIMIT_DATA, not RLIMIT_AS: it counts the private
-    // writable memory a process maps, not the address space it reserves. V8
-    // reserves gigabytes it never touches: under RLIMIT_AS, Node.js 24 does
-    // not start at 1 GB ("Failed to reserve virtual memory for CodeRange"),
-    // and Gemini CLI's WebAssembly HTTP parser failed at 4 GB
-    // (docs/harnesses-codex-gemini.md).
-    if (memory > 0 && !in_cgroup) {
-      lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory);
-      setrlimit(RLIMIT_DATA, &lim);
-    }
-    if (pids > 0) { lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(pids); setrlimit(RLIMIT_NPROC, &lim); }
-    if (cpu_seconds != RLIM_INFINITY) { lim.rlim_cur = lim.rlim_max = cpu_seconds; setrlimit(RLIMIT_CPU, &lim); }
-    signal(SIGPIPE, SIG_DFL);
-    execvpe(argv[0], argv.data(), envp.data());
-    _exit(127);
+  static void Close(int& fd) {
+    if (fd >= 0) close(fd);
+    fd = -1;
   }
-  setpgid(pid, pid);  // also in the parent: no race with the kill below
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  close(in_pipe[0]);
-  // stdin: small inputs fit the pipe buffer; write what fits, then close.
-  if (!request.stdin_data.empty()) {
-    fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
-    ssize_t ignored = write(in_pipe[1], request.stdin_data.data(), request.stdin_data.size());
+};
+
+constexpr char kNoNamespace[] =
+    "forge-relay: cannot make a network namespace for --network proxy-only on the local "
+    "backend (needs root or unprivileged user namespaces)\n";
+
+// The forked child: joins the memory cgroup, wires the pipes, enters its own
+// network if asked, sets its limits and execs. Never returns.
+[[noreturn]] void RunChild(const ChildPlan& plan, const ChildPipes& pipes) {
+  setpgid(0, 0);
+  // Into the sandbox's memory cgroup first (memory_cgroup.h), before a
+  // user namespace could take the right to.
+  bool in_cgroup = false;
+  if (!plan.cgroup_procs.empty()) {
+    const int fd = open(plan.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+    in_cgroup = fd >= 0 && write(fd, "0", 1) == 1;
+    if (fd >= 0) close(fd);
+  }
+  dup2(pipes.in[0], 0);
+  dup2(pipes.out[1], 1);
+  dup2(pipes.err[1], 2);
+  if (plan.own_network && !EnterOwnNetwork(plan.uid_map.c_str(), plan.gid_map.c_str())) {
+    ssize_t ignored = write(2, kNoNamespace, sizeof kNoNamespace - 1);
     (void)ignored;
+    _exit(kNetworkSetupExit);
   }
-  close(in_pipe[1]);
+  if (chdir(plan.workdir.c_str()) != 0) _exit(126);
+  struct rlimit lim;
+  // Without a cgroup, RLIMIT_DATA, not RLIMIT_AS: it counts the private
+  // writable memory a process maps, not the address space it reserves. V8
+  // reserves gigabytes it never touches: under RLIMIT_AS, Node.js 24 does
+  // not start at 1 GB ("Failed to reserve virtual memory for CodeRange"),
+  // and Gemini CLI's WebAssembly HTTP parser failed at 4 GB
+  // (docs/harnesses-codex-gemini.md).
+  if (plan.memory > 0 && !in_cgroup) {
+    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(plan.memory);
+    setrlimit(RLIMIT_DATA, &lim);
+  }
+  if (plan.pids > 0) {
+    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(plan.pids);
+    setrlimit(RLIMIT_NPROC, &lim);
+  }
+  if (plan.cpu_seconds != RLIM_INFINITY) {
+    lim.rlim_cur = lim.rlim_max = plan.cpu_seconds;
+    setrlimit(RLIMIT_CPU, &lim);
+  }
+  signal(SIGPIPE, SIG_DFL);
+  execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
+  _exit(127);
+}
 
-  ExecResult result;
-  bool out_open = true, err_open = true, cancelled = false;
+// Reads the child's stdout and stderr until both close, the deadline passes
+// or the request is cancelled (then the child's group is killed). Returns
+// whether it was cancelled.
+bool CollectOutput(pid_t pid, const ChildPipes& pipes, const ExecRequest& request, Clock::time_point started,
+                   ExecResult& result) {
+  bool out_open = true, err_open = true;
   const bool has_deadline = request.timeout_seconds > 0;
   const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(request.timeout_seconds));
   while (out_open || err_open) {
-    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
-    int n = poll(fds, 2, 100);
-    if (n > 0) {
-      if (fds[0].revents) Drain(out_pipe[0], result.stdout_data, request.max_output_bytes, result.truncated, out_open);
-      if (fds[1].revents) Drain(err_pipe[0], result.stderr_data, request.max_output_bytes, result.truncated, err_open);
+    pollfd fds[2] = {{out_open ? pipes.out[0] : -1, POLLIN, 0}, {err_open ? pipes.err[0] : -1, POLLIN, 0}};
+    if (poll(fds, 2, 100) > 0) {
+      if (fds[0].revents) Drain(pipes.out[0], result.stdout_data, request.max_output_bytes, result.truncated, out_open);
+      if (fds[1].revents) Drain(pipes.err[0], result.stderr_data, request.max_output_bytes, result.truncated, err_open);
     }
-    if (request.cancel && request.cancel->load()) cancelled = true;
+    const bool cancelled = request.cancel && request.cancel->load();
     if (has_deadline && Clock::now() >= deadline) result.timed_out = true;
     if (cancelled || result.timed_out) {
       kill(-pid, SIGKILL);
-      break;
+      return cancelled;
     }
   }
-  close(out_pipe[0]);
-  close(err_pipe[0]);
+  return false;
+}
+
+// The child's plan: its command (under bubblewrap when asked), environment,
+// working directory and limits, from the sandbox's spec and the request.
+void LocalSandbox::PlanChild(const ExecRequest& request, ChildPlan& plan) const {
+  plan.workdir = HostPath(handle_.id, request.workdir.empty() ? meta_.value("workdir", "/work") : request.workdir);
+  std::error_code ec;
+  fs::create_directories(plan.workdir, ec);
+  std::map<std::string, std::string> env;
+  for (const char* name : {"PATH", "LANG", "TERM", "TMPDIR"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  env["HOME"] = plan.workdir;
+  env["FORGE_SANDBOX_ROOT"] = handle_.id + "/fs";
+  for (const auto& [k, v] : meta_.value("env", Json::object()).items()) env[k] = v.get<std::string>();
+  for (const auto& [k, v] : request.env) env[k] = v;
+  for (const auto& [k, v] : env) plan.env_strings.push_back(k + "=" + v);
+  plan.envp = Pointers(plan.env_strings);
+
+  const bool bubblewrap = meta_.value("bubblewrap", false);
+  if (bubblewrap) fs::create_directories(HostPath(handle_.id, "/tmp"), ec);
+  plan.argv_strings = bubblewrap ? BubblewrapArgv(handle_.id, plan.workdir, meta_, request.argv) : request.argv;
+  plan.argv = Pointers(plan.argv_strings);
+
+  plan.memory = meta_.value("memory_bytes", int64_t{0});
+  const std::string cgroup = meta_.value("memory_cgroup", std::string());
+  if (!cgroup.empty()) plan.cgroup_procs = CgroupProcsFile(cgroup);
+  plan.pids = meta_.value("pids", int64_t{0});
+  const double cpus = meta_.value("cpus", 0.0);
+  if (request.timeout_seconds > 0 && cpus > 0) {
+    plan.cpu_seconds = static_cast<rlim_t>(std::ceil(cpus * request.timeout_seconds)) + 1;
+  }
+  plan.own_network = meta_.value("network", std::string()) == "proxy-only";
+  plan.uid_map = std::to_string(getuid()) + " " + std::to_string(getuid()) + " 1\n";
+  plan.gid_map = std::to_string(getgid()) + " " + std::to_string(getgid()) + " 1\n";
+}
+
+Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
+  if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
+  ChildPlan plan;
+  PlanChild(request, plan);
+  ChildPipes pipes;
+  if (Status s = pipes.Open(); !s.ok()) return s;
+  const auto started = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) RunChild(plan, pipes);
+  setpgid(pid, pid);  // also in the parent: no race with the kill below
+  ChildPipes::Close(pipes.out[1]);
+  ChildPipes::Close(pipes.err[1]);
+  ChildPipes::Close(pipes.in[0]);
+  // stdin: small inputs fit the pipe buffer; write what fits, then close.
+  if (!request.stdin_data.empty()) {
+    fcntl(pipes.in[1], F_SETFL, O_NONBLOCK);
+    ssize_t ignored = write(pipes.in[1], request.stdin_data.data(), request.stdin_data.size());
+    (void)ignored;
+  }
+  ChildPipes::Close(pipes.in[1]);
+
+  ExecResult result;
+  const bool cancelled = CollectOutput(pid, pipes, request, started, result);
+  ChildPipes::Close(pipes.out[0]);
+  ChildPipes::Close(pipes.err[0]);
   int status = 0;
   // The direct child may already be gone with grandchildren holding the
   // pipes; either way the whole group goes when the leader is reaped.
