@@ -9,6 +9,7 @@
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <thread>
 
@@ -480,6 +481,104 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
+namespace {
+
+// Sends a raw engine call and reads its answer's header, which must be one
+// of the statuses given.
+Result<RawCall> OpenRawCall(const Engine& engine, const std::string& path, bool upgrade, const char* what,
+                            std::initializer_list<long> ok) {
+  auto sent = RawCall::Send(engine.socket_path(), "POST", path, upgrade);
+  if (!sent.ok()) return sent.status();
+  auto status = sent->ReadHeader(120);
+  if (!status.ok()) return status.status().Prefixed(what);
+  if (std::find(ok.begin(), ok.end(), *status) == ok.end()) {
+    return Status::Busy(std::string("Docker engine: ") + what + " answered HTTP " + std::to_string(*status));
+  }
+  return std::move(*sent);
+}
+
+// How a one-shot container's attach stream went.
+struct AttachOutcome {
+  Status status;         // the stream's own error, when neither of the below
+  bool ended = false;    // a held sandbox's command printed its end lines
+  bool aborted = false;  // stopped by its deadline or cancelled
+};
+
+// Reads the attach stream into demux until it ends, stop says so or, held,
+// the end is known: both end lines, stdout's and stderr's, since each
+// stream's pipe may still hold output written before the other's line. A
+// command that closed its stdout leaves no stdout line: 2 s is enough for the
+// pipe to drain.
+AttachOutcome ReadAttached(RawCall& attach, StreamDemux& demux, ExecStop& stop) {
+  std::optional<Clock::time_point> err_end;
+  auto keep_going = [&] {
+    if (demux.watched()) {
+      if (demux.watched_stdout()) return false;
+      if (!err_end) err_end = Clock::now();
+      if (Clock::now() - *err_end > std::chrono::seconds(2)) return false;
+    }
+    return stop.KeepGoing();
+  };
+  AttachOutcome outcome;
+  outcome.status = attach.ReadBody([&](std::string_view data) { demux.Feed(data); }, keep_going);
+  outcome.ended = demux.watched().has_value();
+  outcome.aborted = !outcome.ended && !outcome.status.ok() && outcome.status.kind() == Kind::kCancelled;
+  return outcome;
+}
+
+// A held sandbox's end: its stderr line "MARKER STATUS DEADLINE" gives the
+// exit status and whether the deadline ended it. The end lines are forge's,
+// not the harness's output: both are cut from the output.
+Status TakeEndLines(StreamDemux& demux, const std::string& marker, const std::string& id, ExecResult& result) {
+  int status = -1, deadline = 0;
+  if (std::sscanf(demux.watched()->c_str(), "%d %d", &status, &deadline) != 2) {
+    return Status::Protocol("held sandbox " + id + ": malformed end line '" + *demux.watched() + "'");
+  }
+  result.exit_code = status;
+  result.timed_out = deadline == 1;
+  for (std::string* stream : {&demux.err(), &demux.out()}) {
+    const std::string start = "\n" + marker + (stream == &demux.err() ? " " : "\n");
+    if (size_t at = stream->find(start); at != std::string::npos) {
+      size_t line_end = stream->find('\n', at + 1);
+      stream->erase(at, line_end == std::string::npos ? std::string::npos : line_end + 1 - at);
+    }
+  }
+  return Status::Ok();
+}
+
+// The exit status the wait sent before the start answers with.
+Result<int> WaitedExitStatus(RawCall& wait, const std::string& id) {
+  std::string answer;
+  const auto wait_until = Clock::now() + std::chrono::seconds(120);
+  Status waited = wait.ReadBody([&](std::string_view data) { answer.append(data); },
+                                [&] { return Clock::now() < wait_until; });
+  auto parsed = Json::parse(answer, nullptr, false);
+  if (!waited.ok() || !parsed.is_object() || !parsed.contains("StatusCode")) {
+    return Status::Busy("Docker engine: wait for container " + id + " gave no exit status" +
+                        (waited.ok() ? "" : ": " + waited.message()));
+  }
+  return parsed["StatusCode"].is_number() ? parsed["StatusCode"].get<int>() : -1;
+}
+
+// The line the one-shot script's setup printed before it gave up, if it did.
+std::optional<std::string> SetupFailure(const ExecResult& result) {
+  if (result.exit_code != kOneShotSetupExit) return std::nullopt;
+  size_t at = result.stderr_data.find("forge-setup: ");
+  if (at == std::string::npos) return std::nullopt;
+  std::string line = result.stderr_data.substr(at + 13);
+  return line.substr(0, line.find('\n'));
+}
+
+}  // namespace
+
+struct DockerBackend::OneShotStreams {
+  std::optional<RawCall> wait;
+  RawCall attach;
+};
+
+// `docker run --rm -i` as engine calls: create, wait (not held), attach, put
+// the copies, start, send the script, read the output, then the exit status
+// from the end lines (held), the container (held, ended early) or the wait.
 Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
   if (job.exec.argv.empty()) return Status::InvalidArgument("exec: empty command");
   if (spec.pod) return Status::CannotCreate("a pod's services start before its harness: it runs in an exec'd sandbox");
@@ -495,31 +594,9 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     (void)engine_->Call("DELETE", "/containers/" + id + "?force=1&v=1");
     return status;
   };
-  const std::string prefix = "/" + engine_->api_version() + "/containers/" + id;
-  // The wait is sent before the start, as `docker run --rm` does: with
-  // AutoRemove the container may be gone before a later wait could ask. Its
-  // header comes back once the engine has registered the waiter. A held
-  // container does not end, so it has no wait.
-  std::optional<RawCall> wait;
-  if (!hold) {
-    auto sent = RawCall::Send(engine_->socket_path(), "POST", prefix + "/wait?condition=removed", false);
-    if (!sent.ok()) return fail(sent.status());
-    auto wait_status = sent->ReadHeader(120);
-    if (!wait_status.ok()) return fail(wait_status.status().Prefixed("wait"));
-    if (*wait_status != 200) {
-      return fail(Status::Busy("Docker engine: wait answered HTTP " + std::to_string(*wait_status)));
-    }
-    wait.emplace(std::move(*sent));
-  }
-  auto attach = RawCall::Send(engine_->socket_path(), "POST",
-                              prefix + "/attach?stream=1&stdin=1&stdout=1&stderr=1", true);
-  if (!attach.ok()) return fail(attach.status());
-  auto attach_status = attach->ReadHeader(120);
-  if (!attach_status.ok()) return fail(attach_status.status().Prefixed("attach"));
-  if (*attach_status != 101 && *attach_status != 200) {
-    return fail(Status::Busy("Docker engine: attach answered HTTP " + std::to_string(*attach_status)));
-  }
-
+  auto streams = OpenStreams(id, hold != nullptr);
+  if (!streams.ok()) return fail(streams.status());
+  auto& [wait, attach] = *streams;
   if (!job.copies.empty()) {
     phase("setup");
     if (Status s = PutCopies(id, job.copies); !s.ok()) return fail(s);
@@ -530,10 +607,10 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   const double started_wall = WallNow();
   auto start = engine_->CallJson("POST", "/containers/" + id + "/start");
   if (!start.ok()) return fail(start.status().Prefixed("start container"));
-  const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
   const std::string marker = hold ? "forge-held-" + RandomHex(16) : "";
-  if (Status s = attach->Write(OneShotScript(job, spec.workdir, lifetime, marker)); !s.ok()) return fail(s);
-  attach->CloseWrite();
+  const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
+  if (Status s = attach.Write(OneShotScript(job, spec.workdir, lifetime, marker)); !s.ok()) return fail(s);
+  attach.CloseWrite();
 
   // A held sandbox's deadline is the script's; the launcher's own is only a
   // backstop for a script that never answers.
@@ -545,91 +622,76 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     demux.WatchStderr(marker + " ");
     demux.WatchStdout(marker);
   }
-  // Held: the end is both end lines, stdout's and stderr's, since each
-  // stream's pipe may still hold output written before the other's line. A
-  // command that closed its stdout leaves no stdout line: 2 s is enough
-  // for the pipe to drain.
-  std::optional<Clock::time_point> err_end;
-  auto keep_going = [&] {
-    if (demux.watched()) {
-      if (demux.watched_stdout()) return false;
-      if (!err_end) err_end = Clock::now();
-      if (Clock::now() - *err_end > std::chrono::seconds(2)) return false;
-    }
-    return stop.KeepGoing();
-  };
-  Status streamed = attach->ReadBody([&](std::string_view data) { demux.Feed(data); }, keep_going);
-  const bool ended = demux.watched().has_value();
-  const bool aborted = !ended && !streamed.ok() && streamed.kind() == Kind::kCancelled;
-  if (!streamed.ok() && !aborted && !ended) return fail(streamed.Prefixed("attach"));
-  if (aborted && hold) {
+  const AttachOutcome read = ReadAttached(attach, demux, stop);
+  if (!read.status.ok() && !read.aborted && !read.ended) return fail(read.status.Prefixed("attach"));
+  if (read.aborted && hold) {
     return fail(stop.cancelled ? Status::Cancelled("exec cancelled")
                                : Status::Busy("held sandbox " + id + ": no end of the command " +
                                               std::to_string(kHeldDeadlineGrace) + " s past its deadline"));
   }
-  if (aborted) {
-    // The whole container goes: nothing in it is kept for later.
-    (void)engine_->Call("POST", "/containers/" + id + "/kill?signal=SIGKILL");
-  }
+  // Aborted: the whole container goes; nothing in it is kept for later.
+  if (read.aborted) (void)engine_->Call("POST", "/containers/" + id + "/kill?signal=SIGKILL");
 
   ExecResult result;
   result.timed_out = stop.deadline_hit;
-  if (ended) {
-    int status = -1, deadline = 0;
-    if (std::sscanf(demux.watched()->c_str(), "%d %d", &status, &deadline) != 2) {
-      return fail(Status::Protocol("held sandbox " + id + ": malformed end line '" + *demux.watched() + "'"));
-    }
-    result.exit_code = status;
-    result.timed_out = deadline == 1;
-    // The end lines are forge's, not the harness's output.
-    for (std::string* stream : {&demux.err(), &demux.out()}) {
-      const std::string start = "\n" + marker + (stream == &demux.err() ? " " : "\n");
-      if (size_t at = stream->find(start); at != std::string::npos) {
-        size_t line_end = stream->find('\n', at + 1);
-        stream->erase(at, line_end == std::string::npos ? std::string::npos : line_end + 1 - at);
-      }
-    }
-  } else if (hold) {
-    // The stream ended without the end line: the script stopped before the
-    // command (setup failure, cut-short script) and the container exited.
-    auto inspect = engine_->CallJson("GET", "/containers/" + id + "/json");
-    if (!inspect.ok()) return fail(inspect.status().Prefixed("inspect container"));
-    result.exit_code = inspect->value("/State/ExitCode"_json_pointer, -1);
-  } else {
-    phase("release");
-    std::string answer;
-    const auto wait_until = Clock::now() + std::chrono::seconds(120);
-    Status waited = wait->ReadBody([&](std::string_view data) { answer.append(data); },
-                                   [&] { return Clock::now() < wait_until; });
-    auto parsed = Json::parse(answer, nullptr, false);
-    if (!waited.ok() || !parsed.is_object() || !parsed.contains("StatusCode")) {
-      return fail(Status::Busy("Docker engine: wait for container " + id + " gave no exit status" +
-                               (waited.ok() ? "" : ": " + waited.message())));
-    }
-    result.exit_code = parsed["StatusCode"].is_number() ? parsed["StatusCode"].get<int>() : -1;
+  if (!hold) phase("release");
+  RawCall* waiting = wait ? &*wait : nullptr;
+  if (Status s = ExitStatusOf(id, read.ended, hold != nullptr, demux, marker, waiting, result); !s.ok()) {
+    return fail(s);
   }
   result.stdout_data = std::move(demux.out());
   result.stderr_data = std::move(demux.err());
   result.truncated = demux.truncated();
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   if (stop.cancelled) return Status::Cancelled("exec cancelled");
-  if (!result.timed_out && result.exit_code == 137) {
-    result.out_of_memory = OomKilledSince(*engine_, id, started_wall);
+  if (!result.timed_out && result.exit_code == 137) result.out_of_memory = OomKilledSince(*engine_, id, started_wall);
+  if (auto line = SetupFailure(result)) {
+    Status s = Status::CannotCreate("one-shot sandbox: " + *line);
+    return hold ? fail(s) : s;
   }
-  if (result.exit_code == kOneShotSetupExit) {
-    size_t at = result.stderr_data.find("forge-setup: ");
-    if (at != std::string::npos) {
-      std::string line = result.stderr_data.substr(at + 13);
-      line = line.substr(0, line.find('\n'));
-      return hold ? fail(Status::CannotCreate("one-shot sandbox: " + line))
-                  : Status::CannotCreate("one-shot sandbox: " + line);
-    }
+  if (hold && !read.ended) {
+    return fail(Status::Busy("held sandbox " + id + " exited before its command ended (status " +
+                             std::to_string(result.exit_code) + "): " + result.stderr_data.substr(0, 300)));
   }
-  if (hold && !ended) return fail(Status::Busy("held sandbox " + id + " exited before its command ended (status " +
-                                               std::to_string(result.exit_code) + "): " +
-                                               result.stderr_data.substr(0, 300)));
   if (hold) *hold = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user);
   return result;
+}
+
+// The wait is sent before the start, as `docker run --rm` does: with
+// AutoRemove the container may be gone before a later wait could ask. Its
+// header comes back once the engine has registered the waiter. A held
+// container does not end, so it has no wait.
+Result<DockerBackend::OneShotStreams> DockerBackend::OpenStreams(const std::string& id, bool held) {
+  const std::string prefix = "/" + engine_->api_version() + "/containers/" + id;
+  OneShotStreams streams;
+  if (!held) {
+    auto wait = OpenRawCall(*engine_, prefix + "/wait?condition=removed", false, "wait", {200});
+    if (!wait.ok()) return wait.status();
+    streams.wait = std::move(*wait);
+  }
+  auto attach =
+      OpenRawCall(*engine_, prefix + "/attach?stream=1&stdin=1&stdout=1&stderr=1", true, "attach", {101, 200});
+  if (!attach.ok()) return attach.status();
+  streams.attach = std::move(*attach);
+  return streams;
+}
+
+// The command's exit status: from a held sandbox's end lines, from the
+// container of a held one whose script stopped before the command (setup
+// failure, cut-short script), else from the wait.
+Status DockerBackend::ExitStatusOf(const std::string& id, bool ended, bool held, StreamDemux& demux,
+                                   const std::string& marker, RawCall* wait, ExecResult& result) {
+  if (ended) return TakeEndLines(demux, marker, id, result);
+  if (held) {
+    auto inspect = engine_->CallJson("GET", "/containers/" + id + "/json");
+    if (!inspect.ok()) return inspect.status().Prefixed("inspect container");
+    result.exit_code = inspect->value("/State/ExitCode"_json_pointer, -1);
+    return Status::Ok();
+  }
+  auto status = WaitedExitStatus(*wait, id);
+  if (!status.ok()) return status.status();
+  result.exit_code = *status;
+  return Status::Ok();
 }
 
 Status DockerBackend::PutCopies(const std::string& id,

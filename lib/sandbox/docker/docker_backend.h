@@ -90,6 +90,12 @@ class DockerBackend : public Backend {
   // Puts the job's host files into the created container as one archive.
   Status PutCopies(const std::string& id, const std::vector<std::pair<std::string, std::string>>& copies);
   int HostCpus();  // from GET /info, once; 0 if unknown
+  // RunOnce's pieces: the wait (not held) and attach calls opened before
+  // the start, and the command's exit status once its output has been read.
+  struct OneShotStreams;
+  Result<OneShotStreams> OpenStreams(const std::string& id, bool held);
+  Status ExitStatusOf(const std::string& id, bool ended, bool held, class StreamDemux& demux,
+                      const std::string& marker, class RawCall* wait, ExecResult& result);
 
   std::shared_ptr<Engine> engine_;
   std::mutex info_mutex_;
