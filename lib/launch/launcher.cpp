@@ -151,6 +151,12 @@ class Launcher {
   Status Run();
 
  private:
+  // Run's stages, in order.
+  Status ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks);
+  Result<std::vector<Job>> PlanJobs(const std::vector<TaskSpec>& tasks);
+  Status StartRelay(const std::vector<Job>& jobs);
+  int RunJobs(const std::vector<Job>& jobs);
+  std::string RunCounted(const Job& job);
   Json RunRollout(const Job& job);
   // One try: create, set up, run the harness, hold or release. Returns the
   // Status of the infrastructure; the harness's own result goes in record.
@@ -534,11 +540,11 @@ Json Launcher::RunRollout(const Job& job) {
   return record;
 }
 
-Status Launcher::Run() {
-  // Tasks first, so the total is known and broken ones are reported up front.
-  std::vector<TaskSpec> tasks;
-  size_t bad_tasks = 0;
-  Status read = tasks::LoadTasks(options_.inputs, {}, [&](tasks::Task& task) -> Status {
+// Tasks first, so the total is known and broken ones are reported up front.
+// A task that cannot be run is named and counted in bad_tasks; a malformed
+// line is the InvalidData returned (the rest are read).
+Status Launcher::ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks) {
+  return tasks::LoadTasks(options_.inputs, {}, [&](tasks::Task& task) -> Status {
     auto spec = SpecFromTask(task);
     if (!spec.ok()) {
       cli::Error(spec.status().message() + " (task skipped)");
@@ -548,11 +554,11 @@ Status Launcher::Run() {
     tasks.push_back(std::move(*spec));
     return Status::Ok();
   });
-  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
-  const bool bad_lines = !read.ok();
+}
 
-  // Resume: attempts that already have a final outcome in the store are not
-  // run again; their stored records are re-emitted so the output is whole.
+// Resume: attempts that already have a final outcome in the store are not
+// run again; their stored records are re-emitted so the output is whole.
+Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) {
   std::map<std::pair<std::string, int>, Json> finished;
   auto rows = store_.RolloutsOfRun(options_.run_id);
   if (!rows.ok()) return rows.status().Prefixed("store");
@@ -566,20 +572,23 @@ Status Launcher::Run() {
   for (const auto& task : tasks) {
     for (int attempt = 0; attempt < options_.attempts; ++attempt) {
       auto it = finished.find({task.id, attempt});
-      if (it != finished.end()) {
-        Json again = it->second;
-        again["resumed"] = true;
-        if (Status s = Emit(again); !s.ok()) return s;
-        ++skipped;
+      if (it == finished.end()) {
+        jobs.push_back({&task, attempt});
         continue;
       }
-      jobs.push_back({&task, attempt});
+      Json again = it->second;
+      again["resumed"] = true;
+      if (Status s = Emit(again); !s.ok()) return s;
+      ++skipped;
     }
   }
   if (skipped) cli::Note(fmt::format("run {}: {} finished attempts skipped", options_.run_id, skipped));
+  return jobs;
+}
 
-  // proxy-only for --network proxy-only, and for tasks with allow_internet
-  // = false under --proxy: one host relay for all of them.
+// proxy-only for --network proxy-only, and for tasks with allow_internet =
+// false under --proxy: one host relay for all of them.
+Status Launcher::StartRelay(const std::vector<Job>& jobs) {
   const TaskSpec* proxy_only_task = nullptr;
   for (const Job& job : jobs) {
     if (TaskNetwork(options_, *job.task) == "proxy-only") {
@@ -587,36 +596,63 @@ Status Launcher::Run() {
       break;
     }
   }
-  if (proxy_only_task != nullptr && options_.network != "proxy-only") {
+  if (proxy_only_task == nullptr) return Status::Ok();
+  if (options_.network != "proxy-only") {
     if (Status s = CheckProxyOnly(options_, backend_); !s.ok()) {
       return Status::BadConfig("task " + proxy_only_task->id + " sets allow_internet = false, which with --proxy "
                             "means proxy-only: " + s.message());
     }
   }
-  if (proxy_only_task != nullptr) {
-    auto target = ProxyOnlyTarget(options_.proxy);
-    if (!target.ok()) return target.status();
-    proxy_endpoint_ = *target;
-    auto relay = HostRelay::Start(proxy_endpoint_);
-    if (!relay.ok()) return relay.status();
-    host_relay_ = std::move(*relay);
-    // Held sandboxes live --hold-ttl past their harness; the hour covers the run itself.
-    constexpr int64_t kRunMargin = 3600;
-    if (options_.hold) FORGE_RETURN_IF_ERROR(host_relay_->KeepFor(options_.hold_seconds + kRunMargin));
+  auto target = ProxyOnlyTarget(options_.proxy);
+  if (!target.ok()) return target.status();
+  proxy_endpoint_ = *target;
+  auto relay = HostRelay::Start(proxy_endpoint_);
+  if (!relay.ok()) return relay.status();
+  host_relay_ = std::move(*relay);
+  // Held sandboxes live --hold-ttl past their harness; the hour covers the run itself.
+  constexpr int64_t kRunMargin = 3600;
+  if (options_.hold) FORGE_RETURN_IF_ERROR(host_relay_->KeepFor(options_.hold_seconds + kRunMargin));
+  return Status::Ok();
+}
+
+// Runs one job: counted as running while it runs, then by its outcome;
+// its record goes out. Returns the outcome.
+std::string Launcher::RunCounted(const Job& job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++running_;
+    UpdateProgress();
   }
+  Json record = RunRollout(job);
+  const std::string outcome = record.value("outcome", "");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+    if (outcome == "ok") ++ok_;
+    else if (outcome == "infra_error") ++infra_;
+    else if (outcome != "cancelled") ++failed_;
+    UpdateProgress();
+  }
+  if (progress_) progress_->Advance();
+  if (Status s = Emit(record); !s.ok()) cancel_.store(true);  // no reader: stop
+  return outcome;
+}
+
+// --jobs workers take the jobs in order, while a watcher turns SIGINT or
+// SIGTERM into cancel_ (every worker then releases its sandbox on the way
+// out) and redraws the per-rollout progress lines each second. Returns how
+// many rollouts ended in infra_error.
+int Launcher::RunJobs(const std::vector<Job>& jobs) {
   progress_ = std::make_unique<cli::Progress>("rollouts", jobs.size());
   std::atomic<size_t> next{0};
   std::atomic<int> infra_errors{0};
   std::atomic<bool> done{false};
-  // SIGINT/SIGTERM: stop taking work and cancel what runs; every worker then
-  // releases its sandbox on the way out.
   std::thread watcher([&] {
     auto last_tick = Clock::now();
     while (!done.load()) {
       if (cli::StopRequested()) cancel_.store(true);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (Clock::now() - last_tick > std::chrono::seconds(1)) {
-        // The per-rollout lines show how long each phase has run.
         last_tick = Clock::now();
         std::lock_guard<std::mutex> lock(mutex_);
         UpdateProgress();
@@ -627,24 +663,7 @@ Status Launcher::Run() {
     while (!cancel_.load()) {
       size_t i = next.fetch_add(1);
       if (i >= jobs.size()) return;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++running_;
-        UpdateProgress();
-      }
-      Json record = RunRollout(jobs[i]);
-      const std::string outcome = record.value("outcome", "");
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        --running_;
-        if (outcome == "ok") ++ok_;
-        else if (outcome == "infra_error") ++infra_;
-        else if (outcome != "cancelled") ++failed_;
-        UpdateProgress();
-      }
-      if (outcome == "infra_error") infra_errors.fetch_add(1);
-      if (progress_) progress_->Advance();
-      if (Status s = Emit(record); !s.ok()) cancel_.store(true);  // no reader: stop
+      if (RunCounted(jobs[i]) == "infra_error") infra_errors.fetch_add(1);
     }
   };
   std::vector<std::thread> pool;
@@ -654,18 +673,27 @@ Status Launcher::Run() {
   done.store(true);
   watcher.join();
   progress_->Finish();
+  return infra_errors.load();
+}
+
+Status Launcher::Run() {
+  std::vector<TaskSpec> tasks;
+  size_t bad_tasks = 0;
+  const Status read = ReadTasks(tasks, bad_tasks);
+  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
+  auto jobs = PlanJobs(tasks);
+  if (!jobs.ok()) return jobs.status();
+  FORGE_RETURN_IF_ERROR(StartRelay(*jobs));
+  const int infra_errors = RunJobs(*jobs);
 
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!output_status_.ok()) return output_status_;
   }
   if (cancel_.load()) return Status::Cancelled("stopped; every sandbox released");
-  if (bad_tasks || bad_lines) {
-    return bad_tasks ? Status::InvalidData(fmt::format("{} task(s) skipped", bad_tasks)) : read;
-  }
-  if (int n = infra_errors.load()) {
-    return Status::Unavailable(fmt::format("{} rollout(s) ended in infra_error", n));
-  }
+  if (bad_tasks) return Status::InvalidData(fmt::format("{} task(s) skipped", bad_tasks));
+  if (!read.ok()) return read;
+  if (infra_errors) return Status::Unavailable(fmt::format("{} rollout(s) ended in infra_error", infra_errors));
   return Status::Ok();
 }
 
