@@ -62,11 +62,7 @@ Json ToolResultContent(const Json& block, const std::string& path) {
   Json parts = Json::array();
   bool only_text = true;
   std::string text;
-  for (size_t i = 0; i < content->size(); ++i) {
-    const Json& b = (*content)[i];
-    std::string bat = Path(at, i);
-    if (!b.is_object()) Fail(bat, "must be a content block");
-    std::string type = RequireString(b, "type", bat);
+  ForEachTyped(*content, at, "content block", [&](const Json& b, const std::string& bat, const std::string& type) {
     if (type == "text") {
       std::string t = RequireString(b, "text", bat);
       if (!text.empty()) text += "\n";
@@ -78,7 +74,7 @@ Json ToolResultContent(const Json& block, const std::string& path) {
     } else {
       Fail(Path(bat, "type"), "unsupported tool_result block \"" + type + "\"");
     }
-  }
+  });
   if (only_text) return text;
   return parts;
 }
@@ -90,11 +86,7 @@ void UserTurn(const Json& content, const std::string& path, Json& out) {
   }
   if (!content.is_array()) Fail(path, "must be a string or an array of content blocks");
   Json parts = Json::array();
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& block = content[i];
-    std::string at = Path(path, i);
-    if (!block.is_object()) Fail(at, "must be a content block");
-    std::string type = RequireString(block, "type", at);
+  ForEachTyped(content, path, "content block", [&](const Json& block, const std::string& at, const std::string& type) {
     if (type == "text") {
       parts.push_back({{"type", "text"}, {"text", RequireString(block, "text", at)}});
     } else if (type == "image") {
@@ -110,7 +102,7 @@ void UserTurn(const Json& content, const std::string& path, Json& out) {
     } else {
       Fail(Path(at, "type"), "unsupported user content block \"" + type + "\"");
     }
-  }
+  });
   if (!parts.empty()) out.push_back({{"role", "user"}, {"content", PartsContent(parts)}});
 }
 
@@ -123,11 +115,7 @@ void AssistantTurn(const Json& content, const std::string& path, Json& out) {
   std::string text, reasoning;
   bool has_text = false, has_reasoning = false;
   Json calls = Json::array();
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& block = content[i];
-    std::string at = Path(path, i);
-    if (!block.is_object()) Fail(at, "must be a content block");
-    std::string type = RequireString(block, "type", at);
+  ForEachTyped(content, path, "content block", [&](const Json& block, const std::string& at, const std::string& type) {
     if (type == "text") {
       text += RequireString(block, "text", at);
       has_text = true;
@@ -146,7 +134,7 @@ void AssistantTurn(const Json& content, const std::string& path, Json& out) {
     } else {
       Fail(Path(at, "type"), "unsupported assistant content block \"" + type + "\"");
     }
-  }
+  });
   Json message = {{"role", "assistant"}};
   message["content"] = has_text || calls.empty() ? Json(text) : Json();
   if (has_reasoning) message["reasoning_content"] = reasoning;

@@ -26,11 +26,7 @@ Json InputParts(const Json& content, const std::string& path) {
   if (content.is_string()) return content;
   if (!content.is_array()) Fail(path, "must be a string or an array of content parts");
   Json parts = Json::array();
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& part = content[i];
-    std::string at = Path(path, i);
-    if (!part.is_object()) Fail(at, "must be a content part");
-    std::string type = RequireString(part, "type", at);
+  ForEachTyped(content, path, "content part", [&](const Json& part, const std::string& at, const std::string& type) {
     if (type == "input_text" || type == "output_text" || type == "text") {
       parts.push_back({{"type", "text"}, {"text", RequireString(part, "text", at)}});
     } else if (type == "input_image") {
@@ -42,7 +38,7 @@ Json InputParts(const Json& content, const std::string& path) {
     } else {
       Fail(Path(at, "type"), "unsupported content part \"" + type + "\"");
     }
-  }
+  });
   if (parts.size() == 1 && parts[0]["type"] == "text") return parts[0]["text"];
   return parts;
 }
@@ -51,11 +47,7 @@ std::string AssistantText(const Json& content, const std::string& path) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) Fail(path, "must be a string or an array of content parts");
   std::string text;
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& part = content[i];
-    std::string at = Path(path, i);
-    if (!part.is_object()) Fail(at, "must be a content part");
-    std::string type = RequireString(part, "type", at);
+  ForEachTyped(content, path, "content part", [&](const Json& part, const std::string& at, const std::string& type) {
     if (type == "output_text" || type == "input_text" || type == "text") {
       text += RequireString(part, "text", at);
     } else if (type == "refusal") {
@@ -63,7 +55,7 @@ std::string AssistantText(const Json& content, const std::string& path) {
     } else {
       Fail(Path(at, "type"), "unsupported assistant content part \"" + type + "\"");
     }
-  }
+  });
   return text;
 }
 

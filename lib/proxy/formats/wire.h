@@ -37,6 +37,20 @@ void CopyNumber(const Json& from, const char* key, Json& to, const char* to_key,
 std::string Path(const std::string& parent, const char* key);
 std::string Path(const std::string& parent, size_t index);
 
+// Calls each(item, item_path, type) for every item of `items`, an array of
+// objects that each carry a string "type" (Anthropic's content blocks,
+// Responses' content parts); an item that is not an object fails as "must
+// be a NOUN", one without a string type as RequireString does.
+template <typename Each>
+void ForEachTyped(const Json& items, const std::string& path, const char* noun, Each&& each) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Json& item = items[i];
+    const std::string at = Path(path, i);
+    if (!item.is_object()) Fail(at, std::string("must be a ") + noun);
+    each(item, at, RequireString(item, "type", at));
+  }
+}
+
 // Runs a translation body, turning BadField and nlohmann type errors into InvalidData.
 template <typename F>
 auto Guard(F&& body) -> decltype(body()) {
