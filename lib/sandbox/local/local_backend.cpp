@@ -274,7 +274,8 @@ void LocalSandbox::PlanChild(const ExecRequest& request, ChildPlan& plan) const 
   }
   env["HOME"] = plan.workdir;
   env["FORGE_SANDBOX_ROOT"] = handle_.id + "/fs";
-  for (const auto& [k, v] : meta_.value("env", Json::object()).items()) env[k] = v.get<std::string>();
+  const Json spec_env = meta_.value("env", Json::object());  // kept: items() refers to it
+  for (const auto& [k, v] : spec_env.items()) env[k] = v.get<std::string>();
   for (const auto& [k, v] : request.env) env[k] = v;
   for (const auto& [k, v] : env) plan.env_strings.push_back(k + "=" + v);
   plan.envp = Pointers(plan.env_strings);
