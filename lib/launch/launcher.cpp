@@ -526,7 +526,7 @@ Json Launcher::RunRollout(const Job& job) {
   record["task"] = task.record;
   const std::string outcome = record.value("outcome", std::string("infra_error"));
   Status stored = store_.rollouts().Update(rollout_id, outcome == "cancelled" ? "cancelled" : "finished",
-                                       outcome, record);
+                                           outcome, record);
   if (!stored.ok()) {
     // An attempt the store does not know is finished would be redone on resume.
     cli::Error("store: rollout " + rollout_id + ": " + stored.message());

@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "support/temp_dir.h"
 
+using forge::store::CallFields;
 using forge::store::CallRecord;
 using forge::store::Json;
 using forge::store::OpenOptions;
