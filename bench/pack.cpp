@@ -56,7 +56,7 @@ double CpuSeconds() {
 // Rollouts of 5 calls; a task's system prompt is shared by its 8 rollouts;
 // each turn adds an observation (4-32 tokens) and a completion (8-64 tokens)
 // ending in the stop token; one boundary in ten is a fork (the history was
-// summarised). Calls go into a real store through Store::AppendCalls, so
+// summarised). Calls go into a real store through CallsTable::AppendCalls, so
 // prompt ids are delta-encoded as the proxy records them, with a small
 // request and response each (the tool's RL path does not need them).
 forge::Status Generate(size_t n_calls, const std::string& store_path, const std::string& verdicts_path) {
@@ -106,7 +106,7 @@ forge::Status Generate(size_t n_calls, const std::string& store_path, const std:
       pending.push_back(std::move(c));
     }
     if (pending.size() >= 1000 || written >= n_calls) {
-      FORGE_RETURN_IF_ERROR(store.AppendCalls(pending));
+      FORGE_RETURN_IF_ERROR(store.calls().AppendCalls(pending));
       pending.clear();
     }
   }

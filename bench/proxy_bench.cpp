@@ -452,7 +452,7 @@ int RunStoreSize(const std::string& path, const std::string& rollout) {
     std::fprintf(stderr, "%s\n", st.status().message().c_str());
     return 1;
   }
-  auto calls = (*st)->CallsOfRollout(rollout);
+  auto calls = (*st)->calls().CallsOfRollout(rollout);
   auto stats = (*st)->Stats();
   if (!calls.ok() || !stats.ok()) return 1;
   size_t largest = 0;

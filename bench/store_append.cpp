@@ -1,6 +1,6 @@
 // What the store's writer spends on a call, beside what SQLite itself spends
-// on one: forge-proxy's writer thread runs Store::AppendCalls for every call,
-// on a core the harness, the proxy's io threads and the model server share,
+// on one: forge-proxy's writer thread runs CallsTable::AppendCalls for every
+// call, on a core the harness, the proxy's io threads and the model server share,
 // so its CPU per call is taken from theirs. The records are the proxy's for a
 // pass-through chat call (request and response as bytes, the upstream patch
 // and usage as text, ids and logprobs), committed in batches as the writer
@@ -148,19 +148,19 @@ double ForgeStore(std::vector<CallRecord> calls, size_t batch, bool report) {
     return -1;
   }
   bool checkpoint_due = false;
-  (*store)->HandOffCheckpoints(1000, [&] { checkpoint_due = true; });
+  (*store)->db().HandOffCheckpoints(1000, [&] { checkpoint_due = true; });
   forge::store::LogMark mark{"call-log:bench", "0"};
   double seconds = 0;
   for (size_t at = 0; at < calls.size(); at += batch) {
     if (checkpoint_due) {
       checkpoint_due = false;
-      (void)(*store)->Checkpoint();
+      (void)(*store)->db().Checkpoint();
     }
     double start = ThreadSeconds();
     std::vector<CallRecord> some(std::make_move_iterator(calls.begin() + static_cast<ptrdiff_t>(at)),
                                  std::make_move_iterator(calls.begin() + static_cast<ptrdiff_t>(std::min(at + batch, calls.size()))));
     mark.value = std::to_string(at);
-    if (auto s = (*store)->AppendCalls(some, &mark); !s.ok()) {
+    if (auto s = (*store)->calls().AppendCalls(some, &mark); !s.ok()) {
       std::fprintf(stderr, "bench-store_append: %s\n", s.message().c_str());
       return -1;
     }

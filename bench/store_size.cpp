@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
                  (call.prompt_ids.size() + call.completion_ids.size() * 2) * 4;
     largest = std::max(largest, request_bytes);
     std::vector<forge::store::CallRecord> batch = {call};
-    if (auto s = (*store)->AppendCalls(batch); !s.ok()) {
+    if (auto s = (*store)->calls().AppendCalls(batch); !s.ok()) {
       std::fprintf(stderr, "bench-store_size: %s\n", s.message().c_str());
       return 1;
     }

@@ -18,12 +18,12 @@ namespace forge::dedup {
 
 Result<std::optional<std::vector<float>>> StoreEmbeddingCache::Get(const std::string& content_hash,
                                                                    const std::string& model) {
-  return store_->GetEmbedding(content_hash, model);
+  return store_->embeddings().Get(content_hash, model);
 }
 
 Status StoreEmbeddingCache::Put(const std::string& model,
                                 const std::vector<std::pair<std::string, std::vector<float>>>& items) {
-  return store_->PutEmbeddings(model, items);
+  return store_->embeddings().Put(model, items);
 }
 
 std::string EmbeddingsEndpoint(const std::string& url) {

@@ -72,7 +72,7 @@ std::string RenderTrajectory(const std::vector<store::CallRecord>& calls) {
 }
 
 Result<std::string> TrajectoryText(store::Store& store, const std::string& rollout_id) {
-  auto calls = store.CallsOfRollout(rollout_id);
+  auto calls = store.calls().CallsOfRollout(rollout_id);
   if (!calls.ok()) return calls.status();
   return RenderTrajectory(*calls);
 }

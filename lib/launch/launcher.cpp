@@ -315,7 +315,7 @@ void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_i
                                     Json& record) {
   Json* last = record.contains("set_aside_calls") ? &record["set_aside_calls"].back() : nullptr;
   std::string into = before && last ? last->value("rollout_id", "") : "";
-  auto moved = store_.SetAsideCalls(rollout_id, before, into);
+  auto moved = store_.calls().SetAside(rollout_id, before, into);
   if (!moved.ok()) {
     cli::Warn("store: " + moved.status().message() + " (calls of an earlier try of " + rollout_id + " stay with it)");
     return;
@@ -412,7 +412,7 @@ Status Launcher::Register(const Attempt& a, const Job& job, Json& record) {
   row.harness = a.profile.name;
   row.secret_hash = Sha256Hex(a.secret);
   row.status = "running";
-  FORGE_RETURN_IF_ERROR(store_.RegisterRollout(row).Prefixed("store"));
+  FORGE_RETURN_IF_ERROR(store_.rollouts().Register(row).Prefixed("store"));
   // An attempt run again keeps its rollout id: calls the proxy recorded for
   // a try that died (this run resumed after a crash, or an infrastructure
   // retry) would be read as this try's. The new secret stops that try from
@@ -531,8 +531,8 @@ Json Launcher::RunRollout(const Job& job) {
   record["timings"]["total"] = Seconds(started);
   record["task"] = task.record;
   const std::string outcome = record.value("outcome", std::string("infra_error"));
-  Status stored = store_.UpdateRollout(rollout_id, outcome == "cancelled" ? "cancelled" : "finished",
-                                       outcome, record);
+  Status stored = store_.rollouts().Update(rollout_id, outcome == "cancelled" ? "cancelled" : "finished",
+                                           outcome, record);
   if (!stored.ok()) {
     // An attempt the store does not know is finished would be redone on resume.
     cli::Error("store: rollout " + rollout_id + ": " + stored.message());
@@ -560,7 +560,7 @@ Status Launcher::ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks) {
 // run again; their stored records are re-emitted so the output is whole.
 Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) {
   std::map<std::pair<std::string, int>, Json> finished;
-  auto rows = store_.RolloutsOfRun(options_.run_id);
+  auto rows = store_.rollouts().OfRun(options_.run_id);
   if (!rows.ok()) return rows.status().Prefixed("store");
   for (const auto& row : *rows) {
     if (row.status == "finished" && IsFinalOutcome(row.outcome) && row.record.is_object()) {
@@ -763,7 +763,7 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
 }
 
 Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const std::string& run_id) {
-  auto rows = store.RolloutsOfRun(run_id);
+  auto rows = store.rollouts().OfRun(run_id);
   if (!rows.ok()) return rows.status().Prefixed("store");
   std::set<std::string> pulled;
   for (const auto& row : *rows) {

@@ -17,15 +17,15 @@ Result<Stores> Stores::Open(const std::vector<std::string>& paths) {
     if (!opened.ok()) return opened.status().Prefixed(path);
     // One snapshot for the whole run (a proxy may still be recording), and
     // no lock taken and dropped per rollout's query.
-    if (Status begun = (*opened)->BeginRead(); !begun.ok()) return begun.Prefixed(path);
+    if (Status begun = (*opened)->db().BeginRead(); !begun.ok()) return begun.Prefixed(path);
     s.stores_.push_back(std::move(*opened));
   }
   return s;
 }
 
-Result<std::vector<store::CallRecord>> Stores::Calls(const std::string& rollout_id, store::Store::CallFields fields) {
+Result<std::vector<store::CallRecord>> Stores::Calls(const std::string& rollout_id, store::CallFields fields) {
   for (auto& store : stores_) {
-    auto calls = store->CallsOfRollout(rollout_id, fields);
+    auto calls = store->calls().CallsOfRollout(rollout_id, fields);
     if (!calls.ok()) return calls.status().Prefixed(store->path());
     if (!calls->empty()) return std::move(*calls);
   }
@@ -34,7 +34,7 @@ Result<std::vector<store::CallRecord>> Stores::Calls(const std::string& rollout_
 
 Result<size_t> Stores::TokenCalls(const std::string& rollout_id, std::vector<store::CallRecord>* calls) {
   for (auto& store : stores_) {
-    auto n = store->ReadTokenCalls(rollout_id, calls);
+    auto n = store->calls().ReadTokenCalls(rollout_id, calls);
     if (!n.ok()) return n.status().Prefixed(store->path());
     if (*n) return n;
   }
@@ -42,7 +42,7 @@ Result<size_t> Stores::TokenCalls(const std::string& rollout_id, std::vector<sto
 }
 
 void Stores::Close() {
-  for (auto& store : stores_) (void)store->EndRead();
+  for (auto& store : stores_) (void)store->db().EndRead();
   stores_.clear();
 }
 
@@ -107,7 +107,7 @@ void CallReader::Read(Chunk& chunk) {
         continue;
       }
     }
-    auto got = stores_.Calls(ids_[i], store::Store::CallFields::kAll);
+    auto got = stores_.Calls(ids_[i], store::CallFields::kAll);
     if (!got.ok()) {
       chunk.status = got.status();
       break;

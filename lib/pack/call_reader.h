@@ -26,9 +26,9 @@ class Stores {
 
   bool empty() const { return stores_.empty(); }
   // The rollout's calls from the first store holding any.
-  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id, store::Store::CallFields fields);
+  Result<std::vector<store::CallRecord>> Calls(const std::string& rollout_id, store::CallFields fields);
   // The same, token fields only, into the first N elements of *calls
-  // (reused: see Store::ReadTokenCalls); returns N.
+  // (reused: see CallsTable::ReadTokenCalls); returns N.
   Result<size_t> TokenCalls(const std::string& rollout_id, std::vector<store::CallRecord>* calls);
   // Ends the read snapshots; read-only, so nothing is lost.
   void Close();

@@ -20,7 +20,7 @@ Result<std::optional<SecretOwner>> SecretResolver::Resolve(const std::string& se
     if (cache_.size() > 100000) cache_.clear();  // bound memory against key spraying
   }
   std::string hash = Sha256Hex(secret);
-  auto row = store_.RolloutBySecretHash(hash);
+  auto row = store_.rollouts().BySecretHash(hash);
   if (!row.ok()) return row.status();
   if (!row->has_value()) return std::optional<SecretOwner>();
   SecretOwner owner{(*row)->id, HasEnded((*row)->status) ? (*row)->status : ""};

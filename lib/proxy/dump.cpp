@@ -45,7 +45,7 @@ Status DumpRolloutCalls(const std::string& store_path, const std::string& rollou
   options.read_only = true;
   auto st = store::Store::Open(store_path, options);
   if (!st.ok()) return st.status().Prefixed("--store " + store_path);
-  auto calls = (*st)->CallsOfRollout(rollout_id);
+  auto calls = (*st)->calls().CallsOfRollout(rollout_id);
   if (!calls.ok()) return calls.status();
   records::JsonlWriter out;
   for (const auto& call : *calls) FORGE_RETURN_IF_ERROR(out.Write(CallToJson(call)));
@@ -76,7 +76,7 @@ Status ExportCalls(const std::string& store_path) {
   if (!rollouts.ok()) return rollouts.status().Prefixed("--store " + store_path);
   records::JsonlWriter out;
   for (const auto& rollout : *rollouts) {
-    auto calls = (*st)->CallsOfRollout(rollout);
+    auto calls = (*st)->calls().CallsOfRollout(rollout);
     if (!calls.ok()) return calls.status();
     for (const auto& call : *calls) FORGE_RETURN_IF_ERROR(out.Write(CallToJson(call)));
   }

@@ -133,7 +133,7 @@ void Recorder::StartCheckpointer() {
     return;
   }
   checkpoint_store_ = std::move(*own);
-  store_.HandOffCheckpoints(kCheckpointPages, [this] {
+  store_.db().HandOffCheckpoints(kCheckpointPages, [this] {
     std::lock_guard<std::mutex> lock(checkpoint_mutex_);
     checkpoint_due_ = true;
     checkpoint_wake_.notify_one();
@@ -152,7 +152,7 @@ void Recorder::RunCheckpoints() {
     if (checkpoint_stop_) return;
     checkpoint_due_ = false;
     lock.unlock();
-    Status s = checkpoint_store_->Checkpoint();
+    Status s = checkpoint_store_->db().Checkpoint();
     if (!s.ok()) cli::Warn(s.message());
     lock.lock();
   }
@@ -233,7 +233,7 @@ void Recorder::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   if (checkpointer_.joinable()) {
-    store_.HandOffCheckpoints(0, nullptr);
+    store_.db().HandOffCheckpoints(0, nullptr);
     {
       std::lock_guard<std::mutex> lock(checkpoint_mutex_);
       checkpoint_stop_ = true;
@@ -262,7 +262,7 @@ Status Recorder::Commit(std::deque<Pending>& batch, bool idle) {
   for (Pending& p : batch) calls.push_back(std::move(p.call));
   // (Only this thread replaces log_; a batch taken as the log was swapped is all in the old one.)
   store::LogMark mark = (retiring_ ? *retiring_ : *log_).MarkAt(batch.back().logged);
-  Status status = store_.AppendCalls(calls, &mark);
+  Status status = store_.calls().AppendCalls(calls, &mark);
   {
     NormalPriorityInScope normal(idle);  // the calls' memory is the io threads'
     if (!status.ok()) {  // keep the calls for the next try

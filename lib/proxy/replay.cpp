@@ -146,7 +146,7 @@ Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadStore(const std::string& s
   if (!rollouts.ok()) return rollouts.status().Prefixed("--replay " + store_path);
   auto index = std::make_unique<ReplayIndex>();
   for (const auto& rollout : *rollouts) {
-    auto calls = (*opened)->CallsOfRollout(rollout);
+    auto calls = (*opened)->calls().CallsOfRollout(rollout);
     if (!calls.ok()) return calls.status();
     for (auto& call : *calls) {
       if (call.http_status != 200 || !call.error.empty() || !call.upstream_response.is_object()) continue;

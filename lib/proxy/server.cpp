@@ -56,7 +56,7 @@ Server::Server(const ProxyConfig& config, std::vector<net::io_context*> contexts
       writer_store_(writer_store),
       secrets_(reader_store, config.secret_cache_ttl),
       acceptor_(net::make_strand(io_)) {
-  if (auto v = reader_store_.GetMeta(std::string(kPolicyVersionKey)); v.ok() && v->has_value()) {
+  if (auto v = reader_store_.meta().Get(std::string(kPolicyVersionKey)); v.ok() && v->has_value()) {
     policy_version_.store(std::atoll((*v)->c_str()));
   }
 }
@@ -524,7 +524,7 @@ Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_vi
                               OpenAIErrorBody(400, "policy-version: give ?version=N or {\"version\": N}").dump());
     }
     policy_version_.store(v);
-    if (Status s = reader_store_.SetMeta(std::string(kPolicyVersionKey), std::to_string(v)); !s.ok()) {
+    if (Status s = reader_store_.meta().Set(std::string(kPolicyVersionKey), std::to_string(v)); !s.ok()) {
       cli::Warn("cannot persist the policy version: " + s.message());
     }
     co_return co_await Send(client, req, http::status::ok, state().dump());

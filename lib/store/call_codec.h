@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "store/store.h"
+#include "store/store_types.h"
 
 namespace forge::store {
 

@@ -193,7 +193,7 @@ bool ReadRecordBody(int fd, uint64_t offset, const RecordHeader& header, std::st
 
 // How far the database has taken the log (0: nothing, or no row).
 Result<uint64_t> TakenOffset(Store& store, const std::string& key) {
-  auto stored = store.GetMeta(key);
+  auto stored = store.meta().Get(key);
   if (!stored.ok()) return stored.status();
   return stored->has_value() ? std::strtoull((*stored)->c_str(), nullptr, 10) : 0;
 }
@@ -292,7 +292,7 @@ Status MoveRecords(Store& store, int fd, const std::string& path, uint64_t size)
   auto flush = [&]() -> Status {
     if (batch.empty()) return Status::Ok();
     mark.value = std::to_string(offset);
-    FORGE_RETURN_IF_ERROR(store.AppendCalls(batch, &mark));
+    FORGE_RETURN_IF_ERROR(store.calls().AppendCalls(batch, &mark));
     batch.clear();
     batch_bytes = 0;
     return Status::Ok();
@@ -336,7 +336,7 @@ Status Recover(Store& store, int fd, const std::string& path) {
   }
   // Everything is in the database: the log and its row go.
   if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::IoError(path + ": " + ErrnoText());
-  return store.DeleteMeta(MetaKey(path));
+  return store.meta().Delete(MetaKey(path));
 }
 
 // Where the last call record between `from` and `size` ends (`from` when
@@ -585,7 +585,7 @@ Status CallLog::Remove(Store& store) {
   if (unlink(path_.c_str()) != 0) return Status::IoError(path_ + ": " + ErrnoText());
   close(fd_);
   fd_ = -1;
-  return store.DeleteMeta(MetaKey(path_));
+  return store.meta().Delete(MetaKey(path_));
 }
 
 Status CallLog::Recycle(Store& store) {
@@ -610,7 +610,7 @@ Status CallLog::Recycle(Store& store) {
   short_since_ahead_ = 0;
   whole_prompts_.Forget();  // their offsets were in the old records
   whole_requests_.Forget();
-  return store.DeleteMeta(MetaKey(old));
+  return store.meta().Delete(MetaKey(old));
 }
 
 Status RecoverCallLogs(Store& store) {
@@ -621,7 +621,7 @@ Status RecoverCallLogs(Store& store) {
   // rollout is the order it reaches the database.
   std::vector<std::string> paths, unmarked;
   for (std::string& path : LogPaths(store.path())) {
-    auto stored = store.GetMeta(MetaKey(path));
+    auto stored = store.meta().Get(MetaKey(path));
     if (!stored.ok()) return stored.status().Prefixed("recovering a call log");
     (stored->has_value() ? paths : unmarked).push_back(std::move(path));
   }

@@ -41,7 +41,7 @@ Result<CallSource> CallSource::Open(const std::vector<std::string>& paths) {
 
 Result<std::vector<store::CallRecord>> CallSource::CallsOf(const std::string& rollout_id) {
   for (auto& store : stores_) {
-    auto calls = store->CallsOfRollout(rollout_id);
+    auto calls = store->calls().CallsOfRollout(rollout_id);
     if (!calls.ok()) return calls.status().Prefixed(store->path() + ": calls of " + rollout_id);
     if (!calls->empty()) return calls;
   }

@@ -111,7 +111,7 @@ Status ToolUseCommand(const ToolUseOptions& options) {
   HarnessToolUse overall;
   for (size_t i = 0; i < records.size(); ++i) {
     const std::string rollout_id = RolloutIdOf(records[i]);
-    auto calls = (*store)->CallsOfRollout(rollout_id);
+    auto calls = (*store)->calls().CallsOfRollout(rollout_id);
     if (!calls.ok()) return calls.status().Prefixed("store: calls of " + rollout_id);
     RolloutToolUse use = ToolUseOfCalls(*calls, trials[i].harness);
     const bool valid = CountsAsTrial(trials[i].outcome);

@@ -178,7 +178,7 @@ Verdict Judge::Grade(const std::string& task_id, const VerifierSpec& spec,
     if (auto it = memory_.find(key); it != memory_.end()) answer = it->second;
   }
   if (!answer && store_ != nullptr) {
-    auto cached = store_->GetMeta(meta_key);
+    auto cached = store_->meta().Get(meta_key);
     if (cached.ok() && cached->has_value()) {
       Json j = Json::parse(**cached, nullptr, false);
       if (!j.is_discarded() && j.is_object() && j.contains("score")) answer = j;
@@ -198,7 +198,7 @@ Verdict Judge::Grade(const std::string& task_id, const VerifierSpec& spec,
     memory_[key] = *answer;
     if (store_ != nullptr) {
       // A cache that cannot be written costs a call next time, not this verdict.
-      (void)store_->SetMeta(meta_key, answer->dump());
+      (void)store_->meta().Set(meta_key, answer->dump());
     }
   }
   v.details["judge"] = {{"model", model}, {"cache_key", key}, {"cached", from_cache},

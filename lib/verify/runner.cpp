@@ -109,7 +109,7 @@ Result<Json> Runner::FindTask(const Json& record, const std::string& task_id) {
   }
   if (auto it = tasks_.find(task_id); it != tasks_.end()) return it->second;
   if (store_ != nullptr) {
-    auto stored = store_->GetTask(task_id);
+    auto stored = store_->tasks().Get(task_id);
     if (!stored.ok()) return stored.status().Prefixed("store: get task " + task_id);
     if (stored->has_value()) return **stored;
   }
@@ -139,7 +139,7 @@ Result<std::string> Runner::Artefact(const Json& record, const VerifierSpec& spe
     return record["final_output"].get<std::string>();
   }
   if (store_ != nullptr) {
-    auto calls = store_->CallsOfRollout(RolloutIdOf(record));
+    auto calls = store_->calls().CallsOfRollout(RolloutIdOf(record));
     if (!calls.ok()) return calls.status().Prefixed("store: calls of rollout");
     artefact = FinalAnswerFromCalls(*calls);
   }
@@ -235,7 +235,7 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   out.record["schema"] = kVerdictSchema;
   out.record["verdict"] = v.ToJson();
   if (store_ != nullptr) {
-    Status put = store_->PutVerdict(rollout_id, std::string(OutcomeName(v.outcome)), v.reward, out.record);
+    Status put = store_->verdicts().Put(rollout_id, std::string(OutcomeName(v.outcome)), v.reward, out.record);
     if (!put.ok()) return put.Prefixed("store: put verdict of " + rollout_id);
   }
   return out;

@@ -68,7 +68,7 @@ CallRecord ProxyCall(const std::string& rollout, const std::string& tag) {
 }
 
 std::vector<std::string> Tags(Store& store, const std::string& rollout) {
-  auto calls = store.CallsOfRollout(rollout);
+  auto calls = store.calls().CallsOfRollout(rollout);
   REQUIRE_MESSAGE(calls.ok(), calls.status().message());
   std::vector<std::string> tags;
   for (const CallRecord& c : *calls) {
@@ -102,7 +102,7 @@ forge::store::LogMark AppendTaken(Store& store, CallLog& log, std::vector<CallRe
     end = *at;
   }
   auto mark = log.MarkAt(end);
-  REQUIRE(store.AppendCalls(calls, &mark).ok());
+  REQUIRE(store.calls().AppendCalls(calls, &mark).ok());
   return mark;
 }
 
@@ -113,7 +113,7 @@ void CheckEachStored(Store& store, const std::vector<std::pair<std::string, std:
   for (const auto& entry : rollouts) {
     const std::string& rollout = entry.first;
     const std::vector<const CallRecord*>& logged = entry.second;
-    auto calls = store.CallsOfRollout(rollout);
+    auto calls = store.calls().CallsOfRollout(rollout);
     REQUIRE(calls.ok());
     REQUIRE(calls->size() == logged.size());
     for (size_t i = 0; i < logged.size(); ++i) {
@@ -200,8 +200,8 @@ TEST_CASE("usage and the upstream patch given as text are logged and stored as t
   forge::testing::TempDir dir;
   auto store = OpenStore(dir.File("forge.db"));
   std::vector<CallRecord> calls = {call};
-  REQUIRE(store->AppendCalls(calls, nullptr).ok());
-  auto stored = store->CallsOfRollout("r1");
+  REQUIRE(store->calls().AppendCalls(calls, nullptr).ok());
+  auto stored = store->calls().CallsOfRollout("r1");
   REQUIRE_MESSAGE(stored.ok(), stored.status().message());
   REQUIRE(stored->size() == 1);
   CHECK((*stored)[0].usage == usage);
@@ -233,11 +233,11 @@ TEST_CASE("a translated call's upstream request given as its text is logged and 
   // The first from the text, the second (recovery's way) from the document.
   std::vector<CallRecord> first = {call}, second = {*back};
   second[0].retry_key = "another call";  // (the same key would be taken for an SDK's retry)
-  REQUIRE(store->AppendCalls(first, nullptr).ok());
+  REQUIRE(store->calls().AppendCalls(first, nullptr).ok());
   auto after_first = store->Stats();
   REQUIRE(after_first.ok());
-  REQUIRE(store->AppendCalls(second, nullptr).ok());
-  auto stored = store->CallsOfRollout("r1");
+  REQUIRE(store->calls().AppendCalls(second, nullptr).ok());
+  auto stored = store->calls().CallsOfRollout("r1");
   REQUIRE_MESSAGE(stored.ok(), stored.status().message());
   REQUIRE(stored->size() == 2);
   CHECK((*stored)[0].upstream_request == upstream);
@@ -315,13 +315,13 @@ TEST_CASE("recovery gives a call the text of its request record, wherever the da
     REQUIRE(one_end.ok());
     std::vector<CallRecord> taken = {one};
     auto mark = log->MarkAt(*one_end);
-    REQUIRE(store->AppendCalls(taken, &mark).ok());
+    REQUIRE(store->calls().AppendCalls(taken, &mark).ok());
     REQUIRE(log->Append(two, *two_text).ok());
     REQUIRE(log->AppendRequestText(three.request_text).ok());
   }
   auto store = OpenStore(db);
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2"});
-  auto calls = store->CallsOfRollout("r");
+  auto calls = store->calls().CallsOfRollout("r");
   REQUIRE(calls.ok());
   REQUIRE(calls->size() == 2);
   CHECK((*calls)[1].request["messages"][0]["content"].get<std::string>().substr(0, 1) == "2");
@@ -397,7 +397,7 @@ TEST_CASE("calls logged by a writer that died are moved into the database by the
     REQUIRE(log->Append(ProxyCall("r", "4")).ok());
     // The database takes the first two, with the mark, as the proxy's writer does.
     auto mark = log->MarkAt(*second);
-    REQUIRE(store->AppendCalls(taken, &mark).ok());
+    REQUIRE(store->calls().AppendCalls(taken, &mark).ok());
     // While the writer lives, nobody else touches its log.
     auto other = OpenStore(db);
     CHECK(Tags(*other, "r") == std::vector<std::string>{"1", "2"});
@@ -408,7 +408,7 @@ TEST_CASE("calls logged by a writer that died are moved into the database by the
   auto reader = OpenStore(db, /*read_only=*/true);  // a reader recovers through a connection of its own
   CHECK(Tags(*reader, "r") == std::vector<std::string>{"1", "2", "3", "4"});
   CHECK(LogFiles(dir.path().string()) == 0);
-  auto calls = reader->CallsOfRollout("r");
+  auto calls = reader->calls().CallsOfRollout("r");
   REQUIRE(calls.ok());
   const CallRecord& third = (*calls)[2];
   CHECK(third.seq == 2);
@@ -521,7 +521,7 @@ TEST_CASE("a call whose prompt begins with its rollout's last whole one logs onl
       if (call == &b) {  // the database takes a and b, with the mark, as the proxy's writer does
         auto mark = log->MarkAt(*end);
         std::vector<CallRecord> taken = {a, b};
-        REQUIRE(writer_store->AppendCalls(taken, &mark).ok());
+        REQUIRE(writer_store->calls().AppendCalls(taken, &mark).ok());
       }
     }
   }  // the writer dies before the database took the rest
@@ -734,12 +734,12 @@ TEST_CASE("a log removed after its calls are in the database leaves nothing behi
   auto store = OpenStore(db);
   auto log = CreateLog(db);
   auto mark = AppendTaken(*store, *log, {ProxyCall("r", "1")});
-  auto stored_mark = store->GetMeta(mark.key);
+  auto stored_mark = store->meta().Get(mark.key);
   REQUIRE(stored_mark.ok());
   CHECK(stored_mark->value_or("") == mark.value);
   REQUIRE(log->Remove(*store).ok());
   CHECK(LogFiles(dir.path().string()) == 0);
-  auto gone = store->GetMeta(mark.key);
+  auto gone = store->meta().Get(mark.key);
   REQUIRE(gone.ok());
   CHECK(!gone->has_value());
   auto again = OpenStore(db);
@@ -764,7 +764,7 @@ TEST_CASE("a recycled log is empty under a new name; its calls are recovered onc
     CHECK(log->path() != old_path);
     CHECK(log->bytes() == 8);  // its header only
     CHECK(LogFiles(dir.path().string()) == 1);
-    auto gone = store->GetMeta(mark.key);  // the old name's mark
+    auto gone = store->meta().Get(mark.key);  // the old name's mark
     REQUIRE(gone.ok());
     CHECK(!gone->has_value());
     auto scans = forge::store::ScanCallLogs(db);
@@ -855,7 +855,7 @@ TEST_CASE("a log written, not mapped, is not recycled and stays as it was") {
   uint64_t end = (*written)->bytes();
   CHECK(!(*written)->Recycle(*store).ok());
   CHECK((*written)->bytes() == end);
-  auto kept = store->GetMeta(mark.key);
+  auto kept = store->meta().Get(mark.key);
   REQUIRE(kept.ok());
   CHECK(kept->has_value());
   REQUIRE((*written)->Remove(*store).ok());
@@ -873,7 +873,7 @@ TEST_CASE("opening the store waits for a live writer to move what it has logged"
   std::thread ingest([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     auto mark = log->MarkAt(*at);
-    REQUIRE(writer->AppendCalls(calls, &mark).ok());
+    REQUIRE(writer->calls().AppendCalls(calls, &mark).ok());
   });
   auto started = std::chrono::steady_clock::now();
   auto reader = OpenStore(db, /*read_only=*/true);
@@ -893,7 +893,7 @@ TEST_CASE("a reader does not wait for a log its writer removed on the way out") 
   REQUIRE(log->Append(calls[0]).ok());
   std::thread stop([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    REQUIRE(writer->AppendCalls(calls).ok());
+    REQUIRE(writer->calls().AppendCalls(calls).ok());
     REQUIRE(log->Remove(*writer).ok());  // its mark goes with it
   });
   auto started = std::chrono::steady_clock::now();

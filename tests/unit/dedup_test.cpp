@@ -408,7 +408,7 @@ TEST_CASE("dedup trajectory fixture: rollouts' trajectories rendered from the st
     calls.push_back(c);
   }
   for (auto& c : calls) c.seq = -1;
-  REQUIRE((*store)->AppendCalls(calls).ok());
+  REQUIRE((*store)->calls().AppendCalls(calls).ok());
 
   auto text = TrajectoryText(**store, "r1");
   REQUIRE(text.ok());

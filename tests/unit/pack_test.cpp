@@ -429,10 +429,10 @@ TEST_CASE("store: token-only reads give the same ids as full reads, with no cont
   REQUIRE(store.ok());
   std::vector<CallRecord> calls{IdCall("x", 0, {1, 2, 3}, {4, kEnd}), IdCall("x", 1, {1, 2, 3, 4, kEnd, 6}, {7, kEnd}),
                                 IdCall("y", 0, {1, 2}, {8, kEnd}), IdCall("x", 2, {1, 2, 3, 9}, {5, kEnd}, "length")};
-  REQUIRE(store.value()->AppendCalls(calls).ok());
+  REQUIRE(store.value()->calls().AppendCalls(calls).ok());
   for (const char* rollout : {"x", "y", "x"}) {  // the second "x" reuses the prepared query
-    auto full = store.value()->CallsOfRollout(rollout);
-    auto tokens = store.value()->CallsOfRollout(rollout, forge::store::Store::CallFields::kTokens);
+    auto full = store.value()->calls().CallsOfRollout(rollout);
+    auto tokens = store.value()->calls().CallsOfRollout(rollout, forge::store::CallFields::kTokens);
     REQUIRE(full.ok());
     REQUIRE(tokens.ok());
     REQUIRE(full->size() == tokens->size());
@@ -449,13 +449,13 @@ TEST_CASE("store: token-only reads give the same ids as full reads, with no cont
       CHECK(!f.request.is_null());
     }
   }
-  auto x = store.value()->CallsOfRollout("x", forge::store::Store::CallFields::kTokens);
+  auto x = store.value()->calls().CallsOfRollout("x", forge::store::CallFields::kTokens);
   REQUIRE(x.ok());
   REQUIRE(x->size() == 3);
   CHECK((*x)[1].prompt_ids == std::vector<int32_t>{1, 2, 3, 4, kEnd, 6});
   CHECK((*x)[2].prompt_ids == std::vector<int32_t>{1, 2, 3, 9});
   CHECK((*x)[2].finish_reason == "length");
-  auto none = store.value()->CallsOfRollout("nobody", forge::store::Store::CallFields::kTokens);
+  auto none = store.value()->calls().CallsOfRollout("nobody", forge::store::CallFields::kTokens);
   REQUIRE(none.ok());
   CHECK(none->empty());
 }
@@ -482,14 +482,14 @@ TEST_CASE("store: ReadTokenCalls over many rollouts, one reused vector, equals e
                                 IdCall("one", 0, {42}, {kEnd}),
                                 IdCall("late", 7, {20, 21, 22}, {23, kEnd}),
                                 IdCall("late", 3, {20, 21, 22, 23, kEnd, 24}, {25, kEnd})};
-  REQUIRE(store.value()->AppendCalls(calls).ok());
+  REQUIRE(store.value()->calls().AppendCalls(calls).ok());
 
   std::vector<CallRecord> reused;
   // "late" twice (the statement is reused), rollouts without calls between.
   for (const char* rollout : {"a", "nobody", "b", "late", "one", "", "a", "late"}) {
     CAPTURE(rollout);
-    auto n = store.value()->ReadTokenCalls(rollout, &reused);
-    auto full = store.value()->CallsOfRollout(rollout);
+    auto n = store.value()->calls().ReadTokenCalls(rollout, &reused);
+    auto full = store.value()->calls().CallsOfRollout(rollout);
     REQUIRE(n.ok());
     REQUIRE(full.ok());
     REQUIRE(*n == full->size());
@@ -529,8 +529,8 @@ TEST_CASE("store: ReadTokenCalls over many rollouts, one reused vector, equals e
   // Token reads through Assemble give the samples a full read gives.
   for (const char* rollout : {"a", "b", "late", "one"}) {
     CAPTURE(rollout);
-    auto n = store.value()->ReadTokenCalls(rollout, &reused);
-    auto full = store.value()->CallsOfRollout(rollout);
+    auto n = store.value()->calls().ReadTokenCalls(rollout, &reused);
+    auto full = store.value()->calls().CallsOfRollout(rollout);
     REQUIRE(n.ok());
     REQUIRE(full.ok());
     AssemblyCounts from_tokens, from_full;
@@ -559,7 +559,7 @@ TEST_CASE("store: a token read of a call whose delta base is gone is an error na
     auto store = forge::store::Store::Open(path);
     REQUIRE(store.ok());
     std::vector<CallRecord> calls{IdCall("x", 0, {1, 2, 3}, {4, kEnd}), IdCall("x", 1, {1, 2, 3, 4, kEnd, 6}, {kEnd})};
-    REQUIRE(store.value()->AppendCalls(calls).ok());
+    REQUIRE(store.value()->calls().AppendCalls(calls).ok());
     second_id = calls[1].id;
   }
   {
@@ -570,7 +570,7 @@ TEST_CASE("store: a token read of a call whose delta base is gone is an error na
   auto store = forge::store::Store::Open(path);
   REQUIRE(store.ok());
   std::vector<CallRecord> reused;
-  auto n = store.value()->ReadTokenCalls("x", &reused);
+  auto n = store.value()->calls().ReadTokenCalls("x", &reused);
   REQUIRE(!n.ok());
   CHECK(n.status().kind() == forge::Kind::kInvalidData);
   CHECK(n.status().message().find("call " + std::to_string(second_id)) != std::string::npos);
@@ -610,7 +610,7 @@ TEST_CASE("pack fixture: recorded calls in a store, packed through RunPack") {
   Json m0 = Json::array({{{"role", "user"}, {"content", "list /"}}});
   calls.push_back(TeacherCall("c0", 0, m0));
   for (auto& c : calls) c.seq = -1;  // the store numbers them in order
-  REQUIRE(store.value()->AppendCalls(calls).ok());
+  REQUIRE(store.value()->calls().AppendCalls(calls).ok());
   store.value().reset();
 
   std::ofstream records(dir / "rollouts.jsonl");
@@ -711,7 +711,7 @@ TEST_CASE("pack: rollouts read ahead on a second thread come out whole, and a la
       calls.push_back(IdCall(id, 0, prompt, {5, kEnd}));
       calls.push_back(IdCall(id, 1, Concat({prompt, {5, kEnd}, {7}}), {8, kEnd}));
     }
-    REQUIRE(store.value()->AppendCalls(calls).ok());
+    REQUIRE(store.value()->calls().AppendCalls(calls).ok());
   }
   std::ofstream records(dir.File("verdicts.jsonl"));
   for (int r = 0; r < kRollouts; ++r) {

@@ -120,7 +120,7 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
   CHECK(ends[0] == 8);  // the spare: only its 8-byte header
   CHECK(ends[1] < 9L * 1024 * 1024);  // 60 × 200 KB = 12 MB were appended in all
   CHECK(Logs(dir.path().string()).size() == 2);
-  auto calls = (*store)->CallsOfRollout("r");
+  auto calls = (*store)->calls().CallsOfRollout("r");
   REQUIRE(calls.ok());
   REQUIRE(calls->size() == kCalls);
   CHECK((*calls)[59].request["messages"][0]["content"].get<std::string>().substr(0, 2) == "59");
@@ -149,7 +149,7 @@ TEST_CASE("the recorder takes calls from several threads in batches and Stop com
   CHECK(r.metrics.records_written.load() == 2 * kPerThread);
   CHECK(r.recorder->pending() == 0);
   for (const char* rollout : {"a", "b"}) {
-    auto calls = r.store->CallsOfRollout(rollout);
+    auto calls = r.store->calls().CallsOfRollout(rollout);
     REQUIRE(calls.ok());
     REQUIRE(calls->size() == kPerThread);
     for (int i = 0; i < kPerThread; ++i) {  // in the order each thread logged them
@@ -276,7 +276,7 @@ TEST_CASE("the store writer runs under SCHED_BATCH, and at idle priority after c
   SubmitAndWait(r, ShortCalls(300));  // short again...
   SubmitAndWait(r, ShortCalls(300));  // ...so the batch after it is back under SCHED_BATCH
   CHECK(WaitForPolicy("forge-writer", SCHED_BATCH));
-  auto calls = r.store->CallsOfRollout("long");
+  auto calls = r.store->calls().CallsOfRollout("long");
   REQUIRE(calls.ok());
   CHECK(calls->size() == 8);
 }
@@ -307,7 +307,7 @@ TEST_CASE("a writer that could not leave idle priority never takes it") {
   SubmitAndWait(*r, ShortCalls(300));
   SubmitAndWait(*r, ShortCalls(300));
   CHECK(PolicyOfThread("forge-writer") == SCHED_BATCH);
-  auto calls = r->store->CallsOfRollout("long");
+  auto calls = r->store->calls().CallsOfRollout("long");
   REQUIRE(calls.ok());
   CHECK(calls->size() == 8);
   r.reset();
@@ -345,7 +345,7 @@ TEST_CASE("under steady calls the writer swaps a long log for an emptied one wit
     appended += scan.end;
   }
   CHECK(appended < 20ull << 20);
-  auto calls = r.store->CallsOfRollout("steady");
+  auto calls = r.store->calls().CallsOfRollout("steady");
   REQUIRE(calls.ok());
   CHECK(calls->size() == kCalls);
   r.recorder->Stop();

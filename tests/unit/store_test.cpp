@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "support/temp_dir.h"
 
+using forge::store::CallFields;
 using forge::store::CallRecord;
 using forge::store::Json;
 using forge::store::OpenOptions;
@@ -69,7 +70,7 @@ TEST_CASE("a new store migrates from an empty file to the latest schema") {
   forge::testing::TempDir dir;
   auto store = OpenOrDie(dir.File("forge.db"));
   CHECK(store->schema_version() == forge::store::LatestSchemaVersion());
-  CHECK(store->PutTask({{"id", "t1"}, {"instruction", "x"}}).ok());
+  CHECK(store->tasks().Put({{"id", "t1"}, {"instruction", "x"}}).ok());
 }
 
 TEST_CASE("a store at every earlier schema version migrates forward and keeps its data") {
@@ -83,11 +84,11 @@ TEST_CASE("a store at every earlier schema version migrates forward and keeps it
       auto store = OpenOrDie(path, old);
       CHECK(store->schema_version() == version);
       // Data that exists in every version since 1.
-      REQUIRE(store->PutTask({{"id", "kept"}, {"instruction", "survive the migration"}}).ok());
+      REQUIRE(store->tasks().Put({{"id", "kept"}, {"instruction", "survive the migration"}}).ok());
     }
     auto store = OpenOrDie(path);
     CHECK(store->schema_version() == forge::store::LatestSchemaVersion());
-    auto task = store->GetTask("kept");
+    auto task = store->tasks().Get("kept");
     REQUIRE(task.ok());
     REQUIRE(task->has_value());
     CHECK((**task)["instruction"] == "survive the migration");
@@ -99,7 +100,7 @@ TEST_CASE("a store newer than this forge is refused, not damaged") {
   std::string path = dir.File("new.db");
   {
     auto store = OpenOrDie(path);
-    REQUIRE(store->WriteTransaction([&] { return forge::Status::Ok(); }).ok());
+    REQUIRE(store->db().WriteTransaction([&] { return forge::Status::Ok(); }).ok());
   }
   {
     auto db = forge::store::Database::Open(path, false);
@@ -120,12 +121,12 @@ TEST_CASE("calls round-trip with content, token ids and logprobs") {
   history.push_back(Message("user", "tool output"));
   calls.push_back(MakeCall("r1", history, {1, 2, 3, 4, 7, 8, 9, 5, 6}));
   calls.push_back(MakeCall("r2", history, {42}));
-  REQUIRE(store->AppendCalls(calls).ok());
+  REQUIRE(store->calls().AppendCalls(calls).ok());
   CHECK(calls[0].seq == 0);
   CHECK(calls[1].seq == 1);
   CHECK(calls[2].seq == 0);
 
-  auto back = store->CallsOfRollout("r1");
+  auto back = store->calls().CallsOfRollout("r1");
   REQUIRE(back.ok());
   REQUIRE(back->size() == 2);
   CHECK((*back)[1].request == calls[1].request);
@@ -150,8 +151,8 @@ TEST_CASE("the upstream request is stored as its exact difference from the clien
   CallRecord translated = MakeCall("r", Json::array(), {3});
   translated.upstream_request = Json::array({"not", "an", "object"});
   std::vector<CallRecord> calls = {call, translated};
-  REQUIRE(store->AppendCalls(calls).ok());
-  auto back = store->CallsOfRollout("r");
+  REQUIRE(store->calls().AppendCalls(calls).ok());
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   REQUIRE(back->size() == 2);
   CHECK((*back)[0].upstream_request == call.upstream_request);
@@ -168,7 +169,7 @@ TEST_CASE("resent conversation content is stored once") {
     history.push_back(Message("user", "turn " + std::to_string(i) + std::string(500, 'u')));
     for (int k = 0; k < 100; ++k) prompt.push_back(i * 100 + k);
     std::vector<CallRecord> calls = {MakeCall("r", history, prompt)};
-    REQUIRE(store->AppendCalls(calls).ok());
+    REQUIRE(store->calls().AppendCalls(calls).ok());
   }
   auto stats = store->Stats();
   REQUIRE(stats.ok());
@@ -177,7 +178,7 @@ TEST_CASE("resent conversation content is stored once") {
   CHECK(stats->blob_bytes < 4000 + 20 * 600 + 1000);
   // Prompt ids: 1,000 shared + 20 × 100 new, each stored once (4 bytes each), plus completions.
   CHECK(stats->token_bytes < (1000 + 20 * 100) * 4 + 20 * 3 * 8 + 64);
-  auto back = store->CallsOfRollout("r");
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   CHECK(back->back().prompt_ids == prompt);
   CHECK(back->back().request["messages"] == history);
@@ -211,11 +212,11 @@ TEST_CASE("content blobs are stored compressed where that saves, and read back a
   {
     auto store = OpenOrDie(db);
     std::vector<CallRecord> calls = {MakeCall("r", Json::array({Message("tool", prose)}), {1, 2, 3})};
-    REQUIRE(store->AppendCalls(calls).ok());
+    REQUIRE(store->calls().AppendCalls(calls).ok());
     auto stats = store->Stats();
     REQUIRE(stats.ok());
     CHECK(stats->blob_bytes < static_cast<int64_t>(prose.size()) / 3);
-    auto back = store->CallsOfRollout("r");
+    auto back = store->calls().CallsOfRollout("r");
     REQUIRE(back.ok());
     CHECK(back->front().request["messages"][0]["content"] == prose);
   }
@@ -228,7 +229,7 @@ TEST_CASE("content blobs are stored compressed where that saves, and read back a
     REQUIRE(damage->Run().ok());
   }
   auto store = OpenOrDie(db);
-  auto back = store->CallsOfRollout("r");
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE_FALSE(back.ok());
   CHECK(back.status().message().find("blob") != std::string::npos);
   CHECK(back.status().message().find("compressed content blob") != std::string::npos);
@@ -241,7 +242,7 @@ TEST_CASE("parts are keyed by their digest's 32 bytes, and a store keyed in hex 
   {
     auto store = OpenOrDie(db);
     std::vector<CallRecord> calls = {MakeCall("r", Json::array({old_message}), {1, 2})};
-    REQUIRE(store->AppendCalls(calls).ok());
+    REQUIRE(store->calls().AppendCalls(calls).ok());
   }
   {  // as an older forge wrote it: the key in hex
     auto raw = forge::store::Database::Open(db, /*read_only=*/false);
@@ -257,8 +258,8 @@ TEST_CASE("parts are keyed by their digest's 32 bytes, and a store keyed in hex 
   auto store = OpenOrDie(db);
   Json next = Message("assistant", "a newer part " + std::string(200, 'n'));
   std::vector<CallRecord> calls = {MakeCall("r", Json::array({old_message, next}), {1, 2, 3})};
-  REQUIRE(store->AppendCalls(calls).ok());
-  auto back = store->CallsOfRollout("r");
+  REQUIRE(store->calls().AppendCalls(calls).ok());
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   REQUIRE(back->size() == 2);
   CHECK((*back)[0].request["messages"][0] == old_message);
@@ -271,8 +272,8 @@ TEST_CASE("a blob interned by a transaction that rolled back is stored again, no
   auto store = OpenOrDie(dir.File("forge.db"));
   Json abandoned = Json::array({Message("user", "abandoned " + std::string(200, 'a'))});
   Json other = Json::array({Message("user", "other " + std::string(200, 'o'))});
-  forge::Status failed = store->WriteTransaction([&]() -> forge::Status {
-    auto skeleton = store->PutRequestText(Json{{"messages", abandoned}}.dump());
+  forge::Status failed = store->db().WriteTransaction([&]() -> forge::Status {
+    auto skeleton = store->blobs().PutContentText(Json{{"messages", abandoned}}.dump());
     REQUIRE(skeleton.ok());
     return forge::Status::InvalidData("abandoned");
   });
@@ -280,10 +281,10 @@ TEST_CASE("a blob interned by a transaction that rolled back is stored again, no
   // The next blob takes the row id the rolled-back one had; a remembered id
   // for the abandoned message would now point at this one.
   std::vector<CallRecord> first = {MakeCall("r", other, {1})};
-  REQUIRE(store->AppendCalls(first).ok());
+  REQUIRE(store->calls().AppendCalls(first).ok());
   std::vector<CallRecord> second = {MakeCall("r", abandoned, {2})};
-  REQUIRE(store->AppendCalls(second).ok());
-  auto back = store->CallsOfRollout("r");
+  REQUIRE(store->calls().AppendCalls(second).ok());
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   REQUIRE(back->size() == 2);
   CHECK((*back)[0].request["messages"] == other);
@@ -296,20 +297,20 @@ TEST_CASE("a prompt of a call whose transaction rolled back is never another cal
   std::vector<int32_t> conversation(600);
   for (size_t i = 0; i < conversation.size(); ++i) conversation[i] = static_cast<int32_t>(i * 3 + 1);
   std::vector<CallRecord> first = {MakeCall("r", Json::array({Message("user", "first")}), {5, 6})};
-  REQUIRE(store->AppendCalls(first).ok());
+  REQUIRE(store->calls().AppendCalls(first).ok());
   // The second call of the batch takes a seq the rollout has: the batch fails
   // and its first call's id is handed out again by the next insert.
   std::vector<CallRecord> failing = {MakeCall("r", Json::array({Message("user", "gone")}), conversation),
                                      MakeCall("r", Json::array({Message("user", "clash")}), {9})};
   failing[1].seq = 0;
-  REQUIRE_FALSE(store->AppendCalls(failing).ok());
+  REQUIRE_FALSE(store->calls().AppendCalls(failing).ok());
   std::vector<int32_t> unrelated(600, 42);
   std::vector<int32_t> extended = conversation;
   extended.insert(extended.end(), {7, 7, 7});
   std::vector<CallRecord> next = {MakeCall("r", Json::array({Message("user", "unrelated")}), unrelated),
                                   MakeCall("r", Json::array({Message("user", "extended")}), extended)};
-  REQUIRE(store->AppendCalls(next).ok());
-  auto back = store->CallsOfRollout("r");
+  REQUIRE(store->calls().AppendCalls(next).ok());
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   REQUIRE(back->size() == 3);
   CHECK((*back)[1].prompt_ids == unrelated);
@@ -326,9 +327,9 @@ TEST_CASE("a prompt is stored against the last one of its rollout it extends, in
     batch.push_back(MakeCall("r", Json::array({Message("user", "turn " + std::to_string(turn))}), prompt));
     prompt.insert(prompt.end(), {1000, 1001});
   }
-  REQUIRE(store->AppendCalls(batch).ok());
+  REQUIRE(store->calls().AppendCalls(batch).ok());
   std::vector<CallRecord> later = {MakeCall("r", Json::array({Message("user", "later")}), prompt)};
-  REQUIRE(store->AppendCalls(later).ok());
+  REQUIRE(store->calls().AppendCalls(later).ok());
   auto db = forge::store::Database::Open(dir.File("forge.db"), true);
   REQUIRE(db.ok());
   auto rows = db->Prepare("SELECT prompt_prefix_len, length(prompt_suffix) FROM calls ORDER BY seq");
@@ -337,7 +338,7 @@ TEST_CASE("a prompt is stored against the last one of its rollout it extends, in
   while (*rows->Step()) stored.emplace_back(rows->Int(0), rows->Int(1));
   // Each prompt after the first is its base's ids and two more (8 bytes).
   CHECK(stored == std::vector<std::pair<int64_t, int64_t>>{{0, 1200}, {300, 8}, {302, 8}, {304, 8}});
-  auto back = store->CallsOfRollout("r");
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   CHECK(back->back().prompt_ids == prompt);
 }
@@ -347,39 +348,39 @@ TEST_CASE("calls set aside from an earlier try: moved under a new id, still base
   auto store = OpenOrDie(dir.File("forge.db"));
   std::vector<int32_t> prompt(400);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i + 1);
-  auto none = store->SetAsideCalls("x");
+  auto none = store->calls().SetAside("x");
   REQUIRE(none.ok());
   CHECK(none->calls == 0);
   std::vector<CallRecord> dead_try = {MakeCall("x", Json::array({Message("user", "try 1")}), prompt),
                                       MakeCall("x", Json::array({Message("user", "try 1, turn 2")}), prompt)};
-  REQUIRE(store->AppendCalls(dead_try).ok());
-  auto moved = store->SetAsideCalls("x");
+  REQUIRE(store->calls().AppendCalls(dead_try).ok());
+  auto moved = store->calls().SetAside("x");
   REQUIRE(moved.ok());
   CHECK(moved->rollout_id == "x~1");
   CHECK(moved->calls == 2);
-  CHECK(store->CallsOfRollout("x")->empty());
-  CHECK(store->CallsOfRollout("x~1")->size() == 2);
+  CHECK(store->calls().CallsOfRollout("x")->empty());
+  CHECK(store->calls().CallsOfRollout("x~1")->size() == 2);
   // This store still remembers the dead try's prompts: the new try's first
   // call is stored against one of them, which the rollout no longer holds.
   std::vector<int32_t> extended = prompt;
   extended.push_back(999);
   std::vector<CallRecord> new_try = {MakeCall("x", Json::array({Message("user", "try 2")}), extended)};
-  REQUIRE(store->AppendCalls(new_try).ok());
-  for (auto fields : {Store::CallFields::kAll, Store::CallFields::kTokens}) {
-    auto back = store->CallsOfRollout("x", fields);
+  REQUIRE(store->calls().AppendCalls(new_try).ok());
+  for (auto fields : {CallFields::kAll, CallFields::kTokens}) {
+    auto back = store->calls().CallsOfRollout("x", fields);
     REQUIRE_MESSAGE(back.ok(), back.status().message());
     REQUIRE(back->size() == 1);
     CHECK((*back)[0].seq == 0);
     CHECK((*back)[0].prompt_ids == extended);
   }
   std::vector<CallRecord> reused;
-  REQUIRE(store->ReadTokenCalls("x", &reused).ok());
+  REQUIRE(store->calls().ReadTokenCalls("x", &reused).ok());
   CHECK(reused[0].prompt_ids == extended);
-  auto again = store->SetAsideCalls("x");
+  auto again = store->calls().SetAside("x");
   REQUIRE(again.ok());
   CHECK(again->rollout_id == "x~2");
   CHECK(again->calls == 1);
-  auto kept = store->CallsOfRollout("x~2");
+  auto kept = store->calls().CallsOfRollout("x~2");
   REQUIRE(kept.ok());
   CHECK((*kept)[0].prompt_ids == extended);
 }
@@ -393,37 +394,37 @@ TEST_CASE("a dead try's call recorded after its calls were set aside joins them,
     return c;
   };
   std::vector<CallRecord> dead_try = {call_at("dead 1", 100), call_at("dead 2", 101)};
-  REQUIRE(store->AppendCalls(dead_try).ok());
-  auto first = store->SetAsideCalls("x");  // the new try registers at 200
+  REQUIRE(store->calls().AppendCalls(dead_try).ok());
+  auto first = store->calls().SetAside("x");  // the new try registers at 200
   REQUIRE(first.ok());
   REQUIRE(first->rollout_id == "x~1");
   // The new try's calls, and the dead try's last call, in flight since 102.
   std::vector<CallRecord> after = {call_at("new 1", 201), call_at("dead 3, late", 102), call_at("new 2", 203)};
-  REQUIRE(store->AppendCalls(after).ok());
-  auto late = store->SetAsideCalls("x", 200.0, "x~1");
+  REQUIRE(store->calls().AppendCalls(after).ok());
+  auto late = store->calls().SetAside("x", 200.0, "x~1");
   REQUIRE(late.ok());
   CHECK(late->rollout_id == "x~1");
   CHECK(late->calls == 1);
-  auto kept = store->CallsOfRollout("x");
+  auto kept = store->calls().CallsOfRollout("x");
   REQUIRE(kept.ok());
   REQUIRE(kept->size() == 2);
   CHECK((*kept)[0].request["messages"][0]["content"] == "new 1");
   CHECK((*kept)[1].request["messages"][0]["content"] == "new 2");
-  auto dead = store->CallsOfRollout("x~1");
+  auto dead = store->calls().CallsOfRollout("x~1");
   REQUIRE(dead.ok());
   REQUIRE(dead->size() == 3);
   CHECK((*dead)[2].request["messages"][0]["content"] == "dead 3, late");
   CHECK((*dead)[2].seq > (*dead)[1].seq);
-  auto nothing = store->SetAsideCalls("x", 200.0, "x~1");
+  auto nothing = store->calls().SetAside("x", 200.0, "x~1");
   REQUIRE(nothing.ok());
   CHECK(nothing->calls == 0);
   // Without a place to go, calls before the time get one of their own.
   std::vector<CallRecord> older = {call_at("older, late", 50)};
-  REQUIRE(store->AppendCalls(older).ok());
-  auto own = store->SetAsideCalls("x", 200.0);
+  REQUIRE(store->calls().AppendCalls(older).ok());
+  auto own = store->calls().SetAside("x", 200.0);
   REQUIRE(own.ok());
   CHECK(own->rollout_id == "x~2");
-  CHECK(store->CallsOfRollout("x")->size() == 2);
+  CHECK(store->calls().CallsOfRollout("x")->size() == 2);
 }
 
 TEST_CASE("recent prompts: bounded in bytes, the rollouts used least recently forgotten first") {
@@ -485,24 +486,24 @@ TEST_CASE("checkpoints handed off: commits never run one, another connection doe
     return ::stat(file.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : int64_t{-1};
   };
   int due = 0;
-  writer->HandOffCheckpoints(50, [&] { ++due; });
+  writer->db().HandOffCheckpoints(50, [&] { ++due; });
   // About 1,500 WAL pages: past SQLite's own threshold of 1,000, which would
   // have checkpointed (and so rewound the WAL) inside a commit.
   for (int i = 0; i < 300; ++i) {
     Json history = Json::array({Message("user", Incompressible(16000, static_cast<uint32_t>(i)))});
     std::vector<CallRecord> calls = {MakeCall("r", history, {i})};
-    REQUIRE(writer->AppendCalls(calls).ok());
+    REQUIRE(writer->calls().AppendCalls(calls).ok());
   }
   CHECK(due > 0);
   int64_t wal = bytes(path + "-wal"), db = bytes(path);
   CHECK(wal > 1000 * 4096);
-  REQUIRE(other->Checkpoint().ok());
+  REQUIRE(other->db().Checkpoint().ok());
   CHECK(bytes(path) > db + 300 * 12000);  // the calls' pages copied into the database
   // The next commit rewinds the WAL instead of growing it.
   std::vector<CallRecord> more = {MakeCall("r", Json::array({Message("user", "after")}), {1})};
-  REQUIRE(writer->AppendCalls(more).ok());
+  REQUIRE(writer->calls().AppendCalls(more).ok());
   CHECK(bytes(path + "-wal") == wal);
-  writer->HandOffCheckpoints(0, nullptr);
+  writer->db().HandOffCheckpoints(0, nullptr);
 }
 
 TEST_CASE("an SDK retry of the same call is recorded once") {
@@ -510,11 +511,11 @@ TEST_CASE("an SDK retry of the same call is recorded once") {
   auto store = OpenOrDie(dir.File("forge.db"));
   std::vector<CallRecord> first = {MakeCall("r", Json::array({Message("user", "hi")}), {1})};
   first[0].retry_key = "req-abc";
-  REQUIRE(store->AppendCalls(first).ok());
+  REQUIRE(store->calls().AppendCalls(first).ok());
   std::vector<CallRecord> retry = first;
-  REQUIRE(store->AppendCalls(retry).ok());
+  REQUIRE(store->calls().AppendCalls(retry).ok());
   CHECK(retry[0].id == 0);
-  auto back = store->CallsOfRollout("r");
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE(back.ok());
   CHECK(back->size() == 1);
 }
@@ -528,16 +529,16 @@ TEST_CASE("rollouts are found by the hash of their secret, never by the secret")
   row.run_id = "run-a";
   row.task_id = "t1";
   row.secret_hash = forge::Sha256Hex(secret);
-  REQUIRE(store->RegisterRollout(row).ok());
-  auto found = store->RolloutBySecretHash(forge::Sha256Hex(secret));
+  REQUIRE(store->rollouts().Register(row).ok());
+  auto found = store->rollouts().BySecretHash(forge::Sha256Hex(secret));
   REQUIRE(found.ok());
   REQUIRE(found->has_value());
   CHECK((*found)->id == "run-a/t1/0");
-  auto not_found = store->RolloutBySecretHash(secret);
+  auto not_found = store->rollouts().BySecretHash(secret);
   REQUIRE(not_found.ok());
   CHECK_FALSE(not_found->has_value());
-  CHECK(store->UpdateRollout("run-a/t1/0", "finished", "ok", {{"outcome", "ok"}}).ok());
-  CHECK_FALSE(store->UpdateRollout("nope", "finished", "ok", nullptr).ok());
+  CHECK(store->rollouts().Update("run-a/t1/0", "finished", "ok", {{"outcome", "ok"}}).ok());
+  CHECK_FALSE(store->rollouts().Update("nope", "finished", "ok", nullptr).ok());
 }
 
 TEST_CASE("content shaped like a skeleton survives a round trip") {
@@ -616,8 +617,8 @@ TEST_CASE("two processes writing at once lose nothing") {
         std::vector<CallRecord> calls = {
             MakeCall("writer-" + std::to_string(w), Json::array({Message("user", std::to_string(i))}),
                      {w, i})};
-        if (!(*store)->AppendCalls(calls).ok()) _exit(3);
-        if (i % 50 == 0 && !(*store)->SetMeta("w" + std::to_string(w), std::to_string(i)).ok()) _exit(4);
+        if (!(*store)->calls().AppendCalls(calls).ok()) _exit(3);
+        if (i % 50 == 0 && !(*store)->meta().Set("w" + std::to_string(w), std::to_string(i)).ok()) _exit(4);
       }
       _exit(0);
     }
@@ -631,7 +632,7 @@ TEST_CASE("two processes writing at once lose nothing") {
   }
   auto store = OpenOrDie(path);
   for (int w = 0; w < kWriters; ++w) {
-    auto calls = store->CallsOfRollout("writer-" + std::to_string(w));
+    auto calls = store->calls().CallsOfRollout("writer-" + std::to_string(w));
     REQUIRE(calls.ok());
     REQUIRE(calls->size() == kCallsEach);
     for (int i = 0; i < kCallsEach; ++i) {
@@ -656,8 +657,8 @@ TEST_CASE("a request nested deeper than any proxy accepts is read back as its te
   CallRecord shallow = MakeCall("r", Json::array({Message("user", "next")}), {1, 2, 3});
   shallow.request["metadata"] = Json::parse(std::string(500, '[') + std::string(500, ']'));
   std::vector<CallRecord> calls = {call, shallow};
-  REQUIRE(store->AppendCalls(calls).ok());
-  auto back = store->CallsOfRollout("r");
+  REQUIRE(store->calls().AppendCalls(calls).ok());
+  auto back = store->calls().CallsOfRollout("r");
   REQUIRE_MESSAGE(back.ok(), back.status().message());
   REQUIRE(back->size() == 2);
   const CallRecord& read = (*back)[0];

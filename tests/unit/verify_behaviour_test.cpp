@@ -241,7 +241,7 @@ TEST_CASE("report --by: groups from record fields and from a store's calls") {
         calls.push_back(c);
       }
     }
-    REQUIRE((*store)->AppendCalls(calls).ok());
+    REQUIRE((*store)->calls().AppendCalls(calls).ok());
   }
   const std::string records = dir.File("v.jsonl");
   {

@@ -150,7 +150,7 @@ TEST_CASE("tool use and the final answer read back through a real store") {
   row.run_id = "run";
   row.task_id = "t";
   row.status = "finished";
-  REQUIRE((*store)->RegisterRollout(row).ok());
+  REQUIRE((*store)->rollouts().Register(row).ok());
   Json call1 = {{"id", "c1"}, {"type", "function"}, {"function", {{"name", "bash"}, {"arguments", "{}"}}}};
   Json history = Json::array({{{"role", "user"}, {"content", "go"}},
                               {{"role", "assistant"}, {"tool_calls", Json::array({call1})}},
@@ -161,8 +161,8 @@ TEST_CASE("tool use and the final answer read back through a real store") {
   calls.push_back(Call(-1, {{"messages", history}},
                        {{"choices", Json::array({{{"message", {{"role", "assistant"}, {"content", "recovered"}}}}})}}));
   for (auto& c : calls) c.rollout_id = "r1";
-  REQUIRE((*store)->AppendCalls(calls).ok());
-  auto back = (*store)->CallsOfRollout("r1");
+  REQUIRE((*store)->calls().AppendCalls(calls).ok());
+  auto back = (*store)->calls().CallsOfRollout("r1");
   REQUIRE(back.ok());
   REQUIRE(back->size() == 2);
   auto use = forge::verify::ToolUseOfCalls(*back);

@@ -1,0 +1,85 @@
+#include "store/blobs_table.h"
+
+#include <xxhash.h>
+#if defined(__x86_64__)
+// XXH3 with the widest vectors this CPU has, as for the call log's checksums.
+#include <xxh_x86dispatch.h>
+#endif
+
+#include "base/json_dump.h"
+#include "store/blob_codec.h"
+#include "store/content.h"
+
+namespace forge::store {
+
+BlobsTable::BlobsTable(StoreDatabase& db) : db_(db) { db_.AddObserver(this); }
+
+Result<std::string> BlobsTable::PutContent(const nlohmann::json& value) {
+  if (value.is_null()) return std::string();
+  std::lock_guard<std::recursive_mutex> lock(db_.mutex());
+  auto skeleton = Split(value, [this](std::string_view data) { return PutBlob(data); });
+  if (!skeleton.ok()) return skeleton.status();
+  return DumpJson(*skeleton);
+}
+
+Result<std::string> BlobsTable::PutContentText(std::string_view text) {
+  std::lock_guard<std::recursive_mutex> lock(db_.mutex());
+  return SplitText(text, [this](std::string_view data) { return PutBlob(data); });
+}
+
+Result<nlohmann::json> BlobsTable::GetContent(const std::string& skeleton_text) {
+  if (skeleton_text.empty()) return nlohmann::json(nullptr);
+  nlohmann::json skeleton = nlohmann::json::parse(skeleton_text, nullptr, false);
+  if (skeleton.is_discarded()) return Status::InvalidData(db_.path() + ": corrupt call content");
+  std::lock_guard<std::recursive_mutex> lock(db_.mutex());
+  auto value = Join(skeleton, [this](int64_t id) { return GetBlob(id); });
+  if (!value.ok()) return value.status().Prefixed(db_.path());
+  return value;
+}
+
+Result<int64_t> BlobsTable::PutBlob(std::string_view data) {
+  XXH128_hash_t digest = XXH3_128bits_withSeed(data.data(), data.size(), blob_seed_);
+  Fingerprint seen{digest.low64, digest.high64};
+  if (auto known = committed_blobs_.find(seen); known != committed_blobs_.end()) return known->second;
+  auto id = InsertBlob(Sha256(data), data);
+  if (id.ok()) pending_blobs_.emplace_back(seen, *id);
+  return id;
+}
+
+Result<int64_t> BlobsTable::InsertBlob(const std::string& hash, std::string_view data) {
+  Database& db = db_.connection();
+  auto insert = db.PrepareCached("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?1, ?2)");
+  if (!insert.ok()) return insert.status();
+  std::string stored = PackBlob(data);
+  FORGE_RETURN_IF_ERROR(insert->BindBlobUnowned(1, hash).BindBlobUnowned(2, stored).Run());
+  if (db.Changes() == 1) return db.LastInsertRowId();
+  auto select = db.PrepareCached("SELECT id FROM blobs WHERE hash = ?1");
+  if (!select.ok()) return select.status();
+  select->BindBlob(1, hash);
+  auto row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Internal(db_.path() + ": blob " + Hex(hash) + " vanished");
+  return select->Int(0);
+}
+
+Result<std::string> BlobsTable::GetBlob(int64_t id) {
+  auto stmt = db_.connection().PrepareCached("SELECT data FROM blobs WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, id);
+  auto row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::InvalidData(db_.path() + ": missing blob " + std::to_string(id));
+  auto text = UnpackBlob(stmt->Blob(0));
+  if (!text.ok()) return text.status().Prefixed(db_.path() + ": blob " + std::to_string(id));
+  return text;
+}
+
+void BlobsTable::Committed() {
+  // A bound on memory, not an eviction policy: past it the cache starts over.
+  constexpr size_t kMaxCachedBlobs = 1 << 16;
+  if (committed_blobs_.size() + pending_blobs_.size() > kMaxCachedBlobs) committed_blobs_.clear();
+  for (auto& [seen, id] : pending_blobs_) committed_blobs_.emplace(seen, id);
+  pending_blobs_.clear();
+}
+
+}  // namespace forge::store

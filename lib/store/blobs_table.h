@@ -1,0 +1,64 @@
+// Content-addressed blobs and the skeletons that name them (content.h): a
+// request or response is stored as its parts, each once under its SHA-256,
+// plus a small skeleton; this table writes and reads both.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/hash.h"
+#include "base/status.h"
+#include "store/store_database.h"
+
+namespace forge::store {
+
+class BlobsTable : private TransactionObserver {
+ public:
+  explicit BlobsTable(StoreDatabase& db);
+  BlobsTable(const BlobsTable&) = delete;
+  BlobsTable& operator=(const BlobsTable&) = delete;
+
+  // Stores a document's parts; returns its skeleton's text (empty for null).
+  Result<std::string> PutContent(const nlohmann::json& value);
+  // The same for a document's JSON text, sliced into parts without parsing
+  // it (content.h: SplitText). A proxy stores a request's parts ahead of its
+  // call this way, while the upstream answers, so the call's own commit
+  // stays small: the result is the value for CallRecord::request_skeleton.
+  // Run it inside WriteTransaction. Parts of a call that is never appended
+  // are harmless: content-addressed.
+  Result<std::string> PutContentText(std::string_view text);
+  // The document a skeleton's text names (null for empty).
+  Result<nlohmann::json> GetContent(const std::string& skeleton);
+
+ private:
+  // Stores one part unless it is there already; returns its blob id.
+  Result<int64_t> PutBlob(std::string_view data);
+  Result<int64_t> InsertBlob(const std::string& hash, std::string_view data);
+  Result<std::string> GetBlob(int64_t id);
+  void Committed() override;
+  void RolledBack() override { pending_blobs_.clear(); }
+
+  StoreDatabase& db_;
+  // Blob ids by a fingerprint of their bytes, for parts sent again and again
+  // (a system prompt, the tools, the conversation so far): a hit skips the
+  // SHA-256 (~0.75 µs a KB here; a harness's conversation is tens of KB a
+  // call) and PutBlob's two statements. The fingerprint is XXH3-128 seeded at
+  // random per store, so no one can make two parts that share one. Blobs are
+  // never deleted, so a committed id stays right; ids a transaction interns
+  // join only when it commits.
+  using Fingerprint = std::pair<uint64_t, uint64_t>;
+  struct FingerprintHash {
+    size_t operator()(const Fingerprint& f) const { return static_cast<size_t>(f.first); }
+  };
+  std::unordered_map<Fingerprint, int64_t, FingerprintHash> committed_blobs_;
+  std::vector<std::pair<Fingerprint, int64_t>> pending_blobs_;
+  const uint64_t blob_seed_ = forge::RandomSeed();
+};
+
+}  // namespace forge::store
