@@ -636,7 +636,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   result.timed_out = stop.deadline_hit;
   if (!hold) phase("release");
   RawCall* waiting = wait ? &*wait : nullptr;
-  if (Status s = ExitStatusOf(id, read.ended, hold != nullptr, demux, marker, waiting, result); !s.ok()) {
+  if (Status s = ExitStatusOf(id, read.ended, demux, marker, waiting, result); !s.ok()) {
     return fail(s);
   }
   result.stdout_data = std::move(demux.out());
@@ -677,12 +677,12 @@ Result<DockerBackend::OneShotStreams> DockerBackend::OpenStreams(const std::stri
 }
 
 // The command's exit status: from a held sandbox's end lines, from the
-// container of a held one whose script stopped before the command (setup
-// failure, cut-short script), else from the wait.
-Status DockerBackend::ExitStatusOf(const std::string& id, bool ended, bool held, StreamDemux& demux,
+// container of a held one (no wait) whose script stopped before the command
+// (setup failure, cut-short script), else from the wait.
+Status DockerBackend::ExitStatusOf(const std::string& id, bool ended, StreamDemux& demux,
                                    const std::string& marker, RawCall* wait, ExecResult& result) {
   if (ended) return TakeEndLines(demux, marker, id, result);
-  if (held) {
+  if (wait == nullptr) {
     auto inspect = engine_->CallJson("GET", "/containers/" + id + "/json");
     if (!inspect.ok()) return inspect.status().Prefixed("inspect container");
     result.exit_code = inspect->value("/State/ExitCode"_json_pointer, -1);

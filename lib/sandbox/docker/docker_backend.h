@@ -94,8 +94,9 @@ class DockerBackend : public Backend {
   // the start, and the command's exit status once its output has been read.
   struct OneShotStreams;
   Result<OneShotStreams> OpenStreams(const std::string& id, bool held);
-  Status ExitStatusOf(const std::string& id, bool ended, bool held, class StreamDemux& demux,
-                      const std::string& marker, class RawCall* wait, ExecResult& result);
+  // wait: null for a held sandbox, which has none.
+  Status ExitStatusOf(const std::string& id, bool ended, class StreamDemux& demux, const std::string& marker,
+                      class RawCall* wait, ExecResult& result);
 
   std::shared_ptr<Engine> engine_;
   std::mutex info_mutex_;
