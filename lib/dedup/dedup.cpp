@@ -1,3 +1,4 @@
+#include "base/clock.h"
 #include "dedup/dedup.h"
 
 #include <algorithm>
@@ -40,10 +41,6 @@ struct Input {
   size_t missing = 0;  // records passed through uncompared
   Matrix vectors;      // precomputed: rows referenced by Item::row
 };
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string FieldList(const std::vector<std::string>& fields) {
   std::string s;

@@ -1,3 +1,4 @@
+#include "base/clock.h"
 #include "dedup/hnsw_search.h"
 
 #include <cblas.h>
@@ -18,10 +19,6 @@
 namespace forge::dedup {
 
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Runs body(i) for i in [0, count) on `threads` threads.
 template <typename Body>

@@ -6,8 +6,8 @@
 // needs neither: distances are most of an HNSW build's and query's time.
 //
 // Header-only on purpose: hnswlib's header defines non-inline functions, so
-// one binary may include it from one file only (lib/dedup/hnsw_search.cpp;
-// the benchmarks are their own binaries).
+// the library includes it from one file only (lib/dedup/hnsw_search.cpp);
+// bench-hnsw_sweep, which includes it too, is linked to allow the second copy.
 #pragma once
 
 #include <hnswlib/hnswlib.h>

@@ -70,7 +70,7 @@ std::string KindColor(ToolKind kind) {
   return kColors[static_cast<size_t>(kind)];
 }
 
-std::string Percent(std::optional<double> v) { return v ? fmt::format("{:.0f}%", *v * 100) : "n/a"; }
+std::string PercentOrNa(std::optional<double> v) { return v ? fmt::format("{:.0f}%", *v * 100) : "n/a"; }
 std::string Fixed(double v, int digits = 4) { return fmt::format("{:.{}f}", v, digits); }
 std::string Signed(double v) { return fmt::format("{:+.3f}", v); }
 
@@ -168,11 +168,11 @@ std::string RatesSection(const std::vector<const GroupReport*>& groups) {
     if (!groups[i]->behaviour) return Section("rates", "Self-verification and error recovery", "", NoCalls());
     const BehaviourSummary& b = *groups[i]->behaviour;
     verify.bars.push_back({groups[i]->name, Color(i), b.SelfVerificationRate(),
-                           b.edited > 0 ? fmt::format("{} · {} of {}", Percent(b.SelfVerificationRate()), b.self_verified, b.edited)
+                           b.edited > 0 ? fmt::format("{} · {} of {}", PercentOrNa(b.SelfVerificationRate()), b.self_verified, b.edited)
                                         : "no trial edited"});
     recover.bars.push_back({groups[i]->name, Color(i), b.RecoveryRate(),
                             b.tools.rollouts_with_failures > 0
-                                ? fmt::format("{} · {} of {}", Percent(b.RecoveryRate()), b.tools.recovered,
+                                ? fmt::format("{} · {} of {}", PercentOrNa(b.RecoveryRate()), b.tools.recovered,
                                               b.tools.rollouts_with_failures)
                                 : "no failed tool call"});
   }
@@ -243,12 +243,12 @@ std::string BehaviourHtmlTable(const std::vector<const GroupReport*>& groups) {
     const BehaviourSummary& b = *g->behaviour;
     t += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>", Escape(g->name), b.trials(),
                      b.tools.tool_calls);
-    for (size_t i = 0; i < kToolKinds; ++i) t += "<td class=\"num\">" + Percent(b.KindShare(static_cast<ToolKind>(i))) + "</td>";
+    for (size_t i = 0; i < kToolKinds; ++i) t += "<td class=\"num\">" + PercentOrNa(b.KindShare(static_cast<ToolKind>(i))) + "</td>";
     std::string names;
     for (const auto& [name, n] : b.tools.calls_by_tool) names += fmt::format("{}{} {}", names.empty() ? "" : ", ", name, n);
     t += fmt::format("<td class=\"num\">{} ({}/{})</td><td class=\"num\">{} ({}/{})</td><td class=\"num\">{:.1f}</td>"
                      "<td class=\"num\">{:.0f}</td><td class=\"num\">{:.0f}</td><td>{}</td></tr>\n",
-                     Percent(b.SelfVerificationRate()), b.self_verified, b.edited, Percent(b.RecoveryRate()),
+                     PercentOrNa(b.SelfVerificationRate()), b.self_verified, b.edited, PercentOrNa(b.RecoveryRate()),
                      b.tools.recovered, b.tools.rollouts_with_failures, b.PerTrial(b.turns), b.PerTrial(b.prompt_tokens),
                      b.PerTrial(b.completion_tokens), Escape(names));
   }
@@ -278,7 +278,7 @@ std::string ReportPage(const GroupedReport& report, const PageSource& source) {
     page += Card(fmt::format("pass@{}", v.k), Fixed(v.pass_at_k, 3), fmt::format("pass^{} {:.3f}", v.k, v.pass_hat_k));
   }
   if (report.all.behaviour) {
-    page += Card("self-verification", Percent(report.all.behaviour->SelfVerificationRate()), "of trials that edited");
+    page += Card("self-verification", PercentOrNa(report.all.behaviour->SelfVerificationRate()), "of trials that edited");
   }
   page += "</div>\n" + CurvesSection(groups);
   std::vector<svg::StackRow> outcome_rows;

@@ -98,7 +98,7 @@ Json GroupJson(const GroupReport& group) {
   return j;
 }
 
-std::string Percent(std::optional<double> v) { return v ? fmt::format("{:.0f}%", *v * 100) : "-"; }
+std::string PercentOrDash(std::optional<double> v) { return v ? fmt::format("{:.0f}%", *v * 100) : "-"; }
 
 }  // namespace
 
@@ -161,10 +161,10 @@ std::string BehaviourTable(const std::string& heading, const std::vector<const G
     const BehaviourSummary& b = *g->behaviour;
     std::string shown = g->name.size() > width ? g->name.substr(0, width - 1) + "~" : g->name;
     out += fmt::format("{:<{}}  {:>6} {:>6}", shown, width, b.trials(), b.tools.tool_calls);
-    for (size_t i = 0; i < kToolKinds; ++i) out += fmt::format(" {:>6}", Percent(b.KindShare(static_cast<ToolKind>(i))));
+    for (size_t i = 0; i < kToolKinds; ++i) out += fmt::format(" {:>6}", PercentOrDash(b.KindShare(static_cast<ToolKind>(i))));
     out += fmt::format("  {:>12}  {:>10}  {:>6.1f} {:>9.0f} {:>9.0f}\n",
-                       fmt::format("{}/{} {}", b.self_verified, b.edited, Percent(b.SelfVerificationRate())),
-                       fmt::format("{}/{} {}", b.tools.recovered, b.tools.rollouts_with_failures, Percent(b.RecoveryRate())),
+                       fmt::format("{}/{} {}", b.self_verified, b.edited, PercentOrDash(b.SelfVerificationRate())),
+                       fmt::format("{}/{} {}", b.tools.recovered, b.tools.rollouts_with_failures, PercentOrDash(b.RecoveryRate())),
                        b.PerTrial(b.turns), b.PerTrial(b.prompt_tokens), b.PerTrial(b.completion_tokens));
   }
   out += "(behaviour of valid trials from the recorded calls; shares of tool calls by kind; self-verify: trials\n"

@@ -1,7 +1,9 @@
-// A scratch directory removed when the test ends.
+// A scratch directory removed when the test ends, and a file read back whole.
 #pragma once
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -27,5 +29,11 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The bytes of the file at `path`, or "" when it cannot be opened.
+inline std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 }  // namespace forge::testing

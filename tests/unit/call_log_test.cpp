@@ -17,22 +17,16 @@
 #include "store/call_log.h"
 #include "store/sqlite.h"
 #include "store/store.h"
+#include "support/open_store.h"
 #include "support/temp_dir.h"
 
 using forge::store::CallLog;
 using forge::store::CallRecord;
 using forge::store::Json;
 using forge::store::Store;
+using forge::testing::OpenOrDie;
 
 namespace {
-
-std::unique_ptr<Store> OpenStore(const std::string& path, bool read_only = false) {
-  forge::store::OpenOptions options;
-  options.read_only = read_only;
-  auto store = Store::Open(path, options);
-  REQUIRE_MESSAGE(store.ok(), store.status().message());
-  return std::move(*store);
-}
 
 std::unique_ptr<CallLog> CreateLog(const std::string& db_path) {
   auto log = CallLog::Create(db_path);
@@ -198,7 +192,7 @@ TEST_CASE("usage and the upstream patch given as text are logged and stored as t
   CHECK(back->upstream_request_patch == patch);
 
   forge::testing::TempDir dir;
-  auto store = OpenStore(dir.File("forge.db"));
+  auto store = OpenOrDie(dir.File("forge.db"));
   std::vector<CallRecord> calls = {call};
   REQUIRE(store->calls().AppendCalls(calls, nullptr).ok());
   auto stored = store->calls().CallsOfRollout("r1");
@@ -229,7 +223,7 @@ TEST_CASE("a translated call's upstream request given as its text is logged and 
   CHECK(back->upstream_request == upstream);
 
   forge::testing::TempDir dir;
-  auto store = OpenStore(dir.File("forge.db"));
+  auto store = OpenOrDie(dir.File("forge.db"));
   // The first from the text, the second (recovery's way) from the document.
   std::vector<CallRecord> first = {call}, second = {*back};
   second[0].retry_key = "another call";  // (the same key would be taken for an SDK's retry)
@@ -298,9 +292,9 @@ TEST_CASE("a call whose prompt begins with an earlier call's encodes that call's
 TEST_CASE("recovery gives a call the text of its request record, wherever the database had got to") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   {
-    auto store = OpenStore(db);
+    auto store = OpenOrDie(db);
     auto log = CreateLog(db);
     // Call 2's request is logged first; call 1 starts and ends while call 2
     // waits for its upstream, and the database takes call 1, past call 2's
@@ -319,7 +313,7 @@ TEST_CASE("recovery gives a call the text of its request record, wherever the da
     REQUIRE(log->Append(two, *two_text).ok());
     REQUIRE(log->AppendRequestText(three.request_text).ok());
   }
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2"});
   auto calls = store->calls().CallsOfRollout("r");
   REQUIRE(calls.ok());
@@ -331,7 +325,7 @@ TEST_CASE("recovery gives a call the text of its request record, wherever the da
 TEST_CASE("a request text that begins as its rollout's last whole one is logged as the rest; recovery puts it back") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   // A conversation resent with one more message each call; another
   // rollout's identical text is never shared.
   auto conversation = [](int turns) {
@@ -360,7 +354,7 @@ TEST_CASE("a request text that begins as its rollout's last whole one is logged 
   CHECK(grew["key-2"] < 200);  // a reference and the new message
   CHECK(grew["key-3"] < 200);
   CHECK(grew["key-4"] > 8000);
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   CheckEachStored(*store, {{"r", {&one, &two, &three}}, {"o", {&other}}},
                   [](const CallRecord& stored, const CallRecord& logged) {
                     CHECK(stored.request == Json::parse(logged.request_text));
@@ -371,7 +365,7 @@ TEST_CASE("a request text that begins as its rollout's last whole one is logged 
 TEST_CASE("a reader does not wait for request records of calls still in flight") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   auto log = CreateLog(db);
   AppendTaken(*store, *log, {ProxyCall("r", "1")});
   REQUIRE(log->AppendRequestText(ProxyCall("r", "2").request_text).ok());  // its call is running
@@ -384,9 +378,9 @@ TEST_CASE("a reader does not wait for request records of calls still in flight")
 TEST_CASE("calls logged by a writer that died are moved into the database by the next open, once") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);  // the schema
+  OpenOrDie(db);  // the schema
   {
-    auto store = OpenStore(db);
+    auto store = OpenOrDie(db);
     auto log = CreateLog(db);
     CHECK(LogFiles(dir.path().string()) == 1);
     std::vector<CallRecord> taken = {ProxyCall("r", "1"), ProxyCall("r", "2")};
@@ -399,13 +393,13 @@ TEST_CASE("calls logged by a writer that died are moved into the database by the
     auto mark = log->MarkAt(*second);
     REQUIRE(store->calls().AppendCalls(taken, &mark).ok());
     // While the writer lives, nobody else touches its log.
-    auto other = OpenStore(db);
+    auto other = OpenOrDie(db);
     CHECK(Tags(*other, "r") == std::vector<std::string>{"1", "2"});
     CHECK(LogFiles(dir.path().string()) == 1);
     // The writer dies: its descriptor (and lock) go, the file stays.
   }
   CHECK(LogFiles(dir.path().string()) == 1);
-  auto reader = OpenStore(db, /*read_only=*/true);  // a reader recovers through a connection of its own
+  auto reader = OpenOrDie(db, {.read_only = true});  // a reader recovers through a connection of its own
   CHECK(Tags(*reader, "r") == std::vector<std::string>{"1", "2", "3", "4"});
   CHECK(LogFiles(dir.path().string()) == 0);
   auto calls = reader->calls().CallsOfRollout("r");
@@ -429,7 +423,7 @@ TEST_CASE("calls logged by a writer that died are moved into the database by the
 TEST_CASE("a record cut short by the crash is dropped; the ones before it are kept") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   std::string log_path;
   uint64_t end = 0;
   {
@@ -456,7 +450,7 @@ TEST_CASE("a record cut short by the crash is dropped; the ones before it are ke
   CHECK((*scans)[0].bad.empty());
   CHECK((*scans)[0].cut_short);
   CHECK((*scans)[0].end == end);
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1", "2"});
   CHECK(LogFiles(dir.path().string()) == 0);
 }
@@ -464,7 +458,7 @@ TEST_CASE("a record cut short by the crash is dropped; the ones before it are ke
 TEST_CASE("a record whose bytes changed is not taken for a call") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   std::string log_path;
   uint64_t first_end = 0;
   {
@@ -484,7 +478,7 @@ TEST_CASE("a record whose bytes changed is not taken for a call") {
   byte ^= 0x20;
   REQUIRE(pwrite(fd, &byte, 1, at) == 1);
   close(fd);
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   CHECK(Tags(*store, "r") == std::vector<std::string>{"1"});
 }
 
@@ -499,7 +493,7 @@ std::vector<int32_t> GrownPrompt(const std::vector<int32_t>& base, size_t more, 
 TEST_CASE("a call whose prompt begins with its rollout's last whole one logs only the rest; recovery puts it back") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   CallRecord a = ProxyCall("r", "a"), b = ProxyCall("r", "b"), other = ProxyCall("o", "c"), g = ProxyCall("r", "g"),
              d = ProxyCall("r", "d"), e = ProxyCall("r", "e"), f = ProxyCall("r", "f");
   a.prompt_ids = GrownPrompt({}, 5000, 1);
@@ -511,7 +505,7 @@ TEST_CASE("a call whose prompt begins with its rollout's last whole one logs onl
   f.prompt_ids = GrownPrompt({a.prompt_ids.begin(), a.prompt_ids.begin() + 100}, 50, 5);  // too little shared
   std::map<std::string, uint64_t> grew;
   {
-    auto writer_store = OpenStore(db);
+    auto writer_store = OpenOrDie(db);
     auto log = CreateLog(db);
     for (const CallRecord* call : {&a, &b, &other, &g, &d, &e, &f}) {
       uint64_t before = log->bytes();
@@ -533,7 +527,7 @@ TEST_CASE("a call whose prompt begins with its rollout's last whole one logs onl
   CHECK(grew["key-d"] > 11000 * 4);
   CHECK(grew["key-e"] < whole_a - 5000 * 4 + 10 * 4 + 64);
   CHECK(grew["key-f"] > 150 * 4);
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   CheckEachStored(*store, {{"r", {&a, &b, &g, &d, &e, &f}}, {"o", {&other}}},
                   [](const CallRecord& stored, const CallRecord& logged) {
                     CHECK(stored.prompt_ids == logged.prompt_ids);
@@ -545,7 +539,7 @@ TEST_CASE("a call whose prompt begins with its rollout's last whole one logs onl
 TEST_CASE("a call whose prompt refers to a record that is not a whole call fails recovery, after the calls before it") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   std::string log_path;
   uint64_t request_at = 0, end = 0;
   {
@@ -603,7 +597,7 @@ std::string FileBytes(const std::string& path, size_t length) {
 TEST_CASE("a log's file is allocated past its records, zeros there, and readers stop at them") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   auto log = CreateLog(db);
   REQUIRE(log->Append(ProxyCall("r", "1")).ok());
   struct stat st {};
@@ -619,15 +613,15 @@ TEST_CASE("a log's file is allocated past its records, zeros there, and readers 
   CHECK((*scans)[0].end == log->bytes());
   CHECK_FALSE((*scans)[0].cut_short);
   log.reset();  // its writer gone: the next open recovers it
-  auto again = OpenStore(db);
+  auto again = OpenOrDie(db);
   CHECK(Tags(*again, "r") == std::vector<std::string>{"1"});
 }
 
 TEST_CASE("a log written (no mapping) holds the same bytes as a mapped one, and grows past its first step") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db"), db2 = dir.File("other.db");
-  OpenStore(db);
-  OpenStore(db2);
+  OpenOrDie(db);
+  OpenOrDie(db2);
   auto mapped = CallLog::Create(db, true);
   auto written = CallLog::Create(db2, false);
   REQUIRE(mapped.ok());
@@ -647,8 +641,8 @@ TEST_CASE("a log written (no mapping) holds the same bytes as a mapped one, and 
   CHECK(static_cast<uint64_t>(st.st_size) > (*written)->bytes());  // zeros after the records there too
   mapped->reset();
   written->reset();
-  CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1"});
-  CHECK(Tags(*OpenStore(db2), "r") == std::vector<std::string>{"1"});
+  CHECK(Tags(*OpenOrDie(db), "r") == std::vector<std::string>{"1"});
+  CHECK(Tags(*OpenOrDie(db2), "r") == std::vector<std::string>{"1"});
 }
 
 TEST_CASE("an append the file cannot grow for fails naming the log, and the calls around it are kept") {
@@ -656,7 +650,7 @@ TEST_CASE("an append the file cannot grow for fails naming the log, and the call
     CAPTURE(mapped);
     forge::testing::TempDir dir;
     std::string db = dir.File("forge.db");
-    OpenStore(db);
+    OpenOrDie(db);
     auto log = CallLog::Create(db, mapped);
     REQUIRE(log.ok());
     REQUIRE((*log)->Append(ProxyCall("r", "1")).ok());
@@ -668,7 +662,7 @@ TEST_CASE("an append the file cannot grow for fails naming the log, and the call
     CHECK(failed.status().message().find("cannot grow") != std::string::npos);
     REQUIRE((*log)->Append(ProxyCall("r", "2")).ok());
     log->reset();
-    CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1", "2"});
+    CHECK(Tags(*OpenOrDie(db), "r") == std::vector<std::string>{"1", "2"});
   }
 }
 
@@ -680,7 +674,7 @@ TEST_CASE("a long record the file takes only part of is erased, and the calls ar
     CAPTURE(mapped);
     forge::testing::TempDir dir;
     std::string db = dir.File("forge.db");
-    OpenStore(db);
+    OpenOrDie(db);
     auto log = CallLog::Create(db, mapped);
     REQUIRE(log.ok());
     REQUIRE((*log)->Append(ProxyCall("r", "1")).ok());
@@ -697,14 +691,14 @@ TEST_CASE("a long record the file takes only part of is erased, and the calls ar
     CHECK(!(*scans)[0].cut_short);
     REQUIRE((*log)->Append(ProxyCall("r", "2")).ok());
     log->reset();
-    CHECK(Tags(*OpenStore(db), "r") == std::vector<std::string>{"1", "2"});
+    CHECK(Tags(*OpenOrDie(db), "r") == std::vector<std::string>{"1", "2"});
   }
 }
 
 TEST_CASE("the pages appends copy into next are handed out once, twice as many as were copied") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   auto log = CreateLog(db);
   CHECK(log->TakeAhead().bytes == 0);  // Create wrote the first 64 KiB's pages
   uint64_t before = log->bytes();
@@ -723,7 +717,7 @@ TEST_CASE("the pages appends copy into next are handed out once, twice as many a
   CHECK(ahead.bytes <= (64u << 10));
   CallLog::Prefault(ahead);
   log.reset();
-  CHECK(Tags(*OpenStore(db), "r").size() == 150);
+  CHECK(Tags(*OpenOrDie(db), "r").size() == 150);
   CallLog::Ahead none = CallLog::Create(db, false).value()->TakeAhead();
   CHECK(none.bytes == 0);  // a written log maps nothing
 }
@@ -731,7 +725,7 @@ TEST_CASE("the pages appends copy into next are handed out once, twice as many a
 TEST_CASE("a log removed after its calls are in the database leaves nothing behind") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   auto log = CreateLog(db);
   auto mark = AppendTaken(*store, *log, {ProxyCall("r", "1")});
   auto stored_mark = store->meta().Get(mark.key);
@@ -742,21 +736,21 @@ TEST_CASE("a log removed after its calls are in the database leaves nothing behi
   auto gone = store->meta().Get(mark.key);
   REQUIRE(gone.ok());
   CHECK(!gone->has_value());
-  auto again = OpenStore(db);
+  auto again = OpenOrDie(db);
   CHECK(Tags(*again, "r") == std::vector<std::string>{"1"});
 }
 
 TEST_CASE("a recycled log is empty under a new name; its calls are recovered once, from its start") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  OpenStore(db);
+  OpenOrDie(db);
   CallRecord first = ProxyCall("r", "1"), second = ProxyCall("r", "2"), third = ProxyCall("r", "3");
   first.prompt_ids = GrownPrompt({}, 5000, 1);
   second.prompt_ids = GrownPrompt(first.prompt_ids, 100, 2);  // would refer to first's record
   third.prompt_ids = GrownPrompt(second.prompt_ids, 100, 3);
   std::string old_path;
   {
-    auto store = OpenStore(db);
+    auto store = OpenOrDie(db);
     auto log = CreateLog(db);
     old_path = log->path();
     auto mark = AppendTaken(*store, *log, {first});
@@ -781,7 +775,7 @@ TEST_CASE("a recycled log is empty under a new name; its calls are recovered onc
     REQUIRE(log->Append(third).ok());
     CHECK(log->bytes() - before < whole_second - 4000 * 4);  // refers to second's, in this log
   }  // the writer dies before the database took second and third
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   CheckEachStored(*store, {{"r", {&first, &second, &third}}}, [](const CallRecord& stored, const CallRecord& logged) {
     CHECK(stored.prompt_ids == logged.prompt_ids);
   });
@@ -796,14 +790,14 @@ TEST_CASE("a recycled log's new records end where they end, not where the old on
     CAPTURE(padding);
     forge::testing::TempDir dir;
     std::string db = dir.File("forge.db");
-    OpenStore(db);
+    OpenOrDie(db);
     auto call = [padding](const std::string& tag) {
       CallRecord c = ProxyCall("r", tag);
       c.request_text.insert(c.request_text.find("xxx"), std::string(padding, 'y'));
       return c;
     };
     {
-      auto store = OpenStore(db);
+      auto store = OpenOrDie(db);
       auto log = CreateLog(db);
       AppendTaken(*store, *log, {call("old0"), call("old1"), call("old2"), call("old3"), call("old4")});
       uint64_t old_end = log->bytes();
@@ -819,7 +813,7 @@ TEST_CASE("a recycled log's new records end where they end, not where the old on
       CHECK(!(*scans)[0].cut_short);
       CHECK((*scans)[0].end == log->bytes());
     }  // the writer dies before the database took new0 and new1
-    auto store = OpenStore(db);
+    auto store = OpenOrDie(db);
     CHECK(Tags(*store, "r") == std::vector<std::string>{"old0", "old1", "old2", "old3", "old4", "new0", "new1"});
   }
 }
@@ -829,9 +823,9 @@ TEST_CASE("a writer that died between swapping logs and committing the old one's
   for (int round = 0; round < 8; ++round) {
     forge::testing::TempDir dir;
     std::string db = dir.File("forge.db");
-    OpenStore(db);
+    OpenOrDie(db);
     {
-      auto store = OpenStore(db);
+      auto store = OpenOrDie(db);
       auto old_log = CreateLog(db);
       AppendTaken(*store, *old_log, {ProxyCall("r", "1")});  // the old log has a mark
       REQUIRE(old_log->Append(ProxyCall("r", "2")).ok());      // its last batch, not committed
@@ -839,7 +833,7 @@ TEST_CASE("a writer that died between swapping logs and committing the old one's
       REQUIRE(new_log->Append(ProxyCall("r", "3")).ok());      // calls after the swap
       REQUIRE(new_log->Append(ProxyCall("r", "4")).ok());
     }  // the writer dies
-    auto store = OpenStore(db);
+    auto store = OpenOrDie(db);
     REQUIRE(Tags(*store, "r") == std::vector<std::string>{"1", "2", "3", "4"});
     CHECK(LogFiles(dir.path().string()) == 0);
   }
@@ -848,7 +842,7 @@ TEST_CASE("a writer that died between swapping logs and committing the old one's
 TEST_CASE("a log written, not mapped, is not recycled and stays as it was") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto store = OpenStore(db);
+  auto store = OpenOrDie(db);
   auto written = CallLog::Create(db, /*mapped=*/false);
   REQUIRE(written.ok());
   auto mark = AppendTaken(*store, **written, {ProxyCall("r", "1")});
@@ -864,7 +858,7 @@ TEST_CASE("a log written, not mapped, is not recycled and stays as it was") {
 TEST_CASE("opening the store waits for a live writer to move what it has logged") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto writer = OpenStore(db);
+  auto writer = OpenOrDie(db);
   auto log = CreateLog(db);
   std::vector<CallRecord> calls = {ProxyCall("r", "1")};
   auto at = log->Append(calls[0]);
@@ -876,7 +870,7 @@ TEST_CASE("opening the store waits for a live writer to move what it has logged"
     REQUIRE(writer->calls().AppendCalls(calls, &mark).ok());
   });
   auto started = std::chrono::steady_clock::now();
-  auto reader = OpenStore(db, /*read_only=*/true);
+  auto reader = OpenOrDie(db, {.read_only = true});
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ingest.join();
   CHECK(waited > 0.1);
@@ -887,7 +881,7 @@ TEST_CASE("opening the store waits for a live writer to move what it has logged"
 TEST_CASE("a reader does not wait for a log its writer removed on the way out") {
   forge::testing::TempDir dir;
   std::string db = dir.File("forge.db");
-  auto writer = OpenStore(db);
+  auto writer = OpenOrDie(db);
   auto log = CreateLog(db);
   std::vector<CallRecord> calls = {ProxyCall("r", "1")};
   REQUIRE(log->Append(calls[0]).ok());
@@ -897,7 +891,7 @@ TEST_CASE("a reader does not wait for a log its writer removed on the way out") 
     REQUIRE(log->Remove(*writer).ok());  // its mark goes with it
   });
   auto started = std::chrono::steady_clock::now();
-  auto reader = OpenStore(db, /*read_only=*/true);
+  auto reader = OpenOrDie(db, {.read_only = true});
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   stop.join();
   CHECK(waited < 2.0);  // the catch-up wait gives up only after 5 s

@@ -18,6 +18,7 @@
 #include "tasks/compose.h"
 #include "tasks/harbor.h"
 #include "forge_paths.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using forge::Kind;
@@ -26,13 +27,6 @@ using forge::tasks::Json;
 namespace {
 
 const fs::path kData = fs::path(FORGE_SOURCE_DIR) / "tests" / "data" / "harbor";
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string Normalized(std::string text) {
   const std::string root = kData.string();
@@ -66,9 +60,9 @@ void CheckGolden(const std::string& name) {
     if (!record.empty()) std::ofstream(expected / "record.json") << record;
     std::ofstream(expected / "stderr.txt") << stderr_text;
   }
-  CHECK(stderr_text == ReadText(expected / "stderr.txt"));
+  CHECK(stderr_text == forge::testing::ReadFile(expected / "stderr.txt"));
   if (fs::exists(expected / "record.json")) {
-    CHECK(record == ReadText(expected / "record.json"));
+    CHECK(record == forge::testing::ReadFile(expected / "record.json"));
   } else {
     CHECK(record.empty());
   }

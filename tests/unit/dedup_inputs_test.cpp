@@ -16,6 +16,9 @@
 #include "dedup/vector_input.h"
 #include "support/temp_dir.h"
 
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace dedup_inputs_test {
 using namespace forge::dedup;
 using forge::Kind;
 using forge::records::Json;
@@ -261,3 +264,5 @@ TEST_CASE("dedup calibrate: near misses either side of a threshold, with the tex
                                         {"near_misses", near}}}))
             .find("t0 ~ t2") != std::string::npos);
 }
+
+}  // namespace dedup_inputs_test

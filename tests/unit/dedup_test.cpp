@@ -1,15 +1,27 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "dedup/decision.h"
+#include "dedup/embedder.h"
 #include "dedup/exact_search.h"
 #include "dedup/hnsw_search.h"
 #include "dedup/inner_product_kernel.h"
+#include "dedup/minhash_embedder.h"
 #include "dedup/ngram_embedder.h"
 #include "dedup/ranking.h"
+#include "dedup/remote_embedder.h"
 #include "dedup/text.h"
+#include "dedup/trajectory.h"
+#include "store/store.h"
+#include "support/temp_dir.h"
 
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace dedup_test {
 using namespace forge::dedup;
 using forge::records::Json;
 
@@ -219,7 +231,6 @@ TEST_CASE("dedup: HNSW finds the planted pairs and reports its recall") {
   CHECK(stats.kernel == (forge::dedup::WideKernelAvailable() ? "avx2+fma" : "hnswlib"));
 }
 
-#include "dedup/remote_embedder.h"
 
 TEST_CASE("dedup: embeddings endpoint URL and response parsing") {
   CHECK(EmbeddingsEndpoint("http://127.0.0.1:8080") == "http://127.0.0.1:8080/v1/embeddings");
@@ -249,16 +260,6 @@ TEST_CASE("dedup: embeddings endpoint URL and response parsing") {
   auto message = ParseEmbeddingsResponse(R"({"data":[]})", 3).status().message();
   CHECK(message.find("expected 3 embeddings, got 0") != std::string::npos);
 }
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-
-#include "dedup/embedder.h"
-#include "dedup/minhash_embedder.h"
-#include "dedup/trajectory.h"
-#include "store/store.h"
-#include "support/temp_dir.h"
 
 static float MinHashCosine(const std::string& a, const std::string& b, MinHashOptions o = {}) {
   std::vector<float> x(o.dim()), y(o.dim());
@@ -472,3 +473,5 @@ TEST_CASE("dedup: HNSW grows the beam until every pair of a large cluster is fou
   CHECK(stats.beam_capped == 0);
   CHECK(graph->pairs.size() * 100 >= exact->pairs.size() * 99);
 }
+
+}  // namespace dedup_test

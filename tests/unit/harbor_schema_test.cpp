@@ -32,13 +32,6 @@ namespace {
 
 const fs::path kCorpus = fs::path(FORGE_SOURCE_DIR) / "tests" / "data" / "harbor";
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void ReplaceAll(std::string& text, const std::string& from, const std::string& to) {
   for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) {
     text.replace(at, from.size(), to);
@@ -97,8 +90,8 @@ TEST_CASE("every corpus task reads to its expected record and stderr (golden fil
         std::ofstream(dir / "expected.json") << record;
       }
     }
-    CHECK(err == ReadText(dir / "expected.stderr"));
-    CHECK(record == (fs::exists(dir / "expected.json") ? ReadText(dir / "expected.json") : ""));
+    CHECK(err == forge::testing::ReadFile(dir / "expected.stderr"));
+    CHECK(record == (fs::exists(dir / "expected.json") ? forge::testing::ReadFile(dir / "expected.json") : ""));
     ++checked;
   }
   CHECK(checked >= 20);
@@ -123,7 +116,7 @@ TEST_CASE("every refused field has a corpus task refused with its file, line and
 }
 
 TEST_CASE("docs/forge-tasks.md holds the field reference generated from the schema table") {
-  const std::string docs = ReadText(fs::path(FORGE_SOURCE_DIR) / "docs" / "forge-tasks.md");
+  const std::string docs = forge::testing::ReadFile(fs::path(FORGE_SOURCE_DIR) / "docs" / "forge-tasks.md");
   const std::string begin = "<!-- harbor-schema:begin (generated from lib/tasks/harbor_schema.cpp) -->\n";
   const std::string end = "<!-- harbor-schema:end -->";
   const size_t from = docs.find(begin);

@@ -18,6 +18,9 @@
 #include "proxy/token_capture.h"
 
 using Json = nlohmann::json;
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace json_scan_test {
 using namespace forge;
 
 namespace {
@@ -622,3 +625,5 @@ TEST_CASE("pass-through requests: nesting past the limit is refused, saying so a
   CHECK(forge::proxy::RequestJsonError("unexpected end of input at byte 3") ==
         "request body is not valid JSON: unexpected end of input at byte 3");
 }
+
+}  // namespace json_scan_test

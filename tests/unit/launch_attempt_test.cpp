@@ -13,6 +13,9 @@
 
 using forge::Kind;
 using forge::records::Json;
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace launch_attempt_test {
 using namespace forge::launch;
 
 namespace {
@@ -196,3 +199,5 @@ TEST_CASE("attempt run: wrappers that failed before the harness are infra errors
   CHECK(plain["error"].get<std::string>().size() == std::string("harness exited with status 3: ").size() + 300);
   CHECK(plain["error"].get<std::string>().ends_with("the end"));
 }
+
+}  // namespace launch_attempt_test

@@ -61,11 +61,6 @@ int Run(const std::vector<std::string>& argv, const std::string& out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace
 
 TEST_CASE("network: the wrapper starts the relay first, and a relay that fails stops the harness") {
@@ -79,14 +74,14 @@ TEST_CASE("network: the wrapper starts the relay first, and a relay that fails s
     auto argv = launch::WithRelay({"/bin/sh", "-c", "echo \"harness $0 $1\" >> '" + log + "'", "a b", "c'd"},
                                   listen, relay, "/forge/run/proxy.sock");
     CHECK(Run(argv, dir.File("out")) == 0);
-    CHECK(Slurp(log) == "relay --background 127.0.0.1:8080 unix:/forge/run/proxy.sock\nharness a b c'd\n");
+    CHECK(forge::testing::ReadFile(log) == "relay --background 127.0.0.1:8080 unix:/forge/run/proxy.sock\nharness a b c'd\n");
   }
   SUBCASE("the relay fails: its status is kRelayStartExit and the harness never runs") {
     std::ofstream(relay) << "#!/bin/sh\necho 'forge-relay: no' >&2\nexit 69\n";
     chmod(relay.c_str(), 0755);
     auto argv = launch::WithRelay({"/bin/sh", "-c", "echo ran >> '" + log + "'"}, listen, relay, "/x.sock");
     CHECK(Run(argv, dir.File("out")) == launch::kRelayStartExit);
-    CHECK(Slurp(dir.File("out")).find("forge-relay: no") != std::string::npos);
+    CHECK(forge::testing::ReadFile(dir.File("out")).find("forge-relay: no") != std::string::npos);
     CHECK(!std::filesystem::exists(log));
   }
 }

@@ -37,13 +37,6 @@ int RunWithSh(const std::string& script, const std::string& out_file) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 int CountContainers(const std::string& run_id) {
   std::string command = "docker ps -aq --filter label=forge.run=" + run_id + " | wc -l";
   FILE* pipe = popen(command.c_str(), "r");
@@ -124,7 +117,7 @@ TEST_CASE("shell quoting survives quotes, newlines, $ and backslashes") {
   const std::string tricky = "it's \"q\" $HOME `x` \\ \n\tend";
   std::string command = "printf %s " + forge::sandbox::ShellQuote(tricky) + " > " + dir.File("o");
   REQUIRE(std::system(command.c_str()) == 0);
-  CHECK(Slurp(dir.File("o")) == tricky);
+  CHECK(forge::testing::ReadFile(dir.File("o")) == tricky);
 }
 
 TEST_CASE("one-shot script: files exact, env exported, workdir entered, exit status kept") {
@@ -137,9 +130,9 @@ TEST_CASE("one-shot script: files exact, env exported, workdir entered, exit sta
   auto script = forge::sandbox::OneShotScript(job, dir.File("wd"), 60);
   int status = RunWithSh(script, dir.File("out"));
   CHECK(status == 7);
-  CHECK(Slurp(dir.File("deep/a/b.txt")) == content);
+  CHECK(forge::testing::ReadFile(dir.File("deep/a/b.txt")) == content);
   CHECK(std::filesystem::exists(dir.File("empty")));
-  CHECK(Slurp(dir.File("out")) == dir.File("wd") + "\nit's x|two words\nstdin-empty\n");
+  CHECK(forge::testing::ReadFile(dir.File("out")) == dir.File("wd") + "\nit's x|two words\nstdin-empty\n");
 }
 
 TEST_CASE("one-shot script: an unwritable file stops it before the harness, with its marker") {
@@ -150,7 +143,7 @@ TEST_CASE("one-shot script: an unwritable file stops it before the harness, with
   job.exec.argv = {"/bin/sh", "-c", "echo ran"};
   int status = RunWithSh(forge::sandbox::OneShotScript(job, "", 60), dir.File("out"));
   CHECK(status == forge::sandbox::kOneShotSetupExit);
-  std::string out = Slurp(dir.File("out"));
+  std::string out = forge::testing::ReadFile(dir.File("out"));
   CHECK(out.find("forge-setup: cannot write " + dir.File("plain/sub/file")) != std::string::npos);
   CHECK(out.find("ran") == std::string::npos);
 }
@@ -172,7 +165,7 @@ TEST_CASE("one-shot script: a script cut short runs nothing") {
   std::string script = forge::sandbox::OneShotScript(job, "", 60);
   int status = RunWithSh(script.substr(0, script.find("echo ran") + 8), dir.File("out"));
   CHECK(status == 198);
-  CHECK(Slurp(dir.File("out")).find("ran\n") == std::string::npos);
+  CHECK(forge::testing::ReadFile(dir.File("out")).find("ran\n") == std::string::npos);
 }
 
 TEST_CASE("chunked bodies are de-chunked; a cut one is an error") {

@@ -10,6 +10,9 @@
 #include "proxy/upstream.h"
 #include "support/temp_dir.h"
 
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace proxy_replay_test {
 using namespace forge::proxy;
 using forge::Kind;
 using forge::Status;
@@ -231,3 +234,5 @@ TEST_CASE("upstreams: http and https URLs, default ports, refused schemes and CA
   // The CA file is only read when an upstream is https.
   CHECK(UpstreamPool::Create(io, {"http://127.0.0.1:1"}, "", dir.File("none.pem")).ok());
 }
+
+}  // namespace proxy_replay_test

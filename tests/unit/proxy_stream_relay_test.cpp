@@ -13,6 +13,9 @@
 #include "proxy/pass_through.h"
 #include "proxy/stream_relay.h"
 
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace proxy_stream_relay_test {
 using namespace forge::proxy;
 using Json = nlohmann::json;
 
@@ -149,3 +152,5 @@ TEST_CASE("stream relay: the common chunk relayed in one walk gives what the ful
   CHECK(out.empty());
   CHECK(fresh.empty());
 }
+
+}  // namespace proxy_stream_relay_test

@@ -11,6 +11,9 @@
 #include "proxy/sse.h"
 #include "proxy/token_capture.h"
 
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace proxy_test {
 using namespace forge::proxy;
 using Json = nlohmann::json;
 
@@ -305,3 +308,4 @@ TEST_CASE("registry: routes and formats") {
   CHECK(MakeClientFormat("nope") == nullptr);
 }
 
+}  // namespace proxy_test

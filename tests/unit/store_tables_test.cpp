@@ -7,20 +7,12 @@
 #include <tuple>
 
 #include "store/store.h"
+#include "support/open_store.h"
 #include "support/temp_dir.h"
 
 using forge::store::Json;
 using forge::store::Store;
-
-namespace {
-
-std::unique_ptr<Store> OpenOrDie(const std::string& path) {
-  auto store = Store::Open(path);
-  REQUIRE_MESSAGE(store.ok(), store.status().message());
-  return std::move(*store);
-}
-
-}  // namespace
+using forge::testing::OpenOrDie;
 
 TEST_CASE("store tables: tasks are kept by id, replaced by a second put, and need a string id") {
   forge::testing::TempDir dir;

@@ -11,6 +11,7 @@
 #include "store/recent_prompts.h"
 #include "store/schema.h"
 #include "store/store.h"
+#include "support/open_store.h"
 #include "support/temp_dir.h"
 
 using forge::store::CallFields;
@@ -18,14 +19,9 @@ using forge::store::CallRecord;
 using forge::store::Json;
 using forge::store::OpenOptions;
 using forge::store::Store;
+using forge::testing::OpenOrDie;
 
 namespace {
-
-std::unique_ptr<Store> OpenOrDie(const std::string& path, OpenOptions options = {}) {
-  auto store = Store::Open(path, options);
-  REQUIRE_MESSAGE(store.ok(), store.status().message());
-  return std::move(*store);
-}
 
 // Text zstd shrinks little (the store compresses content): printable ASCII
 // but quote and backslash, from a linear congruential sequence; ~6.5 bits a byte.

@@ -11,6 +11,9 @@
 using forge::Kind;
 using forge::Result;
 using forge::Status;
+// A namespace of its own, so that its using-directive reaches no other file of
+// a unity build.
+namespace verify_hardening_test {
 using namespace forge::verify;
 namespace sandbox = forge::sandbox;
 
@@ -272,3 +275,5 @@ TEST_CASE("verifier.keep_processes is read, kept, and checked") {
   REQUIRE(!bad.ok());
   CHECK(bad.status().message().find("verifier.keep_processes") != std::string::npos);
 }
+
+}  // namespace verify_hardening_test

@@ -250,7 +250,7 @@ class ContentsBuilder {
   int orphans_ = 0;
 };
 
-std::string SystemText(const Json& system, const std::string& path) {
+std::string GeminiSystemText(const Json& system, const std::string& path) {
   if (system.is_string()) return system.get<std::string>();
   if (!system.is_object()) Fail(path, "must be a Content object");
   const Json& parts = RequireArray(system, "parts", path);
@@ -264,7 +264,7 @@ std::string SystemText(const Json& system, const std::string& path) {
   return text;
 }
 
-Json Tools(const Json& tools) {
+Json GeminiTools(const Json& tools) {
   if (!tools.is_array()) Fail("tools", "must be an array");
   Json out = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -372,14 +372,14 @@ ChatRequest Translate(const GeminiRoute& route, const Json& raw, bool count_toke
   body["model"] = route.model;
   Json messages = Json::array();
   if (const Json* system = Find(request, "systemInstruction")) {
-    messages.push_back({{"role", "system"}, {"content", SystemText(*system, "systemInstruction")}});
+    messages.push_back({{"role", "system"}, {"content", GeminiSystemText(*system, "systemInstruction")}});
   }
   const Json& contents = RequireArray(request, "contents", "");
   ContentsBuilder builder(messages);
   for (size_t i = 0; i < contents.size(); ++i) builder.Content(contents[i], Path("contents", i));
   body["messages"] = std::move(messages);
   if (const Json* tools = Find(request, "tools")) {
-    Json chat_tools = Tools(*tools);
+    Json chat_tools = GeminiTools(*tools);
     if (!chat_tools.empty()) body["tools"] = std::move(chat_tools);
   }
   if (const Json* config = Find(request, "toolConfig")) ToolConfig(*config, body);

@@ -187,7 +187,7 @@ void NamespaceTools(const Json& group, const std::string& at, Json& out, ToolNam
   }
 }
 
-Json Tools(const Json& tools, ToolNamespaces* names = nullptr) {
+Json ResponsesTools(const Json& tools, ToolNamespaces* names = nullptr) {
   if (!tools.is_array()) Fail("tools", "must be an array");
   Json out = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -275,7 +275,7 @@ ChatRequest Translate(const Json& request, const ResponseStateStore& state) {
   body["messages"] = std::move(messages);
 
   if (const Json* tools = Find(request, "tools")) {
-    Json chat_tools = Tools(*tools);
+    Json chat_tools = ResponsesTools(*tools);
     if (!chat_tools.empty()) body["tools"] = std::move(chat_tools);
   }
   if (const Json* choice = Find(request, "tool_choice")) body["tool_choice"] = ToolChoice(*choice);
@@ -365,7 +365,7 @@ Json FunctionCallItem(const std::string& call_id, const std::string& name, const
   return item;
 }
 
-Json Usage(const Json& chat_usage, int64_t prompt_hint) {
+Json ResponsesUsage(const Json& chat_usage, int64_t prompt_hint) {
   if (!chat_usage.is_object() && prompt_hint < 0) return nullptr;
   int64_t input = prompt_hint < 0 ? 0 : prompt_hint, output = 0, cached = 0, reasoning = 0;
   if (chat_usage.is_object()) {
@@ -432,7 +432,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
   return ResponseObject(response_id, JsonInt(chat, "created", 0),
                         JsonText(chat, "model"),
                         Status(chat["choices"][0].value("finish_reason", Json())), output,
-                        Usage(chat.value("usage", Json()), prompt_hint));
+                        ResponsesUsage(chat.value("usage", Json()), prompt_hint));
 }
 
 // ---- stream: chat chunks → Responses events -------------------------------------
@@ -630,7 +630,7 @@ Result<ChatRequest> ResponsesFormat::ToChat(const Json& request) {
   return Guard([&]() -> Result<ChatRequest> {
     ChatRequest out = Translate(request, *state_);
     namespaces_.clear();
-    if (const Json* tools = Find(request, "tools")) Tools(*tools, &namespaces_);
+    if (const Json* tools = Find(request, "tools")) ResponsesTools(*tools, &namespaces_);
     static thread_local std::mt19937_64 random{std::random_device{}()};
     char hex[33];
     snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(random()),
