@@ -2,9 +2,10 @@
 # Runs clang-tidy (its default checks: the compiler's warnings and the static
 # analyzer) over forge's sources.
 #   scripts/lint.sh [FILE...]   (default: every .cpp under lib/ and tools/)
-# The build's precompiled header is GCC's, which clang-tidy cannot read, so the
-# compile commands come from a configure of their own without it, in
-# build-lint/ (LINT_BUILD=DIR picks another); nothing is compiled.
+# The build's precompiled header is GCC's, which clang-tidy cannot read, and its
+# unity batches hide each file's own command, so the compile commands come
+# from a configure of their own without either, in build-lint/ (LINT_BUILD=DIR
+# picks another); nothing is compiled.
 # Exit status: 0 clean, 1 findings, 69 without clang-tidy.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,7 @@ if ! command -v clang-tidy >/dev/null; then
   echo "lint.sh: clang-tidy not found (apt-get install clang-tidy)" >&2
   exit 69
 fi
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DCMAKE_UNITY_BUILD=OFF \
   -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 if [ $# -gt 0 ]; then
   files=("$@")
