@@ -5,7 +5,8 @@
 # linker) of `ninja -j$(nproc)` in a fresh build directory, ccache off.
 # Usage: bench/build_time.sh BASELINE_REV [ROUNDS]   (ROUNDS: 2)
 # Each commit is checked out into a worktree under $BENCH_DIR (default
-# /tmp/forge-build-time), removed at the end. Prints one line a build and
+# /tmp/forge-build-time), removed at the end; each build's .ninja_log stays
+# there as baseline.ROUND.ninja_log and head.ROUND.ninja_log. Prints one line a build and
 # the ratios HEAD / baseline per round. Takes ROUNDS x (both builds): about
 # an hour for 2 rounds on 2 cores.
 set -euo pipefail
@@ -32,6 +33,8 @@ build() {
   CCACHE_DISABLE=1 /usr/bin/time -f "%U %S" -o "$out/cpu" ninja -C "$out" -j"$(nproc)" >"$out/log" 2>&1 ||
     { echo "build of $tree failed: $out/log" >&2; return 1; }
   end=$(date +%s.%N)
+  # ninja's step times, kept for "where the time goes" after the worktree is removed.
+  cp "$out/.ninja_log" "$dir/$(basename "$tree").$round.ninja_log"
   read -r user sys <"$out/cpu"
   echo "$(echo "$end - $start" | bc) $(echo "$user + $sys" | bc)"
 }
