@@ -93,8 +93,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-const Json& At(const Json& object, const char* key) { return JsonAt(object, key); }
-
 // A command given as an argv array: `bash -lc X` is X, anything else its
 // words joined.
 std::string CommandText(const Json& value) {
@@ -122,16 +120,16 @@ std::vector<std::string> PathsOf(const Json& arguments) {
   std::vector<std::string> paths;
   for (const char* key : {"file_path", "path", "filePath", "absolute_path", "file", "filename", "notebook_path",
                           "target_file"}) {
-    const Json& v = At(arguments, key);
+    const Json& v = JsonAt(arguments, key);
     if (v.is_string() && !v.get<std::string>().empty()) paths.push_back(v.get<std::string>());
   }
-  const Json& many = At(arguments, "paths");
+  const Json& many = JsonAt(arguments, "paths");
   if (many.is_array()) {
     for (const auto& p : many) {
       if (p.is_string()) paths.push_back(p.get<std::string>());
     }
   }
-  const Json& input = At(arguments, "input");
+  const Json& input = JsonAt(arguments, "input");
   if (input.is_string()) {
     for (auto& p : PatchPaths(input.get<std::string>())) paths.push_back(std::move(p));
   }
@@ -261,10 +259,10 @@ class VerificationTracker {
 
 int64_t UsageCount(const Json& usage, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
-    const Json& v = At(usage, key);
+    const Json& v = JsonAt(usage, key);
     if (v.is_number_integer()) return v.get<int64_t>();
   }
-  const Json& gemini = At(usage, "usageMetadata");
+  const Json& gemini = JsonAt(usage, "usageMetadata");
   if (gemini.is_object()) return UsageCount(gemini, keys);
   return 0;
 }
@@ -312,7 +310,7 @@ ToolKind KindOfTool(const std::string& harness, const std::string& tool) {
 std::string ShellCommandOf(const ToolCall& call, ToolKind kind) {
   if (kind != ToolKind::kShell) return "";
   for (const char* key : {"command", "cmd", "commandLine"}) {
-    std::string text = CommandText(At(call.arguments, key));
+    std::string text = CommandText(JsonAt(call.arguments, key));
     if (!text.empty()) return text;
   }
   return "";

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <string>
 #include <vector>
 
 namespace forge::verify {
@@ -40,6 +41,11 @@ struct Interval {
   double low = 0;
   double high = 0;
 };
+
+// A difference with its sign, to three places ("+0.125"), and an interval as
+// "+0.125 [-0.050, +0.300]".
+std::string SignedText(double v);
+std::string IntervalText(const Interval& v);
 
 // The percentile interval of `samples` (sorted in place).
 Interval PercentileInterval(std::vector<double>& samples, double estimate, double confidence);

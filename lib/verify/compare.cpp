@@ -174,16 +174,6 @@ Json ComparisonToJson(const Comparison& c) {
   return j;
 }
 
-namespace {
-
-std::string Signed(double v) { return fmt::format("{:+.3f}", v); }
-
-std::string IntervalText(const Interval& v) {
-  return fmt::format("{} [{}, {}]", Signed(v.estimate), Signed(v.low), Signed(v.high));
-}
-
-}  // namespace
-
 std::string ComparisonToTable(const Comparison& c) {
   size_t width = 20;
   for (const auto& t : c.tasks) width = std::max(width, t.task_id.size());

@@ -72,7 +72,6 @@ std::string KindColor(ToolKind kind) {
 
 std::string PercentOrNa(std::optional<double> v) { return v ? fmt::format("{:.0f}%", *v * 100) : "n/a"; }
 std::string Fixed(double v, int digits = 4) { return fmt::format("{:.{}f}", v, digits); }
-std::string Signed(double v) { return fmt::format("{:+.3f}", v); }
 
 std::string Head(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -304,8 +303,6 @@ std::string ReportPage(const GroupedReport& report, const PageSource& source) {
 
 namespace {
 
-std::string DiffText(const Interval& v) { return fmt::format("{} [{}, {}]", Signed(v.estimate), Signed(v.low), Signed(v.high)); }
-
 // pass@k at the first k; pass^k at the last (at k = 1 both are the plain success rate).
 std::string DifferenceSection(const Comparison& c, bool hat) {
   const size_t at = hat ? c.overall.size() - 1 : 0;
@@ -313,11 +310,11 @@ std::string DifferenceSection(const Comparison& c, bool hat) {
   std::vector<svg::Estimate> rows;
   for (const auto& t : c.tasks) {
     const Interval& v = hat ? t.diffs[at].pass_hat_k : t.diffs[at].pass_at_k;
-    rows.push_back({t.task_id + (t.flip.empty() ? "" : " (" + t.flip + ")"), v.estimate, v.low, v.high, DiffText(v)});
+    rows.push_back({t.task_id + (t.flip.empty() ? "" : " (" + t.flip + ")"), v.estimate, v.low, v.high, IntervalText(v)});
   }
   const Interval& o = hat ? first.pass_hat_k : first.pass_at_k;
   const std::string metric = fmt::format("{}{}", hat ? "pass^" : "pass@", first.k);
-  svg::Estimate overall{fmt::format("overall ({} tasks)", c.tasks.size()), o.estimate, o.low, o.high, DiffText(o)};
+  svg::Estimate overall{fmt::format("overall ({} tasks)", c.tasks.size()), o.estimate, o.low, o.high, IntervalText(o)};
   return Section(hat ? "differences-hat" : "differences", "Difference in " + metric + ", B − A",
                  fmt::format("Per task: B − A with a {:.0f}% interval from resampling each run's attempts. Overall: the "
                              "mean over tasks with a paired bootstrap interval over tasks ({} resamples, seed {}). Green: "
@@ -337,8 +334,8 @@ std::string CompareTable(const Comparison& c) {
                      task.a.passed, task.a.valid, task.b.passed, task.b.valid);
     for (size_t i = 0; i < task.diffs.size(); ++i) {
       t += fmt::format("<td class=\"num\">{:.3f} → {:.3f}</td><td class=\"num{}\">{}</td><td class=\"num{}\">{}</td>",
-                       task.ka[i].pass_at_k, task.kb[i].pass_at_k, cls(task.diffs[i].pass_at_k), DiffText(task.diffs[i].pass_at_k),
-                       cls(task.diffs[i].pass_hat_k), DiffText(task.diffs[i].pass_hat_k));
+                       task.ka[i].pass_at_k, task.kb[i].pass_at_k, cls(task.diffs[i].pass_at_k), IntervalText(task.diffs[i].pass_at_k),
+                       cls(task.diffs[i].pass_hat_k), IntervalText(task.diffs[i].pass_hat_k));
     }
     t += "<td>" + Escape(task.flip) + "</td></tr>\n";
   }
@@ -346,7 +343,7 @@ std::string CompareTable(const Comparison& c) {
   for (size_t i = 0; i < c.overall.size(); ++i) {
     t += fmt::format("<td class=\"num\">{:.3f} → {:.3f}</td><td class=\"num{}\">{}</td><td class=\"num{}\">{}</td>",
                      c.a.report.overall_ks[i].pass_at_k, c.b.report.overall_ks[i].pass_at_k, cls(c.overall[i].pass_at_k),
-                     DiffText(c.overall[i].pass_at_k), cls(c.overall[i].pass_hat_k), DiffText(c.overall[i].pass_hat_k));
+                     IntervalText(c.overall[i].pass_at_k), cls(c.overall[i].pass_hat_k), IntervalText(c.overall[i].pass_hat_k));
   }
   t += "<td></td></tr></table></div>\n";
   auto list = [](const std::vector<std::string>& ids) {
@@ -383,8 +380,8 @@ std::string ComparePage(const Comparison& c, const PageSource& source) {
                                          fmt::format("{} only in A, {} only in B", c.only_a.size(), c.only_b.size()));
   for (size_t i = 0; i < c.overall.size() && i < 2; ++i) {
     const Interval& v = c.overall[i].pass_at_k;
-    page += Card(fmt::format("Δ pass@{}", c.overall[i].k), Signed(v.estimate),
-                 fmt::format("{:.0f}% interval [{}, {}]", c.settings.confidence * 100, Signed(v.low), Signed(v.high)));
+    page += Card(fmt::format("Δ pass@{}", c.overall[i].k), SignedText(v.estimate),
+                 fmt::format("{:.0f}% interval [{}, {}]", c.settings.confidence * 100, SignedText(v.low), SignedText(v.high)));
   }
   page += Card("flipped", fmt::format("+{} / −{}", gained, lost), "gained / lost tasks") + "</div>\n";
   page += DifferenceSection(c, false) + DifferenceSection(c, true) + CurvesSection(groups);

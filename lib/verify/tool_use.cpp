@@ -42,42 +42,41 @@ void AddCall(RolloutToolUse& use, const Json& name, const Json& arguments) {
   ++use.calls_by_tool[use.calls.back().name];
 }
 
-const Json& At(const Json& object, const char* key) { return JsonAt(object, key); }
 
 void ChatCalls(const Json& r, RolloutToolUse& use) {
-  if (!At(r, "choices").is_array()) return;
+  if (!JsonAt(r, "choices").is_array()) return;
   for (const auto& choice : r["choices"]) {
-    const Json& calls = At(At(choice, "message"), "tool_calls");
+    const Json& calls = JsonAt(JsonAt(choice, "message"), "tool_calls");
     if (!calls.is_array()) continue;
-    for (const auto& call : calls) AddCall(use, At(At(call, "function"), "name"), At(At(call, "function"), "arguments"));
+    for (const auto& call : calls) AddCall(use, JsonAt(JsonAt(call, "function"), "name"), JsonAt(JsonAt(call, "function"), "arguments"));
   }
 }
 
 void AnthropicCalls(const Json& r, RolloutToolUse& use) {
-  if (!At(r, "content").is_array()) return;
+  if (!JsonAt(r, "content").is_array()) return;
   for (const auto& block : r["content"]) {
-    if (At(block, "type") == "tool_use") AddCall(use, At(block, "name"), At(block, "input"));
+    if (JsonAt(block, "type") == "tool_use") AddCall(use, JsonAt(block, "name"), JsonAt(block, "input"));
   }
 }
 
 void ResponsesCalls(const Json& r, RolloutToolUse& use) {
-  if (!At(r, "output").is_array()) return;
+  if (!JsonAt(r, "output").is_array()) return;
   for (const auto& item : r["output"]) {
-    const Json& type = At(item, "type");
-    if (type == "function_call") AddCall(use, At(item, "name"), At(item, "arguments"));
-    if (type == "custom_tool_call") AddCall(use, At(item, "name"), At(item, "input"));
-    if (type == "local_shell_call") AddCall(use, Json("local_shell"), At(item, "action"));
+    const Json& type = JsonAt(item, "type");
+    if (type == "function_call") AddCall(use, JsonAt(item, "name"), JsonAt(item, "arguments"));
+    if (type == "custom_tool_call") AddCall(use, JsonAt(item, "name"), JsonAt(item, "input"));
+    if (type == "local_shell_call") AddCall(use, Json("local_shell"), JsonAt(item, "action"));
   }
 }
 
 void GeminiCalls(const Json& r, RolloutToolUse& use) {
-  if (!At(r, "candidates").is_array()) return;
+  if (!JsonAt(r, "candidates").is_array()) return;
   for (const auto& candidate : r["candidates"]) {
-    const Json& parts = At(At(candidate, "content"), "parts");
+    const Json& parts = JsonAt(JsonAt(candidate, "content"), "parts");
     if (!parts.is_array()) continue;
     for (const auto& part : parts) {
-      const Json& call = At(part, "functionCall");
-      if (call.is_object()) AddCall(use, At(call, "name"), At(call, "args"));
+      const Json& call = JsonAt(part, "functionCall");
+      if (call.is_object()) AddCall(use, JsonAt(call, "name"), JsonAt(call, "args"));
     }
   }
 }
@@ -85,8 +84,8 @@ void GeminiCalls(const Json& r, RolloutToolUse& use) {
 // The reference ReACT harness: the first choice's text is one shell command
 // unless it is DONE (a ``` fence around it is dropped, as the harness does).
 void ReactCall(const Json& r, RolloutToolUse& use) {
-  if (!At(r, "choices").is_array() || r["choices"].empty()) return;
-  const Json& content = At(At(r["choices"][0], "message"), "content");
+  if (!JsonAt(r, "choices").is_array() || r["choices"].empty()) return;
+  const Json& content = JsonAt(JsonAt(r["choices"][0], "message"), "content");
   if (!content.is_string()) return;
   std::string command;
   std::istringstream lines(content.get<std::string>());
@@ -121,7 +120,7 @@ void ForEachToolResult(const Json& request, bool react, F on_result) {
       if (!m.is_object()) continue;
       const std::string role = JsonText(m, "role");
       if (react) {
-        if (role == "user" && i > 0 && At(messages[i - 1], "role") == "assistant") {
+        if (role == "user" && i > 0 && JsonAt(messages[i - 1], "role") == "assistant") {
           on_result(key("", i, 0), ReactResultFailed(Text(m.value("content", Json()))));
         }
         continue;
@@ -145,20 +144,20 @@ void ForEachToolResult(const Json& request, bool react, F on_result) {
   auto visit_contents = [&](const Json& contents) {  // Gemini
     if (!contents.is_array()) return;
     for (size_t i = 0; i < contents.size(); ++i) {
-      const Json& parts = At(contents[i], "parts");
+      const Json& parts = JsonAt(contents[i], "parts");
       if (!parts.is_array()) continue;
       for (size_t j = 0; j < parts.size(); ++j) {
-        const Json& fr = At(parts[j], "functionResponse");
+        const Json& fr = JsonAt(parts[j], "functionResponse");
         if (!fr.is_object()) continue;
-        const Json& response = At(fr, "response");
-        const bool failed = response.contains("error") || LooksLikeToolFailure(Text(At(response, "output")));
+        const Json& response = JsonAt(fr, "response");
+        const bool failed = response.contains("error") || LooksLikeToolFailure(Text(JsonAt(response, "output")));
         on_result(key(JsonText(fr, "id"), i, j), failed);
       }
     }
   };
-  visit_messages(At(request, "messages"));
-  visit_messages(At(request, "input"));
-  visit_contents(At(request, "contents"));
+  visit_messages(JsonAt(request, "messages"));
+  visit_messages(JsonAt(request, "input"));
+  visit_contents(JsonAt(request, "contents"));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "sandbox/k8s/rate_limiter.h"
 #include "sandbox/k8s/websocket.h"
 #include "verify/backends.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using forge::Kind;
@@ -51,15 +52,6 @@ ExecRequest Command(std::vector<std::string> argv) {
   request.timeout_seconds = 20;
   return request;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/forge-k8s-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 void WriteFile(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -155,20 +147,20 @@ users:
 }
 
 TEST_CASE("in-cluster config: service account token, CA and namespace") {
-  TempDir dir;
-  WriteFile(dir.path / "token", "sa-token\n");
-  WriteFile(dir.path / "ca.crt", "PEM");
-  WriteFile(dir.path / "namespace", "rollouts\n");
+  forge::testing::TempDir dir;
+  WriteFile(dir.path() / "token", "sa-token\n");
+  WriteFile(dir.path() / "ca.crt", "PEM");
+  WriteFile(dir.path() / "namespace", "rollouts\n");
   setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
   setenv("KUBERNETES_SERVICE_PORT", "443", 1);
   const char* kubeconfig_env = std::getenv("KUBECONFIG");
   std::string saved = kubeconfig_env ? kubeconfig_env : "";
   unsetenv("KUBECONFIG");
   std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
-  setenv("HOME", dir.path.c_str(), 1);  // no ~/.kube/config
+  setenv("HOME", dir.path().c_str(), 1);  // no ~/.kube/config
 
   k8s::K8sOptions options;
-  options.service_account_dir = dir.path.string();
+  options.service_account_dir = dir.path().string();
   auto cluster = k8s::ResolveCluster(options);
   unsetenv("KUBERNETES_SERVICE_HOST");
   unsetenv("KUBERNETES_SERVICE_PORT");
@@ -178,7 +170,7 @@ TEST_CASE("in-cluster config: service account token, CA and namespace") {
   REQUIRE(cluster.ok());
   CHECK(cluster->server == "https://10.96.0.1:443");
   CHECK(cluster->token == "sa-token");
-  CHECK(cluster->ca_file == (dir.path / "ca.crt").string());
+  CHECK(cluster->ca_file == (dir.path() / "ca.crt").string());
   CHECK(cluster->namespace_ == "rollouts");
 }
 
@@ -318,11 +310,11 @@ TEST_CASE("k8s lifecycle: create, Pending to Running by watch, exec, copy, read,
   CHECK(result->stderr_data == "err\n");
   CHECK(backend->exec_protocol() == k8s::kProtocolV5);
 
-  TempDir dir;
-  WriteFile(dir.path / "task" / "tests" / "test.sh", "echo pass\n");
-  WriteFile(dir.path / "task" / "instruction.md", std::string(100000, 'i'));
-  fs::path dest = dir.path / "pod-root" / "work";
-  REQUIRE((*sandbox)->CopyIn((dir.path / "task").string(), dest.string()).ok());
+  forge::testing::TempDir dir;
+  WriteFile(dir.path() / "task" / "tests" / "test.sh", "echo pass\n");
+  WriteFile(dir.path() / "task" / "instruction.md", std::string(100000, 'i'));
+  fs::path dest = dir.path() / "pod-root" / "work";
+  REQUIRE((*sandbox)->CopyIn((dir.path() / "task").string(), dest.string()).ok());
   auto read = (*sandbox)->ReadFile((dest / "task" / "tests" / "test.sh").string(), 1024);
   REQUIRE_MESSAGE(read.ok(), read.status().message());
   CHECK(*read == "echo pass\n");
@@ -463,10 +455,10 @@ TEST_CASE("k8s exec: v4.channel.k8s.io fallback with stdin, stderr and exit stat
   CHECK(result->exit_code == 7);
   CHECK(result->stdout_data == request.stdin_data);
   CHECK(result->stderr_data == "oops\n");
-  TempDir dir;
-  WriteFile(dir.path / "skills" / "SKILL.md", "# skill\n");
-  REQUIRE((*sandbox)->CopyIn((dir.path / "skills").string(), (dir.path / "in").string()).ok());
-  CHECK(*(*sandbox)->ReadFile((dir.path / "in" / "skills" / "SKILL.md").string(), 100) ==
+  forge::testing::TempDir dir;
+  WriteFile(dir.path() / "skills" / "SKILL.md", "# skill\n");
+  REQUIRE((*sandbox)->CopyIn((dir.path() / "skills").string(), (dir.path() / "in").string()).ok());
+  CHECK(*(*sandbox)->ReadFile((dir.path() / "in" / "skills" / "SKILL.md").string(), 100) ==
         "# skill\n");
 }
 
@@ -552,14 +544,14 @@ TEST_CASE("k8s: forge-verify's backends reach the cluster its flags name") {
 
 TEST_CASE("k8s: a kubeconfig file leads to the fake server") {
   FakeK8s fake;
-  TempDir dir;
-  WriteFile(dir.path / "config",
+  forge::testing::TempDir dir;
+  WriteFile(dir.path() / "config",
             "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
             "  cluster:\n    server: " + fake.url() + "\ncontexts:\n- name: fake\n  context:\n"
             "    cluster: fake\n    user: u\n    namespace: from-kubeconfig\nusers:\n- name: u\n"
             "  user:\n    token: " + fake.token() + "\n");
   k8s::K8sOptions options;
-  options.kubeconfig = (dir.path / "config").string();
+  options.kubeconfig = (dir.path() / "config").string();
   auto backend = Backend(options);
   CHECK(backend->cluster().namespace_ == "from-kubeconfig");
   auto sandbox = backend->Create(TestSpec("run-j", "r"));
@@ -567,14 +559,14 @@ TEST_CASE("k8s: a kubeconfig file leads to the fake server") {
   CHECK(fake.Pods()[0]["metadata"]["namespace"] == "from-kubeconfig");
 
   k8s::K8sOptions broken;
-  broken.kubeconfig = (dir.path / "missing").string();
+  broken.kubeconfig = (dir.path() / "missing").string();
   auto none = k8s::MakeK8sBackend(broken);
   CHECK(none.status().kind() == Kind::kBadConfig);
 }
 
 TEST_CASE("k8s over TLS: CA bundle checked, exec through curl's TLS on a connect-only socket") {
-  TempDir dir;
-  std::string cert = (dir.path / "cert.pem").string(), key = (dir.path / "key.pem").string();
+  forge::testing::TempDir dir;
+  std::string cert = (dir.path() / "cert.pem").string(), key = (dir.path() / "key.pem").string();
   std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
                      "-addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " + cert +
                      " >/dev/null 2>&1";
@@ -605,8 +597,8 @@ TEST_CASE("k8s over TLS: CA bundle checked, exec through curl's TLS on a connect
 }
 
 TEST_CASE("k8s over TLS: kubeconfig with CA and client certificate data (x509 auth)") {
-  TempDir dir;
-  auto path = [&](const char* name) { return (dir.path / name).string(); };
+  forge::testing::TempDir dir;
+  auto path = [&](const char* name) { return (dir.path() / name).string(); };
   auto make = [&](const std::string& stem) {
     std::string command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + stem +
                           " -addext subjectAltName=IP:127.0.0.1 -keyout " + path("x") + stem +
@@ -623,7 +615,7 @@ TEST_CASE("k8s over TLS: kubeconfig with CA and client certificate data (x509 au
   };
   FakeK8s fake("unused-token", 0.05, path("xserver.crt"), path("xserver.key"),
                path("xclient.crt"));
-  WriteFile(dir.path / "kubeconfig",
+  WriteFile(dir.path() / "kubeconfig",
             "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: " + fake.url() +
                 "\n    certificate-authority-data: " + base64(path("xserver.crt")) +
                 "\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n"

@@ -12,6 +12,10 @@
 #include "proxy/http_read.h"
 #include "proxy/ready_io.h"
 
+// A namespace of its own, so that its using-declarations reach no other file
+// of a unity build.
+namespace proxy_ready_io_test {
+
 namespace net = forge::proxy::net;
 namespace beast = forge::proxy::beast;
 namespace http = forge::proxy::http;
@@ -306,3 +310,5 @@ TEST_CASE("A context shut down with a timed wait pending leaves the next context
   }());
   CHECK(ec == beast::error::timeout);
 }
+
+}  // namespace proxy_ready_io_test

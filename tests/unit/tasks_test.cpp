@@ -14,6 +14,7 @@
 #include "tasks/load.h"
 #include "tasks/task.h"
 #include "forge_paths.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using forge::Kind;
@@ -22,23 +23,6 @@ using forge::tasks::Json;
 using forge::tasks::Task;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "forge-tasks-test-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 void Write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -151,14 +135,14 @@ Json WithoutSource(Json record) {
 }  // namespace
 
 TEST_CASE("a Harbor task directory and the equivalent JSONL task give the same record") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   WriteHarborTask(tmp.path() / "fix-bug");
   Write(tmp.path() / "tasks.jsonl", kEquivalentJsonl);
 
   Status status;
-  std::vector<Task> from_dir = LoadAll({tmp / "fix-bug"}, &status);
+  std::vector<Task> from_dir = LoadAll({tmp.File("fix-bug")}, &status);
   REQUIRE(status.ok());
-  std::vector<Task> from_jsonl = LoadAll({tmp / "tasks.jsonl"}, &status);
+  std::vector<Task> from_jsonl = LoadAll({tmp.File("tasks.jsonl")}, &status);
   REQUIRE(status.ok());
   REQUIRE(from_dir.size() == 1);
   REQUIRE(from_jsonl.size() == 1);
@@ -167,7 +151,7 @@ TEST_CASE("a Harbor task directory and the equivalent JSONL task give the same r
   Json b = from_jsonl[0].ToJson();
   CHECK(WithoutSource(a).dump(2) == WithoutSource(b).dump(2));
   CHECK(a["source"] == (tmp.path() / "fix-bug").string());
-  CHECK(b["source"] == tmp / "tasks.jsonl" + ":1");
+  CHECK(b["source"] == tmp.File("tasks.jsonl") + ":1");
 
   // Spot checks of the mapping itself.
   const Task& t = from_dir[0];
@@ -200,10 +184,10 @@ TEST_CASE("the shipped example tasks read the same as examples/tasks.jsonl") {
 }
 
 TEST_CASE("defaults are Harbor's") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   Write(tmp.path() / "t.jsonl", R"({"id": "t1", "instruction": "do it"})" "\n");
   Status status;
-  std::vector<Task> tasks = LoadAll({tmp / "t.jsonl"}, &status);
+  std::vector<Task> tasks = LoadAll({tmp.File("t.jsonl")}, &status);
   REQUIRE(status.ok());
   REQUIRE(tasks.size() == 1);
   Json j = tasks[0].ToJson();
@@ -220,7 +204,7 @@ TEST_CASE("defaults are Harbor's") {
 }
 
 TEST_CASE("unknown JSONL fields pass through untouched, at any depth") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   Write(tmp.path() / "t.jsonl",
         R"({"id": "t1", "instruction": "x", "x_top": [1, {"a": null}],)"
         R"( "environment": {"image": "img", "x_env": "keep"},)"
@@ -228,7 +212,7 @@ TEST_CASE("unknown JSONL fields pass through untouched, at any depth") {
         R"( "expect": [{"path": "/work/a", "equals": "A", "x_item": true}]}})"
         "\n");
   Status status;
-  std::vector<Task> tasks = LoadAll({tmp / "t.jsonl"}, &status);
+  std::vector<Task> tasks = LoadAll({tmp.File("t.jsonl")}, &status);
   REQUIRE(status.ok());
   REQUIRE(tasks.size() == 1);
   Json j = tasks[0].ToJson();
@@ -246,13 +230,13 @@ TEST_CASE("unknown JSONL fields pass through untouched, at any depth") {
 }
 
 TEST_CASE("unknown task.toml keys are warnings naming file, line and key, not errors") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   WriteHarborTask(tmp.path() / "fix-bug", "shiny_new_knob = 3\n\n[future]\nthing = true\n");
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask(tmp / "fix-bug", &warnings);
+  auto task = forge::tasks::ReadHarborTask(tmp.File("fix-bug"), &warnings);
   REQUIRE(task.ok());
   REQUIRE(warnings.size() == 2);
-  const std::string toml = tmp / "fix-bug/task.toml";
+  const std::string toml = tmp.File("fix-bug/task.toml");
   CHECK(Contains(warnings[0], toml + ":27: unknown key environment.shiny_new_knob"));
   CHECK(Contains(warnings[1], toml + ":29: unknown key future"));
   // Not lost either: kept under "harbor".
@@ -264,7 +248,7 @@ TEST_CASE("unknown task.toml keys are warnings naming file, line and key, not er
   StderrCapture capture;
   forge::tasks::LoadStats stats;
   Status status;
-  std::vector<Task> tasks = LoadAll({tmp / "fix-bug"}, &status, false, &stats);
+  std::vector<Task> tasks = LoadAll({tmp.File("fix-bug")}, &status, false, &stats);
   std::string err = capture.Text();
   CHECK(status.ok());
   CHECK(tasks.size() == 1);
@@ -273,7 +257,7 @@ TEST_CASE("unknown task.toml keys are warnings naming file, line and key, not er
 }
 
 TEST_CASE("broken Harbor tasks give errors naming file and field") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   const fs::path dir = tmp.path() / "t";
   const std::string toml = (dir / "task.toml").string();
   std::vector<std::string> warnings;
@@ -372,8 +356,8 @@ TEST_CASE("deprecated Harbor size strings") {
 }
 
 TEST_CASE("a malformed JSONL line is skipped with file:line while the other tasks load") {
-  TempDir tmp;
-  const std::string path = tmp / "tasks.jsonl";
+  forge::testing::TempDir tmp;
+  const std::string path = tmp.File("tasks.jsonl");
   Write(path,
         R"({"id": "a", "instruction": "x"})" "\n"
         R"({"id": "b", "instruction": )" "\n"                          // malformed JSON
@@ -403,8 +387,8 @@ TEST_CASE("a malformed JSONL line is skipped with file:line while the other task
 }
 
 TEST_CASE("strict mode stops at the first broken task") {
-  TempDir tmp;
-  const std::string path = tmp / "tasks.jsonl";
+  forge::testing::TempDir tmp;
+  const std::string path = tmp.File("tasks.jsonl");
   Write(path, R"({"id": "a", "instruction": "x"})" "\n"
               "not json\n"
               R"({"id": "b", "instruction": "x"})" "\n");
@@ -422,7 +406,7 @@ TEST_CASE("strict mode stops at the first broken task") {
 }
 
 TEST_CASE("a directory of Harbor tasks loads them all, in name order, skipping a broken one") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   WriteHarborTask(tmp.path() / "set" / "b-task");
   WriteHarborTask(tmp.path() / "set" / "a-task");
   WriteHarborTask(tmp.path() / "set" / "c-broken");
@@ -432,7 +416,7 @@ TEST_CASE("a directory of Harbor tasks loads them all, in name order, skipping a
   StderrCapture capture;
   forge::tasks::LoadStats stats;
   Status status;
-  std::vector<Task> tasks = LoadAll({tmp / "set"}, &status, false, &stats);
+  std::vector<Task> tasks = LoadAll({tmp.File("set")}, &status, false, &stats);
   std::string err = capture.Text();
   REQUIRE(tasks.size() == 2);
   CHECK(tasks[0].id == "a-task");
@@ -443,13 +427,13 @@ TEST_CASE("a directory of Harbor tasks loads them all, in name order, skipping a
   CHECK(Contains(err, "notes: no task.toml"));
 
   // Strict: the broken one stops the load.
-  tasks = LoadAll({tmp / "set"}, &status, /*strict=*/true);
+  tasks = LoadAll({tmp.File("set")}, &status, /*strict=*/true);
   CHECK(tasks.size() == 2);  // a-task and b-task come first in name order
   CHECK(Contains(status.message(), "c-broken/instruction.md: missing"));
 }
 
 TEST_CASE("\"-\" reads tasks from stdin; relative paths resolve against the working directory") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   WriteHarborTask(tmp.path() / "fix-bug");
   Write(tmp.path() / "tasks.jsonl", kEquivalentJsonl);
   const fs::path cwd = fs::current_path();
@@ -473,19 +457,19 @@ TEST_CASE("\"-\" reads tasks from stdin; relative paths resolve against the work
 }
 
 TEST_CASE("inputs that are not there") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   Status status;
-  LoadAll({tmp / "nope.jsonl"}, &status);
+  LoadAll({tmp.File("nope.jsonl")}, &status);
   CHECK(status.kind() == Kind::kNotFound);
   CHECK(Contains(status.message(), "nope.jsonl"));
 
   fs::create_directories(tmp.path() / "empty");
-  LoadAll({tmp / "empty"}, &status);
+  LoadAll({tmp.File("empty")}, &status);
   CHECK(status.kind() == Kind::kNotFound);
 }
 
 TEST_CASE("task record validation names the field") {
-  TempDir tmp;
+  forge::testing::TempDir tmp;
   Write(tmp.path() / "tests" / "test.sh", "#!/bin/sh\n");
   auto check = [&](const char* text, const std::string& expected) {
     auto task = forge::tasks::TaskFromJson(Json::parse(text), tmp.path().string(), "here");

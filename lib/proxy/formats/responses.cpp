@@ -400,7 +400,7 @@ Json ResponseObject(const std::string& id, int64_t created, const std::string& m
   return response;
 }
 
-std::string Status(const Json& finish_reason) {
+std::string ResponseStatus(const Json& finish_reason) {
   return finish_reason == "length" ? "incomplete" : "completed";
 }
 
@@ -431,7 +431,7 @@ Json ResponseFromChat(const Json& chat, int64_t prompt_hint, const std::string& 
   }
   return ResponseObject(response_id, JsonInt(chat, "created", 0),
                         JsonText(chat, "model"),
-                        Status(chat["choices"][0].value("finish_reason", Json())), output,
+                        ResponseStatus(chat["choices"][0].value("finish_reason", Json())), output,
                         ResponsesUsage(chat.value("usage", Json()), prompt_hint));
 }
 
