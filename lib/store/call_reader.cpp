@@ -12,6 +12,21 @@
 namespace forge::store {
 namespace {
 
+// A rollout's calls, every field.
+constexpr char kAllCalls[] =
+    "SELECT id, seq, started_at, first_token_at, ended_at, client_format, upstream, model, "
+    "policy_version_start, policy_version_end, request, response, upstream_request, upstream_response, "
+    "prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, finish_reason, usage, "
+    "http_status, error, side_call, retry_key FROM calls WHERE rollout_id = ?1 ORDER BY id";
+
+// Only the columns a token sample is built from. ORDER BY seq is the order
+// of the UNIQUE (rollout_id, seq) index, so SQLite walks it and needs no
+// sorter (ORDER BY id would need one per rollout).
+constexpr char kTokenCalls[] =
+    "SELECT id, seq, policy_version_start, policy_version_end, prompt_base_call, prompt_prefix_len, "
+    "prompt_suffix, completion_ids, logprobs, finish_reason, http_status, error, side_call "
+    "FROM calls WHERE rollout_id = ?1 ORDER BY seq";
+
 // Empties what a token read does not fill, keeping the buffers for reuse.
 void ClearForTokens(CallRecord& c) {
   c.started_at = c.first_token_at = c.ended_at = 0;
@@ -37,10 +52,10 @@ Result<std::vector<CallRecord>> CallsTable::CallsOfRollout(const std::string& ro
     return calls;
   }
   std::lock_guard<std::recursive_mutex> lock(db_.mutex());
-  auto query = AllCallsQuery();
+  // Compiled once per connection; reset (no read transaction kept open) when it goes.
+  auto query = db_.connection().PrepareCached(kAllCalls);
   if (!query.ok()) return query.status();
-  Statement& stmt = **query;
-  ResetOnExit reset_on_exit{stmt};
+  Statement& stmt = *query;
   stmt.Bind(1, rollout_id);
   std::vector<CallRecord> calls;
   calls.reserve(8);
@@ -57,20 +72,7 @@ Result<std::vector<CallRecord>> CallsTable::CallsOfRollout(const std::string& ro
   return calls;
 }
 
-Result<Statement*> CallsTable::AllCallsQuery() {
-  if (!calls_query_) {
-    auto prepared = db_.connection().Prepare(
-        "SELECT id, seq, started_at, first_token_at, ended_at, client_format, upstream, model, "
-        "policy_version_start, policy_version_end, request, response, upstream_request, upstream_response, "
-        "prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, finish_reason, usage, "
-        "http_status, error, side_call, retry_key FROM calls WHERE rollout_id = ?1 ORDER BY id");
-    if (!prepared.ok()) return prepared.status();
-    calls_query_.emplace(std::move(*prepared));
-  }
-  return &*calls_query_;
-}
-
-// The last of calls from AllCallsQuery's row; the calls before it are the rollout's read so far.
+// The last of calls from kAllCalls's row; the calls before it are the rollout's read so far.
 Status CallsTable::ReadCall(const Statement& row, std::vector<CallRecord>& calls) {
   CallRecord& c = calls.back();
   c.id = row.Int(0);
@@ -134,10 +136,10 @@ Status CallsTable::ReadPromptIds(const Statement& row, std::vector<CallRecord>& 
 
 Result<size_t> CallsTable::ReadTokenCalls(const std::string& rollout_id, std::vector<CallRecord>* calls) {
   std::lock_guard<std::recursive_mutex> lock(db_.mutex());
-  auto query = TokenCallsQuery();
+  // Compiled once per connection; reset (no read transaction kept open) when it goes.
+  auto query = db_.connection().PrepareCached(kTokenCalls);
   if (!query.ok()) return query.status();
-  Statement& stmt = **query;
-  ResetOnExit reset_on_exit{stmt};
+  Statement& stmt = *query;
   stmt.Bind(1, rollout_id);
   // Each row's prompt delta; its stored suffix goes into prompt_ids until
   // the deltas are resolved below.
@@ -155,21 +157,6 @@ Result<size_t> CallsTable::ReadTokenCalls(const std::string& rollout_id, std::ve
   }
   FORGE_RETURN_IF_ERROR(ResolveDeltas(*calls, n, deltas));
   return n;
-}
-
-Result<Statement*> CallsTable::TokenCallsQuery() {
-  if (!token_calls_query_) {
-    // ORDER BY seq is the order of the UNIQUE (rollout_id, seq) index, so
-    // SQLite walks it and needs no sorter (ORDER BY id would need one per
-    // rollout). Only the columns a token sample is built from.
-    auto prepared = db_.connection().Prepare(
-        "SELECT id, seq, policy_version_start, policy_version_end, prompt_base_call, prompt_prefix_len, "
-        "prompt_suffix, completion_ids, logprobs, finish_reason, http_status, error, side_call "
-        "FROM calls WHERE rollout_id = ?1 ORDER BY seq");
-    if (!prepared.ok()) return prepared.status();
-    token_calls_query_.emplace(std::move(*prepared));
-  }
-  return &*token_calls_query_;
 }
 
 CallsTable::Delta CallsTable::ReadTokenCall(const Statement& row, CallRecord& c) {

@@ -75,8 +75,6 @@ class CallsTable : private TransactionObserver {
   void RolledBack() override { recent_prompts_.DiscardPending(); }
 
   // Reading (call_reader.cpp).
-  Result<Statement*> AllCallsQuery();
-  Result<Statement*> TokenCallsQuery();
   Status ReadCall(const Statement& row, std::vector<CallRecord>& calls);
   Status ReadCallContent(const Statement& row, CallRecord& c);
   Status ReadPromptIds(const Statement& row, std::vector<CallRecord>& calls);
@@ -103,10 +101,6 @@ class CallsTable : private TransactionObserver {
   // reading them back: a main thread plus a few side calls each, 64 MiB in all
   // (a 50K-token conversation's four prompts are 800 KB).
   RecentPrompts recent_prompts_{4, 64 << 20};
-  // CallsOfRollout's query (all fields) and ReadTokenCalls', prepared on
-  // first use; finalised with this table, before the connection closes.
-  std::optional<Statement> calls_query_;
-  std::optional<Statement> token_calls_query_;
 };
 
 }  // namespace forge::store

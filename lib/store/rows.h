@@ -48,11 +48,4 @@ Statement& BindAll(Statement& s, const Values&... values) {
   return s;
 }
 
-// Resets a statement kept for reuse on every way out of a read, so it never
-// holds a read transaction open between calls.
-struct ResetOnExit {
-  Statement& s;
-  ~ResetOnExit() { s.Reset(); }
-};
-
 }  // namespace forge::store
