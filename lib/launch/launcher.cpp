@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "launch/attempt.h"
 #include "cli/diagnostics.h"
@@ -41,7 +42,7 @@ using Json = records::Json;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point from) {
-  return std::round(std::chrono::duration<double>(Clock::now() - from).count() * 1000) / 1000;
+  return std::round(SecondsSince(from) * 1000) / 1000;
 }
 
 double WallNow() {

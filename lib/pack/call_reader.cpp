@@ -5,6 +5,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "base/clock.h"
+
 namespace forge::pack {
 
 Result<Stores> Stores::Open(const std::vector<std::string>& paths) {
@@ -80,7 +82,7 @@ const CallReader::Chunk& CallReader::Next(double* waited_seconds) {
   if (next_ > 0) free_.release();  // the caller is done with the previous chunk
   auto started = std::chrono::steady_clock::now();
   full_.acquire();
-  *waited_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  *waited_seconds = SecondsSince(started);
   return chunks_[next_++ % 2];
 }
 

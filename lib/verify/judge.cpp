@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "cli/signals.h"
 
@@ -164,7 +165,7 @@ Verdict Judge::Grade(const std::string& task_id, const VerifierSpec& spec,
   auto finish = [&](Outcome outcome, std::string message) {
     v.outcome = outcome;
     v.message = std::move(message);
-    v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    v.seconds = SecondsSince(start);
     return v;
   };
   if (options_.url.empty()) return finish(Outcome::kVerifierError, "judge: no endpoint (--judge-url)");

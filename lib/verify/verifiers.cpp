@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/clock.h"
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "verify/hardening.h"
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 class Stopwatch {
  public:
   double Seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return SecondsSince(start_);
   }
 
  private:

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "sandbox/docker/image_pull.h"
 #include "sandbox/docker/pod_runner.h"
@@ -236,7 +237,7 @@ Result<ExecResult> DockerSandbox::Exec(const ExecRequest& request) {
   result.stdout_data = std::move(demux.out());
   result.stderr_data = std::move(demux.err());
   result.truncated = demux.truncated();
-  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.seconds = SecondsSince(started);
   if (!result.timed_out && !stop.cancelled && result.exit_code == 137) {
     result.out_of_memory = OomSince(started_wall);
   }
@@ -642,7 +643,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   result.stdout_data = std::move(demux.out());
   result.stderr_data = std::move(demux.err());
   result.truncated = demux.truncated();
-  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.seconds = SecondsSince(started);
   if (stop.cancelled) return Status::Cancelled("exec cancelled");
   if (!result.timed_out && result.exit_code == 137) result.out_of_memory = OomKilledSince(*engine_, id, started_wall);
   if (auto line = SetupFailure(result)) {

@@ -1,5 +1,6 @@
 #include "sandbox/k8s/exec_channel.h"
 
+#include "base/clock.h"
 #include "sandbox/k8s/api_client.h"
 #include "sandbox/k8s/websocket.h"
 
@@ -123,7 +124,7 @@ Result<ExecOutcome> RunExec(ApiClient& client, const ExecCall& call) {
         break;  // resize and close are client-to-server
     }
   }
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.seconds = SecondsSince(start);
   if (result.timed_out) {
     result.exit_code = -1;
     return outcome;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "sandbox/local/memory_cgroup.h"
 
 namespace forge::sandbox::local {
@@ -331,7 +332,7 @@ Result<ExecResult> LocalSandbox::Exec(const ExecRequest& request) {
   kill(-pid, SIGKILL);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) result.timed_out = true;
-  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.seconds = SecondsSince(started);
   if (cancelled) return Status::Cancelled("exec cancelled");
   return result;
 }
