@@ -1,5 +1,9 @@
-// Starts tests/fakes/k8s_api_server.py on 127.0.0.1 (a random port) for one
-// test or benchmark, and talks to its /_fake control endpoints.
+// Starts tests/fakes/k8s_api_server.py (a test double of a Kubernetes API
+// server) on 127.0.0.1 (a random port) for one test or benchmark, and talks
+// to its /_fake control endpoints. The unit tests and the benchmark use its
+// scale mode (pods are not processes; exec runs host processes); e2e tests
+// that want pods as Docker containers start it with --mode real themselves
+// (tests/support/k8s_fake.sh).
 #pragma once
 
 #include <poll.h>
@@ -24,10 +28,12 @@ namespace forge::testing {
 
 class FakeK8s {
  public:
-  // With a certificate and key (PEM files) it serves HTTPS.
+  // With a certificate and key (PEM files) it serves HTTPS. extra_args go to
+  // the server as they are (e.g. {"--nodes", "100"}).
   explicit FakeK8s(std::string token = "test-token", double start_delay = 0.05,
                    const std::string& tls_cert = "", const std::string& tls_key = "",
-                   const std::string& tls_client_ca = "")
+                   const std::string& tls_client_ca = "",
+                   const std::vector<std::string>& extra_args = {})
       : token_(std::move(token)), tls_(!tls_cert.empty()) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
@@ -37,8 +43,13 @@ class FakeK8s {
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     posix_spawn_file_actions_addclose(&actions, fds[1]);
     std::string script = std::string(FORGE_SOURCE_DIR) + "/tests/fakes/k8s_api_server.py";
-    std::vector<std::string> args = {"python3", script, "--token", token_, "--start-delay",
-                                     std::to_string(start_delay)};
+    // The namespaces the tests' options and kubeconfigs name must exist, as
+    // in a real cluster.
+    std::vector<std::string> args = {"python3", script, "--mode", "scale", "--token", token_,
+                                     "--start-delay", std::to_string(start_delay),
+                                     "--namespace", "forge-test", "--namespace", "from-kubeconfig",
+                                     "--nodes", "3"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     if (tls_) {
       args.insert(args.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
     }
@@ -92,6 +103,12 @@ class FakeK8s {
   nlohmann::json Expire() { return Control("POST", "expire", "{}"); }
   nlohmann::json Stats() { return Control("GET", "stats", ""); }
   nlohmann::json Pods() { return Control("GET", "pods", "")["items"]; }
+  // Node-pressure evictions ("fail") or Eviction API deletions ("delete").
+  nlohmann::json Evict(const nlohmann::json& request) { return Control("POST", "evict", request.dump()); }
+  // Connections dropped and the port closed for `downtime` seconds; state kept.
+  nlohmann::json Restart(double downtime) {
+    return Control("POST", "restart", nlohmann::json{{"downtime", downtime}}.dump());
+  }
 
  private:
   static size_t Append(char* data, size_t size, size_t n, void* user) {
