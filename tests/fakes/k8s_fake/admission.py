@@ -298,9 +298,12 @@ def admit_pod(store, pod, ns, default_level):
         raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: violates PodSecurity "{level}:latest": '
                        + ", ".join(bad), {"name": name, "kind": "pods"})
     sa = pod["spec"].get("serviceAccountName", "default")
-    if store.get("serviceaccounts", ns, sa) is None:
+    account = store.get("serviceaccounts", ns, sa)
+    if account is None:
         raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: error looking up service account '
                        f'{ns}/{sa}: serviceaccount "{sa}" not found', {"name": name, "kind": "pods"})
+    if not pod["spec"].get("imagePullSecrets") and account.get("imagePullSecrets"):
+        pod["spec"]["imagePullSecrets"] = [dict(s) for s in account["imagePullSecrets"]]
     rc = pod["spec"].get("runtimeClassName")
     if rc and store.get("runtimeclasses", "", rc) is None:
         raise ApiError(403, "Forbidden", f'pods "{name}" is forbidden: pod rejected: RuntimeClass "{rc}" not found',

@@ -45,6 +45,7 @@ class CState:
         self.last = None               # lastState.terminated
         self.restart_count = 0
         self.handle = None
+        self.prev_handle = None
         self.container_id = ""
         self.image_id = ""
         self.busy = False
@@ -195,6 +196,7 @@ class PodWorker:
         if c.state == "terminated":
             # a restart: keep the last termination, back off first
             c.last, c.term = c.term, None
+            c.prev_handle = c.handle
             c.restart_count += 1
             c.state = "waiting"
             c.backoff = min(300.0, c.backoff * 2) if c.backoff else float(self.k.config("restart_backoff", 10))
