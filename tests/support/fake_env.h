@@ -4,7 +4,10 @@
 // stage reported, with what environment, as what it did.
 #pragma once
 
+#include <unistd.h>  // environ
+
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -105,5 +108,24 @@ class FakeEnv : public Env {
   size_t advanced_ = 0;
   double now_ = -1;
 };
+
+// The process's own variables (PATH, HOME, DOCKER_HOST, ...).
+inline std::map<std::string, std::string, std::less<>> ProcessVariables() {
+  std::map<std::string, std::string, std::less<>> vars;
+  for (char** entry = ::environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    const size_t eq = text.find('=');
+    if (eq != std::string_view::npos) vars.emplace(text.substr(0, eq), text.substr(eq + 1));
+  }
+  return vars;
+}
+
+// A FakeEnv with the process's variables, for the tests whose sandboxes run
+// real commands (PATH) or talk to the real engine ($DOCKER_HOST), and that
+// look at nothing it records.
+inline FakeEnv& HostEnv() {
+  static FakeEnv env(ProcessVariables());
+  return env;
+}
 
 }  // namespace forge::testing
