@@ -41,9 +41,9 @@ std::string RefusalReason(const std::string& key, bool main) {
 
 class ComposeReader {
  public:
-  ComposeReader(std::string path, const std::map<std::string, std::string>& vars,
+  ComposeReader(std::string path, const std::map<std::string, std::string>& vars, const Env& host,
                 std::vector<std::string>* warnings)
-      : path_(std::move(path)), dir_(fs::path(path_).parent_path()), vars_(vars), warnings_(warnings) {}
+      : path_(std::move(path)), dir_(fs::path(path_).parent_path()), vars_(vars), host_(host), warnings_(warnings) {}
 
   Result<Json> Read() {
     YAML::Node root;
@@ -139,8 +139,8 @@ class ComposeReader {
       std::optional<std::string> value;
       if (auto it = vars_.find(name); it != vars_.end()) {
         value = it->second;
-      } else if (const char* env = std::getenv(name.c_str())) {
-        value = env;
+      } else {
+        value = host_.Var(name);
       }
       if (has_fallback && (!value || (empty_counts && value->empty()))) value = fallback;
       if (!value) {
@@ -263,8 +263,7 @@ class ComposeReader {
       for (auto it = value.begin(); it != value.end(); ++it) {
         if (it->second.IsNull()) {
           // KEY with no value: compose takes it from the host environment.
-          const char* env = std::getenv(it->first.Scalar().c_str());
-          if (env != nullptr) out[it->first.Scalar()] = env;
+          if (auto env = host_.Var(it->first.Scalar())) out[it->first.Scalar()] = *env;
           continue;
         }
         auto text = Scalar(it->second, key + "." + it->first.Scalar());
@@ -279,8 +278,7 @@ class ComposeReader {
       if (!text.ok()) return text.status();
       const size_t eq = text->find('=');
       if (eq == std::string::npos) {
-        const char* env = std::getenv(text->c_str());
-        if (env != nullptr) out[*text] = env;
+        if (auto env = host_.Var(*text)) out[*text] = *env;
         continue;
       }
       out[text->substr(0, eq)] = text->substr(eq + 1);
@@ -446,6 +444,7 @@ class ComposeReader {
   std::string path_;
   fs::path dir_;
   const std::map<std::string, std::string>& vars_;
+  const Env& host_;
   std::vector<std::string>* warnings_;
   std::set<std::string> names_;
   std::set<std::string> volume_names_;
@@ -514,8 +513,8 @@ Result<std::vector<std::string>> SplitComposeCommand(const std::string& text) {
 }
 
 Result<records::Json> ReadCompose(const std::string& path, const std::map<std::string, std::string>& vars,
-                                  std::vector<std::string>* warnings) {
-  return ComposeReader(path, vars, warnings).Read();
+                                  const Env& host, std::vector<std::string>* warnings) {
+  return ComposeReader(path, vars, host, warnings).Read();
 }
 
 }  // namespace forge::tasks

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "records/jsonl.h"
 
@@ -48,12 +49,12 @@ namespace forge::tasks {
 inline constexpr const char* kMainService = "main";
 
 // Reads the compose file at path. vars are the compose variables Harbor
-// sets (CONTEXT_DIR, CPUS, MEMORY, ...), looked up before the host
-// environment. Errors name the file, line and key:
+// sets (CONTEXT_DIR, CPUS, MEMORY, ...), looked up before the host's
+// variables, which host gives. Errors name the file, line and key:
 // "t/environment/docker-compose.yaml:12: services.db.ports: not supported ...".
 Result<records::Json> ReadCompose(const std::string& path,
                                   const std::map<std::string, std::string>& vars,
-                                  std::vector<std::string>* warnings);
+                                  const Env& host, std::vector<std::string>* warnings);
 
 // "2s", "1m30s", "500ms", "1h" in seconds (compose durations).
 Result<double> ParseComposeDuration(const std::string& text);
