@@ -52,7 +52,7 @@ Result<sandbox::Spec> SandboxSpec(const Attempt& a) {
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(a.number)}};
   spec.user = task.user.empty() ? options.user : task.user;
   // The task's environment, its templates resolved from ours (as Harbor does).
-  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env");
+  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env", tasks::HostEnvLookup(*options.env));
   if (!task_env.ok()) return task_env.status().Prefixed(task.id);
   spec.env = std::move(*task_env);
   spec.lifetime_seconds = static_cast<int64_t>(AgentTimeout(a)) + 600 + (options.hold ? options.hold_seconds : 0);
@@ -63,7 +63,9 @@ double AgentTimeout(const Attempt& a) {
   return a.task.agent_timeout_seconds > 0 ? a.task.agent_timeout_seconds : a.options.agent_timeout_seconds;
 }
 
-bool MountsHarnesses(const Attempt& a) { return a.backend == "docker" && UsesPlaceholder(a.profile, "harnesses"); }
+bool MountsHarnesses(const Attempt& a) {
+  return a.backend == sandbox::BackendKind::kDocker && UsesPlaceholder(a.profile, "harnesses");
+}
 
 RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec& spec) {
   // The real harnesses stay installed on the host; a container sees them
@@ -73,7 +75,7 @@ RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec&
   if (!ProxyOnly(a)) return relay;
   // proxy-only: where the harness's wrapper finds forge-relay and the host
   // relay's socket. The local backend runs on the host's file system.
-  if (a.backend == "docker") {
+  if (a.backend == sandbox::BackendKind::kDocker) {
     // A read-only socket directory still lets the sandbox connect, and
     // nothing in it can replace the socket.
     spec.mounts.push_back({host.relay_binary, kRelaySandboxPath, true});
@@ -94,7 +96,7 @@ RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec&
 
 std::map<std::string, std::string> Placeholders(const Attempt& a, const HostPaths& host, const std::string& workdir,
                                                 const std::string& mcp_servers) {
-  const std::string root = a.backend == "local" ? "{root}" : "";
+  const std::string root = a.backend == sandbox::BackendKind::kLocal ? "{root}" : "";
   const LaunchOptions& options = a.options;
   return {
       {"proxy", options.proxy},
@@ -175,7 +177,7 @@ Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::s
   exec.env["FORGE_ATTEMPT"] = std::to_string(a.number);
   exec.env["FORGE_INSTRUCTION_FILE"] = vars.at("instruction_file");
   if (!profile.solution_dir.empty()) {
-    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env");
+    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env", tasks::HostEnvLookup(*a.options.env));
     if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
     for (const auto& [k, v] : *solution_env) exec.env[k] = v;
   }

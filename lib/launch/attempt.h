@@ -25,7 +25,7 @@ struct Attempt {
   const LaunchOptions& options;
   const TaskSpec& task;
   const HarnessProfile& profile;
-  std::string backend;  // the backend's name: "docker", "k8s", "local"
+  sandbox::BackendKind backend;
   std::string rollout_id;
   int number = 0;       // the attempt's number
   std::string secret;   // the rollout's bearer token

@@ -58,24 +58,36 @@ Result<std::string> CodexTables(const std::vector<tasks::McpServer>& servers) {
 
 }  // namespace
 
-bool KnownMcpFormat(const std::string& format) {
-  return format == "claude" || format == "codex" || format == "gemini" || format == "opencode" ||
-         format == "openclaw";
+constexpr std::pair<McpFormat, std::string_view> kMcpFormats[] = {
+    {McpFormat::kClaude, "claude"},     {McpFormat::kCodex, "codex"},       {McpFormat::kGemini, "gemini"},
+    {McpFormat::kOpencode, "opencode"}, {McpFormat::kOpenclaw, "openclaw"}};
+
+std::optional<McpFormat> McpFormatOf(std::string_view name) {
+  for (const auto& [format, n] : kMcpFormats) {
+    if (n == name) return format;
+  }
+  return std::nullopt;
 }
 
-Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers) {
-  if (!KnownMcpFormat(format)) {
-    return Status::BadConfig("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
-  }
-  if (format == "codex") return CodexTables(servers);
+std::string McpFormatNames() {
+  std::string names;
+  for (const auto& [format, n] : kMcpFormats) names += (names.empty() ? "" : ", ") + std::string(n);
+  return names;
+}
+
+Result<std::string> RenderMcpServers(McpFormat format, const std::vector<tasks::McpServer>& servers) {
+  if (format == McpFormat::kCodex) return CodexTables(servers);
   Json object = Json::object();
   for (const auto& s : servers) {
-    if (format == "claude") object[s.name] = ClaudeEntry(s);
-    else if (format == "gemini") object[s.name] = GeminiEntry(s);
-    else if (format == "opencode") object[s.name] = OpencodeEntry(s);
-    else object[s.name] = OpenclawEntry(s);
+    switch (format) {
+      case McpFormat::kClaude: object[s.name] = ClaudeEntry(s); break;
+      case McpFormat::kGemini: object[s.name] = GeminiEntry(s); break;
+      case McpFormat::kOpencode: object[s.name] = OpencodeEntry(s); break;
+      case McpFormat::kOpenclaw: object[s.name] = OpenclawEntry(s); break;
+      case McpFormat::kCodex: break;
+    }
   }
-  if (format == "claude") return Json{{"mcpServers", object}}.dump();
+  if (format == McpFormat::kClaude) return Json{{"mcpServers", object}}.dump();
   return object.dump();
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "net/relay.h"
 #include "sandbox/sandbox.h"
@@ -71,7 +72,9 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
 // the proxy by one thread with one poll loop for the whole run.
 class HostRelay {
  public:
-  static Result<std::unique_ptr<HostRelay>> Start(const net::Endpoint& proxy);
+  // Its directory is made under $TMPDIR; a relay that stops is reported to
+  // env (which must outlive it).
+  static Result<std::unique_ptr<HostRelay>> Start(const net::Endpoint& proxy, Env& env);
   // Stops the thread and removes the directory, or, after KeepFor, only
   // the socket.
   ~HostRelay();
@@ -94,6 +97,6 @@ class HostRelay {
 // Removes the socket directories ($TMPDIR/forge-relay-PID-*) of forge-launch
 // processes that are gone (kill -9 skips ~HostRelay), except those kept for
 // held sandboxes until their time; returns how many.
-Result<int> RemoveStaleRelayDirs();
+Result<int> RemoveStaleRelayDirs(const Env& env);
 
 }  // namespace forge::launch
