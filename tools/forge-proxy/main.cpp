@@ -7,6 +7,7 @@
 int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-proxy", "Serve and record every model call a harness makes.");
   forge::proxy::ProxyConfig c;
+  c.env = &tool.env();
   CLI::App& app = tool.app();
   app.add_option("--store", c.store_path, "SQLite store the calls are recorded in")->required();
   app.add_option("--upstream", c.upstreams,
