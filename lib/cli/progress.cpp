@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
 
 namespace forge::cli {
 
@@ -17,9 +16,6 @@ TerminalProgress::TerminalProgress(std::string tool, std::string label, size_t t
       total_(total),
       enabled_(enabled),
       start_(std::chrono::steady_clock::now()) {}
-
-TerminalProgress::TerminalProgress(std::string label, size_t total)
-    : TerminalProgress(ToolName(), std::move(label), total, StderrIsTerminal()) {}
 
 TerminalProgress::~TerminalProgress() { Finish(); }
 

@@ -19,8 +19,6 @@ class TerminalProgress : public forge::Progress {
   // Lines start with "tool: label"; nothing is drawn unless enabled (stderr
   // is a terminal).
   TerminalProgress(std::string tool, std::string label, size_t total, bool enabled);
-  // Until every layer is given an Env: the tool's name and stderr's from the process.
-  explicit TerminalProgress(std::string label, size_t total = 0);
   ~TerminalProgress() override;
 
   void Advance(size_t n = 1) override;
@@ -31,7 +29,6 @@ class TerminalProgress : public forge::Progress {
   static constexpr size_t kMaxLines = 20;
   void Finish() override;
   bool shown() const override { return enabled_; }
-  bool enabled() const { return enabled_; }
 
  private:
   void DrawLocked(bool force);
@@ -49,7 +46,5 @@ class TerminalProgress : public forge::Progress {
   std::chrono::steady_clock::time_point last_draw_;
   std::mutex mutex_;
 };
-
-using Progress = TerminalProgress;
 
 }  // namespace forge::cli

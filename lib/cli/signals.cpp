@@ -39,9 +39,4 @@ void UninstallSignalHandlers() {
   g_stop.store(nullptr);
 }
 
-bool StopRequested() {
-  StopToken* stop = g_stop.load();
-  return stop != nullptr && stop->requested();
-}
-
 }  // namespace forge::cli

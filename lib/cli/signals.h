@@ -13,7 +13,5 @@ namespace forge::cli {
 void InstallSignalHandlers(StopToken& stop);
 // The signals then end the process as they would without a tool.
 void UninstallSignalHandlers();
-// Until every layer is given an Env: whether the installed token was requested.
-bool StopRequested();
 
 }  // namespace forge::cli

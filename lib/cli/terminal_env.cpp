@@ -25,8 +25,10 @@ std::map<std::string, std::string, std::less<>> ProcessEnvironment() {
 
 }  // namespace
 
-TerminalEnv::TerminalEnv(std::string tool_name)
-    : Env(ProcessEnvironment()),
+TerminalEnv::TerminalEnv(std::string tool_name) : TerminalEnv(std::move(tool_name), ProcessEnvironment()) {}
+
+TerminalEnv::TerminalEnv(std::string tool_name, std::map<std::string, std::string, std::less<>> vars)
+    : Env(std::move(vars)),
       tool_name_(std::move(tool_name)),
       stderr_is_terminal_(isatty(STDERR_FILENO) == 1) {
   // Colour only on a terminal and only when NO_COLOR is unset or empty.
@@ -56,7 +58,7 @@ void TerminalEnv::Text(std::string_view text) {
   std::fflush(stderr);
 }
 
-std::unique_ptr<forge::Progress> TerminalEnv::StartProgress(std::string label, size_t total) {
+std::unique_ptr<Progress> TerminalEnv::StartProgress(std::string label, size_t total) {
   return std::make_unique<TerminalProgress>(tool_name_, std::move(label), total, stderr_is_terminal_);
 }
 

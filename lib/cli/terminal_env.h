@@ -18,12 +18,14 @@ class TerminalEnv : public Env {
  public:
   // Reads the process's environment.
   explicit TerminalEnv(std::string tool_name);
+  // With these variables instead (forge-man: the defaults of a bare shell).
+  TerminalEnv(std::string tool_name, std::map<std::string, std::string, std::less<>> vars);
 
   void Error(std::string_view message) override;
   void Warn(std::string_view message) override;
   void Note(std::string_view message) override;
   void Text(std::string_view text) override;
-  std::unique_ptr<forge::Progress> StartProgress(std::string label, size_t total = 0) override;
+  std::unique_ptr<Progress> StartProgress(std::string label, size_t total = 0) override;
   double Now() const override;
 
   const std::string& tool_name() const { return tool_name_; }

@@ -4,7 +4,6 @@
 
 #include <exception>
 
-#include "cli/diagnostics.h"
 #include "cli/signals.h"
 
 #ifndef FORGE_VERSION
@@ -17,7 +16,6 @@ std::string_view Version() { return FORGE_VERSION; }
 
 Tool::Tool(std::string name, std::string description)
     : name_(std::move(name)), env_(name_), app_(std::move(description), name_) {
-  SetToolName(name_);
   app_.set_version_flag("--version", name_ + " " + std::string(Version()));
   ExitCodes({ExitCode::kNegative, ExitCode::kUsage, ExitCode::kDataErr, ExitCode::kNoInput,
              ExitCode::kUnavailable, ExitCode::kSoftware, ExitCode::kCantCreate, ExitCode::kIoErr,

@@ -1,7 +1,6 @@
 // forge-dedup: remove near-duplicate records by embedding similarity.
 
 #include "cli/tool.h"
-#include <cstdlib>
 #include <filesystem>
 
 #include "dedup/dedup.h"
@@ -20,6 +19,7 @@ int main(int argc, char** argv) {
                   forge::cli::ExitCode::kTempFail, forge::cli::ExitCode::kProtocol});
   CLI::App& app = tool.app();
   DedupOptions o;
+  o.env = &tool.env();
   CLI::App* calibrate = app.add_subcommand(
       "calibrate",
       "Write no records: for every threshold (--report-thresholds and --threshold), one JSON line "
@@ -166,10 +166,10 @@ int main(int argc, char** argv) {
       store = std::move(*opened);
     }
     if (remote.url.empty()) return RunDedup(o, nullptr, store.get());
-    if (const char* key = std::getenv(api_key_env.c_str())) remote.api_key = key;
+    if (auto key = tool.env().Var(api_key_env)) remote.api_key = *key;
     std::unique_ptr<EmbeddingCache> cache;
     if (store) cache = std::make_unique<StoreEmbeddingCache>(store.get());
-    RemoteEmbedder embedder(remote, cache.get());
+    RemoteEmbedder embedder(remote, cache.get(), tool.env());
     return RunDedup(o, &embedder, store.get());
   });
 }

@@ -1,13 +1,11 @@
 // forge-launch: Run each rollout of each task in its own sandbox.
 #include <cmath>
-#include <cstdlib>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "base/hash.h"
-#include "cli/diagnostics.h"
-#include "cli/k8s_flags.h"
+#include "common/k8s_flags.h"
 #include "cli/tool.h"
 #include "launch/launcher.h"
 #include "launch/network.h"
@@ -16,11 +14,6 @@
 #include "store/store.h"
 
 namespace {
-
-std::string DefaultStore() {
-  const char* env = std::getenv("FORGE_STORE");
-  return env && *env ? env : "forge.db";
-}
 
 std::string NewRunId() {
   return fmt::format("run-{:%Y%m%d-%H%M%S}-{}", fmt::gmtime(std::time(nullptr)), forge::RandomHex(3));
@@ -31,14 +24,20 @@ std::string NewRunId() {
 int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-launch", "Run each rollout of each task in its own sandbox.");
   CLI::App& app = tool.app();
+  forge::Env& env = tool.env();
   forge::launch::LaunchOptions options;
-  std::string backend_name = "docker", store_path = DefaultStore();
+  options.env = &env;
+  std::string backend_name = "docker", store_path = env.VarOr("FORGE_STORE", "forge.db");
   std::string memory = "4g", agent_timeout = "600", hold_ttl = "1h", log_bytes = "64k";
 
   app.add_option("tasks", options.inputs, "Task JSONL files, Harbor task dirs or datasets; '-' or none reads stdin");
   app.add_option("-n,--attempts", options.attempts, "Rollouts per task")->capture_default_str();
   app.add_option("-j,--jobs", options.jobs, "Rollouts running at once")->capture_default_str();
-  app.add_option("--backend", backend_name, "Sandbox backend: local, docker or k8s")->capture_default_str();
+  std::vector<std::string> backend_names;
+  for (const auto& [kind, name] : forge::sandbox::kBackendNames) backend_names.emplace_back(name);
+  app.add_option("--backend", backend_name, "Sandbox backend: local, docker or k8s")
+      ->capture_default_str()
+      ->check(CLI::IsMember(backend_names));
   bool bubblewrap = false;
   app.add_flag("--bubblewrap", bubblewrap,
                "local backend: run each command under bwrap (host read-only, private /tmp, own pid/ipc/uts "
@@ -92,7 +91,7 @@ int main(int argc, char** argv) {
                  "Start an Xvfb display WxH[xD] (1280x800x24) before each harness; DISPLAY is exported. "
                  "Xvfb must be in the image (on the host for --backend local)");
   forge::sandbox::k8s::K8sOptions k8s;
-  forge::cli::AddK8sFlags(app, k8s);
+  forge::tools::AddK8sFlags(app, k8s);
 
   CLI::App* gc = app.add_subcommand(
       "gc", "Remove sandboxes left by a run (or by all runs), and killed runs' relay socket dirs");
@@ -116,21 +115,20 @@ int main(int argc, char** argv) {
         if (!parsed.ok()) return parsed.status();
         older = *parsed;
       }
-      auto backend = forge::launch::MakeBackend(backend_name, k8s);
+      auto backend = forge::launch::MakeBackend(*forge::sandbox::BackendKindOf(backend_name), env, k8s);
       if (!backend.ok()) return backend.status();
       auto removed = forge::launch::CollectGarbage(**backend, gc_run, static_cast<int64_t>(older));
       if (!removed.ok()) return removed.status();
-      auto relay_dirs = forge::launch::RemoveStaleRelayDirs();
+      auto relay_dirs = forge::launch::RemoveStaleRelayDirs(env);
       if (!relay_dirs.ok()) return relay_dirs.status();
-      forge::cli::Note(fmt::format("removed {} sandbox(es), {} relay socket dir(s) of killed runs", *removed,
-                                   *relay_dirs));
+      env.Note(fmt::format("removed {} sandbox(es), {} relay socket dir(s) of killed runs", *removed, *relay_dirs));
       if (gc_images) {
         if (gc_run.empty()) return forge::Status::InvalidArgument("gc --images needs --run-id");
         auto store = forge::store::Store::Open(store_path);
         if (!store.ok()) return store.status().Prefixed(store_path);
         auto images = forge::launch::CollectImages(**backend, **store, gc_run);
         if (!images.ok()) return images.status();
-        forge::cli::Note(fmt::format("removed {} image(s) of run {}", *images, gc_run));
+        env.Note(fmt::format("removed {} image(s) of run {}", *images, gc_run));
       }
       return forge::Status::Ok();
     }
@@ -154,10 +152,11 @@ int main(int argc, char** argv) {
     if (options.inputs.empty()) options.inputs.push_back("-");
     if (options.run_id.empty()) {
       options.run_id = NewRunId();
-      forge::cli::Note("run id " + options.run_id + " (pass --run-id to resume it)");
+      env.Note("run id " + options.run_id + " (pass --run-id to resume it)");
     }
     while (!options.proxy.empty() && options.proxy.back() == '/') options.proxy.pop_back();
-    auto backend = forge::launch::MakeBackend(backend_name, k8s, bubblewrap, docker_config);
+    auto backend = forge::launch::MakeBackend(*forge::sandbox::BackendKindOf(backend_name), env, k8s, bubblewrap,
+                                              docker_config);
     if (!backend.ok()) return backend.status();
     auto store = forge::store::Store::Open(store_path);
     if (!store.ok()) return store.status().Prefixed(store_path);

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
                         "in --out-dir and their index on stdout). Summary on stderr.");
   CLI::App& app = tool.app();
   PackOptions o;
+  o.env = &tool.env();
   std::vector<int32_t> stop_ids;
   int64_t max_staleness = -1, policy_version = -1;
   double min_reward = 0;

@@ -1,13 +1,11 @@
 // forge-verify: verify rollouts in their own sandboxes and report pass@k and pass^k.
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "cli/diagnostics.h"
-#include "cli/k8s_flags.h"
+#include "common/k8s_flags.h"
 #include "cli/tool.h"
 #include "records/jsonl.h"
 #include "store/store.h"
@@ -18,11 +16,6 @@ namespace {
 
 using forge::Status;
 using forge::verify::Format;
-
-const char* EnvOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
 
 // `forge-verify FILE...` means `forge-verify run FILE...`.
 std::vector<char*> WithDefaultSubcommand(int argc, char** argv) {
@@ -42,8 +35,11 @@ void AddFormat(CLI::App* cmd, bool* json, bool* table) {
   cmd->add_flag("--table", *table, "Print a table (the default on a terminal)");
 }
 
+// --json, --table, else a table on a terminal and JSON otherwise.
 Format FormatOf(bool json, bool table) {
-  return json ? Format::kJson : table ? Format::kTable : Format::kAuto;
+  if (json) return Format::kJson;
+  if (table) return Format::kTable;
+  return isatty(STDOUT_FILENO) == 1 ? Format::kTable : Format::kJson;
 }
 
 }  // namespace
@@ -52,13 +48,15 @@ int main(int argc, char** argv) {
   forge::cli::Tool tool("forge-verify",
                         "Verify rollouts in their own sandboxes and report pass@k and pass^k.");
   CLI::App& app = tool.app();
+  forge::Env& env = tool.env();
   app.require_subcommand(1, 1);
 
   // run
   forge::verify::RunOptions run;
-  std::string store_path = EnvOr("FORGE_STORE", "");
-  run.judge.url = EnvOr("FORGE_JUDGE_URL", "");
-  run.judge.default_model = EnvOr("FORGE_JUDGE_MODEL", "");
+  run.env = &env;
+  std::string store_path = env.VarOr("FORGE_STORE", "");
+  run.judge.url = env.VarOr("FORGE_JUDGE_URL", "");
+  run.judge.default_model = env.VarOr("FORGE_JUDGE_MODEL", "");
   std::string judge_key_env = "FORGE_JUDGE_API_KEY";
   CLI::App* run_cmd = app.add_subcommand(
       "run", "Verify each rollout record (the default subcommand): attach to its held sandbox, run the "
@@ -81,10 +79,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--judge-key-env", judge_key_env, "Environment variable holding the judge's API key")
       ->capture_default_str();
   // The sandboxes of k8s rollouts: the same cluster flags as forge-launch's.
-  forge::cli::AddK8sFlags(*run_cmd, run.k8s);
+  forge::tools::AddK8sFlags(*run_cmd, run.k8s);
 
   // report
   forge::verify::ReportOptions report;
+  report.env = &env;
   bool report_json = false, report_table = false;
   CLI::App* report_cmd = app.add_subcommand(
       "report", "Per task (per group with --by) and overall: valid trials, pass@k, pass^k, mean reward, "
@@ -102,6 +101,7 @@ int main(int argc, char** argv) {
 
   // compare
   forge::verify::CompareOptions compare;
+  compare.env = &env;
   bool compare_json = false, compare_table = false;
   CLI::App* compare_cmd = app.add_subcommand(
       "compare", "Run B against run A: per task and overall, the difference in pass@k and pass^k with bootstrap "
@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
 
   // solvable
   forge::verify::SolvableCommandOptions solvable;
+  solvable.env = &env;
   bool solvable_json = false, solvable_table = false;
   CLI::App* solvable_cmd = app.add_subcommand(
       "solvable", "Task-construction check from oracle, no-op and model runs: flags broken_environment "
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
 
   // tool-use
   forge::verify::ToolUseOptions tool_use;
+  tool_use.env = &env;
   tool_use.store_path = store_path;
   CLI::App* tool_use_cmd = app.add_subcommand(
       "tool-use", "Per harness, from the recorded calls: tool-use distribution and error-recovery rate "
@@ -162,7 +164,7 @@ int main(int argc, char** argv) {
       return forge::verify::ToolUseCommand(tool_use);
     }
 
-    run.judge.api_key = EnvOr(judge_key_env.c_str(), "");
+    run.judge.api_key = env.VarOr(judge_key_env, "");
     std::unique_ptr<forge::store::Store> store;
     if (store_path.empty() && access("forge.db", F_OK) == 0) store_path = "forge.db";
     if (!store_path.empty()) {
@@ -177,7 +179,7 @@ int main(int argc, char** argv) {
     if (summary.verified > 0) {
       std::string counts;
       for (const auto& [name, n] : summary.outcomes) counts += " " + name + "=" + std::to_string(n);
-      forge::cli::Note("verified " + std::to_string(summary.verified) + ":" + counts);
+      env.Note("verified " + std::to_string(summary.verified) + ":" + counts);
     }
     return status;
   });

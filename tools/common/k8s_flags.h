@@ -8,7 +8,7 @@ namespace CLI {
 class App;
 }
 
-namespace forge::cli {
+namespace forge::tools {
 
 // --kubeconfig, --k8s-context, --k8s-namespace, --k8s-qps, --k8s-burst,
 // --k8s-in-cluster and the rest of docs/k8s-backend.md's options (server,
@@ -16,4 +16,4 @@ namespace forge::cli {
 // shown in --help are K8sOptions' own.
 void AddK8sFlags(CLI::App& app, sandbox::k8s::K8sOptions& options);
 
-}  // namespace forge::cli
+}  // namespace forge::tools

@@ -1,8 +1,8 @@
-#include "cli/k8s_flags.h"
+#include "common/k8s_flags.h"
 
 #include <CLI/CLI.hpp>
 
-namespace forge::cli {
+namespace forge::tools {
 
 void AddK8sFlags(CLI::App& app, sandbox::k8s::K8sOptions& options) {
   const char* group = "Kubernetes (--backend k8s)";
@@ -55,4 +55,4 @@ void AddK8sFlags(CLI::App& app, sandbox::k8s::K8sOptions& options) {
       ->group(group);
 }
 
-}  // namespace forge::cli
+}  // namespace forge::tools
