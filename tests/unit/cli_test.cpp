@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include "cli/flags.h"
 #include "cli/tool.h"
 #include "support/fake_env.h"
 
@@ -112,3 +113,50 @@ TEST_CASE("an exception escaping a tool's body is an internal error (70)") {
 }
 
 }  // namespace cli_test
+
+namespace cli_flags_test {
+
+TEST_CASE("a flag table builds the parser, --help and the man page entries from one row per flag") {
+  CLI::App app("test", "forge-test");
+  int jobs = 4;
+  bool hold = false;
+  std::vector<std::string> inputs;
+  forge::cli::FlagTable table;
+  table.Add(app, "options", {
+      {.names = "inputs", .value = "FILE", .bind = forge::cli::Bind(inputs), .help = "files"},
+      {.names = "-j,--jobs", .value = "N", .bind = forge::cli::Bind(jobs), .show_default = true,
+       .more = [](CLI::Option& f) { f.check(CLI::Range(1, 8)); },
+       .help = "Rollouts at once"},
+      {.names = "--hold", .bind = forge::cli::Bind(hold), .help = "Keep the sandbox",
+       .doc = "Keep each sandbox; the record's \\fBsandbox\\fR names it.\n.IP\nThen verify it."},
+  });
+  // The man page: positional arguments left to the SYNOPSIS, the default shown.
+  auto roff = table.Roff("options");
+  REQUIRE(roff.ok());
+  CHECK(*roff ==
+        ".TP\n\\fB\\-j\\fR, \\fB\\-\\-jobs\\fR \\fIN\\fR\nRollouts at once.\nDefault: \\fB4\\fR.\n"
+        ".TP\n\\fB\\-\\-hold\\fR\nKeep each sandbox; the record's \\fBsandbox\\fR names it.\n.IP\nThen verify it.\n");
+  auto markdown = table.Markdown("options");
+  REQUIRE(markdown.ok());
+  CHECK(*markdown == "- `-j, --jobs N`: Rollouts at once. Default: `4`.\n"
+                     "- `--hold`: Keep each sandbox; the record's `sandbox` names it. Then verify it.\n");
+  CHECK_FALSE(table.Roff("gc").ok());
+  // The parser: the same rows, their checks and defaults.
+  CHECK(app.get_option("--jobs")->get_default_str() == "4");
+  const char* argv[] = {"forge-test", "-j", "6", "--hold", "a.jsonl"};
+  app.parse(5, argv);
+  CHECK(jobs == 6);
+  CHECK(hold);
+  CHECK(inputs == std::vector<std::string>{"a.jsonl"});
+  const char* bad[] = {"forge-test", "-j", "9"};
+  CHECK_THROWS_AS(app.parse(3, bad), CLI::ValidationError);
+}
+
+TEST_CASE("roff escapes: dashes, backslashes, and a line that would be a request") {
+  CHECK(forge::cli::RoffEscape("--k8s-qps") == "\\-\\-k8s\\-qps");
+  CHECK(forge::cli::RoffEscape("a\\b") == "a\\eb");
+  CHECK(forge::cli::RoffEscape(".hidden") == "\\&.hidden");
+  CHECK(forge::cli::RoffEscape("x.y") == "x.y");
+}
+
+}  // namespace cli_flags_test
