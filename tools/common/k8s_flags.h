@@ -1,19 +1,21 @@
-// The Kubernetes connection flags, defined once for every tool that can run
-// sandboxes on a cluster (--backend k8s).
+// The Kubernetes connection flags, one row each (cli/flags.h), for every
+// tool that reaches sandboxes on a cluster (forge-launch --backend k8s,
+// forge-verify run): one table, so both tools, their man pages and
+// docs/k8s-backend.md say the same.
 #pragma once
 
-#include "sandbox/k8s/options.h"
+#include <vector>
 
-namespace CLI {
-class App;
-}
+#include "cli/flags.h"
+#include "sandbox/k8s/options.h"
 
 namespace forge::tools {
 
-// --kubeconfig, --k8s-context, --k8s-namespace, --k8s-qps, --k8s-burst,
-// --k8s-in-cluster and the rest of docs/k8s-backend.md's options (server,
-// token, CA, start timeout, pod security), filling options; the defaults
-// shown in --help are K8sOptions' own.
-void AddK8sFlags(CLI::App& app, sandbox::k8s::K8sOptions& options);
+// The section their man page lists them in, and their --help heading.
+inline constexpr const char* kK8sSection = "k8s";
+inline constexpr const char* kK8sGroup = "Kubernetes (--backend k8s)";
+
+// Bound to options; the defaults are K8sOptions' own.
+std::vector<cli::Flag> K8sFlags(sandbox::k8s::K8sOptions& options);
 
 }  // namespace forge::tools
