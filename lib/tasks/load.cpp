@@ -45,10 +45,22 @@ class Loader {
   }
 
  private:
+  void Warn(const std::string& message) const {
+    if (options_.on_warning) {
+      options_.on_warning(message);
+    } else {
+      cli::Warn(message);
+    }
+  }
+
   // A broken task: an error in strict mode, else reported and counted.
   Status Broken(const std::string& message) {
     if (options_.strict) return Status::InvalidData(message);
-    cli::Error(message + " (task skipped)");
+    if (options_.on_broken) {
+      options_.on_broken(message);
+    } else {
+      cli::Error(message + " (task skipped)");
+    }
     ++stats_->broken;
     return Status::Ok();
   }
@@ -89,7 +101,7 @@ class Loader {
     if (cli::StopRequested()) return Status::Cancelled("stopped while reading " + dir);
     std::vector<std::string> warnings;
     auto task = ReadHarborTask(dir, &warnings);
-    for (const std::string& w : warnings) cli::Warn(w);
+    for (const std::string& w : warnings) Warn(w);
     stats_->warnings += warnings.size();
     if (!task.ok()) return Broken(task.status().message());
     return Deliver(*task, task->source);
@@ -108,7 +120,7 @@ class Loader {
     size_t found = 0;
     for (const fs::path& child : children) {
       if (!IsHarborTaskDir(child.string())) {
-        cli::Warn(child.string() + ": no task.toml; not a Harbor task (skipped)");
+        Warn(child.string() + ": no task.toml; not a Harbor task (skipped)");
         ++stats_->warnings;
         continue;
       }
