@@ -9,6 +9,7 @@
 #include "cli/diagnostics.h"
 #include "cli/k8s_flags.h"
 #include "cli/tool.h"
+#include "launch/check.h"
 #include "launch/launcher.h"
 #include "launch/network.h"
 #include "launch/units.h"
@@ -58,11 +59,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model", options.model, "Model name handed to the harness");
   app.add_option("--image", options.image, "Image for tasks naming none");
-  std::string docker_config;
-  app.add_option("--docker-config", docker_config,
+  forge::launch::DockerOptions docker;
+  app.add_option("--docker-config", docker.config,
                  "Docker config giving registry credentials for pulls and builds: credHelpers, "
                  "credsStore, auths, as the docker CLI reads them "
                  "(default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)");
+  app.add_flag("--legacy-builder", docker.legacy_builder,
+               "Build task images with the engine's legacy builder instead of BuildKit");
   app.add_option("--network", options.network, forge::launch::kNetworkHelp)
       ->check(CLI::IsMember(forge::launch::NetworkNames()));
   app.add_option("--relay-binary", options.relay_binary,
@@ -105,7 +108,23 @@ int main(int argc, char** argv) {
   gc->add_flag("--images", gc_images,
                "Also remove the images the run built and those pulled for it (needs --run-id and --store)");
 
+  CLI::App* check = app.add_subcommand(
+      "check", "Read the tasks as a run would, build and start nothing: one forge.check/1 record per task "
+               "(ok, warned or refused) and a summary; exit 65 if any is refused");
+  std::vector<std::string> check_inputs;
+  check->add_option("tasks", check_inputs, "Task JSONL files, Harbor task dirs or datasets; '-' or none reads stdin");
+
   return tool.Run(argc, argv, [&]() -> forge::Status {
+    if (*check) {
+      if (check_inputs.empty()) check_inputs.push_back("-");
+      forge::records::JsonlWriter out;
+      forge::launch::CheckSummary summary;
+      forge::Status checked = forge::launch::CheckTasks(check_inputs, out, summary);
+      forge::cli::Note(fmt::format("checked {} task(s): {} ok, {} warned, {} refused; nothing built or started",
+                                   summary.ok + summary.warned + summary.refused, summary.ok, summary.warned,
+                                   summary.refused));
+      return checked;
+    }
     if (*gc) {
       if (gc_run.empty() && gc_older.empty() && !gc_all) {
         return forge::Status::InvalidArgument("gc needs --run-id, --older-than or --all");
@@ -157,7 +176,7 @@ int main(int argc, char** argv) {
       forge::cli::Note("run id " + options.run_id + " (pass --run-id to resume it)");
     }
     while (!options.proxy.empty() && options.proxy.back() == '/') options.proxy.pop_back();
-    auto backend = forge::launch::MakeBackend(backend_name, k8s, bubblewrap, docker_config);
+    auto backend = forge::launch::MakeBackend(backend_name, k8s, bubblewrap, docker);
     if (!backend.ok()) return backend.status();
     auto store = forge::store::Store::Open(store_path);
     if (!store.ok()) return store.status().Prefixed(store_path);
