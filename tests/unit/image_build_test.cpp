@@ -100,6 +100,22 @@ TEST_CASE("the legacy builder's answer: Step lines, output, the image id") {
   CHECK(progress.output() == "hi\nSuccessfully built feedfacefeed\n");
 }
 
+TEST_CASE("a Dockerfile's base images: flags, stages, ARGs before FROM, continuations, comments, scratch") {
+  const std::string dockerfile =
+      "# syntax=docker/dockerfile:1\n"
+      "ARG BASE=127.0.0.1:5000/private:1\n"
+      "FROM --platform=$BUILDPLATFORM ${BASE} AS build\n"
+      "RUN make \\\n"
+      "  FROM-not-an-instruction\n"
+      "from build as test\n"
+      "FROM scratch\n"
+      "FROM \\\n  debian:bookworm\n"
+      "FROM $UNKNOWN\n"
+      "FROM debian:bookworm\n";
+  CHECK(forge::sandbox::docker::DockerfileBaseImages(dockerfile) ==
+        std::vector<std::string>{"127.0.0.1:5000/private:1", "debian:bookworm"});
+}
+
 TEST_CASE("a built image's tag is its id's first 16 hex digits") {
   CHECK(forge::sandbox::docker::BuiltImageTag("sha256:0123456789abcdef0123") == "forge-task:0123456789abcdef");
 }

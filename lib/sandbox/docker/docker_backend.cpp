@@ -7,8 +7,10 @@
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -907,6 +909,7 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir, co
   if (!registries.ok()) return registries.status();
   request.registry_config = *registries;
   request.network_mode = BuildNetworkMode();
+  if (builder_ == Builder::kBuildKit) FORGE_RETURN_IF_ERROR(PullBaseImages(context_dir, request.timeout_seconds, on_progress));
   auto tag = docker::BuildImage(*engine_, request, [&](const BuildProgress& progress) {
     if (!on_progress || progress.step().empty()) return;
     on_progress(fmt::format("build {}/{} {}", progress.steps_done(), std::max(progress.steps_done(),
@@ -925,6 +928,27 @@ bool DockerBackend::HasBridge() {
     has_bridge_ = !(bridge.ok() && bridge->status == 404);
   }
   return *has_bridge_;
+}
+
+Status DockerBackend::PullBaseImages(const std::string& context_dir, double timeout_seconds,
+                                     const ProgressText& on_progress) {
+  std::ifstream in(context_dir + "/Dockerfile", std::ios::binary);
+  std::ostringstream dockerfile;
+  dockerfile << in.rdbuf();
+  for (const std::string& image : DockerfileBaseImages(dockerfile.str())) {
+    auto auth = RegistryAuth(image, docker_config_);
+    if (!auth.ok()) return auth.status();
+    if (auth->empty()) continue;  // BuildKit pulls what needs no credentials itself
+    auto present = engine_->Call("GET", "/images/" + Engine::Escape(image) + "/json");
+    if (present.ok() && present->status == 200) continue;
+    auto show = [&](const PullProgress& pull) {
+      if (on_progress && pull.total_bytes() > 0) {
+        on_progress(fmt::format("pull {:.1f}/{:.1f} MB", pull.done_bytes() / 1e6, pull.total_bytes() / 1e6));
+      }
+    };
+    FORGE_RETURN_IF_ERROR(PullImage(*engine_, image, *auth, timeout_seconds, show).Prefixed("build " + context_dir + ": FROM"));
+  }
+  return Status::Ok();
 }
 
 std::string DockerBackend::BuildNetworkMode() { return HasBridge() ? "" : "host"; }

@@ -97,6 +97,10 @@ class DockerBackend : public Backend {
   // Puts the job's host files into the created container as one archive.
   Status PutCopies(const std::string& id, const std::vector<std::pair<std::string, std::string>>& copies);
   int HostCpus();  // from GET /info, once; 0 if unknown
+  // A BuildKit build has no session, so no registry credentials: the
+  // Dockerfile's base images the user's config has credentials for are
+  // pulled with them first, when the engine lacks them.
+  Status PullBaseImages(const std::string& context_dir, double timeout_seconds, const ProgressText& on_progress);
   // Whether the engine has its default bridge network (asked once).
   bool HasBridge();
   // RUN steps' network: "" (the engine's bridge) or "host" on an engine without one.

@@ -1,9 +1,12 @@
 #include "sandbox/docker/image_build.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -149,6 +152,63 @@ void BuildProgress::Trace(const std::string& status_response) {
 void BuildProgress::Output(std::string_view text) {
   output_.append(text);
   if (output_.size() > kOutputKept) output_.erase(0, output_.size() - kOutputKept);
+}
+
+std::vector<std::string> DockerfileBaseImages(const std::string& dockerfile) {
+  // Instructions, continuation lines joined, comments dropped.
+  std::vector<std::string> lines;
+  std::string joined;
+  std::istringstream in(dockerfile);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || (line[first] == '#' && joined.empty())) continue;
+    if (!line.empty() && line.back() == '\\') {
+      joined += line.substr(0, line.size() - 1) + " ";
+      continue;
+    }
+    lines.push_back(joined + line);
+    joined.clear();
+  }
+  std::map<std::string, std::string> args;  // before the first FROM
+  std::set<std::string> stages;
+  std::vector<std::string> images;
+  bool seen_from = false;
+  auto substitute = [&](std::string word) {
+    for (const auto& [name, value] : args) {
+      for (const std::string ref : {"${" + name + "}", "$" + name}) {
+        for (size_t at; (at = word.find(ref)) != std::string::npos;) word.replace(at, ref.size(), value);
+      }
+    }
+    return word;
+  };
+  for (const std::string& line : lines) {
+    std::istringstream words(line);
+    std::string keyword;
+    words >> keyword;
+    for (char& c : keyword) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (keyword == "ARG" && !seen_from) {
+      std::string arg;
+      words >> arg;
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) args[arg.substr(0, eq)] = arg.substr(eq + 1);
+      continue;
+    }
+    if (keyword != "FROM") continue;
+    seen_from = true;
+    std::string image, as, name;
+    while (words >> image && image.rfind("--", 0) == 0) {}
+    words >> as >> name;
+    image = substitute(image);
+    std::string lower_as = as;
+    for (char& c : lower_as) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!image.empty() && image != "scratch" && image.find('$') == std::string::npos && !stages.count(image) &&
+        std::find(images.begin(), images.end(), image) == images.end()) {
+      images.push_back(image);
+    }
+    if (lower_as == "as" && !name.empty()) stages.insert(name);
+  }
+  return images;
 }
 
 Result<std::string> BuildContext(const std::string& context_dir) {

@@ -70,6 +70,13 @@ struct BuildRequest {
   std::string network_mode;
 };
 
+// The images a Dockerfile's stages start FROM (not `scratch`, not an
+// earlier stage's name; ${ARG} from the ARGs before the first FROM), in
+// order, once each. A BuildKit build without a client session has no
+// credentials: an image a registry serves only with them is pulled first
+// (DockerBackend::BuildImage), and BuildKit takes it from the engine.
+std::vector<std::string> DockerfileBaseImages(const std::string& dockerfile);
+
 // The context directory as the tar the engine reads.
 Result<std::string> BuildContext(const std::string& context_dir);
 
