@@ -105,16 +105,17 @@ std::string RelayBinary(const LaunchOptions& options) {
   return path.lexically_normal().string();
 }
 
+bool IsExecutable(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
 struct Job {
   const TaskSpec* task;
   int attempt;
 };
 
 Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend);
-
-std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task) {
-  return NetworkFor(options.network, options.proxy, task.allow_internet);
-}
 
 // --workdir, else the task's, else the image's WORKDIR, else /work (an
 // image without one would otherwise run the harness in /).
@@ -165,7 +166,8 @@ class Launcher {
   Result<sandbox::ExecResult> RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
                                          Phases& phases, std::unique_ptr<sandbox::Sandbox>& box, Json& record);
   HostPaths Host() const {
-    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : ""};
+    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : "",
+            host_relay_ && host_relay_->egress()};
   }
   // Sets aside the calls recorded under the rollout, noting them in record:
   // all of them (a try's start: they are an earlier try's), or those that
@@ -174,8 +176,6 @@ class Launcher {
   void SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
                             Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
-  // The task's services into spec (BadConfig on a backend that has no pods).
-  Status AddPod(const TaskSpec& task, sandbox::Spec& spec) const;
   // {mcp_servers} for the profile; a task's servers that the harness cannot
   // read are said once per task and harness.
   Result<std::string> McpServersFor(const TaskSpec& task, const HarnessProfile& profile);
@@ -236,17 +236,6 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
     }
   }
   return &profiles_.emplace(name, std::move(*profile)).first->second;
-}
-
-Status Launcher::AddPod(const TaskSpec& task, sandbox::Spec& spec) const {
-  if (!task.pod) return Status::Ok();
-  if (backend_.kind() == sandbox::BackendKind::kLocal) {
-    return Status::BadConfig("task " + task.id + " has services (a compose pod); the local backend runs no "
-                          "containers: use --backend docker or k8s");
-  }
-  spec.pod = task.pod;
-  for (const auto& [k, v] : task.pod_env) spec.env[k] = v;
-  return Status::Ok();
 }
 
 Result<std::string> Launcher::McpServersFor(const TaskSpec& task, const HarnessProfile& profile) {
@@ -353,7 +342,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   spec->workdir = workdir;
   const HostPaths host = Host();
   const RelayPaths relay = AddHostMounts(a, host, *spec);
-  FORGE_RETURN_IF_ERROR(AddPod(task, *spec));
+  AddEgress(a, host, *spec);
   auto mcp_servers = McpServersFor(task, profile);
   if (!mcp_servers.ok()) return mcp_servers.status();
   auto vars = Placeholders(a, host, workdir, *mcp_servers);
@@ -363,7 +352,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     return scratch.Write(name, content);
   }, plan));
   const std::optional<sandbox::Display> display = task.display ? task.display : options_.display;
-  auto exec = HarnessExec(a, vars, relay, proxy_endpoint_, display);
+  auto exec = HarnessExec(a, vars, relay, proxy_endpoint_, display, Readiness(task, *image));
   if (!exec.ok()) return exec.status();
   plan.exec = std::move(*exec);
   plan.exec.cancel = &cancel_;
@@ -582,27 +571,40 @@ Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) 
   return jobs;
 }
 
-// proxy-only for --network proxy-only, and for tasks with allow_internet =
-// false under --proxy: one host relay for all of them.
+// proxy-only for --network proxy-only, for tasks with allow_internet =
+// false under --proxy, and for compose pods under --proxy (a namespace of
+// their own); egress for compose pods in a namespace of their own that the
+// engine gives none: one host relay for all of them.
 Status Launcher::StartRelay(const std::vector<Job>& jobs) {
-  const TaskSpec* proxy_only_task = nullptr;
+  const TaskSpec* proxy_task = nullptr;
+  const TaskSpec* egress_task = nullptr;
   for (const Job& job : jobs) {
-    if (TaskNetwork(options_, *job.task) == "proxy-only") {
-      proxy_only_task = job.task;
-      break;
-    }
+    const std::string network = TaskNetwork(options_, *job.task, backend_.kind());
+    if (!proxy_task && RelaysProxy(network, options_.proxy)) proxy_task = job.task;
+    if (!egress_task && network == "own" && !backend_.OwnNetworkHasEgress()) egress_task = job.task;
   }
-  if (proxy_only_task == nullptr) return Status::Ok();
-  if (options_.network != "proxy-only") {
-    if (Status s = CheckProxyOnly(options_, backend_); !s.ok()) {
-      return Status::BadConfig("task " + proxy_only_task->id + " sets allow_internet = false, which with --proxy "
-                            "means proxy-only: " + s.message());
+  if (proxy_task == nullptr && egress_task == nullptr) return Status::Ok();
+  std::optional<net::Endpoint> proxy;
+  if (proxy_task != nullptr) {
+    if (options_.network != "proxy-only") {
+      if (Status s = CheckProxyOnly(options_, backend_); !s.ok()) {
+        return Status::BadConfig("task " + proxy_task->id + " reaches --proxy through the relay (" +
+                                 (proxy_task->pod ? "a compose pod has a network namespace of its own"
+                                                  : "allow_internet = false means proxy-only") +
+                                 "): " + s.message());
+      }
     }
+    auto target = ProxyOnlyTarget(options_.proxy);
+    if (!target.ok()) return target.status();
+    proxy_endpoint_ = *target;
+    proxy = *target;
   }
-  auto target = ProxyOnlyTarget(options_.proxy);
-  if (!target.ok()) return target.status();
-  proxy_endpoint_ = *target;
-  auto relay = HostRelay::Start(proxy_endpoint_, env_);
+  if (egress_task != nullptr && !IsExecutable(RelayBinary(options_))) {
+    return Status::BadConfig("task " + egress_task->id + " is a compose pod with a network namespace of its own, "
+                             "whose egress on this engine (no bridge network) goes through forge-relay: none "
+                             "at " + RelayBinary(options_) + " (install it next to forge-launch or pass --relay-binary)");
+  }
+  auto relay = HostRelay::Start(proxy, env_, egress_task != nullptr);
   if (!relay.ok()) return relay.status();
   host_relay_ = std::move(*relay);
   // Held sandboxes live --hold-ttl past their harness; the hour covers the run itself.
@@ -727,7 +729,7 @@ Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& back
                          " backend cannot mount the relay into its sandboxes)");
   }
   const std::string relay = RelayBinary(options);
-  if (!fs::is_regular_file(relay) || access(relay.c_str(), X_OK) != 0) {
+  if (!IsExecutable(relay)) {
     return Status::BadConfig("--network proxy-only: no executable forge-relay at " + relay +
                           " (install it next to forge-launch or pass --relay-binary)");
   }
@@ -769,12 +771,13 @@ Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const 
 
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(sandbox::BackendKind kind, Env& env,
                                                       const sandbox::k8s::K8sOptions& k8s_options,
-                                                      bool bubblewrap, const std::string& docker_config) {
+                                                      bool bubblewrap, const DockerOptions& docker_options) {
   using sandbox::BackendKind;
   if (bubblewrap && kind != BackendKind::kLocal) return Status::InvalidArgument("--bubblewrap is for --backend local");
   if (kind == BackendKind::kDocker) {
     auto docker = std::make_unique<sandbox::docker::DockerBackend>(env);
-    if (!docker_config.empty()) docker->set_docker_config(docker_config);
+    if (!docker_options.config.empty()) docker->set_docker_config(docker_options.config);
+    if (docker_options.legacy_builder) docker->set_builder(sandbox::docker::Builder::kLegacy);
     FORGE_RETURN_IF_ERROR(docker->Ping());
     return std::unique_ptr<sandbox::Backend>(std::move(docker));
   }

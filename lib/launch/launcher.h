@@ -84,16 +84,21 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
 // sandbox still uses stay. Returns how many went.
 Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const std::string& run_id);
 
+struct DockerOptions {
+  // The Docker config whose "auths" give registry credentials (empty:
+  // $DOCKER_CONFIG/config.json, else ~/.docker/config.json).
+  std::string config;
+  // Build task images with the engine's legacy builder instead of BuildKit.
+  bool legacy_builder = false;
+};
+
 // A local, docker or k8s backend (k8s: the cluster settings given, else
 // $KUBECONFIG, ~/.kube/config or the in-cluster service account). bubblewrap:
-// the local backend runs commands under bwrap (probed first).
-// docker_config: the Docker config whose "auths" give registry credentials
-// (empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json). The
-// backend reads the environment and the stop from env (which must outlive it).
+// the local backend runs commands under bwrap (probed first). The backend
+// reads the environment and the stop from env (which must outlive it).
 Result<std::unique_ptr<sandbox::Backend>> MakeBackend(sandbox::BackendKind kind, Env& env,
                                                       const sandbox::k8s::K8sOptions& k8s = {},
-                                                      bool bubblewrap = false,
-                                                      const std::string& docker_config = "");
+                                                      bool bubblewrap = false, const DockerOptions& docker = {});
 
 // The rollout id of (run, task, attempt): stable, so a rerun finds it.
 std::string RolloutId(const std::string& run_id, const std::string& task_id, int attempt);

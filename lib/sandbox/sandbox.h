@@ -46,6 +46,11 @@ enum class NetworkPolicy {
   // harness reaches the proxy (launch/network.h). Docker: NetworkMode none;
   // local: a new network namespace with only lo up.
   kProxyOnly,
+  // A namespace of the sandbox's own with egress (a compose pod that may
+  // reach the internet: its services' ports are its own). Docker: the
+  // engine's bridge, or none on an engine without one (then only the relay
+  // reaches out); the proxy, if any, through the relay as for kProxyOnly.
+  kOwn,
 };
 
 // The exit status of a kProxyOnly harness command whose network setup failed
@@ -163,6 +168,7 @@ struct ImageConfig {
   std::string user;
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
+  std::optional<Healthcheck> healthcheck;  // the image's HEALTHCHECK, unless NONE
   bool pulled = false;  // PrepareImage pulled it for this run (gc --images removes it)
 };
 
@@ -184,6 +190,9 @@ class Backend {
   // GPUs the backend can hand out; -1 when it cannot tell (k8s: the
   // scheduler decides).
   virtual int AvailableGpus() { return 0; }
+  // Whether a sandbox on NetworkPolicy::kOwn gets egress from the engine
+  // itself (Docker's bridge); else the launcher gives it its own.
+  virtual bool OwnNetworkHasEgress() { return false; }
   virtual Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) = 0;
   // Whether RunOnce is available; callers fall back to Create + Exec.
   virtual bool CanRunOnce() const { return false; }

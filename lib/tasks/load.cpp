@@ -43,10 +43,22 @@ class Loader {
   }
 
  private:
+  void Warn(const std::string& message) const {
+    if (options_.on_warning) {
+      options_.on_warning(message);
+    } else {
+      env_.Warn(message);
+    }
+  }
+
   // A broken task: an error in strict mode, else reported and counted.
   Status Broken(const std::string& message) {
     if (options_.strict) return Status::InvalidData(message);
-    env_.Error(message + " (task skipped)");
+    if (options_.on_broken) {
+      options_.on_broken(message);
+    } else {
+      env_.Error(message + " (task skipped)");
+    }
     ++stats_->broken;
     return Status::Ok();
   }
@@ -87,7 +99,7 @@ class Loader {
     if (env_.stop().requested()) return Status::Cancelled("stopped while reading " + dir);
     std::vector<std::string> warnings;
     auto task = ReadHarborTask(dir, env_, &warnings);
-    for (const std::string& w : warnings) env_.Warn(w);
+    for (const std::string& w : warnings) Warn(w);
     stats_->warnings += warnings.size();
     if (!task.ok()) return Broken(task.status().message());
     return Deliver(*task, task->source);
@@ -106,7 +118,7 @@ class Loader {
     size_t found = 0;
     for (const fs::path& child : children) {
       if (!IsHarborTaskDir(child.string())) {
-        env_.Warn(child.string() + ": no task.toml; not a Harbor task (skipped)");
+        Warn(child.string() + ": no task.toml; not a Harbor task (skipped)");
         ++stats_->warnings;
         continue;
       }

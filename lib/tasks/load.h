@@ -20,6 +20,11 @@ namespace forge::tasks {
 
 struct LoadOptions {
   bool strict = false;  // the first broken task or malformed line is an error
+  // Where a warning (an unknown task.toml key, a directory that is no task)
+  // and a broken task's reason go; unset: the Env's Warn and Error. A task's own warnings come
+  // before it (on_task) or its reason.
+  std::function<void(const std::string&)> on_warning;
+  std::function<void(const std::string&)> on_broken;
 };
 
 struct LoadStats {

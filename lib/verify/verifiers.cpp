@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "sandbox/shebang.h"
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "verify/hardening.h"
@@ -194,11 +195,9 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
     return Finish(v, prep, clock);
   }
 
-  // Harbor runs `bash /tests/test.sh`; a minimal image without bash gets sh.
+  // By its shebang, as Harbor runs it; without one, under sh.
   sandbox::ExecRequest test;
-  test.argv = {"/bin/sh", "-c",
-               "if command -v bash >/dev/null 2>&1; then exec bash /tests/test.sh; "
-               "else exec sh /tests/test.sh; fi"};
+  test.argv = sandbox::RunByShebang(std::string(kTestsDir) + "/test.sh");
   test.env = spec.env;
   test.user = spec.user;
   test.timeout_seconds = spec.timeout_sec;

@@ -72,7 +72,8 @@ void CheckGolden(const std::string& name) {
 }  // namespace
 
 TEST_CASE("the compose and MCP task corpus reads as its golden records and stderr say") {
-  for (const char* name : {"compose-two-services", "mcp-server", "simulated-user", "skills", "compose-refused-ports",
+  for (const char* name : {"compose-two-services", "compose-secret", "mcp-server", "simulated-user", "skills",
+                           "compose-refused-ports",
                            "compose-refused-networks", "compose-refused-main-image", "compose-bad-depends",
                            "mcp-bad-transport"}) {
     CheckGolden(name);
@@ -109,6 +110,48 @@ TEST_CASE("the two-service compose task's pod: volumes, conditions, interpolatio
   CHECK((*parsed)->services[1].name == "api");
   CHECK((*parsed)->main_mounts[0].volume == "shared");
   CHECK((*parsed)->main_mounts[0].read_only);
+}
+
+TEST_CASE("a compose environment stays a template in the record; its secret is resolved per sandbox") {
+  forge::testing::FakeEnv host({{"FORGE_CORPUS_SECRET", std::string("s3cr3t-value")}});
+  std::vector<std::string> warnings;
+  auto task = forge::tasks::ReadHarborTask((kData / "compose-secret").string(), host, &warnings);
+  REQUIRE(task.ok());
+  const std::string record = task->ToJson().dump();
+  CHECK(record.find("s3cr3t-value") == std::string::npos);
+  const Json& pod = task->extra["pod"];
+  CHECK(pod["main"]["environment"]["API_KEY"] == "${FORGE_CORPUS_SECRET}");
+  CHECK(pod["main"]["environment"]["LITERAL"] == "cost $$5 ${FORGE_CORPUS_UNSET_VAR:-none}");
+  CHECK(pod["services"]["vault"]["environment"]["TOKEN"] == "${FORGE_CORPUS_SECRET}");
+  CHECK(pod["services"]["vault"]["environment"]["FORGE_CORPUS_SECRET"].is_null());
+
+  forge::launch::PodEnv env;
+  auto parsed = forge::launch::PodFromJson(pod, &env);
+  REQUIRE(parsed.ok());
+  CHECK((*parsed)->services[0].env.empty());  // only templates, until a sandbox is made
+  auto lookup = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "FORGE_CORPUS_SECRET") return std::string("s3cr3t-value");
+    return std::nullopt;
+  };
+  std::map<std::string, std::string> main_env;
+  auto resolved = forge::launch::ResolvePod(**parsed, env, lookup, &main_env);
+  REQUIRE(resolved.ok());
+  CHECK(main_env["API_KEY"] == "s3cr3t-value");
+  CHECK(main_env["LITERAL"] == "cost $5 none");
+  CHECK((*resolved)->services[0].env.at("TOKEN") == "s3cr3t-value");
+  CHECK((*resolved)->services[0].env.at("FORGE_CORPUS_SECRET") == "s3cr3t-value");
+  // A bare KEY the host lacks is left out, as compose leaves it out.
+  auto none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  main_env.clear();
+  resolved = forge::launch::ResolvePod(**parsed, env, none, &main_env);
+  REQUIRE(resolved.ok());
+  CHECK(main_env["API_KEY"].empty());
+  CHECK((*resolved)->services[0].env.count("FORGE_CORPUS_SECRET") == 0);
+  // A malformed template is named by its field.
+  env.services["vault"]["BAD"] = "${UNCLOSED";
+  auto bad = forge::launch::ResolvePod(**parsed, env, none, &main_env);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("pod.services.vault.environment.BAD: unterminated") == 0);
 }
 
 TEST_CASE("pods the launcher cannot start are refused by field") {

@@ -127,7 +127,7 @@ TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox p
     CHECK(plan.files[1].first == "/app/.h/config.json");  // a sandbox path on either backend
     const std::string root = backend == forge::sandbox::BackendKind::kLocal ? "{root}" : "";
     CHECK(plan.files[1].second == R"({"url": "http://127.0.0.1:9", "cwd": ")" + root + R"(/app"})");
-    auto exec = HarnessExec(a, vars, RelayPaths{}, forge::net::Endpoint{}, std::nullopt);
+    auto exec = HarnessExec(a, vars, RelayPaths{}, forge::net::Endpoint{}, std::nullopt, std::nullopt);
     REQUIRE(exec.ok());
     CHECK(exec->argv[0] == (backend == kDocker ? options.harness_mount : "/opt/harnesses") + "/h/bin");
     CHECK(exec->argv[2] == "fix {workdir}");
@@ -212,6 +212,60 @@ TEST_CASE("attempt run: wrappers that failed before the harness are infra errors
   CHECK(plain["exit_code"] == 3);
   CHECK(plain["error"].get<std::string>().size() == std::string("harness exited with status 3: ").size() + 300);
   CHECK(plain["error"].get<std::string>().ends_with("the end"));
+}
+
+TEST_CASE("readiness: the task's healthcheck, else compose main's, else the image's HEALTHCHECK") {
+  TaskSpec task;
+  forge::sandbox::ImageConfig image;
+  CHECK_FALSE(Readiness(task, image).has_value());  // none given: nothing to wait for
+  forge::sandbox::Healthcheck docker;
+  docker.test = {"CMD", "wget", "-q", "http://127.0.0.1:8099/it's"};
+  docker.interval_seconds = 1;
+  docker.retries = 30;
+  image.healthcheck = docker;
+  auto ready = Readiness(task, image);
+  REQUIRE(ready.has_value());
+  CHECK(ready->command == "'wget' '-q' 'http://127.0.0.1:8099/it'\\''s'");
+  CHECK(ready->interval_sec == 1);
+  CHECK(ready->retries == 30);
+  auto pod = std::make_shared<forge::sandbox::Pod>();
+  pod->main_healthcheck = forge::sandbox::Healthcheck{{"CMD-SHELL", "test -f /ready"}, 2, 5, 0, 3};
+  task.pod = pod;
+  CHECK(Readiness(task, image)->command == "test -f /ready");
+  task.healthcheck = forge::tasks::Healthcheck{"true", 1, 1, 0, 1, 1};
+  CHECK(Readiness(task, image)->command == "true");
+}
+
+TEST_CASE("a compose pod on docker gets a namespace of its own where host would apply, the proxy through the relay") {
+  forge::testing::FakeEnv env;
+  LaunchOptions options;
+  options.env = &env;
+  options.proxy = "http://127.0.0.1:9";
+  TaskSpec plain, pod;
+  pod.pod = std::make_shared<forge::sandbox::Pod>();
+  CHECK(TaskNetwork(options, plain, kDocker) == "host");
+  CHECK(TaskNetwork(options, pod, kDocker) == "own");
+  // A Kubernetes pod is its own namespace already.
+  CHECK(TaskNetwork(options, pod, forge::sandbox::BackendKind::kK8s) == "host");
+  CHECK(RelaysProxy("own", options.proxy));
+  CHECK_FALSE(RelaysProxy("own", ""));
+  CHECK_FALSE(RelaysProxy("host", options.proxy));
+  pod.allow_internet = false;
+  CHECK(TaskNetwork(options, pod, kDocker) == "proxy-only");
+  options.proxy.clear();
+  options.network = "host";
+  pod.allow_internet.reset();
+  CHECK(TaskNetwork(options, pod, kDocker) == "own");
+  CHECK(*ParseNetwork("own") == forge::sandbox::NetworkPolicy::kOwn);
+  // The spec: a pod on the local backend is refused, naming the task.
+  HarnessProfile profile = Profile();
+  pod.id = "p";
+  auto local = SandboxSpec(MakeAttempt(options, pod, profile, kLocal));
+  REQUIRE_FALSE(local.ok());
+  CHECK(local.status().message().find("task p has services") == 0);
+  auto docker = SandboxSpec(MakeAttempt(options, pod, profile, kDocker));
+  REQUIRE(docker.ok());
+  CHECK(docker->network == forge::sandbox::NetworkPolicy::kOwn);
 }
 
 }  // namespace launch_attempt_test

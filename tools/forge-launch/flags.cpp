@@ -81,7 +81,7 @@ expands to this path; on the local backend it expands to the host directory itse
        .doc = R"~(Image for tasks naming none. A task's image the engine does not have is
 pulled (POST /images/create), once for all its rollouts; an image or tag the
 registry does not have is not retried, a registry or network failure is.)~"},
-      {.names = "--docker-config", .value = "FILE", .bind = cli::Bind(a.docker_config),
+      {.names = "--docker-config", .value = "FILE", .bind = cli::Bind(a.docker.config),
        .help = "Docker config giving registry credentials for pulls and builds: credHelpers, credsStore, auths, "
                "as the docker CLI reads them (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)",
        .doc = R"~(Docker config that gives registry credentials for pulls (X\-Registry\-Auth)
@@ -91,6 +91,13 @@ then \fBcredsStore\fR (each runs \fBdocker\-credential\-\fIname\fB get\fR), then
 its \fBauths\fR entry (default \fB$DOCKER_CONFIG/config.json\fR, else
 \fB~/.docker/config.json\fR). Refused credentials are not retried. On a
 terminal a pull shows its bytes on the rollout's progress line.)~"},
+      {.names = "--legacy-builder", .bind = cli::Bind(a.docker.legacy_builder),
+       .help = "Build task images with the engine's legacy builder instead of BuildKit",
+       .doc = R"~(Build task images (environment/Dockerfile, compose services' builds) with
+the engine's legacy builder instead of BuildKit (\fBPOST /build?version=2\fR,
+the default, which takes \fBCOPY a b .\fR, \fBRUN \-\-mount\fR and
+\fBFROM \-\-platform\fR). The build's current step shows on the progress
+line; a failing step's last output is in the error.)~"},
       {.names = "--network", .value = "none|loopback|host|proxy-only", .bind = cli::Bind(o.network),
        .more = [](CLI::Option& f) { f.check(CLI::IsMember(forge::launch::NetworkNames())); },
        .help = forge::launch::kNetworkHelp,
@@ -112,7 +119,18 @@ A relay that cannot start in the sandbox makes the rollout an
 \fBinfra_error\fR naming it, not retried. On the local backend the harness
 runs in a network namespace of its own with only lo up (root, or
 unprivileged user namespaces) and forge\-relay runs from the host; its file
-system is still the host's.)~"},
+system is still the host's.
+.IP
+A compose pod on docker never shares the host's network, whose ports two
+pods of one task would fight over: where \fBhost\fR would apply (the
+default with \-\-proxy), the pod gets a namespace of its own, the engine's
+bridge (egress) where it has one, else NetworkMode none, and reaches
+\-\-proxy through forge\-relay as under proxy\-only. On an engine without a
+bridge (dockerd \-\-bridge=none) its egress is forge\-relay as the pod's first
+sidecar, on 127.0.0.1:3128 in the pod, towards an HTTP forward proxy
+forge\-launch serves (CONNECT and plain http); main and the services get
+HTTPS_PROXY and NO_PROXY (loopback and the service names), not HTTP_PROXY,
+which clients that ignore NO_PROXY would use for the pod's own services.)~"},
       {.names = "--relay-binary", .value = "PATH", .bind = cli::Bind(o.relay_binary),
        .help = "forge-relay for --network proxy-only (default: next to forge-launch)",
        .doc = R"~(The \fBforge\-relay\fR binary for \fB\-\-network proxy\-only\fR (default: next
@@ -195,6 +213,13 @@ std::vector<cli::Flag> GcFlags(Args& a) {
   };
 }
 
+std::vector<cli::Flag> CheckFlags(Args& a) {
+  return {
+      {.names = "tasks", .value = "TASKS", .bind = cli::Bind(a.check_inputs),
+       .help = "Task JSONL files, Harbor task dirs or datasets; '-' or none reads stdin"},
+  };
+}
+
 }  // namespace
 
 cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env& env) {
@@ -204,6 +229,10 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env& env) {
   table.Add(app, kK8sSection, K8sFlags(a.k8s), kK8sGroup);
   a.gc = app.add_subcommand("gc", "Remove sandboxes left by a run (or by all runs), and killed runs' relay socket dirs");
   table.Add(*a.gc, "gc", GcFlags(a));
+  a.check = app.add_subcommand(
+      "check", "Read the tasks as a run would, build and start nothing: one forge.check/1 record per task "
+               "(ok, warned or refused) and a summary; exit 65 if any is refused");
+  table.Add(*a.check, "check", CheckFlags(a));
   return table;
 }
 

@@ -7,6 +7,7 @@
 #include "base/hash.h"
 #include "cli/tool.h"
 #include "forge-launch/flags.h"
+#include "launch/check.h"
 #include "launch/network.h"
 #include "launch/units.h"
 #include "records/jsonl.h"
@@ -52,6 +53,17 @@ Status CollectGarbage(Args& a, forge::Env& env) {
   return Status::Ok();
 }
 
+// `forge-launch check`: the tasks read as a run would read them, nothing built.
+Status CheckTasks(Args& a, forge::Env& env) {
+  if (a.check_inputs.empty()) a.check_inputs.push_back("-");
+  forge::records::JsonlWriter out;
+  forge::launch::CheckSummary summary;
+  Status checked = forge::launch::CheckTasks(a.check_inputs, env, out, summary);
+  env.Note(fmt::format("checked {} task(s): {} ok, {} warned, {} refused; nothing built or started",
+                       summary.ok + summary.warned + summary.refused, summary.ok, summary.warned, summary.refused));
+  return checked;
+}
+
 // The flags given as text (sizes, durations, the display) into the options.
 Status Settle(Args& a) {
   forge::launch::LaunchOptions& o = a.options;
@@ -85,7 +97,7 @@ Status RunRollouts(Args& a, forge::Env& env) {
     o.run_id = NewRunId();
     env.Note("run id " + o.run_id + " (pass --run-id to resume it)");
   }
-  auto backend = forge::launch::MakeBackend(BackendOf(a), env, a.k8s, a.bubblewrap, a.docker_config);
+  auto backend = forge::launch::MakeBackend(BackendOf(a), env, a.k8s, a.bubblewrap, a.docker);
   if (!backend.ok()) return backend.status();
   auto store = forge::store::Store::Open(a.store_path);
   if (!store.ok()) return store.status().Prefixed(a.store_path);
@@ -100,6 +112,7 @@ int main(int argc, char** argv) {
   Args args;
   forge::tools::launch::DefineFlags(tool.app(), args, tool.env());
   return tool.Run(argc, argv, [&] {
+    if (*args.check) return CheckTasks(args, tool.env());
     return *args.gc ? CollectGarbage(args, tool.env()) : RunRollouts(args, tool.env());
   });
 }

@@ -1,5 +1,7 @@
 #include "sandbox/docker/engine.h"
 
+#include <algorithm>
+
 #include <curl/curl.h>
 
 #include <cctype>
@@ -177,7 +179,9 @@ Result<long> Engine::Stream(const std::string& method, const std::string& path,
   const std::string url = Url(path);
   CommonOptions(curl, socket_path_, url, method, body);
   HeaderList headers;
-  headers.Add("Content-Type: application/json");
+  const bool typed = std::any_of(extra_headers.begin(), extra_headers.end(),
+                                 [](const std::string& h) { return h.rfind("Content-Type:", 0) == 0; });
+  if (!typed) headers.Add("Content-Type: application/json");
   for (const std::string& header : extra_headers) headers.Add(header);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
   StreamState state{&on_data, &keep_going};

@@ -48,7 +48,8 @@ class Engine {
                                   const nlohmann::json& body = nullptr,
                                   const CallOptions& options = {});
 
-  // Streams a response body to on_data. keep_going is polled about every
+  // Streams a response body to on_data. The body is JSON unless headers
+  // name another Content-Type. keep_going is polled about every
   // 100 ms and once per chunk; returning false aborts the transfer, which then
   // ends with Cancelled("aborted"). Returns the HTTP status.
   Result<long> Stream(const std::string& method, const std::string& path,
