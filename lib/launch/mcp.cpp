@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
+
 namespace forge::launch {
 namespace {
 
@@ -58,22 +60,15 @@ Result<std::string> CodexTables(const std::vector<tasks::McpServer>& servers) {
 
 }  // namespace
 
-constexpr std::pair<McpFormat, std::string_view> kMcpFormats[] = {
-    {McpFormat::kClaude, "claude"},     {McpFormat::kCodex, "codex"},       {McpFormat::kGemini, "gemini"},
-    {McpFormat::kOpencode, "opencode"}, {McpFormat::kOpenclaw, "openclaw"}};
+constexpr EnumNames<McpFormat, 5> kMcpFormats = {{{McpFormat::kClaude, "claude"},
+                                                  {McpFormat::kCodex, "codex"},
+                                                  {McpFormat::kGemini, "gemini"},
+                                                  {McpFormat::kOpencode, "opencode"},
+                                                  {McpFormat::kOpenclaw, "openclaw"}}};
 
-std::optional<McpFormat> McpFormatOf(std::string_view name) {
-  for (const auto& [format, n] : kMcpFormats) {
-    if (n == name) return format;
-  }
-  return std::nullopt;
-}
+std::optional<McpFormat> McpFormatOf(std::string_view name) { return ValueOf(kMcpFormats, name); }
 
-std::string McpFormatNames() {
-  std::string names;
-  for (const auto& [format, n] : kMcpFormats) names += (names.empty() ? "" : ", ") + std::string(n);
-  return names;
-}
+std::string McpFormatNames() { return NameList(kMcpFormats); }
 
 Result<std::string> RenderMcpServers(McpFormat format, const std::vector<tasks::McpServer>& servers) {
   if (format == McpFormat::kCodex) return CodexTables(servers);

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 #include "base/stop_token.h"
 #include "sandbox/pod.h"
@@ -26,11 +27,11 @@ namespace forge::sandbox {
 
 // The sandbox backends, named as --backend and a sandbox handle name them.
 enum class BackendKind { kLocal, kDocker, kK8s };
-inline constexpr std::array<std::pair<BackendKind, std::string_view>, 3> kBackendNames = {
+inline constexpr EnumNames<BackendKind, 3> kBackendNames = {
     {{BackendKind::kLocal, "local"}, {BackendKind::kDocker, "docker"}, {BackendKind::kK8s, "k8s"}}};
-std::string_view BackendName(BackendKind kind);
+constexpr std::string_view BackendName(BackendKind kind) { return NameOf(kBackendNames, kind); }
 // nullopt for a name no backend has.
-std::optional<BackendKind> BackendKindOf(std::string_view name);
+constexpr std::optional<BackendKind> BackendKindOf(std::string_view name) { return ValueOf(kBackendNames, name); }
 
 struct Limits {
   double cpus = 4.0;
