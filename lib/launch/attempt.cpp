@@ -19,9 +19,11 @@ std::string Tail(const std::string& text, size_t max) {
   return text.size() <= max ? text : text.substr(text.size() - max);
 }
 
-// The harness reaches the proxy through the relay.
+// The harness reaches the proxy through the relay (on k8s, through the
+// proxy's Service, under a NetworkPolicy).
 bool ProxyOnly(const Attempt& a) {
-  return RelaysProxy(TaskNetwork(a.options, a.task, a.backend), a.options.proxy);
+  return a.backend != sandbox::BackendKind::kK8s &&
+         RelaysProxy(TaskNetwork(a.options, a.task, a.backend), a.options.proxy);
 }
 
 // The line a wrapper wrote to stderr, from its tag to the end of the line.

@@ -29,6 +29,7 @@
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/k8s/k8s_backend.h"
+#include "sandbox/k8s/network_policy.h"
 #include "sandbox/local/local_backend.h"
 
 namespace forge::launch {
@@ -149,6 +150,7 @@ class Launcher {
   Status ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks);
   Result<std::vector<Job>> PlanJobs(const std::vector<TaskSpec>& tasks);
   Status StartRelay(const std::vector<Job>& jobs);
+  Status EnforceNetworks(const std::vector<Job>& jobs);
   int RunJobs(const std::vector<Job>& jobs);
   std::string RunCounted(const Job& job);
   Json RunRollout(const Job& job);
@@ -576,6 +578,7 @@ Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) 
 // their own); egress for compose pods in a namespace of their own that the
 // engine gives none: one host relay for all of them.
 Status Launcher::StartRelay(const std::vector<Job>& jobs) {
+  if (backend_.kind() == sandbox::BackendKind::kK8s) return Status::Ok();  // pods reach a Service
   const TaskSpec* proxy_task = nullptr;
   const TaskSpec* egress_task = nullptr;
   for (const Job& job : jobs) {
@@ -610,6 +613,30 @@ Status Launcher::StartRelay(const std::vector<Job>& jobs) {
   // Held sandboxes live --hold-ttl past their harness; the hour covers the run itself.
   constexpr int64_t kRunMargin = 3600;
   if (options_.hold) FORGE_RETURN_IF_ERROR(host_relay_->KeepFor(options_.hold_seconds + kRunMargin));
+  return Status::Ok();
+}
+
+// On k8s, the networks the jobs' pods get are enforced by NetworkPolicies
+// (sandbox/k8s/network_policy.h), written, applied and checked before any
+// pod is made.
+Status Launcher::EnforceNetworks(const std::vector<Job>& jobs) {
+  auto* k8s = dynamic_cast<sandbox::k8s::K8sBackend*>(&backend_);
+  if (k8s == nullptr) return Status::Ok();
+  std::vector<std::string> networks;
+  std::string offline;  // tasks with allow_internet = false, named in a refusal
+  for (const Job& job : jobs) {
+    networks.push_back(TaskNetwork(options_, *job.task, backend_.kind()));
+    if (job.task->allow_internet == false && offline.find(job.task->id) == std::string::npos && offline.size() < 200) {
+      offline += (offline.empty() ? "" : ", ") + job.task->id;
+    }
+  }
+  auto unenforced = k8s->EnforceNetworks(
+      networks, options_.proxy, offline.empty() ? "" : "tasks with allow_internet = false: " + offline);
+  if (!unenforced.ok()) return unenforced.status();
+  for (const auto& network : *unenforced) {
+    env_.Warn("--k8s-allow-unenforced-network: pods with forge.network=" + network +
+              " run with no NetworkPolicy policing their egress");
+  }
   return Status::Ok();
 }
 
@@ -678,6 +705,7 @@ Status Launcher::Run() {
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto jobs = PlanJobs(tasks);
   if (!jobs.ok()) return jobs.status();
+  FORGE_RETURN_IF_ERROR(EnforceNetworks(*jobs));
   FORGE_RETURN_IF_ERROR(StartRelay(*jobs));
   const int infra_errors = RunJobs(*jobs);
 
@@ -723,11 +751,9 @@ Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& back
     return Status::InvalidArgument("--network proxy-only needs --proxy (the proxy's URL on 127.0.0.0/8, "
                          "e.g. http://127.0.0.1:8080)");
   }
+  // On k8s: the proxy's Service, checked by Launch for any --proxy.
+  if (backend.kind() == sandbox::BackendKind::kK8s) return Status::Ok();
   FORGE_RETURN_IF_ERROR(ProxyOnlyTarget(options.proxy).status());
-  if (backend.kind() == sandbox::BackendKind::kK8s) {
-    return Status::InvalidArgument("--network proxy-only needs --backend docker or local (the " + backend.name() +
-                         " backend cannot mount the relay into its sandboxes)");
-  }
   const std::string relay = RelayBinary(options);
   if (!IsExecutable(relay)) {
     return Status::BadConfig("--network proxy-only: no executable forge-relay at " + relay +
@@ -744,6 +770,9 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
   if (options.jobs < 1) return Status::InvalidArgument("-j must be at least 1");
   if (options.run_id.empty()) return Status::InvalidArgument("a run id is needed");
   if (options.network == "proxy-only") FORGE_RETURN_IF_ERROR(CheckProxyOnly(options, backend));
+  if (backend.kind() == sandbox::BackendKind::kK8s && !options.proxy.empty()) {
+    FORGE_RETURN_IF_ERROR(sandbox::k8s::ParseProxyService(options.proxy, "").status());
+  }
   if (!options.skills_dir.empty()) {
     auto skills = SkillFolders(options.skills_dir);
     if (!skills.ok()) return Status::InvalidArgument("--skills: " + skills.status().message());

@@ -32,7 +32,7 @@ namespace forge::launch {
 // The one description of --network's values (--help; the man page says the same).
 inline constexpr const char* kNetworkHelp =
     "none (no network), loopback (the sandbox's own only), host (the host's network), or "
-    "proxy-only (loopback plus the --proxy URL, which must be on 127.0.0.0/8; docker and local backends). "
+    "proxy-only (loopback plus the --proxy URL, which must be on 127.0.0.0/8; on k8s a Service, under a NetworkPolicy). "
     "Default: host with --proxy, else none. A compose pod never shares the host's: it gets a namespace of "
     "its own (the engine's bridge, if any), reaching --proxy through the relay";
 const std::vector<std::string>& NetworkNames();

@@ -60,4 +60,27 @@ kubeconfig, else in\-cluster (https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVI
   };
 }
 
+std::vector<cli::Flag> K8sLaunchFlags(sandbox::k8s::K8sOptions& o) {
+  return {
+      {.names = "--k8s-network-policies", .value = "FILE", .bind = cli::Bind(o.network_policies_file),
+       .help = "Write the NetworkPolicies the run's networks need to FILE (a v1 List, for kubectl apply -f)",
+       .doc = R"~(Write the NetworkPolicies the run's restricted networks need to FILE, a v1
+List for \fBkubectl apply \-f\fR: \fBforge\-deny\-egress\fR (pods labelled
+forge.network=none or loopback: no egress) and \fBforge\-proxy\-only\fR
+(forge.network=proxy\-only: egress only to the endpoints of the \-\-proxy
+Service, on its target port, and to the cluster DNS). Written only when some
+task's network is restricted.)~"},
+      {.names = "--k8s-apply-network-policies", .bind = cli::Bind(o.apply_network_policies),
+       .help = "Create or replace those NetworkPolicies in the namespace before the run",
+       .doc = R"~(Create (or replace) those NetworkPolicies in the pods' namespace before the
+first pod (RBAC: networkpolicies create, update).)~"},
+      {.names = "--k8s-allow-unenforced-network", .bind = cli::Bind(o.allow_unenforced_network),
+       .help = "Run pods of a restricted network even when no NetworkPolicy polices their egress",
+       .doc = R"~(Before a run whose pods get a restricted network (none, loopback, proxy\-only;
+what allow_internet = false gives), forge\-launch lists the namespace's
+NetworkPolicies and refuses to start (exit 78) unless one polices the egress of
+pods with that forge.network label. This flag runs them anyway, with a warning.)~"},
+  };
+}
+
 }  // namespace forge::tools

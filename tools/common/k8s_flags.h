@@ -17,5 +17,7 @@ inline constexpr const char* kK8sGroup = "Kubernetes (--backend k8s)";
 
 // Bound to options; the defaults are K8sOptions' own.
 std::vector<cli::Flag> K8sFlags(sandbox::k8s::K8sOptions& options);
+// forge-launch's own: the NetworkPolicies a run needs.
+std::vector<cli::Flag> K8sLaunchFlags(sandbox::k8s::K8sOptions& options);
 
 }  // namespace forge::tools

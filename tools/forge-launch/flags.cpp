@@ -104,8 +104,13 @@ line; a failing step's last output is in the error.)~"},
        .doc = R"~(\fBnone\fR: no network; \fBloopback\fR: the sandbox's own loopback only
 (for Docker the same as none); \fBhost\fR: the host's network, so the harness
 reaches a proxy on 127.0.0.1 and everything else the host reaches;
-\fBproxy\-only\fR (docker and local backends): the sandbox's own loopback plus the
+\fBproxy\-only\fR: the sandbox's own loopback plus the
 \fB\-\-proxy\fR URL and nothing else. Default: host with \-\-proxy, else none.
+On \fB\-\-backend k8s\fR a pod never gets its node's network: it is labelled
+forge.network=VALUE, \fBhost\fR is the pod network, \fB\-\-proxy\fR must be
+the proxy's Service (http://NAME.NAMESPACE.svc:PORT), and the restricted values
+are enforced by NetworkPolicies (\fB\-\-k8s\-network\-policies\fR,
+\fB\-\-k8s\-apply\-network\-policies\fR).
 .IP
 Under \fBproxy\-only\fR the container's NetworkMode is none and the harness
 keeps its base URL: \fBforge\-relay\fR, bind\-mounted read\-only at
@@ -226,7 +231,9 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env& env) {
   a.store_path = env.VarOr("FORGE_STORE", "forge.db");
   cli::FlagTable table;
   table.Add(app, "options", RunFlags(a));
-  table.Add(app, kK8sSection, K8sFlags(a.k8s), kK8sGroup);
+  std::vector<cli::Flag> k8s = K8sFlags(a.k8s);
+  for (cli::Flag& flag : K8sLaunchFlags(a.k8s)) k8s.push_back(std::move(flag));
+  table.Add(app, kK8sSection, std::move(k8s), kK8sGroup);
   a.gc = app.add_subcommand("gc", "Remove sandboxes left by a run (or by all runs), and killed runs' relay socket dirs");
   table.Add(*a.gc, "gc", GcFlags(a));
   a.check = app.add_subcommand(

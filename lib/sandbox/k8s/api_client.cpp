@@ -304,4 +304,12 @@ Status ApiError(const HttpResponse& response, std::string_view what) {
   }
 }
 
+Result<nlohmann::json> ParseJsonBody(const HttpResponse& response, std::string_view what) {
+  try {
+    return nlohmann::json::parse(response.body);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Protocol(std::string(what) + ": malformed JSON from the API server: " + e.what());
+  }
+}
+
 }  // namespace forge::sandbox::k8s

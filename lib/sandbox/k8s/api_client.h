@@ -83,4 +83,7 @@ class ApiClient {
 // its metav1.Status body when there is one.
 Status ApiError(const HttpResponse& response, std::string_view what);
 
+// A response's body as JSON; Protocol naming `what` when it is not.
+Result<nlohmann::json> ParseJsonBody(const HttpResponse& response, std::string_view what);
+
 }  // namespace forge::sandbox::k8s

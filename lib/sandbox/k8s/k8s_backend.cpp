@@ -18,15 +18,6 @@ namespace {
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-Result<Json> ParseBody(const HttpResponse& response, std::string_view what) {
-  try {
-    return Json::parse(response.body);
-  } catch (const Json::exception& e) {
-    return Status::Protocol(std::string(what) + ": malformed JSON from the API server: " +
-                            e.what());
-  }
-}
-
 // Packs host_path (a file or a directory tree) with the host's tar.
 Result<std::string> TarOf(const std::string& host_path) {
   struct stat st;
@@ -51,6 +42,7 @@ class K8sSandbox : public Sandbox {
         pod_(std::move(pod)) {}
 
   const Handle& handle() const override { return handle_; }
+  bool ExecsAsAnyUser() const override { return false; }
 
   Result<ExecResult> Exec(const ExecRequest& request) override {
     if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
@@ -196,7 +188,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
   if (response->status != 201 && response->status != 200) {
     return ApiError(*response, "create pod for rollout " + spec.rollout_id);
   }
-  Result<Json> created = ParseBody(*response, "create pod");
+  Result<Json> created = ParseJsonBody(*response, "create pod");
   if (!created.ok()) return created.status();
   std::string name = created->value("/metadata/name"_json_pointer, "");
   if (name.empty()) return Status::Protocol("create pod: the answer names no pod");
@@ -228,7 +220,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Attach(const Handle& handle) {
                    "", "get pod");
   if (!response.ok()) return response.status();
   if (response->status != 200) return ApiError(*response, "attach to pod " + handle.id);
-  Result<Json> pod = ParseBody(*response, "get pod");
+  Result<Json> pod = ParseJsonBody(*response, "get pod");
   if (!pod.ok()) return pod.status();
   PodView view = ClassifyPod(*pod, options_.container);
   if (view.state != PodView::kRunning) {
@@ -272,7 +264,7 @@ Result<int> K8sBackend::Collect(const std::string& run_id, int64_t older_than_se
         "delete pods by label");
     if (!response.ok()) return response.status();
     if (response->status != 200) return ApiError(*response, "delete pods of run " + run_id);
-    Result<Json> list = ParseBody(*response, "delete pods by label");
+    Result<Json> list = ParseJsonBody(*response, "delete pods by label");
     if (!list.ok()) return list.status();
     const Json& items = (*list)["items"];
     return items.is_array() ? static_cast<int>(items.size()) : 0;
@@ -281,7 +273,7 @@ Result<int> K8sBackend::Collect(const std::string& run_id, int64_t older_than_se
       client_.Call("GET", PodsPath() + "?labelSelector=" + selector, "", "list pods");
   if (!response.ok()) return response.status();
   if (response->status != 200) return ApiError(*response, "list pods of run " + run_id);
-  Result<Json> list = ParseBody(*response, "list pods");
+  Result<Json> list = ParseJsonBody(*response, "list pods");
   if (!list.ok()) return list.status();
   std::time_t now = std::time(nullptr);
   int removed = 0;

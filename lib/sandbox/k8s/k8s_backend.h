@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "sandbox/k8s/api_client.h"
@@ -37,6 +38,16 @@ class K8sBackend : public Backend {
   // Kubernetes-only extras.
   Result<std::string> Logs(const std::string& pod, int64_t tail_lines, int64_t limit_bytes);
   Status DeletePod(const std::string& pod);
+
+  // Before a run (network_policy.h): for the forge.network values its pods
+  // will have, writes and applies the NetworkPolicies as the options say,
+  // then checks that a policy in the namespace polices the egress of each
+  // restricted one (none, loopback, proxy-only); BadConfig naming what is
+  // unenforced and `why` (e.g. the tasks that need it) unless
+  // allow_unenforced_network, which instead returns those networks.
+  // proxy_url: the pods' --proxy, a Service's cluster DNS name.
+  Result<std::vector<std::string>> EnforceNetworks(const std::vector<std::string>& networks,
+                                                   const std::string& proxy_url, const std::string& why);
 
   ApiClient& client() { return client_; }
   const Cluster& cluster() const { return client_.cluster(); }

@@ -40,6 +40,12 @@ struct K8sOptions {
   bool run_as_non_root = false;
   std::string service_account_name;  // empty: the namespace's default
   std::string runtime_class;         // e.g. gvisor
+  // Networks (network_policy.h): write the NetworkPolicies a run needs to
+  // this file (a v1 List); create or replace them in the namespace; run
+  // pods whose egress no policy polices anyway.
+  std::string network_policies_file;
+  bool apply_network_policies = false;
+  bool allow_unenforced_network = false;
   double start_timeout_seconds = 300;  // Pending longer than this is an infra error
   int watch_timeout_seconds = 300;     // server-side end of one watch request
 

@@ -150,7 +150,9 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
   };
   if (spec.pod) FORGE_RETURN_IF_ERROR(AddPodServices(spec, options, pod_spec, container));
   pod_spec["containers"] = Json::array({container});
-  if (spec.network == NetworkPolicy::kHost) pod_spec["hostNetwork"] = true;
+  // Never hostNetwork, whatever the network: no NetworkPolicy selects such a
+  // pod, and it would share its node's namespace. The forge.network label is
+  // what the run's NetworkPolicies select (network_policy.h).
   if (!options.service_account_name.empty()) {
     pod_spec["serviceAccountName"] = options.service_account_name;
   }
