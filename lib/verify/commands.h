@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "records/jsonl.h"
+#include "verify/bootstrap.h"
 #include "verify/metrics.h"
 #include "verify/solvable.h"
 
@@ -23,19 +24,19 @@ struct ReportOptions {
   std::string by;                   // group by this record field (report_groups.h)
   std::vector<std::string> stores;  // stores holding the calls, for behaviour metrics
   std::string html;                 // write the page here too
+  BootstrapSettings bootstrap;      // each group's intervals over its tasks
+  std::string made_at;              // when, for the page (the caller reads the clock)
 };
+// report_groups.cpp.
 Status ReportCommand(const ReportOptions& options);
-// report with --by, --store or --html (report_groups.cpp).
-Status GroupedReportCommand(const ReportOptions& options);
 
 struct CompareOptions {
   std::string a, b;  // verified rollout record files (- for stdin, once)
   std::vector<int64_t> ks = {1};
   std::vector<std::string> stores;
-  int64_t resamples = 10000;
-  uint64_t seed = 1;
-  double confidence = 0.95;
+  BootstrapSettings bootstrap;
   std::string html;
+  std::string made_at;  // when, for the page (the caller reads the clock)
   Format format = Format::kAuto;
 };
 // compare.cpp.
@@ -43,13 +44,11 @@ Status CompareCommand(const CompareOptions& options);
 
 // Shared by the subcommands: the trials of every verified record (and the
 // records, when asked), the last verdict of each rollout id only (fold.h;
-// *folded, when given, says how many earlier ones were dropped); a record
-// without a usable verdict is reported as file:line and skipped, and
-// afterwards InvalidData.
+// stderr says how many earlier ones were folded, and names outcomes this
+// forge does not know); a record without a usable verdict is reported as
+// file:line and skipped, and afterwards InvalidData.
 Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
-                  std::vector<records::Json>* records = nullptr, size_t* folded = nullptr);
-// Says on stderr how many duplicate verdicts ReadTrials folded, if any.
-void WarnIfFolded(size_t folded);
+                  std::vector<records::Json>* records = nullptr);
 // A table on a terminal (kAuto), else what the format says.
 bool UseTable(Format format);
 // Writes text to stdout; a closed stdout is OutputClosed.

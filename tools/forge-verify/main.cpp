@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,24 @@ Format FormatOf(bool json, bool table) {
   return json ? Format::kJson : table ? Format::kTable : Format::kAuto;
 }
 
+// report's and compare's intervals: the same three flags.
+void AddBootstrap(CLI::App* cmd, forge::verify::BootstrapSettings* b) {
+  cmd->add_option("--resamples", b->resamples, "Bootstrap resamples")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  cmd->add_option("--seed", b->seed, "Bootstrap seed (the same seed gives the same intervals)")->capture_default_str();
+  cmd->add_option("--confidence", b->confidence, "Interval confidence level")
+      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+}
+
+// Now, in UTC, for the pages' provenance.
+std::string NowUtc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  return std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &utc) > 0 ? text : "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,8 +106,9 @@ int main(int argc, char** argv) {
   forge::verify::ReportOptions report;
   bool report_json = false, report_table = false;
   CLI::App* report_cmd = app.add_subcommand(
-      "report", "Per task (per group with --by) and overall: valid trials, pass@k, pass^k, mean reward, "
-                "outcomes by type; with --store the agents' behaviour; with --html a page of charts");
+      "report", "Per task (per group with --by) and overall: valid trials, pass@k and pass^k with bootstrap "
+                "intervals over tasks, mean reward, outcomes by type; with --store the agents' behaviour; with --html "
+                "a page of charts (a learning curve when the groups are policy versions)");
   report_cmd->add_option("inputs", report.inputs, "Verified rollout records (JSONL; - for stdin)")->capture_default_str();
   report_cmd->add_option("-k", report.ks, "k values, comma separated (each at most every task's valid trials)")
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
@@ -98,24 +118,21 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--store", report.stores,
                          "forge store(s) holding the calls, for the behaviour metrics (repeatable) [$FORGE_STORE]");
   report_cmd->add_option("--html", report.html, "Also write a self-contained HTML page with the charts to FILE");
+  AddBootstrap(report_cmd, &report.bootstrap);
   AddFormat(report_cmd, &report_json, &report_table);
 
   // compare
   forge::verify::CompareOptions compare;
   bool compare_json = false, compare_table = false;
   CLI::App* compare_cmd = app.add_subcommand(
-      "compare", "Run B against run A: per task and overall, the difference in pass@k and pass^k with bootstrap "
-                 "intervals, tasks that flipped, and the behaviour of each run");
+      "compare", "Run B against run A on the tasks both ran: A's and B's pass@k and pass^k and B - A, overall with "
+                 "a paired bootstrap over tasks, per task with Jeffreys posterior intervals and Holm-adjusted exact "
+                 "tests; tasks that flipped; the behaviour of each run");
   compare_cmd->add_option("a", compare.a, "Verified rollout records of run A (JSONL; - for stdin)")->required();
   compare_cmd->add_option("b", compare.b, "Verified rollout records of run B (JSONL; - for stdin)")->required();
   compare_cmd->add_option("-k", compare.ks, "k values, comma separated")->delimiter(',')->capture_default_str();
   compare_cmd->add_option("--store", compare.stores, "forge store(s) holding either run's calls (repeatable) [$FORGE_STORE]");
-  compare_cmd->add_option("--resamples", compare.resamples, "Bootstrap resamples")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  compare_cmd->add_option("--seed", compare.seed, "Bootstrap seed (the same seed gives the same intervals)")
-      ->capture_default_str();
-  compare_cmd->add_option("--confidence", compare.confidence, "Interval confidence level")
-      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  AddBootstrap(compare_cmd, &compare.bootstrap);
   compare_cmd->add_option("--html", compare.html, "Also write a self-contained HTML page with the charts to FILE");
   AddFormat(compare_cmd, &compare_json, &compare_table);
 
@@ -145,11 +162,13 @@ int main(int argc, char** argv) {
   return tool.Run(static_cast<int>(args.size()), args.data(), [&]() -> Status {
     if (report_cmd->parsed()) {
       report.format = FormatOf(report_json, report_table);
+      report.made_at = NowUtc();
       if (report.stores.empty() && !store_path.empty()) report.stores.push_back(store_path);
       return forge::verify::ReportCommand(report);
     }
     if (compare_cmd->parsed()) {
       compare.format = FormatOf(compare_json, compare_table);
+      compare.made_at = NowUtc();
       if (compare.stores.empty() && !store_path.empty()) compare.stores.push_back(store_path);
       return forge::verify::CompareCommand(compare);
     }
