@@ -216,9 +216,9 @@ std::string ComparePage(const Comparison& c, const Provenance& made) {
   if (c.overall.back().k > 1) page += DifferenceSection(c, true);  // at k = 1, pass^1 is pass@1
   page += HistogramSection(c);
   const std::string both = fmt::format("the {} tasks both runs ran", Count(static_cast<int64_t>(c.tasks.size())));
-  page += CurvesSection(paired, both);
+  page += CurvesSection(paired, both, false);
   page += OutcomesSection({OutcomeRow("A", c.paired_a.report.overall), OutcomeRow("B", c.paired_b.report.overall)}, both);
-  page += BehaviourSections(paired);
+  page += BehaviourSections(paired, true);
   const std::string tables = CompareTable(c) + RunsTable(c) + BehaviourTable(paired);
   page += Section("tables", "Tables", "The numbers behind the charts.", tables);
   const BootstrapSettings& b = c.settings.bootstrap;

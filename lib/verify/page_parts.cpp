@@ -71,12 +71,18 @@ std::string NoCalls() {
   return Note("No recorded calls were read: give --store with the forge store(s) holding the rollouts' calls.");
 }
 
-// The groups a chart draws, and a line saying how many it left out.
-std::vector<const GroupReport*> Drawn(const std::vector<const GroupReport*>& groups, std::string* left_out) {
+// The groups a chart draws, and a line saying how many it left out: the
+// first ones, or for ordered groups some spread from the first to the last.
+std::vector<const GroupReport*> Drawn(const std::vector<const GroupReport*>& groups, std::string* left_out,
+                                      bool ordered = false) {
   if (groups.size() <= kGroupsDrawn) return groups;
-  *left_out = Note(fmt::format("The first {} of {} groups are drawn; the tables and the JSON output have them all.",
-                               kGroupsDrawn, groups.size()));
-  return {groups.begin(), groups.begin() + kGroupsDrawn};
+  std::vector<const GroupReport*> drawn;
+  for (size_t i = 0; i < kGroupsDrawn; ++i) {
+    drawn.push_back(groups[ordered ? i * (groups.size() - 1) / (kGroupsDrawn - 1) : i]);
+  }
+  *left_out = Note(fmt::format("{} {} of {} groups are drawn; the tables and the JSON output have them all.",
+                               ordered ? "An even spread of" : "The first", kGroupsDrawn, groups.size()));
+  return drawn;
 }
 
 }  // namespace
@@ -85,6 +91,20 @@ std::string Color(size_t i) {
   static constexpr std::array<const char*, 8> kPalette = {"#0b6bcb", "#e08a00", "#1b9e77", "#c2185b",
                                                           "#5e35b1", "#00838f", "#8d6e63", "#546e7a"};
   return kPalette[i % kPalette.size()];
+}
+
+std::string SequentialColor(size_t i, size_t n) {
+  // From #9ecae1 to #08306b (ColorBrewer's Blues, light to dark).
+  const double t = n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 1.0;
+  auto mix = [t](int from, int to) { return static_cast<int>(std::lround(from + (to - from) * t)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(0x9e, 0x08), mix(0xca, 0x30), mix(0xe1, 0x6b));
+}
+
+std::string Listed(const std::vector<std::string>& items, size_t at_most) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < at_most; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > at_most) out += fmt::format(" and {} more", items.size() - at_most);
+  return out.empty() ? std::string("none") : out;
 }
 
 std::string Fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
@@ -124,21 +144,22 @@ std::string Section(const std::string& id, const std::string& title, const std::
 
 std::string Note(const std::string& text) { return "<p class=\"note\">" + Escape(text) + "</p>"; }
 
-std::string CurvesSection(const std::vector<const GroupReport*>& groups, const std::string& scope) {
+std::string CurvesSection(const std::vector<const GroupReport*>& groups, const std::string& scope, bool ordered) {
   std::string left_out;
-  const auto drawn = Drawn(groups, &left_out);
+  const auto drawn = Drawn(groups, &left_out, ordered);
   std::vector<svg::Series> series;
   std::vector<svg::LegendEntry> legend;
   for (size_t i = 0; i < drawn.size(); ++i) {
-    svg::Series at{drawn[i]->name + " pass@k", Color(i), false, {}};
-    svg::Series hat{drawn[i]->name + " pass^k", Color(i), true, {}};
+    const std::string color = ordered ? SequentialColor(i, drawn.size()) : Color(i);
+    svg::Series at{drawn[i]->name + " pass@k", color, false, {}};
+    svg::Series hat{drawn[i]->name + " pass^k", color, true, {}};
     for (const auto& v : drawn[i]->curve) {
       at.points.emplace_back(static_cast<double>(v.k), v.pass_at_k);
       hat.points.emplace_back(static_cast<double>(v.k), v.pass_hat_k);
     }
     series.push_back(std::move(at));
     series.push_back(std::move(hat));
-    legend.push_back({drawn[i]->name, Color(i), false});
+    legend.push_back({drawn[i]->name, color, false});
   }
   legend.push_back({"pass@k", "#52606d", false});
   legend.push_back({"pass^k", "#52606d", true});
@@ -234,13 +255,13 @@ std::string EffortSection(const std::vector<const GroupReport*>& groups) {
 
 }  // namespace
 
-std::string BehaviourSections(const std::vector<const GroupReport*>& groups) {
+std::string BehaviourSections(const std::vector<const GroupReport*>& groups, bool rates) {
   if (groups.empty() || !groups[0]->behaviour) {
     return Section("behaviour", "Tool use, self-verification, turns and tokens", "", NoCalls());
   }
   std::string left_out;
   const auto drawn = Drawn(groups, &left_out);
-  return ToolUseSection(drawn) + RatesSection(drawn) + EffortSection(drawn) + left_out;
+  return ToolUseSection(drawn) + (rates ? RatesSection(drawn) + EffortSection(drawn) : "") + left_out;
 }
 
 std::string BehaviourTable(const std::vector<const GroupReport*>& groups) {
@@ -363,19 +384,14 @@ std::vector<std::pair<std::string, std::string>> CountingFacts(const std::vector
 }
 
 std::string Footer(const Provenance& made, const std::vector<std::pair<std::string, std::string>>& facts) {
-  auto list = [](const std::vector<std::string>& items) {
-    std::string s;
-    for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
-    return s.empty() ? std::string("none") : s;
-  };
   std::string out = "<footer><dl>";
   for (const auto& [term, text] : facts) out += "<dt>" + Escape(term) + "</dt><dd>" + Escape(text) + "</dd>";
   out += "<dt>behaviour</dt><dd>From the calls forge-proxy recorded, over valid trials; the definitions are in "
          "forge-verify(1).</dd>";
   out += "<dt>made</dt><dd>" + Escape((made.made_at.empty() ? std::string("") : made.made_at + " by ") + "forge-verify " +
                                       FORGE_VERSION) + "</dd>";
-  out += "<dt>records</dt><dd class=\"mono\">" + Escape(list(made.inputs)) + "</dd>";
-  out += "<dt>calls</dt><dd class=\"mono\">" + Escape(list(made.stores)) + "</dd>";
+  out += "<dt>records</dt><dd class=\"mono\">" + Escape(Listed(made.inputs, 20)) + "</dd>";
+  out += "<dt>calls</dt><dd class=\"mono\">" + Escape(Listed(made.stores, 20)) + "</dd>";
   return out + "</dl></footer></main></body></html>\n";
 }
 

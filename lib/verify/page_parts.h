@@ -21,6 +21,10 @@ inline constexpr size_t kGroupsDrawn = 12;
 inline constexpr size_t kGroupRows = 40;
 
 std::string Color(size_t i);
+// The i-th of n colours from light to dark, for groups in an order (versions).
+std::string SequentialColor(size_t i, size_t n);
+// "a, b, c and 7 more".
+std::string Listed(const std::vector<std::string>& items, size_t at_most);
 std::string Fixed(double v, int digits = 4);
 std::string PercentOrNa(std::optional<double> v);
 std::string Count(int64_t n);  // 12,345
@@ -34,12 +38,15 @@ std::string Section(const std::string& id, const std::string& title, const std::
 std::string Note(const std::string& text);
 
 // pass@k (solid) and pass^k (dashed) against k, one colour per group, at
-// most kGroupsDrawn groups (then said under the chart).
-std::string CurvesSection(const std::vector<const GroupReport*>& groups, const std::string& scope);
+// most kGroupsDrawn groups (then said under the chart): the first ones, or
+// for groups in an order, spread over it from the first to the last, in
+// colours from light to dark.
+std::string CurvesSection(const std::vector<const GroupReport*>& groups, const std::string& scope, bool ordered);
 svg::StackRow OutcomeRow(const std::string& label, const TaskStats& stats);
 // `scope` says which attempts the bars count.
 std::string OutcomesSection(const std::vector<svg::StackRow>& rows, const std::string& scope);
-std::string BehaviourSections(const std::vector<const GroupReport*>& groups);
+// Tool use, and with `rates` the self-verification, recovery, turns and tokens.
+std::string BehaviourSections(const std::vector<const GroupReport*>& groups, bool rates);
 std::string BehaviourTable(const std::vector<const GroupReport*>& groups);
 
 // The ends of a list of n items: the first `per_side` and the last

@@ -190,7 +190,8 @@ std::string GroupedReportToTable(const GroupedReport& report) {
     if (!report.all.intervals.empty()) out += IntervalNote(report);
     rows.push_back(&report.all);
   } else {
-    size_t width = std::max<size_t>(report.by.size(), 16);
+    const std::string all = fmt::format("all ({} groups pooled)", report.groups.size());
+    size_t width = std::max(report.by.size(), all.size());
     for (const auto& g : report.groups) width = std::max(width, g.name.size());
     width = std::min<size_t>(width, 40);
     out = fmt::format("{:<{}}  {:>5} {:>5} {:>5} {:>4}", report.by, width, "tasks", "n", "pass", "excl");
@@ -215,7 +216,7 @@ std::string GroupedReportToTable(const GroupedReport& report) {
       line(g.name, g);
       rows.push_back(&g);
     }
-    line(fmt::format("all ({} groups pooled)", report.groups.size()), report.all);
+    line(all, report.all);
     out += IntervalNote(report) + CountingNotes(report.all.report);
   }
   if (report.all.behaviour) out += "\n" + BehaviourTable(report.by.empty() ? "behaviour" : report.by, rows);

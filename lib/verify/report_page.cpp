@@ -109,15 +109,19 @@ std::string BehaviourPanels(const GroupedReport& report, const std::vector<const
   if (!trend[0]->behaviour) return Note("No recorded calls were read: give --store to draw the behaviour beside the curve.");
   struct Metric {
     const char* title;
+    const char* none;  // why a version has no value
     bool percent;
     double y_max;
     std::optional<double> (*of)(const BehaviourSummary&);
   };
   const Metric metrics[] = {
-      {"Self-verification rate", true, 1, [](const BehaviourSummary& b) { return b.SelfVerificationRate(); }},
-      {"Error recovery rate", true, 1, [](const BehaviourSummary& b) { return b.RecoveryRate(); }},
-      {"Turns per trial", false, 0, [](const BehaviourSummary& b) { return std::optional<double>(b.PerTrial(b.turns)); }},
-      {"Completion tokens per trial", false, 0,
+      {"Self-verification rate", "no trial edited", true, 1,
+       [](const BehaviourSummary& b) { return b.SelfVerificationRate(); }},
+      {"Error recovery rate", "no trial had a failed tool call", true, 1,
+       [](const BehaviourSummary& b) { return b.RecoveryRate(); }},
+      {"Turns per trial", "", false, 0,
+       [](const BehaviourSummary& b) { return std::optional<double>(b.PerTrial(b.turns)); }},
+      {"Completion tokens per trial", "", false, 0,
        [](const BehaviourSummary& b) { return std::optional<double>(b.PerTrial(b.completion_tokens)); }}};
   std::vector<svg::TrendPanel> panels;
   for (size_t m = 0; m < std::size(metrics); ++m) {
@@ -129,7 +133,12 @@ std::string BehaviourPanels(const GroupedReport& report, const std::vector<const
                                fmt::format("{} {}: {}", report.by, g->name,
                                            metrics[m].percent ? PercentOrNa(v) : Fixed(*v, 1))});
     }
-    panels.push_back({metrics[m].title, "", metrics[m].y_max, metrics[m].percent, {std::move(series)}});
+    std::string title = metrics[m].title;
+    if (!series.points.empty() && series.points.size() < trend.size()) {
+      title += fmt::format(" ({} of {})", series.points.size(), trend.size());
+    }
+    std::string none = series.points.empty() ? std::string(metrics[m].none) + fmt::format(" in any of {} versions", trend.size()) : "";
+    panels.push_back({title, "", metrics[m].y_max, metrics[m].percent, {std::move(series)}, none});
   }
   return svg::TrendPanels("chart-learning-behaviour", report.by, panels);
 }
@@ -181,16 +190,26 @@ std::string OutcomesOf(const GroupedReport& report, const std::vector<const Grou
   const Report& all = report.all.report;
   if (report.by.empty()) {
     rows.push_back(OutcomeRow("all tasks", all.overall));
+    // The tasks with the most attempts that neither passed nor failed, then the lowest pass@1.
+    auto others = [](const TaskRow* row) {
+      int64_t n = row->stats.valid + row->stats.excluded;
+      for (const char* plain : {"passed", "failed"}) {
+        if (auto it = row->stats.outcomes.find(plain); it != row->stats.outcomes.end()) n -= it->second;
+      }
+      return n;
+    };
     std::vector<const TaskRow*> tasks;
     for (const auto& row : all.tasks) tasks.push_back(&row);
-    std::stable_sort(tasks.begin(), tasks.end(),
-                     [](const TaskRow* x, const TaskRow* y) { return x->ks[0].pass_at_k < y->ks[0].pass_at_k; });
+    std::stable_sort(tasks.begin(), tasks.end(), [&](const TaskRow* x, const TaskRow* y) {
+      return others(x) != others(y) ? others(x) > others(y) : x->ks[0].pass_at_k < y->ks[0].pass_at_k;
+    });
     if (tasks.size() > 1) {
       for (size_t i = 0; i < tasks.size() && i < 2 * kTasksPerSide; ++i) rows.push_back(OutcomeRow(tasks[i]->stats.task_id, tasks[i]->stats));
     }
     const std::string scope = tasks.size() > 2 * kTasksPerSide
-                                  ? fmt::format("all tasks, then of the {} with the lowest pass@1", 2 * kTasksPerSide)
-                                  : "all tasks, then of each task";
+                                  ? fmt::format("all tasks, then of {} tasks: those with the most attempts that neither "
+                                                "passed nor failed first, then the lowest pass@1,", 2 * kTasksPerSide)
+                                  : "all tasks, then of each task,";
     return OutcomesSection(rows, scope);
   }
   TaskStats rest;
@@ -231,6 +250,10 @@ std::string Tables(const GroupedReport& report, const std::vector<const GroupRep
   if (!report.by.empty()) tables += GroupTable(report, groups);
   tables += BehaviourTable(groups);
   if (report.by.empty()) return tables + TaskTable("Per task", report.all.report);
+  if (const auto trend = report.Trend(); !trend.empty()) {
+    return tables + TaskTable(report.by + " = " + trend.back()->name + " (the latest)", trend.back()->report) +
+           Note("The JSON output has every version's tasks.");
+  }
   constexpr size_t kTaskTables = 4;
   for (size_t i = 0; i < groups.size() && i < kTaskTables; ++i) {
     tables += TaskTable(report.by + " = " + groups[i]->name, groups[i]->report);
@@ -251,14 +274,14 @@ std::string ReportPage(const GroupedReport& report, const Provenance& made) {
   const std::string title = report.by.empty() ? "Pass rates"
                             : trend.empty()   ? "Pass rates by " + report.by
                                               : "Learning curve by " + report.by;
-  std::string subtitle = "records: ";
-  for (size_t i = 0; i < made.inputs.size(); ++i) subtitle += (i ? ", " : "") + made.inputs[i];
-  std::string page = Head("forge-verify report — " + title) + Header("forge-verify report", title, subtitle);
+  std::string page = Head("forge-verify report — " + title) +
+                     Header("forge-verify report", title, "records: " + Listed(made.inputs, 3));
   page += report.by.empty() ? PlainCards(report) : GroupCards(report, trend);
   if (!trend.empty()) page += LearningSection(report, trend);
-  page += CurvesSection(groups, report.by.empty() ? "tasks" : "each group's tasks");
+  page += CurvesSection(groups, report.by.empty() ? "tasks" : "each group's tasks", !trend.empty());
   if (report.by.empty()) page += TaskHistogramSection(report.all.report);
-  page += OutcomesOf(report, groups) + BehaviourSections(groups);
+  // A trend has its rates, turns and tokens beside the curve already.
+  page += OutcomesOf(report, groups) + BehaviourSections(groups, trend.empty());
   page += Section("tables", "Tables", "The numbers behind the charts.", Tables(report, groups));
   auto facts = CountingFacts({&report.all.report});
   facts.push_back({"intervals", IntervalsFact(report)});

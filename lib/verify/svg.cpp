@@ -42,7 +42,7 @@ std::string Legend(const std::vector<LegendEntry>& items, double x, double* y, b
   double cx = x;
   const size_t shown = std::min(items.size(), kLegendCap);
   for (size_t i = 0; i < shown; ++i) {
-    const double w = 30 + 7.0 * static_cast<double>(std::min<size_t>(items[i].name.size(), 30));
+    const double w = 40 + 7.5 * static_cast<double>(std::min<size_t>(items[i].name.size(), 30));
     if (cx + w > right && cx > x) {
       cx = x;
       *y += 20;
@@ -185,6 +185,10 @@ std::string TrendBox(const TrendPanel& panel, const std::string& x_label, double
     const double cy = (top + bottom) / 2;
     out += Text(x0 + 14, cy, panel.y_label,
                 fmt::format(R"x(text-anchor="middle" class="axis-label" transform="rotate(-90 {:.1f} {:.1f})")x", x0 + 14, cy));
+  }
+  if (xs.empty() && !panel.empty_note.empty()) {
+    out += Text((left + right) / 2, (top + bottom) / 2, panel.empty_note,
+                fmt::format(R"(text-anchor="middle" fill="{}" font-style="italic")", kMuted));
   }
   for (const auto& s : panel.series) {
     std::string points;

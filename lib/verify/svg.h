@@ -54,6 +54,7 @@ struct TrendPanel {
   double y_max = 1;  // 0: from the data
   bool percent = false;  // y ticks as percentages
   std::vector<TrendSeries> series;
+  std::string empty_note;  // drawn in the panel when no series has a point
 };
 
 // y against a numeric x (policy versions): lines through the points with

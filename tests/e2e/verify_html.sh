@@ -50,7 +50,8 @@ expect_exit 0 "report --by model" "$verify" report --by model --store "$WORK/for
 grep -q '^ckpt-rl ' "$OUT" && grep -q '^ckpt-sft ' "$OUT" && grep -q 'self-verify' "$OUT" && pass \
   || fail "report --by model (from the recorded calls) table: $(cat "$OUT")"
 
-# 3. compare: reproducible, and its intervals equal a reference computation.
+# 3. compare: reproducible, and its intervals (B - A, and A and B over the
+# same tasks) equal a reference computation.
 expect_exit 0 "compare" "$verify" compare --store "$WORK/forge.db" -k 1,2 --seed 7 --resamples 4000 --json \
   --html "$WORK/compare.html" "$WORK/a.jsonl" "$WORK/b.jsonl"
 cp "$OUT" "$WORK/compare.json"
@@ -88,21 +89,27 @@ for k in (1, 2):
         diffs = [f(*B[t], k) - f(*A[t], k) for t in tasks]
         for t, d in zip(c["tasks"], diffs):
             assert abs(t[key][str(k)]["difference"] - d) < 1e-12, (t, d)
-        # Use the tool's own per-task values (bit for bit) so the resampled means match exactly.
-        vals = [t[key][str(k)]["difference"] for t in c["tasks"]]
-        g = splitmix(seed)
-        means = []
-        for _ in range(R):
-            s = 0.0
-            for _ in range(len(vals)):
-                s += vals[next(g) % len(vals)]
-            means.append(s / len(vals))
-        means.sort()
+        # Use the tool's own per-task values (bit for bit) so the resampled means match exactly:
+        # B - A, and A's and B's levels over the same tasks from the same resamples.
         a = 1 - conf
-        lo, hi = means[math.floor(R * a / 2 + 1e-9)], means[math.ceil(R * (1 - a / 2) - 1e-9) - 1]
-        got = c["overall"][key][str(k)]
-        assert abs(got["difference"] - sum(vals) / len(vals)) < 1e-12, (key, k, got)
-        assert got["low"] == lo and got["high"] == hi, (key, k, got, lo, hi)
+        for name, vals, got in (
+                ("B-A", [t[key][str(k)]["difference"] for t in c["tasks"]], c["overall"][key][str(k)]),
+                ("A", [t["a"][key][str(k)]["value"] for t in c["tasks"]], c["overall"]["a"][key][str(k)]),
+                ("B", [t["b"][key][str(k)]["value"] for t in c["tasks"]], c["overall"]["b"][key][str(k)])):
+            g = splitmix(seed)
+            means = []
+            for _ in range(R):
+                s = 0.0
+                for _ in range(len(vals)):
+                    s += vals[next(g) % len(vals)]
+                means.append(s / len(vals))
+            means.sort()
+            lo, hi = means[math.floor(R * a / 2 + 1e-9)], means[math.ceil(R * (1 - a / 2) - 1e-9) - 1]
+            estimate = got["difference"] if name == "B-A" else got["value"]
+            assert abs(estimate - sum(vals) / len(vals)) < 1e-12, (name, key, k, got)
+            assert got["low"] == lo and got["high"] == hi, (name, key, k, got, lo, hi)
+        # A's level is its mean over the paired tasks, as the reference counts them.
+        assert abs(c["overall"]["a"][key][str(k)]["value"] - sum(f(*A[t], k) for t in tasks) / len(tasks)) < 1e-12
 assert c["flipped"]["gained"] == ["t4", "t5"] and c["flipped"]["lost"] == [], c["flipped"]
 d = c["behaviour_difference"]
 assert d["share_by_kind"]["shell"] < 0 and d["share_by_kind"]["edit"] > 0, d

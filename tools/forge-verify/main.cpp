@@ -52,7 +52,7 @@ void AddBootstrap(CLI::App* cmd, forge::verify::BootstrapSettings* b) {
   cmd->add_option("--resamples", b->resamples, "Bootstrap resamples")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   cmd->add_option("--seed", b->seed, "Bootstrap seed (the same seed gives the same intervals)")->capture_default_str();
-  cmd->add_option("--confidence", b->confidence, "Interval confidence level")
+  cmd->add_option("--confidence", b->confidence, "Confidence level of the intervals (compare marks a task at p <= 1 - C)")
       ->capture_default_str()->check(CLI::Range(0.5, 0.999));
 }
 

@@ -3,7 +3,8 @@
 (--remote-debugging-pipe: JSON messages ended by NUL on fds 3 and 4; no port,
 no network) and prints what the browser laid out, as JSON:
 {"height": the document's height in CSS pixels at the width given,
- "charts": {svg id: [width, height] as drawn}, "text": the page's visible text}.
+ "charts": {svg id: [width, height] as drawn}, "points": {svg id: its circles},
+ "text": the page's visible text}.
 
   page_in_browser.py CHROMIUM PAGE WIDTH [SCREENSHOT.png]
 """
@@ -93,6 +94,8 @@ def main(chromium, page, width, screenshot=None):
           height: document.documentElement.scrollHeight,
           charts: Object.fromEntries([...document.querySelectorAll('svg[id]')].map(
               e => [e.id, [Math.round(e.getBoundingClientRect().width), Math.round(e.getBoundingClientRect().height)]])),
+          points: Object.fromEntries([...document.querySelectorAll('svg[id]')].map(
+              e => [e.id, e.querySelectorAll('circle').length])),
           text: document.body.innerText})"""
         got = json.loads(b.send("Runtime.evaluate", {"expression": expression, "returnByValue": True},
                                 session=s)["result"]["value"])
