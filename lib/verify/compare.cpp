@@ -28,12 +28,11 @@ int TaskComparison::Marked(double alpha) const {
   return d > 0 ? 1 : d < 0 ? -1 : 0;
 }
 
-std::vector<const TaskComparison*> Comparison::ByDifference() const {
+std::vector<const TaskComparison*> Comparison::ByDifference(size_t at, bool hat) const {
   std::vector<const TaskComparison*> out;
   for (const auto& t : tasks) out.push_back(&t);
-  std::stable_sort(out.begin(), out.end(), [](const TaskComparison* x, const TaskComparison* y) {
-    return x->diffs[0].pass_at_k.estimate > y->diffs[0].pass_at_k.estimate;
-  });
+  auto of = [&](const TaskComparison* t) { return hat ? t->diffs[at].pass_hat_k.estimate : t->diffs[at].pass_at_k.estimate; };
+  std::stable_sort(out.begin(), out.end(), [&](const TaskComparison* x, const TaskComparison* y) { return of(x) > of(y); });
   return out;
 }
 

@@ -58,8 +58,9 @@ struct Comparison {
   std::vector<KIntervals> overall_a, overall_b, overall;
 
   double alpha() const { return 1 - settings.bootstrap.confidence; }
-  // The tasks by B - A in pass@k at the first k, largest gain first (ties by id).
-  std::vector<const TaskComparison*> ByDifference() const;
+  // The tasks by B - A, largest gain first (ties by id): in pass@k, or
+  // pass^k when `hat`, at the k of index `at`.
+  std::vector<const TaskComparison*> ByDifference(size_t at = 0, bool hat = false) const;
 };
 
 Result<Comparison> Compare(const std::vector<Attempt>& a, const std::vector<Attempt>& b,

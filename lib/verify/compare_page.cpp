@@ -52,16 +52,6 @@ std::string Cards(const Comparison& c) {
 
 const Interval& Of(const KIntervals& v, bool hat) { return hat ? v.pass_hat_k : v.pass_at_k; }
 
-// The tasks by B - A at the measure shown, largest gain first.
-std::vector<const TaskComparison*> Sorted(const Comparison& c, size_t at, bool hat) {
-  std::vector<const TaskComparison*> out;
-  for (const auto& t : c.tasks) out.push_back(&t);
-  std::stable_sort(out.begin(), out.end(), [&](const TaskComparison* x, const TaskComparison* y) {
-    return Of(x->diffs[at], hat).estimate > Of(y->diffs[at], hat).estimate;
-  });
-  return out;
-}
-
 std::string LeftOut(const std::vector<const TaskComparison*>& sorted, size_t from, size_t to, size_t at, bool hat) {
   size_t none = 0;
   for (size_t i = from; i < to; ++i) none += Of(sorted[i]->diffs[at], hat).estimate == 0;
@@ -73,7 +63,7 @@ std::string LeftOut(const std::vector<const TaskComparison*>& sorted, size_t fro
 std::string DifferenceSection(const Comparison& c, bool hat) {
   const size_t at = hat ? c.overall.size() - 1 : 0;
   const std::string metric = fmt::format("{}{}", hat ? "pass^" : "pass@", c.overall[at].k);
-  const auto sorted = Sorted(c, at, hat);
+  const auto sorted = c.ByDifference(at, hat);
   const std::vector<size_t> shown = Ends(sorted.size(), kTasksPerSide);
   std::vector<svg::Estimate> rows;
   for (size_t i = 0; i < shown.size(); ++i) {
@@ -185,12 +175,7 @@ std::string RunsTable(const Comparison& c) {
     }
   }
   t += "</table></div>\n";
-  auto list = [](const std::vector<std::string>& ids) {
-    std::string s;
-    for (size_t i = 0; i < ids.size() && i < 20; ++i) s += (s.empty() ? "" : ", ") + ids[i];
-    if (ids.size() > 20) s += fmt::format(" and {} more", ids.size() - 20);
-    return s.empty() ? std::string("none") : s;
-  };
+  auto list = [](const std::vector<std::string>& ids) { return Listed(ids, 20); };
   if (!c.only_a.empty() || !c.only_b.empty()) {
     t += Note("Not compared — only in A: " + list(c.only_a) + "; only in B: " + list(c.only_b) +
               ". Whole-run rows count every task of a run; every other figure on this page is over the tasks in both.");

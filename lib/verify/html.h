@@ -7,9 +7,9 @@
 // chart-pass-curves, chart-outcomes, chart-tool-use, chart-rates,
 // chart-effort; on a report page chart-task-histogram (without --by) and,
 // when the groups are numbers (policy versions), chart-learning-curve and
-// chart-learning-behaviour; on a compare page chart-differences and
-// chart-differences-hat (pass@k at the first k, pass^k at the last) and
-// chart-difference-histogram.
+// chart-learning-behaviour; on a compare page chart-differences (pass@k at
+// the first k), chart-differences-hat (pass^k at the last k, when above 1)
+// and chart-difference-histogram.
 #pragma once
 
 #include <string>

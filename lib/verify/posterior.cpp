@@ -269,7 +269,8 @@ class Difference {
   static PassCount Failures(PassCount run) { return {run.n, run.n - run.c}; }
   double Root(double u) const { return std::pow(u, 1 / k_); }
 
-  // P(D <= d | x): over A, P(p_B^k <= u); over B, P(p_A^k >= u), u = x^k - d.
+  // P(D <= d | x): over A, P(p_B^k <= u); over B, P(p_A^k >= u); u = x^k + s,
+  // s = d over A and -d over B.
   double Given(double u) const {
     const double f = u <= 0 ? 0 : u >= 1 ? 1 : y_.Cdf(Root(u));
     return over_a_ ? f : 1 - f;

@@ -15,8 +15,11 @@
 //   equal-tailed interval of the posterior of D = g(p_B) - g(p_A),
 //   P(D <= d) = integral of f(x) F(...) over the run with more trials
 //   (f its density, F the other run's distribution function), computed by
-//   adaptive Gauss-Kronrod quadrature after the substitution x = sin^2(t)
-//   (which makes Jeffreys' densities smooth), and inverted by bracketing.
+//   adaptive Gauss-Kronrod quadrature to 1e-12 after the substitution
+//   x = sin^2(t) (which makes Jeffreys' densities smooth), graded where F
+//   meets a power singularity, and inverted by a bracketing search over the
+//   representable doubles (D can live on any scale). pass@k's D is pass^k's
+//   of the failure rates, so it keeps its precision near 0.
 //
 // Each interval is widened, when needed, to hold the estimate shown beside
 // it (the unbiased pass@k or pass^k from c and n): the estimate can lie past

@@ -63,7 +63,7 @@ Result<GroupReport> BuildGroupReport(const std::string& name, const std::vector<
   for (const Attempt* a : attempts) trials.push_back(a->trial);
   auto report = BuildReport(trials, ks);
   if (!report.ok()) return report.status();
-  GroupReport group{name, std::move(*report), {}, std::nullopt};
+  GroupReport group{name, std::move(*report), {}, std::nullopt, {}};
   group.curve = PassCurve(group.report);
   if (with_behaviour) {
     group.behaviour.emplace();
@@ -150,7 +150,7 @@ std::string Bracket(const std::vector<KIntervals>& intervals, size_t i) {
 
 std::string IntervalNote(const GroupedReport& report) {
   const BootstrapSettings& b = report.bootstrap;
-  return fmt::format("[intervals]: {:.0f}% percentile bootstrap over each group's tasks ({} resamples, seed {}); "
+  return fmt::format("[interval]: {:.0f}% percentile bootstrap over each group's tasks ({} resamples, seed {}); "
                      "none below 2 tasks\n", b.confidence * 100, b.resamples, b.seed);
 }
 

@@ -389,7 +389,7 @@ TEST_CASE("report --by policy_version: a learning curve with intervals, the beha
   CHECK(Occurrences(curve, "<path d=") == 30); // each with its interval bar
   // Self-verification, turns and tokens at 10 versions; no trial had a failed tool call.
   CHECK(Occurrences(ChartOf(page, "chart-learning-behaviour"), "<circle") == 30);
-  CHECK(page.find("Error recovery rate (none of 10: no trial had a failed tool call)") != std::string::npos);
+  CHECK(page.find("no trial had a failed tool call in any of 10 versions") != std::string::npos);
   CHECK(page.find("the same 4 tasks at every point") != std::string::npos);
   CHECK(page.find("1 group(s) whose policy_version is not a number are not drawn") != std::string::npos);
   CHECK(page.find("Learning curve by policy_version") != std::string::npos);
