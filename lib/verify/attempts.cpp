@@ -64,11 +64,11 @@ std::string GroupOf(const Json& record, const std::string& by, const RolloutBeha
 
 }  // namespace
 
-Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options,
+Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options, Env& env,
                     std::vector<Attempt>* attempts) {
   std::vector<Trial> trials;
   std::vector<Json> records;
-  Status read = ReadTrials(inputs, &trials, &records);
+  Status read = ReadTrials(inputs, env, &trials, &records);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   for (size_t i = 0; i < trials.size(); ++i) {
     Attempt a{std::move(trials[i]), RolloutIdOf(records[i]), "", std::nullopt};

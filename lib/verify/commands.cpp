@@ -1,11 +1,11 @@
 #include "verify/commands.h"
 
-#include <unistd.h>
-
 #include <cstdio>
+#include <ctime>
+#include <map>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
 #include "store/store.h"
 #include "verify/fold.h"
 #include "verify/metrics.h"
@@ -16,12 +16,13 @@ namespace forge::verify {
 
 using records::Json;
 
-Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials, std::vector<Json>* records) {
+Status ReadTrials(const std::vector<std::string>& inputs, Env& env, std::vector<Trial>* trials,
+                  std::vector<Json>* records) {
   size_t bad = 0;
-  Status read = records::ForEachRecord(inputs, {}, [&](records::Record& r) -> Status {
+  Status read = records::ForEachRecord(inputs, env, {}, [&](records::Record& r) -> Status {
     auto trial = TrialFromRecord(r.json);
     if (!trial.ok()) {
-      cli::Error(r.where() + ": " + trial.status().message());
+      env.Error(r.where() + ": " + trial.status().message());
       ++bad;
       return Status::Ok();
     }
@@ -32,23 +33,18 @@ Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* tr
   FORGE_RETURN_IF_ERROR(read);
   const size_t folded = FoldByRollout(trials, records);
   if (folded > 0) {
-    cli::Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
+    env.Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
   }
   std::map<std::string, int64_t> unknown;
   for (const auto& trial : *trials) {
     if (!trial.known_outcome) ++unknown[trial.outcome_name];
   }
   for (const auto& [name, count] : unknown) {
-    cli::Warn(fmt::format("{} verdict(s) with outcome \"{}\", which this forge does not know: counted as failed "
-                          "trials with reward 0", count, name));
+    env.Warn(fmt::format("{} verdict(s) with outcome \"{}\", which this forge does not know: counted as failed "
+                         "trials with reward 0", count, name));
   }
   if (bad > 0) return Status::InvalidData(fmt::format("{} record(s) without a usable verdict", bad));
   return Status::Ok();
-}
-
-bool UseTable(Format format) {
-  if (format == Format::kAuto) return isatty(STDOUT_FILENO) == 1;
-  return format == Format::kTable;
 }
 
 Status Print(const std::string& text) {
@@ -59,18 +55,22 @@ Status Print(const std::string& text) {
   return Status::Ok();
 }
 
+std::string MadeAt(const Env& env) {
+  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", fmt::gmtime(static_cast<std::time_t>(env.Now())));
+}
+
 Status SolvableCommand(const SolvableCommandOptions& options) {
   std::vector<Trial> trials;
-  Status read = ReadTrials(options.inputs, &trials);
+  Status read = ReadTrials(options.inputs, *options.env, &trials);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto rows = CheckSolvable(trials, options.check);
   if (!rows.ok()) return rows.status();
   size_t defects = 0;
-  if (UseTable(options.format)) {
+  if (options.format == Format::kTable) {
     FORGE_RETURN_IF_ERROR(Print(SolvableToTable(*rows, options.check.k)));
   }
   for (const auto& row : *rows) {
-    if (!UseTable(options.format)) FORGE_RETURN_IF_ERROR(Print(SolvableToJson(row, options.check.k).dump() + "\n"));
+    if (options.format == Format::kJson) FORGE_RETURN_IF_ERROR(Print(SolvableToJson(row, options.check.k).dump() + "\n"));
     if (HasDefect(row)) ++defects;
   }
   if (!read.ok()) return read;
@@ -88,7 +88,7 @@ Status ToolUseCommand(const ToolUseOptions& options) {
   if (!store.ok()) return store.status().Prefixed(options.store_path);
   std::vector<Trial> trials;
   std::vector<Json> records;
-  Status read = ReadTrials(options.inputs, &trials, &records);
+  Status read = ReadTrials(options.inputs, *options.env, &trials, &records);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   std::map<std::string, HarnessToolUse> by_harness;
   HarnessToolUse overall;

@@ -326,19 +326,19 @@ Status CompareCommand(const CompareOptions& options) {
   auto calls = CallSource::Open(options.stores);
   if (!calls.ok()) return calls.status();
   std::vector<Attempt> a, b;
-  Status read_a = ReadAttempts({options.a}, {"", &*calls}, &a);
+  Status read_a = ReadAttempts({options.a}, {"", &*calls}, *options.env, &a);
   if (!read_a.ok() && read_a.kind() != Kind::kInvalidData) return read_a;
-  Status read_b = ReadAttempts({options.b}, {"", &*calls}, &b);
+  Status read_b = ReadAttempts({options.b}, {"", &*calls}, *options.env, &b);
   if (!read_b.ok() && read_b.kind() != Kind::kInvalidData) return read_b;
   CompareSettings settings{options.ks, options.bootstrap};
   auto c = Compare(a, b, options.a, options.b, settings, !calls->empty());
   if (!c.ok()) return c.status();
   if (!options.html.empty()) {
-    const Provenance made{{options.a, options.b}, options.stores, options.made_at};
+    const Provenance made{{options.a, options.b}, options.stores, MadeAt(*options.env)};
     FORGE_RETURN_IF_ERROR(WriteFileAtomically(options.html, ComparePage(*c, made)));
   }
-  FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(ComparisonToTable(*c))
-                                                 : Print(ComparisonToJson(*c).dump(2) + "\n"));
+  FORGE_RETURN_IF_ERROR(options.format == Format::kTable ? Print(ComparisonToTable(*c))
+                                                         : Print(ComparisonToJson(*c).dump(2) + "\n"));
   return !read_a.ok() ? read_a : read_b;
 }
 
