@@ -11,23 +11,12 @@
 # chromium: exit 77 (skip).
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
-  echo "verify_learning: SKIP: no chromium (scripts/bootstrap.sh installs it)"
-  exit 77
-fi
+source "$FORGE_SRC/tests/e2e/verify/pages.sh"
+require_chromium verify_learning
 verify=$FORGE_BIN/forge-verify
 fixture=$FORGE_SRC/tests/e2e/verify/learning_run.py
 
-python3 "$fixture" exchanges "$WORK"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$FORGE_BIN/forge-proxy" --store "$WORK/forge.db" --replay "$WORK/exchanges.jsonl" --listen 127.0.0.1 \
-  --port "$port" --health-interval 0 2>"$WORK/proxy.log" &
-proxy=$!
-trap 'kill $proxy 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-python3 "$fixture" drive "$WORK" "http://127.0.0.1:$port" "$WORK/forge.db" && pass || fail "driving the proxy failed"
-kill "$proxy"; wait "$proxy" 2>/dev/null
+record_runs "$fixture"
 
 # Five rounds in: five points.
 expect_exit 0 "report of rounds 0-4" "$verify" report --by policy_version --store "$WORK/forge.db" -k 1,2 --json \

@@ -7,11 +7,8 @@
 # provenance at the foot. Without chromium: exit 77 (skip).
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
-  echo "verify_scale: SKIP: no chromium (scripts/bootstrap.sh installs it)"
-  exit 77
-fi
+source "$FORGE_SRC/tests/e2e/verify/pages.sh"
+require_chromium verify_scale
 verify=$FORGE_BIN/forge-verify
 python3 "$FORGE_SRC/tests/e2e/verify/scale_runs.py" "$WORK"
 
