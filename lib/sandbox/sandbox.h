@@ -152,6 +152,8 @@ class Sandbox {
   virtual ~Sandbox() = default;
   virtual const Handle& handle() const = 0;
   virtual Result<ExecResult> Exec(const ExecRequest& request) = 0;
+  // Whether Exec honours ExecRequest::user (a pod's exec runs as its user).
+  virtual bool ExecsAsAnyUser() const { return true; }
   // Copies a host file or directory tree into the sandbox under dest_dir
   // (created if missing): a file lands as dest_dir/<its name>, a directory's
   // contents land in dest_dir itself.

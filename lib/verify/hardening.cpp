@@ -294,6 +294,14 @@ Status TamperCheck(sandbox::Sandbox& sandbox, const PrepareOptions& options, Pre
   return Status::Ok();
 }
 
+// The user a sweep runs as: root, or where the sandbox execs only as its
+// own user (a pod), that user, noted in the sweep.
+std::string Root(const sandbox::Sandbox& sandbox, Preparation& prep) {
+  if (sandbox.ExecsAsAnyUser()) return "0";
+  prep.sweep["user"] = "the sandbox's own (the " + sandbox.handle().backend + " backend execs as it)";
+  return "";
+}
+
 // Runs one sweep pass as user; a fault the agent's state causes lands in
 // prep. *left: processes the pass could not stop.
 Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::string& user, Preparation* prep,
@@ -341,15 +349,15 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
     // signal another user's processes: what is left gets a pass as the
     // sandbox's own user, the agent's.
     int left = 0;
-    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, "0", &prep, &left));
-    if (left > 0) {
+    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, Root(sandbox, prep), &prep, &left));
+    if (left > 0 && sandbox.ExecsAsAnyUser()) {
       prep.fault.clear();
       FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, "", &prep));
     }
   }
   FORGE_RETURN_IF_ERROR(TamperCheck(sandbox, options, &prep));
   if (prep.fault.empty() && options.clear_harbor_dirs) {
-    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, "0", &prep));
+    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, Root(sandbox, prep), &prep));
     // A local sandbox's /tests is the host's: failing to clear it is forge's
     // setup, not the agent's doing.
     if (!prep.fault.empty() && sandbox.handle().Is(sandbox::BackendKind::kLocal)) {
@@ -393,16 +401,17 @@ std::string AgentCause(sandbox::Sandbox& sandbox, const Status& status) {
     return DockerCauseOfLostSandbox(*engine, sandbox.handle());
   }
 #endif
-  // Other backends: a transport failure or a sandbox that is gone is the
-  // infrastructure's; any other failure comes from inside the sandbox.
+  // Other backends: only a failure that comes from inside the sandbox (a
+  // command there failed, a file there is too large) is the agent's; a
+  // transport failure, a sandbox that is gone, and a request forge's own
+  // backend refused (InvalidArgument, BadConfig, Internal ...) are the
+  // infrastructure's.
   switch (status.kind()) {
-    case Kind::kUnavailable:
-    case Kind::kBusy:
-    case Kind::kNotFound:
-    case Kind::kProtocol:
-      return "";
-    default:
+    case Kind::kIoError:
+    case Kind::kInvalidData:
       return "the " + sandbox.handle().backend + " sandbox answered, so the step failed on the state the agent left";
+    default:
+      return "";
   }
 }
 

@@ -115,6 +115,14 @@ L --run-id net-online "$WORK/online.jsonl" >"$OUT" 2>"$ERR" && pass || fail "onl
 logs "$OUT" | grep -qx "pong from the proxy" && pass || fail "online: no proxy: $(cat "$OUT")"
 logs "$OUT" | grep "^interfaces:" | grep -q "fkb" && fail "the pod sees the node's bridge: $(cat "$OUT")" || pass
 
+echo "== forge-verify on a held pod: a verifier that is true passes (the sweep runs as the pod's user)"
+echo '{"id":"held","instruction":"x","verifier":{"kind":"command","command":"true"}}' >"$WORK/held.jsonl"
+L --run-id net-held --hold "$WORK/held.jsonl" >"$WORK/held.out" 2>"$ERR" && pass || fail "held run: $(cat "$ERR")"
+"$FORGE_BIN/forge-verify" --k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS" \
+  --store "$WORK/forge.db" "$WORK/held.out" >"$OUT" 2>"$ERR" && pass || fail "forge-verify: $(cat "$ERR" "$OUT")"
+[ "$(jq -r '.verdict.outcome' "$OUT")" = passed ] && pass || fail "verdict: $(jq -c .verdict "$OUT")"
+jq -e '.verdict.sweep.user | test("own")' "$OUT" >/dev/null && pass || fail "sweep: $(jq -c .verdict.sweep "$OUT")"
+
 echo "== --proxy on a pod's loopback is refused on k8s"
 "$FORGE_BIN/forge-launch" --backend k8s --k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS" \
   --store "$WORK/forge.db" --image forge-busybox:latest --proxy http://127.0.0.1:8080 --command true --run-id net-lo \

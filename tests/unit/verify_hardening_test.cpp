@@ -159,6 +159,11 @@ TEST_CASE("attribution: a step that fails in a sandbox that answers is the agent
   CHECK(AgentCause(box, Status::Unavailable("engine down")).empty());
   CHECK(AgentCause(box, Status::NotFound("pod gone")).empty());
   CHECK(!AgentCause(box, Status::IoError("no space left on device")).empty());
+  // forge's own backend refusing its request is never the agent's (#55: the
+  // k8s backend refused the sweep's exec as root).
+  CHECK(AgentCause(box, Status::InvalidArgument("exec: the k8s backend runs commands as the pod's user")).empty());
+  CHECK(AgentCause(box, Status::BadConfig("no relay")).empty());
+  CHECK(AgentCause(box, Status::Internal("bug")).empty());
   // A lost sandbox of a backend without an engine to ask is the infrastructure's.
   forge::testing::FakeEnv env;
   forge::sandbox::local::LocalBackend local(env, "/nonexistent/forge-local");

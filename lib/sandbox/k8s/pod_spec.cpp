@@ -128,7 +128,11 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
   // image's ENTRYPOINT with it, as Docker runs an ENTRYPOINT with a Cmd (and
   // Harbor's compose service with its keep-alive), so an entrypoint that
   // starts a service and then `exec "$@"` works the same on both backends.
-  std::string keep_alive = "trap 'exit 0' TERM; sleep " + std::to_string(lifetime) + " & wait";
+  // It sleeps in 10 s steps, as the docker backend's: forge-verify's sweep
+  // kills every process but PID 1, and a keep-alive that ended with its one
+  // sleep would end the container with it.
+  std::string keep_alive = "trap 'exit 0' TERM; i=0; while [ $i -lt " + std::to_string((lifetime + 9) / 10) +
+                           " ]; do sleep 10 & wait $!; i=$((i+1)); done";
   Json container = {
       {"name", options.container},
       {"image", spec.image},
