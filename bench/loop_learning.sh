@@ -15,13 +15,15 @@
 #     difference over every round), and each seed's wall and CPU seconds.
 # The defaults are the bench size (bench/README.md); run.sh options given
 # here override them. Each seed is bounded by --seed-timeout seconds.
+# --summary-only reports on the seeds already in DIR (seeds run by several
+# invocations at once, each with its own --seeds and the same --out).
 #
-#   bench/loop_learning.sh [--seeds "1 2 3 4 5"] [--out DIR] [--seed-timeout S] [run.sh options...]
+#   bench/loop_learning.sh [--seeds "1 2 3 4 5"] [--out DIR] [--seed-timeout S] [--summary-only] [run.sh options...]
 #
 # FORGE_BIN names the directory with the forge binaries (default: build).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-seeds="1 2 3 4 5" out=${TMPDIR:-/tmp}/forge-loop-bench seed_timeout=5400
+seeds="1 2 3 4 5" out=${TMPDIR:-/tmp}/forge-loop-bench seed_timeout=7200 summary_only=0
 args=(--train-tasks 128 --validation-tasks 96 --heldout-tasks 144 --untrained-tasks 16 --eval-attempts 2
       --rounds 2 --round-tasks 32 --attempts 4)
 while [ $# -gt 0 ]; do
@@ -29,38 +31,49 @@ while [ $# -gt 0 ]; do
     --seeds) seeds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --seed-timeout) seed_timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --summary-only) summary_only=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done
 bin=$(cd "${FORGE_BIN:-$src/build}" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-: >"$out/seeds.jsonl"
 
-# CPU seconds (user + system) of this shell's waited-for children so far.
+# children_cpu: CPU seconds (user + system) of this shell's waited-for children so
+# far -> $cpu_total (`times` in this shell: in a $(...) subshell it would count none).
 children_cpu() {
-  times >"$out/.times"
-  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } print s }' \
-    "$out/.times"
+  times >"$out/.times.$$"
+  cpu_total=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] }
+                   print s }' "$out/.times.$$")
+  rm -f "$out/.times.$$"
 }
 
 for seed in $seeds; do
+  [ "$summary_only" = 0 ] || break
   echo "== seed $seed" >&2
-  wall=$(date +%s.%N) cpu=$(children_cpu) status=0
+  children_cpu
+  wall=$(date +%s.%N) cpu=$cpu_total status=0
   FORGE_BIN=$bin timeout -k 30 "$seed_timeout" bash "$src/examples/loop/run.sh" --out "$out/seed-$seed" \
     --seed "$seed" "${args[@]}" >&2 || status=$?
-  wall=$(echo "$(date +%s.%N) - $wall" | bc) cpu=$(echo "$(children_cpu) - $cpu" | bc)
+  children_cpu
+  wall=$(echo "$(date +%s.%N) - $wall" | bc) cpu=$(echo "$cpu_total - $cpu" | bc)
   echo "== seed $seed: exit $status, ${wall%.*} s wall, ${cpu%.*} s CPU" >&2
   jq -nc --argjson s "$seed" --argjson st "$status" --argjson w "$wall" --argjson c "$cpu" \
-    '{seed: $s, status: $st, wall_seconds: $w, cpu_seconds: $c}' >>"$out/seeds.jsonl"
+    '{seed: $s, status: $st, wall_seconds: $w, cpu_seconds: $c}' >"$out/seed-$seed/time.json"
 done
 
-/usr/bin/python3 - "$out" "$bin" <<'PY'
+/usr/bin/python3 - "$out" "$bin" $seeds <<'PY'
 import json, math, os, subprocess, sys
 out, bin_dir = sys.argv[1], sys.argv[2]
 verify = os.path.join(bin_dir, "forge-verify")
-seeds = [json.loads(l) for l in open(os.path.join(out, "seeds.jsonl"))]
+seeds = []
+for seed in sys.argv[3:]:
+    path = os.path.join(out, "seed-%s" % seed, "time.json")
+    if not os.path.exists(path):
+        print("seed %s: not run (no %s)" % (seed, path))
+        continue
+    seeds.append(json.load(open(path)))
 done = [s for s in seeds if s["status"] == 0]
 for s in seeds:
     if s["status"]:
@@ -106,10 +119,16 @@ for s in done:
     c = forge_json("compare", "--json", "-k", "1", verdicts(seed, "sft"), verdicts(seed, last))
     d, lo, hi, n = interval(c)
     worst = max((x["agreement"]["max_abs_diff"] for x in runs[seed] if x.get("agreement")), default=float("nan"))
+    other = {}  # outcomes other than passed and failed in the two stages compared (valid failures all the same)
+    for side in ("a", "b"):
+        for outcome, count in c[side]["report"]["overall"]["outcomes"].items():
+            if outcome not in ("passed", "failed"):
+                other[outcome] = other.get(outcome, 0) + count
     print("seed %d: SFT %.3f (validation %.3f at step %d) -> %s %.3f: %+.3f [%+.3f, %+.3f] over %d tasks; "
-          "logprob max abs diff %.1e; %.0f s wall, %.0f s CPU"
+          "logprob max abs diff %.1e; %.0f s wall, %.0f s CPU%s"
           % (seed, r["sft"]["heldout_pass_at_1"], r["sft"]["validation_pass_at_1"], r["sft"]["sft_steps"], last,
-             r[last]["heldout_pass_at_1"], d, lo, hi, n, worst, s["wall_seconds"], s["cpu_seconds"]))
+             r[last]["heldout_pass_at_1"], d, lo, hi, n, worst, s["wall_seconds"], s["cpu_seconds"],
+             "; also " + ", ".join("%d %s" % (v, k) for k, v in sorted(other.items())) if other else ""))
     for stage in pooled:  # each task named by its seed, so that a pair is one seed's task
         with open(verdicts(seed, stage)) as f:
             for line in f:
@@ -131,6 +150,9 @@ for s in done:
     files = [verdicts(seed, x["stage"]) for x in runs[seed]]
     g = forge_json("report", "--json", "-k", "1", "--by", "policy_version", "--store",
                    os.path.join(out, "seed-%d" % seed, "forge.db"), *files)
+    # attempts with no recorded call (the sandbox never started) have no version
+    none = sum(x["overall"]["valid"] for x in g["groups"] if not x["group"].isdigit())
     print("seed %d: " % seed + "  ".join("v%s %.3f" % (x["group"], x["overall"]["pass_at_k"]["1"])
-                                         for x in g["groups"]))
+                                         for x in g["groups"] if x["group"].isdigit())
+          + ("  (%d attempts without a call)" % none if none else ""))
 PY

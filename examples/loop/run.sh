@@ -4,7 +4,7 @@
 #
 #   examples/loop/run.sh [--out DIR] [--seed S] [--train-tasks N] [--validation-tasks N] [--heldout-tasks N]
 #                        [--untrained-tasks N] [--rounds R] [--attempts N] [--round-tasks T] [--eval-attempts N]
-#                        [--sft-steps K] [--sft-chunk K] [--sft-stop-at P] [--updates K] [--sft-lr X] [--rl-lr X]
+#                        [--sft-steps K] [--sft-chunk K] [--sft-band LO:HI] [--updates K] [--sft-lr X] [--rl-lr X]
 #                        [--jobs J]
 #
 # A teacher (policy_server.py --teacher) solves the train split through
@@ -13,8 +13,10 @@
 # the policy, --sft-chunk steps at a time: each piece's checkpoint is served
 # and measured as the held-out split is (one attempt at each validation task,
 # forge-verify's pass@1; the first 8 tasks first, the rest only when those pass
-# at least half the target), and SFT stops at the first that reaches
-# --sft-stop-at (or after --sft-steps), so every seed leaves RL the same room. Each
+# at least half of LO). SFT stops at the first checkpoint inside --sft-band; one
+# above it is dropped and the piece redone from the checkpoint before, half as
+# long (down to one step, then it is kept), so that every seed leaves RL the
+# same room (the rise is steep: 0.1 to 0.6 in 5 steps). Each
 # round then: forge-proxy pause + drain, the policy server loads the newest
 # weights, the policy version is bumped, resume; forge-launch runs N attempts
 # at each of T train tasks drawn for the round (reference ReACT harness, local
@@ -31,7 +33,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 out=loop-out seed=1 train_tasks=256 validation_tasks=48 heldout_tasks=32 untrained_tasks= rounds=3 attempts=4
-round_tasks=64 eval_attempts=4 sft_steps=600 sft_chunk=20 sft_stop=0.5 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
+round_tasks=64 eval_attempts=4 sft_steps=600 sft_chunk=20 sft_band=0.4:0.6 updates=4 jobs=4 sft_lr=3e-3 rl_lr=1e-3
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -46,12 +48,12 @@ while [ $# -gt 0 ]; do
     --eval-attempts) eval_attempts=$2; shift 2 ;;
     --sft-steps) sft_steps=$2; shift 2 ;;
     --sft-chunk) sft_chunk=$2; shift 2 ;;
-    --sft-stop-at) sft_stop=$2; shift 2 ;;
+    --sft-band) sft_band=$2; shift 2 ;;
     --updates) updates=$2; shift 2 ;;
     --sft-lr) sft_lr=$2; shift 2 ;;
     --rl-lr) rl_lr=$2; shift 2 ;;
     --jobs|-j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "loop: unknown argument $1 (try --help)" >&2; exit 64 ;;
   esac
 done
@@ -109,31 +111,48 @@ say "teacher: $(jq -s 'map(select(.verdict.passed)) | length' "$out/runs/teacher
 $(wc -l <"$out/runs/teacher.verdicts.jsonl") passed, $(wc -l <"$out/runs/teacher.deduped.jsonl") after dedup, \
 $(wc -l <"$out/runs/sft-tokens.jsonl") SFT rows"
 
-say "SFT: $sft_chunk steps at a time, each checkpoint's validation pass@1 measured, until $sft_stop (room for RL) or $sft_steps steps"
-version=0 steps=0
-while :; do
-  version=$((version + 1)) steps=$((steps + sft_chunk))
-  "$py" "$here/trainer.py" sft --weights "$out/weights/v$((version - 1)).safetensors" \
-    --data "$out/runs/sft-tokens.jsonl" --steps "$sft_chunk" --state "$out/weights/sft.state" --lr "$sft_lr" \
-    --seed "$seed" --out "$out/weights/v$version.safetensors" >"$out/runs/sft-$version.json" 2>>"$out/trainer.log"
-  load "$out/weights/v$version.safetensors" "$version"
-  # A quick look first: when the first 8 validation tasks pass under half the
-  # target, the checkpoint is below it (a miss costs one more piece), else the rest.
-  head -n 8 "$out/tasks/validation.jsonl" >"$out/runs/validation-quick.tasks.jsonl"
-  tail -n +9 "$out/tasks/validation.jsonl" >"$out/runs/validation-rest.tasks.jsonl"
-  rollouts "validation-$version-quick" "$out/runs/validation-quick.tasks.jsonl" 1 "$policy_proxy" "$out/forge.db"
-  cp "$out/runs/validation-$version-quick.verdicts.jsonl" "$out/runs/validation-$version.verdicts.jsonl"
-  valid=$(pass_at_1 "$out/runs/validation-$version.verdicts.jsonl")
-  if jq -en "$valid >= $sft_stop / 2" >/dev/null && [ -s "$out/runs/validation-rest.tasks.jsonl" ]; then
-    rollouts "validation-$version-rest" "$out/runs/validation-rest.tasks.jsonl" 1 "$policy_proxy" "$out/forge.db"
-    cat "$out/runs/validation-$version-rest.verdicts.jsonl" >>"$out/runs/validation-$version.verdicts.jsonl"
-    valid=$(pass_at_1 "$out/runs/validation-$version.verdicts.jsonl")
+low=${sft_band%%:*} high=${sft_band##*:}
+jq -en "$low <= $high" >/dev/null 2>&1 || { echo "loop: --sft-band $sft_band: expected LO:HI" >&2; exit 64; }
+say "SFT: $sft_chunk steps at a time until validation pass@1 is in [$low, $high] (room for RL), at most $sft_steps steps"
+head -n 8 "$out/tasks/validation.jsonl" >"$out/runs/validation-quick.tasks.jsonl"
+tail -n +9 "$out/tasks/validation.jsonl" >"$out/runs/validation-rest.tasks.jsonl"
+# validate VERSION: validation pass@1 of the weights now served -> $valid. A quick
+# look first: when the first 8 tasks pass under half of LO, the checkpoint is
+# below the band (a miss costs one more piece), else the rest too.
+validate() {
+  local v=$1
+  rollouts "validation-$v-quick" "$out/runs/validation-quick.tasks.jsonl" 1 "$policy_proxy" "$out/forge.db"
+  cp "$out/runs/validation-$v-quick.verdicts.jsonl" "$out/runs/validation-$v.verdicts.jsonl"
+  valid=$(pass_at_1 "$out/runs/validation-$v.verdicts.jsonl")
+  if jq -en "$valid >= $low / 2" >/dev/null && [ -s "$out/runs/validation-rest.tasks.jsonl" ]; then
+    rollouts "validation-$v-rest" "$out/runs/validation-rest.tasks.jsonl" 1 "$policy_proxy" "$out/forge.db"
+    cat "$out/runs/validation-$v-rest.verdicts.jsonl" >>"$out/runs/validation-$v.verdicts.jsonl"
+    valid=$(pass_at_1 "$out/runs/validation-$v.verdicts.jsonl")
   fi
+}
+# from: the last checkpoint below the band (0: the untrained weights) and its steps.
+version=0 from=0 from_steps=0 chunk=$sft_chunk
+while :; do
+  version=$((version + 1)) steps=$((from_steps + chunk))
+  resume=()
+  [ "$from" -eq 0 ] || resume=(--resume "$out/weights/v$from.state")
+  "$py" "$here/trainer.py" sft --weights "$out/weights/v$from.safetensors" "${resume[@]}" \
+    --data "$out/runs/sft-tokens.jsonl" --steps "$chunk" --lr "$sft_lr" --seed "$seed" \
+    --out "$out/weights/v$version.safetensors" --save-state "$out/weights/v$version.state" \
+    >"$out/runs/sft-$version.json" 2>>"$out/trainer.log"
+  load "$out/weights/v$version.safetensors" "$version"
+  validate "$version"
   tasks=$(wc -l <"$out/runs/validation-$version.verdicts.jsonl")
   say "SFT step $steps (policy version $version): validation pass@1 $valid over $tasks tasks"
   jq -nc --argjson v "$version" --argjson s "$steps" --argjson p "$valid" --argjson n "$tasks" \
     '{policy_version: $v, steps: $s, validation_pass_at_1: $p, validation_tasks: $n}' >>"$out/runs/sft-checks.jsonl"
-  if jq -en "$valid >= $sft_stop" >/dev/null || [ "$steps" -ge "$sft_steps" ]; then break; fi
+  if jq -en "$valid > $high" >/dev/null && [ "$chunk" -ge 2 ]; then
+    chunk=$((chunk / 2))  # overshot: the piece again from the checkpoint before, half as long
+  elif jq -en "$valid < $low" >/dev/null && [ "$steps" -lt "$sft_steps" ]; then
+    from=$version from_steps=$steps
+  else
+    break
+  fi
 done
 extra="sft_steps: $steps, validation_pass_at_1: $valid" evaluate sft "$version"
 

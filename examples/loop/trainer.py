@@ -2,17 +2,18 @@
 """The loop's trainer: reads what forge-pack writes and updates examples/loop/policy.py.
 
   trainer.py init --seed S --out W                  a fresh model
-  trainer.py sft  --weights W --data SFT.jsonl --steps N --out W2 [--state S]
+  trainer.py sft  --weights W --data SFT.jsonl --steps N --out W2 [--resume S] [--save-state S2]
                                                     forge-pack --format sft-tokens rows
   trainer.py rl   --weights W --index INDEX.jsonl --out W2
                                                     forge-pack --format rl micro-batches
   trainer.py check-logprobs --weights W --index INDEX.jsonl [--tolerance 1e-4]
 
 sft: cross-entropy on the tokens whose loss_mask is 1 (the labels are the ids
-there, -100 elsewhere), minibatches drawn with the seed, Adam. With --state,
-N more steps from where the last call stopped (Adam's moments and the
-minibatch sampler are kept there): run.sh trains in pieces and measures each
-piece's checkpoint as it measures the held-out split, stopping SFT early.
+there, -100 elsewhere), minibatches drawn with the seed, Adam. --save-state
+keeps Adam's moments and the minibatch sampler beside the weights written, and
+--resume goes on from them: run.sh trains in pieces, measures each piece's
+checkpoint as it measures the held-out split, and goes back to an earlier
+piece when one overshoots.
 
 rl: the policy-gradient loss of GRPO / Dr. GRPO / RLOO (which one is forge-pack's
 --advantage; the trainer takes the per-token advantages as written) with PPO's
@@ -153,20 +154,35 @@ def rl_loss(model, group, clip, norm):
     return total, clipped
 
 
-def update_signal(model, rows, size=16):
-    """Whether the update moved the policy the way the round's data says.
-
-    Before: each row's advantage against its reward (a row that beat its group's
-    mean reward should have A > 0, one below it A < 0: `sign_mismatches` counts
-    the others) and against its mask (the advantage is the row's on mask-1 tokens
-    and 0 elsewhere: `advantage_off_mask` counts the tokens that are not).
-    After: the mean change of log-probability (new - recorded) on the completion
-    tokens of rows with A > 0 and of rows with A < 0 (per token and per row's
-    sum): the first should rise, the second fall."""
-    groups = {}
+def advantage_mismatches(rows):
+    """Rows whose advantage disagrees with their reward: within a task's group, pairs
+    ordered one way by reward and the other by advantage (or equal rewards with
+    unequal advantages), and, for rewards in [0, 1], a reward of 1 with A < 0 or of 0
+    with A > 0. forge-pack's baseline also counts attempts dropped from the batch
+    (a truncated attempt is still an outcome), so a group's packed rows alone need
+    not average to 0; these two hold whatever the baseline."""
+    groups, order, sign = {}, 0, 0
     for r in rows:
-        groups.setdefault(r["uid"], []).append(r["reward"])
-    out = {"rows_positive": 0, "rows_negative": 0, "sign_mismatches": 0, "advantage_off_mask": 0}
+        groups.setdefault(r["uid"], []).append((r["reward"], r["row_adv"]))
+        sign += int(r["reward"] >= 1 and r["row_adv"] < 0 or r["reward"] <= 0 and r["row_adv"] > 0)
+    for group in groups.values():
+        for i, (ri, ai) in enumerate(group):
+            for rj, aj in group[i + 1:]:
+                order += int((ri - rj) * (ai - aj) < 0 or (ri == rj and abs(ai - aj) > 1e-6))
+    return order, sign
+
+
+def update_signal(model, rows, size=16):
+    """Whether the round's data says what it should and the update moved the policy that way.
+
+    Before: advantages against rewards (advantage_mismatches) and against the mask
+    (the row's advantage on mask-1 tokens, 0 elsewhere: `advantage_off_mask` counts
+    the tokens that are not). After: the mean change of log-probability (new -
+    recorded) on the completion tokens of rows with A > 0 and of rows with A < 0,
+    per token and per row's sum: the first should rise, the second fall."""
+    out = {"rows_positive": 0, "rows_negative": 0, "advantage_off_mask": 0}
+    if all(r["reward"] is not None and r["row_adv"] is not None for r in rows):
+        out["order_mismatches"], out["sign_mismatches"] = advantage_mismatches(rows)
     sums = {"positive": [0.0, 0], "negative": [0.0, 0]}  # sum of the tokens' changes, tokens
     with torch.no_grad():
         for group in batches(rows, size):
@@ -175,15 +191,11 @@ def update_signal(model, rows, size=16):
                 m = torch.from_numpy(r["mask"])
                 a = r["row_adv"] if r["row_adv"] is not None else float(r["adv"][m][0]) if m.any() else 0.0
                 out["advantage_off_mask"] += int((r["adv"][m] != a).sum()) + int((r["adv"][~m] != 0).sum())
-                if r["reward"] is not None and a != 0:
-                    mean = sum(groups[r["uid"]]) / len(groups[r["uid"]])
-                    out["sign_mismatches"] += int((a > 0) != (r["reward"] > mean))
                 if a == 0:
                     continue
                 kind = "positive" if a > 0 else "negative"
                 out["rows_" + kind] += 1
-                delta = new[j, :len(r["ids"])][m] - r["old"][m]
-                sums[kind][0] += float(delta.sum())
+                sums[kind][0] += float((new[j, :len(r["ids"])][m] - r["old"][m]).sum())
                 sums[kind][1] += int(m.sum())
     for kind, (total, count) in sums.items():
         out["token_delta_" + kind] = total / count if count else None
@@ -205,14 +217,14 @@ def cmd_sft(a):
         die(65, "%s: no rows" % a.data)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     rng, done = random.Random(a.seed), 0
-    if a.state and os.path.exists(a.state):  # go on where the last call stopped
+    if a.resume:  # go on where the call that wrote --weights stopped
         try:
-            state = torch.load(a.state)
+            state = torch.load(a.resume)
             opt.load_state_dict(state["optimizer"])
             rng.setstate(state["rng"])
             done = state["step"]
         except (OSError, KeyError, ValueError, RuntimeError) as e:
-            die(65, "%s: not a state this trainer wrote: %s" % (a.state, e))
+            die(65, "%s: not a state this trainer wrote: %s" % (a.resume, e))
     losses = []
     for step in range(done + 1, done + a.steps + 1):
         model.train()
@@ -231,9 +243,9 @@ def cmd_sft(a):
     model.eval()
     step = done + a.steps
     policy.save_policy(model, a.out, {"stage": "sft", "steps": step})
-    if a.state:
-        torch.save({"optimizer": opt.state_dict(), "rng": rng.getstate(), "step": step}, a.state + ".tmp")
-        os.replace(a.state + ".tmp", a.state)
+    if a.save_state:
+        torch.save({"optimizer": opt.state_dict(), "rng": rng.getstate(), "step": step}, a.save_state + ".tmp")
+        os.replace(a.save_state + ".tmp", a.save_state)
     print(json.dumps({"out": a.out, "rows": len(rows), "steps": step, "first_loss": losses[0],
                       "last_loss": losses[-1]}))
 
@@ -296,8 +308,8 @@ def main():
     s.add_argument("--batch", type=int, default=16)
     s.add_argument("--lr", type=float, default=3e-3)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--state", help="the optimizer's and the sampler's state: read when it exists (the "
-                                   "steps go on from it), written at the end")
+    s.add_argument("--resume", help="the state --save-state wrote with --weights: the steps go on from it")
+    s.add_argument("--save-state", help="write the optimizer's and the minibatch sampler's state here")
     s = sub.add_parser("rl")
     for name in ("--weights", "--index", "--out"):
         s.add_argument(name, required=True)
