@@ -6,9 +6,10 @@
 # freed-memory setting changed (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_:
 # what policy.keep_freed_memory does), interleaved, --runs times.
 #
-# The load is the untrained evaluation's: conversations of a system prompt, a
-# task and turns of random printable text up to the context (prompts of 50 to
-# 700 tokens), 32 new tokens each at temperature 1, --clients requests at once
+# The load is the untrained evaluation's: conversations of the harness's system
+# prompt, a task and up to 6 turns of random printable text with an error
+# message (prompts of about 230 to 660 tokens), 32 new tokens each at
+# temperature 1, --clients requests at once
 # (forge-launch -j 4 in run.sh), the same requests for every server. The
 # figure is the server process's user + system CPU seconds over the requests
 # (read from /proc), and the wall seconds.
@@ -54,7 +55,7 @@ for i in range(requests):
     messages = [{"role": "system", "content": "You are an agent in a Linux shell. Reply with exactly one shell "
                  "command and nothing else. Its output comes back to you. When the task is complete, reply DONE."},
                 {"role": "user", "content": "Write the number %d into the file out.txt.\n" % rng.randrange(1000, 10000)}]
-    for _ in range(rng.randrange(0, 9)):  # each turn: 32 bytes of answer, its error message
+    for _ in range(rng.randrange(0, 7)):  # each turn: 32 bytes of answer, its error message
         messages.append({"role": "assistant", "content": "".join(rng.choice(printable) for _ in range(32))})
         messages.append({"role": "user", "content": "sh: 1: not found\n[exit status 127]"})
     bodies.append({"messages": messages, "max_tokens": 32, "temperature": 1.0, "return_token_ids": True,
