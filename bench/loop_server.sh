@@ -12,19 +12,22 @@
 # temperature 1, --clients requests at once
 # (forge-launch -j 4 in run.sh), the same requests for every server. The
 # figure is the server process's user + system CPU seconds over the requests
-# (read from /proc), and the wall seconds.
+# (read from /proc), and the wall seconds, each against the last server of
+# --servers (default "head base+malloc base": against the baseline as it is;
+# "head base+malloc" leaves out the slowest, the baseline without the setting).
 #
-#   bench/loop_server.sh [--base COMMIT] [--runs 3] [--requests 24] [--clients 4]
+#   bench/loop_server.sh [--base COMMIT] [--runs 3] [--requests 24] [--clients 4] [--servers LIST]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-base=main runs=3 requests=24 clients=4
+base=main runs=3 requests=24 clients=4 servers="head base+malloc base"
 while [ $# -gt 0 ]; do
   case "$1" in
     --base) base=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --requests) requests=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --servers) servers=$2; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "loop_server: unknown argument $1" >&2; exit 64 ;;
   esac
 done
@@ -38,7 +41,7 @@ for f in policy.py policy_server.py; do
 done
 "$py" "$src/examples/loop/trainer.py" init --seed 1 --out "$work/w.safetensors" >/dev/null
 
-PY=$py WORK=$work HEAD_DIR=$src/examples/loop REQUESTS=$requests CLIENTS=$clients RUNS=$runs BASE=$base "$py" - <<'PY'
+PY=$py WORK=$work HEAD_DIR=$src/examples/loop REQUESTS=$requests CLIENTS=$clients RUNS=$runs BASE=$base SERVERS=$servers "$py" - <<'PY'
 import concurrent.futures as cf
 import http.client
 import json
@@ -98,10 +101,14 @@ def serve(name, directory, env):
     return cpu, wall, tokens
 
 
-servers = [("head", os.environ["HEAD_DIR"], {}),
-           ("base+malloc", os.path.join(work, "base"),
-            {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}),
-           ("base", os.path.join(work, "base"), {})]
+known = {"head": (os.environ["HEAD_DIR"], {}),
+         "base+malloc": (os.path.join(work, "base"),
+                         {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}),
+         "base": (os.path.join(work, "base"), {})}
+names = os.environ["SERVERS"].split()
+if len(names) < 2 or any(n not in known for n in names):
+    raise SystemExit("loop_server: --servers %r: two or more of %s" % (os.environ["SERVERS"], ", ".join(known)))
+servers = [(n,) + known[n] for n in names]
 results = {name: [] for name, _, _ in servers}
 for run in range(int(os.environ["RUNS"])):
     for name, directory, env in servers:
@@ -109,10 +116,11 @@ for run in range(int(os.environ["RUNS"])):
         results[name].append((cpu, wall, tokens))
         print("run %d %-12s %6.1f s CPU %6.1f s wall %5d tokens: %.2f ms CPU a token"
               % (run + 1, name, cpu, wall, tokens, 1000 * cpu / tokens), flush=True)
-print("\nper completion token, against %s's server in the same run (range over %s runs):"
-      % (os.environ["BASE"], os.environ["RUNS"]))
-for name in ("head", "base+malloc"):
-    cpu = [(r[0] / r[2]) / (b[0] / b[2]) for r, b in zip(results[name], results["base"])]
-    wall = [(r[1] / r[2]) / (b[1] / b[2]) for r, b in zip(results[name], results["base"])]
+baseline = names[-1]
+print("\nper completion token, against %s (%s's server) in the same run (range over %s runs):"
+      % (baseline, os.environ["BASE"], os.environ["RUNS"]))
+for name in names[:-1]:
+    cpu = [(r[0] / r[2]) / (b[0] / b[2]) for r, b in zip(results[name], results[baseline])]
+    wall = [(r[1] / r[2]) / (b[1] / b[2]) for r, b in zip(results[name], results[baseline])]
     print("%-12s CPU %.3f-%.3fx, wall %.3f-%.3fx" % (name, min(cpu), max(cpu), min(wall), max(wall)))
 PY
