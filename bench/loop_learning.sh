@@ -151,7 +151,11 @@ def pool(stage, members):
         for s in members:
             for line in open(verdicts(s["seed"], stage)):
                 record = json.loads(line)
-                record["task_id"] = "seed-%d/%s" % (s["seed"], record["task"]["id"])
+                # compare pairs by task id and folds records by rollout id, which run.sh's
+                # run ids make the same in every seed: both named by the seed
+                name = "seed-%d/%s" % (s["seed"], record["task"]["id"])
+                record["task_id"], record["task"]["id"] = name, name
+                record["rollout_id"] = "seed-%d/%s" % (s["seed"], record["rollout_id"])
                 f.write(json.dumps(record) + "\n")
     return path
 
