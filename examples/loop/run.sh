@@ -27,7 +27,8 @@
 # round; DIR/rounds.jsonl keeps the figures, DIR/runs/ every stage's records.
 # Every checkpoint served is a policy version (0 untrained, 1.. the SFT pieces,
 # then one a round), so `forge-verify report --by policy_version` over the
-# held-out verdicts is the learning curve.
+# held-out verdicts is the learning curve, which DIR/learning.html draws
+# after each evaluation.
 # FORGE_BIN names the directory with the forge binaries (default: build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +54,7 @@ while [ $# -gt 0 ]; do
     --sft-lr) sft_lr=$2; shift 2 ;;
     --rl-lr) rl_lr=$2; shift 2 ;;
     --jobs|-j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "loop: unknown argument $1 (try --help)" >&2; exit 64 ;;
   esac
 done
@@ -82,6 +83,9 @@ evaluate() {
   jq -nc --arg stage "$1" --argjson v "$2" --argjson p "$p" --arg w "$out/weights/v$2.safetensors" \
     "{stage: \$stage, policy_version: \$v, heldout_pass_at_1: \$p, weights: \$w} + {${extra:-}}" \
     >>"$out/rounds.jsonl"
+  # The learning curve so far: held-out pass@1 per policy version (read from the calls), with intervals.
+  "$bin/forge-verify" report --by policy_version --store "$out/forge.db" -k 1 --html "$out/learning.html" \
+    "$out"/runs/eval-*.verdicts.jsonl >/dev/null 2>>"$out/report.log" || true
 }
 
 say "tasks: train, validation and held-out splits"
