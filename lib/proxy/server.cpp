@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
-#include "cli/signals.h"
 #include "proxy/asio.h"
 #include "proxy/cut_through.h"
 #include "proxy/format_registry.h"
@@ -60,12 +58,12 @@ Server::Server(const ProxyConfig& config, UpstreamApiKind upstream_api, std::vec
       replay_(replay),
       secrets_(reader_store, config.secret_cache_ttl),
       admission_(metrics_, config.max_per_rollout, StoredPolicyVersion(reader_store)),
-      token_ids_(metrics_, config.require_token_ids),
+      token_ids_(metrics_, *config.env, config.require_token_ids),
       upstream_api_(upstream_api),
       acceptor_(asio::make_strand(io_)) {}
 
 Status Server::Open() {
-  auto recorder = Recorder::Create(writer_store_, metrics_);
+  auto recorder = Recorder::Create(writer_store_, metrics_, *config_.env);
   if (!recorder.ok()) return recorder.status();
   recorder_ = std::move(*recorder);
   calls_.reset(new CallServices{
@@ -126,16 +124,16 @@ Task<void> Server::AcceptLoop() {
       if (!acceptor_.is_open()) co_return;
       metrics_.accept_errors.fetch_add(1);
       if (!failing) {
-        cli::Warn(fmt::format("cannot accept connections: {} ({} open; retrying every {} ms, the rest wait in the "
-                              "listen queue)",
-                              ec.message(), metrics_.open_connections.load(), kAcceptRetry.count()));
+        config_.env->Warn(fmt::format("cannot accept connections: {} ({} open; retrying every {} ms, the rest wait in the "
+                                      "listen queue)",
+                                      ec.message(), metrics_.open_connections.load(), kAcceptRetry.count()));
       }
       failing = true;
       retry.expires_after(kAcceptRetry);
       co_await retry.async_wait(Into(ec));
       continue;
     }
-    if (failing) cli::Note("accepting connections again");
+    if (failing) config_.env->Note("accepting connections again");
     failing = false;
     StartSession(std::move(socket));
     for (int more = 1; more < kMaxAcceptsPerWake; ++more) {
@@ -172,7 +170,7 @@ Task<void> Server::SweepWaits() {
 
 Task<void> Server::WatchStop() {
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (!cli::StopRequested()) {
+  while (!config_.env->stop().requested()) {
     timer.expires_after(std::chrono::milliseconds(50));
     beast::error_code ec;
     co_await timer.async_wait(Into(ec));
@@ -190,7 +188,7 @@ Task<void> Server::WatchStop() {
     co_await timer.async_wait(Into(ec));
   }
   if (metrics_.in_flight.load() > 0) {
-    cli::Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
+    config_.env->Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
   }
   for (asio::io_context* context : contexts_) context->stop();
 }
@@ -363,8 +361,8 @@ Task<void> Server::Session(tcp::socket socket) {
       internal_error = e.what();
     }
     if (!internal_error.empty()) {
-      cli::Warn(fmt::format("{} {}: internal error, connection closed: {}", std::string(req.method_string()),
-                            std::string(req.target()), internal_error));
+      config_.env->Warn(fmt::format("{} {}: internal error, connection closed: {}", std::string(req.method_string()),
+                                    std::string(req.target()), internal_error));
       break;
     }
     if (keep && body_arriving && arriving.have < req.body().size()) {
@@ -530,7 +528,7 @@ Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_vi
     }
     admission_.set_policy_version(v);
     if (Status s = reader_store_.meta().Set(std::string(kPolicyVersionKey), std::to_string(v)); !s.ok()) {
-      cli::Warn("cannot persist the policy version: " + s.message());
+      config_.env->Warn("cannot persist the policy version: " + s.message());
     }
     co_return co_await Send(client, req, http::status::ok, state().dump());
   }

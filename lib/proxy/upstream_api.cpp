@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
 #include "proxy/asio.h"
 
 namespace forge::proxy {
@@ -26,7 +25,7 @@ bool TokenIdWatch::Fails(const store::CallRecord& call) {
   if (!call.prompt_ids.empty() || !call.completion_ids.empty()) return false;
   metrics_.calls_without_token_ids.fetch_add(1, std::memory_order_relaxed);
   if (!warned_.exchange(true)) {
-    cli::Warn(fmt::format("upstream {} answered a call of rollout {} without token ids: it ignores return_token_ids, so "
+    env_.Warn(fmt::format("upstream {} answered a call of rollout {} without token ids: it ignores return_token_ids, so "
                           "its calls are useless for RL training ({}; counted in "
                           "forge_proxy_calls_without_token_ids_total; warned once)",
                           call.upstream, call.rollout_id,

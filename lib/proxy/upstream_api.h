@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "proxy/asio.h"
 #include "proxy/client_stream.h"
 #include "proxy/decode.h"
@@ -52,12 +53,14 @@ class UpstreamApi {
 // --require-token-ids.
 class TokenIdWatch {
  public:
-  TokenIdWatch(Metrics& metrics, bool require) : metrics_(metrics), require_(require) {}
+  // The warning goes to env.
+  TokenIdWatch(Metrics& metrics, Env& env, bool require) : metrics_(metrics), env_(env), require_(require) {}
   // Whether the call, answered 200, came without token ids and is to fail.
   bool Fails(const store::CallRecord& call);
 
  private:
   Metrics& metrics_;
+  Env& env_;
   const bool require_;
   std::atomic<bool> warned_{false};
 };
