@@ -33,6 +33,9 @@ packages=(
   docker-registry
   # tests/e2e/fuzz_formats.sh: the libFuzzer targets (fuzz/) run for a bounded time
   clang-14 libclang-rt-14-dev
+  # the fake Kubernetes API server's real mode (tests/support/k8s_fake.sh): pods'
+  # namespaces, veths and NetworkPolicies as iptables rules
+  iproute2 iptables util-linux
   # examples/loop (make -f Makefile.examples loop) and its test: the small policy's
   # server and trainer run on Debian's CPU torch (/usr/bin/python3)
   python3-torch
