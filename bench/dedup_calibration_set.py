@@ -38,8 +38,8 @@ where they were). Rates: 0 % (the same words, whitespace reflowed), 2, 5, 10 %
 way); 50 % (a heavy rewrite: its own cluster, not a duplicate).
 
 Writes into --out DIR:
-  texts.jsonl         {"id", "cluster", "base", "source", "group", "split",
-                       "length", "rate", "words", "text"}
+  texts.jsonl         {"id", "cluster", "base", "seed", "source", "group",
+                       "split", "length", "rate", "words", "text"}
   trajectories.jsonl  the same with "rollout_id" in place of "text"
   exchanges.jsonl     forge.call/1 recorded exchanges (forge-proxy --replay),
                       each with its rollout_id, in the order to send them
@@ -212,7 +212,7 @@ def find_sources(lang):
     return sorted(f for f in files if os.path.getsize(f) < 2_000_000)
 
 
-def interleave(rng, per_lang):
+def interleave(per_lang):
     """Files of every language in turn, so that no language fills a source."""
     queues = [collections.deque(fs) for fs in per_lang.values() if fs]
     while queues:
@@ -230,7 +230,7 @@ def code_pool(rng, owners):
         blocks = ["\n".join(lines[i:i + 8]) for i in range(0, len(lines), 8)]
         return [b for b in blocks if b.strip()]
 
-    for path in interleave(rng, per_lang):
+    for path in interleave(per_lang):
         yield path, group_of(path, owners), lambda p=path: load(p)
 
 
@@ -258,7 +258,7 @@ def comments(text, lang):
 def comment_pool(rng, owners):
     per_lang = {lang: source_files(lang, rng) for lang in LANGS}
     lang_of = {f: lang for lang, fs in per_lang.items() for f in fs}
-    for path in interleave(rng, per_lang):
+    for path in interleave(per_lang):
         yield path, group_of(path, owners), lambda p=path: comments(read_text(p), lang_of[p])
 
 
@@ -315,6 +315,12 @@ class Bases:
         self.count[source, split, length] += 1
         self.per_group[source, group] += 1
 
+    def report(self, source):
+        """Bases per length in each set, on stderr (short/medium/long/xlong)."""
+        print(f"{source}: " + ", ".join(
+            f"{s} {'/'.join(str(self.count[source, s, k]) for k in LENGTHS)}" for s in ("chosen", "held")),
+            file=sys.stderr)
+
 
 def fill_from(pool, source, bases, rng, lengths):
     for path, group, load in pool:
@@ -341,9 +347,7 @@ def fill_from(pool, source, bases, rng, lengths):
             continue
         bases.used_files.add(path)
         bases.add(source, group, split, length, text, text.split(), grams)
-    print(f"{source}: " + ", ".join(
-        f"{s} {'/'.join(str(bases.count[source, s, k]) for k in LENGTHS)}" for s in ("chosen", "held")),
-        file=sys.stderr)
+    bases.report(source)
 
 
 # ---------------------------------------------------------------- trajectories
@@ -403,7 +407,7 @@ def trajectory(pkg, task, rng, lo, hi):
     return msgs
 
 
-def traj_pool(rng, owners, bases):
+def traj_pool(rng):
     """Packages with a documentation directory, each with a task paragraph from
     its own documentation (its group, so that the task is on the same side)."""
     docs = sorted(d for d in glob.glob("/usr/share/doc/*") if os.path.isdir(d) and not os.path.islink(d))
@@ -416,9 +420,9 @@ def traj_pool(rng, owners, bases):
             yield pkg, rng.choice(paras)
 
 
-def fill_trajectories(bases, rng, owners, lengths):
+def fill_trajectories(bases, rng, lengths):
     source = "traj"
-    for pkg, task in traj_pool(rng, owners, bases):
+    for pkg, task in traj_pool(rng):
         split = split_of(pkg)
         if all(not bases.open_lengths(source, s, lengths) for s in ("chosen", "held")):
             break
@@ -437,9 +441,7 @@ def fill_trajectories(bases, rng, owners, lengths):
         if len(words) < lo:
             continue
         bases.add(source, pkg, split, length, msgs, words, grams)
-    print(f"{source}: " + ", ".join(
-        f"{s} {'/'.join(str(bases.count[source, s, k]) for k in LENGTHS)}" for s in ("chosen", "held")),
-        file=sys.stderr)
+    bases.report(source)
 
 
 # ---------------------------------------------------------------- edits
@@ -565,17 +567,18 @@ def edit_traj(msgs, rate, vocab, rng):
     return [tuple(m) for m in out]
 
 
-def variants():
-    """(suffix, cluster of base b, rate) of every text made from a base."""
-    yield "orig", "c{}", None
+def variants(base):
+    """(suffix, cluster, rate) of every text made from a base: the cluster's
+    first letter says what it is (c: the base's duplicates, g: grey, h: heavy)."""
+    yield "orig", "c" + base, None
     for rate in RATES:
-        yield f"r{round(rate * 100)}", "c{}", rate
+        yield f"r{round(rate * 100)}", "c" + base, rate
     for rate in GREY:
-        yield f"r{round(rate * 100)}", "g{}-" + str(round(rate * 100)), rate
-    yield "heavy", "h{}", HEAVY
+        yield f"r{round(rate * 100)}", f"g{base}-{round(rate * 100)}", rate
+    yield "heavy", "h" + base, HEAVY
 
 
-def write_sets(bases, rng, out_dir):
+def write_sets(bases, rng, seed, out_dir):
     vocab = {s: [w for src, _, sp, _, _, words in bases.rows if sp == s for w in words]
              for s in ("chosen", "held")}
     with open(os.path.join(out_dir, "texts.jsonl"), "w") as texts, \
@@ -585,10 +588,11 @@ def write_sets(bases, rng, out_dir):
             if source == "traj":
                 fmt = rng.choice(["openai-chat", "anthropic"])
                 tool = rng.choice([("bash", "command"), ("shell", "cmd"), ("run_command", "command")])
-            for suffix, cluster, rate in variants():
-                row = {"id": f"b{b}-{suffix}", "cluster": cluster.format(b), "base": b, "source": source,
-                       "group": group, "split": split, "length": length, "rate": rate,
-                       "words": len(words)}
+            base = f"s{seed}b{b}"  # unique across seeds, so that sets can be scored together
+            for suffix, cluster, rate in variants(base):
+                row = {"id": f"{base}-{suffix}", "cluster": cluster, "base": base, "seed": seed,
+                       "source": source, "group": group, "split": split, "length": length,
+                       "rate": rate, "words": len(words)}
                 if source == "traj":
                     msgs = payload if rate is None else edit_traj(payload, rate, vocab[split], rng)
                     row["rollout_id"] = row["id"]
@@ -612,9 +616,9 @@ def main():
     for source, pool in (("doc", doc_pool), ("license", license_pool), ("man", man_pool),
                          ("code", code_pool), ("comment", comment_pool)):
         fill_from(pool(rng, owners), source, bases, rng, list(LENGTHS))
-    fill_trajectories(bases, rng, owners, ["medium", "long", "xlong"])
+    fill_trajectories(bases, rng, ["medium", "long", "xlong"])
     os.makedirs(args.out, exist_ok=True)
-    write_sets(bases, rng, args.out)
+    write_sets(bases, rng, args.seed, args.out)
 
 
 if __name__ == "__main__":
