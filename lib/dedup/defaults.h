@@ -1,11 +1,12 @@
 // The calibrated defaults: n-gram length and threshold per model-free
 // embedding, chosen by bench/dedup_calibrate.sh on its chosen sets (real text
-// of six kinds and four lengths from half of this machine's packages) as the
-// middle of the thresholds at which pairs of texts with up to 10 % of their
-// words edited (substituted, inserted, deleted, moved 1-3 places) are found
-// with recall >= 0.97 at every edit rate and precision >= 0.99; the other
-// half of the packages, kept aside, checks them (docs/forge-dedup.md,
-// "Calibration"; the figures in bench/README.md).
+// of six kinds and four lengths from half of this machine's packages, three
+// seeds) as the middle of the thresholds at which, in every seed, pairs of
+// texts with up to 10 % of their words edited (substituted, inserted,
+// deleted, moved 1-3 places) are found with recall >= 0.97 at every edit
+// rate and precision >= 0.99; the other half of the packages, kept aside,
+// checks them (docs/forge-dedup.md, "Calibration"; the figures in
+// bench/README.md).
 #pragma once
 
 #include <string>
