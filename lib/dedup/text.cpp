@@ -63,18 +63,41 @@ std::optional<std::string> ExtractId(const records::Json& record, const std::str
   return AsText(*value);
 }
 
+namespace {
+
+// The length in bytes of the UTF-8 space character (Unicode White_Space
+// beyond ASCII: NEL, no-break space, ogham mark, en quad to hair space, line
+// and paragraph separators, narrow no-break, medium mathematical and
+// ideographic space) at the start of s; 0 when none starts there.
+size_t UnicodeSpaceAt(std::string_view s) {
+  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0; };
+  unsigned char a = byte(0), b = byte(1), c = byte(2);
+  if (a == 0xC2 && (b == 0x85 || b == 0xA0)) return 2;
+  if (a == 0xE1 && b == 0x9A && c == 0x80) return 3;
+  if (a == 0xE2 && b == 0x80 && ((c >= 0x80 && c <= 0x8A) || c == 0xA8 || c == 0xA9 || c == 0xAF)) return 3;
+  if (a == 0xE2 && b == 0x81 && c == 0x9F) return 3;
+  if (a == 0xE3 && b == 0x80 && c == 0x80) return 3;
+  return 0;
+}
+
+}  // namespace
+
 std::string Normalise(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   bool pending_space = false;
-  for (unsigned char c : text) {
-    if (std::isspace(c)) {
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t space = std::isspace(c) ? 1 : c >= 0x80 ? UnicodeSpaceAt(text.substr(i)) : 0;
+    if (space > 0) {
       pending_space = !out.empty();
+      i += space;
       continue;
     }
     if (pending_space) out += ' ';
     pending_space = false;
     out += static_cast<char>(std::tolower(c));
+    ++i;
   }
   return out;
 }

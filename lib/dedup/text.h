@@ -27,8 +27,10 @@ std::optional<std::string> ExtractText(const records::Json& record,
 // or std::nullopt when the record has none.
 std::optional<std::string> ExtractId(const records::Json& record, const std::string& id_field);
 
-// Lower-cases ASCII letters, turns every run of whitespace into one space and
-// trims the ends, so that copies differing only in case or spacing collide.
+// Lower-cases ASCII letters, turns every run of whitespace (ASCII, and
+// Unicode's spaces in UTF-8: a no-break space from HTML's &nbsp; among them)
+// into one space and trims the ends, so that copies differing only in case or
+// spacing collide.
 std::string Normalise(std::string_view text);
 
 // SHA-256 of the bytes, as 64 lower-case hex digits.

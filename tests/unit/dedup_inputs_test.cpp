@@ -3,9 +3,11 @@
 // and the near-miss pairs `forge-dedup calibrate` shows.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -61,7 +63,9 @@ const std::vector<std::string> kTexts = {
     "error that names the line.",
 };
 
-// Word edits at a rate: substitute, insert, delete or swap neighbours, in turn.
+// Word edits at a rate, as bench/dedup_calibration_set.py makes them:
+// ceil(rate x words) distinct words, each in turn substituted, preceded by an
+// inserted word, deleted, or moved 1-3 places to the right.
 std::string EditWords(const std::string& text, double rate, unsigned seed) {
   std::vector<std::string> words;
   for (size_t i = 0; i < text.size();) {
@@ -71,15 +75,23 @@ std::string EditWords(const std::string& text, double rate, unsigned seed) {
     i = j + 1;
   }
   std::mt19937 rng(seed);
-  size_t edits = std::max<size_t>(1, static_cast<size_t>(std::lround(rate * words.size())));
+  size_t edits = std::max<size_t>(1, static_cast<size_t>(std::ceil(rate * words.size())));
+  std::vector<size_t> anchors(words.size());
+  std::iota(anchors.begin(), anchors.end(), 0);
+  std::shuffle(anchors.begin(), anchors.end(), rng);
+  anchors.resize(std::min(edits, words.size()));
+  std::sort(anchors.rbegin(), anchors.rend());  // from the end: earlier indices stay valid
   const char* fillers[] = {"quickly", "buffer", "the", "value", "returns", "network"};
-  for (size_t e = 0; e < edits; ++e) {
-    size_t i = rng() % words.size();
+  for (size_t e = 0; e < anchors.size(); ++e) {
+    size_t i = anchors[e];
     switch (e % 4) {
       case 0: words[i] = fillers[rng() % 6]; break;
       case 1: words.insert(words.begin() + i, fillers[rng() % 6]); break;
       case 2: if (words.size() > 2) words.erase(words.begin() + i); break;
-      default: if (i + 1 < words.size()) std::swap(words[i], words[i + 1]);
+      default: {
+        size_t j = std::min(words.size() - 1, i + 1 + rng() % 3);
+        std::rotate(words.begin() + i, words.begin() + i + 1, words.begin() + j + 1);
+      }
     }
   }
   std::string out;
@@ -131,11 +143,13 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("dedup defaults: 10 %-edited texts are found, unrelated texts are not merged") {
+TEST_CASE("dedup defaults: 10 %-edited texts are found, 50 % rewrites and unrelated texts are not") {
   for (EmbeddingKind kind : {EmbeddingKind::kNgram, EmbeddingKind::kMinHash}) {
     CAPTURE(static_cast<int>(kind));
+    // The texts, their 10 % edits, their 50 % rewrites.
     std::vector<std::string> texts = kTexts;
     for (size_t i = 0; i < kTexts.size(); ++i) texts.push_back(EditWords(kTexts[i], 0.10, 7 + i));
+    for (size_t i = 0; i < kTexts.size(); ++i) texts.push_back(EditWords(kTexts[i], 0.50, 31 + i));
     auto pairs = DefaultPairs(kind, texts);
     std::set<std::pair<uint32_t, uint32_t>> found;
     for (const auto& p : pairs) found.insert({p.earlier, p.later});
@@ -144,7 +158,8 @@ TEST_CASE("dedup defaults: 10 %-edited texts are found, unrelated texts are not 
       CAPTURE(i);
       CHECK(found.count({i, n + i}) == 1);
     }
-    // Nothing else: every pair found is a text and its own edit.
+    // Nothing else: every pair found is a text and its own 10 % edit (not
+    // its rewrite, not the rewrite and the edit, not another text).
     CHECK(found.size() == n);
   }
 }

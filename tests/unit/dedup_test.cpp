@@ -52,6 +52,11 @@ TEST_CASE("dedup: dotted paths, text extraction and normalisation") {
   CHECK(*ExtractText(r, {}, "id") == R"({"msgs":[{"c":"a"},{"c":"b"}],"task":{"prompt":"Hi"}})");
   CHECK(*ExtractId(r, "id") == "7");
   CHECK(Normalise("  Hello\t\tWORLD \n") == "hello world");
+  // Unicode spaces in UTF-8 (no-break, en quad, narrow no-break, ideographic)
+  // are spaces too: text copied from HTML with &nbsp; is the same text.
+  CHECK(Normalise("a\u00a0b \u2000c\u202f\u3000d\u00a0") == "a b c d");
+  // Other non-ASCII bytes are kept as they are (é, an em dash, a CJK letter).
+  CHECK(Normalise("\u00e9\u2014\u4e2d") == "\u00e9\u2014\u4e2d");
   CHECK(ContentHash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 

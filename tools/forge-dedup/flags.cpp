@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include <fmt/format.h>
+
 #include "dedup/defaults.h"
 
 namespace forge::tools::dedup {
@@ -58,20 +60,21 @@ missing values sort last. Default: input order.)~"},
       {.names = "-t,--threshold", .value = "SIMILARITY", .bind = cli::Bind(a.threshold),
        .help = "Similarity at or above which an item is a duplicate. Default " + forge::dedup::DefaultsHelp() +
                "; precomputed vectors: 0.9 (cosine; calibrate on a sample)",
-       .doc = R"~(Similarity at or above which a record is a duplicate. The defaults are
+       .doc = fmt::format(R"~(Similarity at or above which a record is a duplicate. The defaults are
 calibrated (see
 .BR CALIBRATION ):
-0.8 for the n\-gram embedding (cosine) and 0.67 for MinHash
+{:.2f} for the n\-gram embedding (cosine) and {:.2f} for MinHash
 (Jaccard); at them, pairs of texts with up to 10\~% of their words edited
-(substituted, inserted, deleted or swapped with a neighbour) are found with
-recall of at least 0.95 at every edit rate, and at least 99\~% of the pairs
-found are such pairs. Vectors from a model
+(substituted, inserted, deleted or moved 1\(en3 places) are found with
+recall of at least 0.97 at every edit rate, and at least 99\~% of the pairs
+found are such pairs, on the sets that chose them and on the sets kept aside
+to check them. Vectors from a model
 .RB ( \-\-embed\-url ,
 .BR \-\-vectors ,
 .BR \-\-vector\-field )
 default to 0.9, a cosine no calibration can fix for every model: run
 .B forge-dedup calibrate
-on a sample.)~"},
+on a sample.)~", forge::dedup::kDefaultNgramThreshold, forge::dedup::kDefaultMinHashThreshold)},
       {.names = "--report-thresholds", .value = "T1,T2,...", .bind = cli::Bind(o.report_thresholds),
        .more = [](CLI::Option& f) { f.delimiter(','); },
        .help = "Thresholds the report counts kept/dropped at (default 0.8,0.85,0.9,0.95,0.98,0.99)",
@@ -146,7 +149,7 @@ std::vector<cli::Flag> EmbeddingFlags(Args& a) {
        },
        .help = "Model-free embedding: ngram (hashed character n-grams, cosine; default) or minhash (cosine = "
                "estimated Jaccard of n-gram shingles; threshold is a Jaccard)",
-       .doc = R"~(Model\-free embedding when no
+       .doc = fmt::format(R"~(Model\-free embedding when no
 .B \-\-embed\-url
 is given.
 .B ngram
@@ -159,7 +162,8 @@ minimum values reduced to
 bits and encoded as a centred one\-hot block, so that the cosine of two vectors
 is the unbiased b\-bit MinHash estimate of the Jaccard similarity of the two
 shingle sets (Li and K\(:onig); the threshold is then a Jaccard similarity
-(0.7\(en0.8 is usual). Same search, same decision.)~"},
+(default {:.2f}; text\-dedup and datasketch use 0.7\(en0.8, which miss many
+10\~%\-edited texts). Same search, same decision.)~", forge::dedup::kDefaultMinHashThreshold)},
       {.names = "--ngram", .value = "N", .bind = cli::Bind(a.ngram),
        .more = [](CLI::Option& f) { f.check(CLI::Range(1, 64)); },
        .help = "Character n-gram length of the model-free embeddings (default " +

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   app.footer(app.get_footer() + "\n\n" +
       "The default thresholds, in edits: on real documentation, man pages, code and agent\n"
       "trajectories (bench/dedup_calibrate.sh), pairs of texts with up to 10 % of their words\n"
-      "edited (substituted, inserted, deleted or swapped) score at or above them in >= 95 % of\n"
+      "edited (substituted, inserted, deleted or moved) score at or above them in >= 97 % of\n"
       "cases at every edit rate, and >= 99 % of the pairs found are such pairs. Other data:\n"
       "'forge-dedup calibrate' shows the pairs nearest each threshold. Figures of the search\n"
       "(against FAISS, HNSW recall): bench/README.md. See forge-dedup(1), docs/forge-dedup.md.");
