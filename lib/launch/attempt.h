@@ -37,6 +37,7 @@ struct HostPaths {
   std::string harness_install_dir;
   std::string relay_binary;
   std::string relay_dir;
+  std::string box_binary;  // forge-box (sandbox/box.h), mounted into every docker sandbox
 };
 
 // The sandbox before its image is known: limits, network, labels, user and
@@ -50,8 +51,8 @@ double AgentTimeout(const Attempt& a);
 // runs from {harnesses}).
 bool MountsHarnesses(const Attempt& a);
 
-// Adds the read-only host mounts (the harnesses; forge-relay and its socket
-// for proxy-only) to spec. Returns where the sandbox finds the relay and
+// Adds the read-only host mounts (the harnesses; forge-box on docker;
+// forge-relay and its socket for proxy-only) to spec. Returns where the sandbox finds the relay and
 // its socket (both empty unless proxy-only).
 struct RelayPaths {
   std::string relay, socket;
@@ -71,12 +72,16 @@ Status AddCopies(const Attempt& a, const std::string& workdir, std::map<std::str
                  const WriteScratch& write, sandbox::OneShot& plan);
 
 // The harness's command line and environment, wrapped as the task needs
-// (healthcheck, relay, display), under its deadline.
+// (healthcheck, relay, display), under its deadline. On docker forge-box
+// mark runs just before the harness, inside every other wrapper (after the
+// healthcheck passed): the moment it says is when the agent begins.
+
 Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::string, std::string>& vars,
                                          const RelayPaths& relay, const net::Endpoint& proxy_endpoint,
                                          const std::optional<sandbox::Display>& display);
 
-// Reads what the harness's run says into record (exit code, logs, outcome).
+// Reads what the harness's run says into record (exit code, logs, outcome,
+// and forge-box mark's "baseline": the environment as the harness found it).
 // A wrapper that failed before the harness ran (the relay, the healthcheck,
 // the display) is the environment's failure: that Status, the harness's
 // outcome left unset. `where` names the image or host, for a missing Xvfb.

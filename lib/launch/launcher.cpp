@@ -113,6 +113,14 @@ std::string RelayBinary(const LaunchOptions& options) {
   return path.lexically_normal().string();
 }
 
+// forge-box next to the running executable (how an install or a build
+// directory lays it out, beside forge-relay).
+std::string BoxBinary() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "forge-box" : (self.parent_path() / "forge-box").lexically_normal().string();
+}
+
 struct Job {
   const TaskSpec* task;
   int attempt;
@@ -171,7 +179,7 @@ class Launcher {
   Result<sandbox::ExecResult> RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
                                          Phases& phases, std::unique_ptr<sandbox::Sandbox>& box, Json& record);
   HostPaths Host() const {
-    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : ""};
+    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : "", BoxBinary()};
   }
   // Sets aside the calls recorded under the rollout, noting them in record:
   // all of them (a try's start: they are an earlier try's), or those that
@@ -750,6 +758,13 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
   if (options.jobs < 1) return Status::InvalidArgument("-j must be at least 1");
   if (options.run_id.empty()) return Status::InvalidArgument("a run id is needed");
   if (options.network == "proxy-only") FORGE_RETURN_IF_ERROR(CheckProxyOnly(options, backend));
+  if (backend.name() == "docker") {
+    // PID 1 of a held sandbox and forge-verify's steps in it run forge-box.
+    const std::string box = BoxBinary();
+    if (!fs::is_regular_file(box) || access(box.c_str(), X_OK) != 0) {
+      return Status::BadConfig("no executable forge-box at " + box + " (it is installed next to forge-launch)");
+    }
+  }
   if (!options.skills_dir.empty()) {
     auto skills = SkillFolders(options.skills_dir);
     if (!skills.ok()) return Status::InvalidArgument("--skills: " + skills.status().message());

@@ -1,6 +1,7 @@
 // forge-box keepalive: PID 1 of a held sandbox. It runs nothing: it waits,
 // reaps the orphans every PID 1 inherits, and exits at the sandbox's
-// deadline or on SIGTERM, so a sandbox whose launcher died still ends.
+// deadline, so a sandbox whose launcher died still ends, or on a SIGTERM
+// from outside the sandbox (docker stop); one from inside is ignored.
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,7 +36,9 @@ int KeepAlive(int argc, char** argv) {
     timespec wait = {deadline - now.tv_sec, 0};
     siginfo_t info{};
     const int sig = sigtimedwait(&wanted, &info, &wait);
-    if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) return 0;
+    // From outside the sandbox (docker stop): the sender has no pid here.
+    // From inside, it is the agent's: a held sandbox stays for its verifier.
+    if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && info.si_pid == 0) return 0;
     // SIGCHLD, a timeout or an interruption: reap whatever has ended.
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }

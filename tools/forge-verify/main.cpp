@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--verifier-timeout", run.timeout_override,
                       "Seconds; replaces every task's verifier.timeout_sec (recorded in the verdict)");
   run_cmd->add_flag("--strict", run.strict, "Stop at the first malformed input line");
+  run_cmd->add_flag("--require-evidence", run.require_evidence,
+                    "A verifier that cannot be watched (another backend than docker, not root, a remote engine) "
+                    "gives infra_error instead of an unchecked verdict");
   run_cmd->add_option("--judge-url", run.judge.url,
                       "OpenAI-compatible base URL for judge verifiers, e.g. http://127.0.0.1:8000/v1 [$FORGE_JUDGE_URL]");
   run_cmd->add_option("--judge-model", run.judge.default_model,
