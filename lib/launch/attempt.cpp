@@ -8,6 +8,7 @@
 #include "launch/network.h"
 #include "launch/services.h"
 #include "sandbox/box.h"
+#include "sandbox/one_shot_script.h"
 #include "tasks/env_template.h"
 
 namespace forge::launch {
@@ -19,8 +20,9 @@ std::string Tail(const std::string& text, size_t max) {
   return text.size() <= max ? text : text.substr(text.size() - max);
 }
 
+// The harness reaches the proxy through the relay.
 bool ProxyOnly(const Attempt& a) {
-  return NetworkFor(a.options.network, a.options.proxy, a.task.allow_internet) == "proxy-only";
+  return RelaysProxy(TaskNetwork(a.options, a.task, a.backend), a.options.proxy);
 }
 
 // The line a wrapper wrote to stderr, from its tag to the end of the line.
@@ -32,6 +34,11 @@ std::optional<std::string> WrapperLine(const std::string& stderr_data, const std
 }
 
 }  // namespace
+
+std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend) {
+  return NetworkFor(options.network, options.proxy, task.allow_internet,
+                    task.pod && backend == sandbox::BackendKind::kDocker);
+}
 
 Result<sandbox::Spec> SandboxSpec(const Attempt& a) {
   const TaskSpec& task = a.task;
@@ -47,15 +54,25 @@ Result<sandbox::Spec> SandboxSpec(const Attempt& a) {
   spec.build_timeout_seconds = task.build_timeout_seconds;
   spec.drop_all_capabilities = options.drop_all_capabilities;
   spec.gpus = task.gpus;
-  auto policy = ParseNetwork(NetworkFor(options.network, options.proxy, task.allow_internet));
+  auto policy = ParseNetwork(TaskNetwork(options, task, a.backend));
   if (!policy.ok()) return policy.status();
   spec.network = *policy;
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(a.number)}};
   spec.user = task.user.empty() ? options.user : task.user;
   // The task's environment, its templates resolved from ours (as Harbor does).
-  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env");
+  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env", tasks::HostEnvLookup(*options.env));
   if (!task_env.ok()) return task_env.status().Prefixed(task.id);
   spec.env = std::move(*task_env);
+  if (task.pod) {
+    if (a.backend == sandbox::BackendKind::kLocal) {
+      return Status::BadConfig("task " + task.id + " has services (a compose pod); the local backend runs no "
+                               "containers: use --backend docker or k8s");
+    }
+    // The compose file's environments too, main's over the task's.
+    auto pod = ResolvePod(*task.pod, task.pod_env, tasks::HostEnvLookup(*options.env), &spec.env);
+    if (!pod.ok()) return pod.status().Prefixed(task.id);
+    spec.pod = *pod;
+  }
   spec.lifetime_seconds = static_cast<int64_t>(AgentTimeout(a)) + 600 + (options.hold ? options.hold_seconds : 0);
   return spec;
 }
@@ -64,18 +81,20 @@ double AgentTimeout(const Attempt& a) {
   return a.task.agent_timeout_seconds > 0 ? a.task.agent_timeout_seconds : a.options.agent_timeout_seconds;
 }
 
-bool MountsHarnesses(const Attempt& a) { return a.backend == "docker" && UsesPlaceholder(a.profile, "harnesses"); }
+bool MountsHarnesses(const Attempt& a) {
+  return a.backend == sandbox::BackendKind::kDocker && UsesPlaceholder(a.profile, "harnesses");
+}
 
 RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec& spec) {
   // The real harnesses stay installed on the host; a container sees them
   // read-only at a fixed path, so nothing is fetched at rollout time.
   if (MountsHarnesses(a)) spec.mounts.push_back({host.harness_install_dir, a.options.harness_mount, true});
-  if (a.backend == "docker") spec.box_binary = host.box_binary;
+  if (a.backend == sandbox::BackendKind::kDocker) spec.box_binary = host.box_binary;
   RelayPaths relay;
   if (!ProxyOnly(a)) return relay;
   // proxy-only: where the harness's wrapper finds forge-relay and the host
   // relay's socket. The local backend runs on the host's file system.
-  if (a.backend == "docker") {
+  if (a.backend == sandbox::BackendKind::kDocker) {
     // A read-only socket directory still lets the sandbox connect, and
     // nothing in it can replace the socket.
     spec.mounts.push_back({host.relay_binary, kRelaySandboxPath, true});
@@ -94,9 +113,36 @@ RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec&
   return relay;
 }
 
+void AddEgress(const Attempt& a, const HostPaths& host, sandbox::Spec& spec) {
+  if (!host.egress || !spec.pod || TaskNetwork(a.options, a.task, a.backend) != "own") return;
+  auto pod = std::make_shared<sandbox::Pod>(*spec.pod);
+  sandbox::PodService relay;
+  relay.name = kEgressService;
+  relay.image = spec.image;
+  relay.entrypoint = std::vector<std::string>{kRelaySandboxPath};
+  relay.command = std::vector<std::string>{"127.0.0.1:" + std::to_string(kEgressPort),
+                                           "unix:" + std::string(kRelaySocketDir) + "/" + kEgressSocketName};
+  relay.mounts = {{"", host.relay_binary, kRelaySandboxPath, true}, {"", host.relay_dir, kRelaySocketDir, true}};
+  std::string no_proxy = "localhost,127.0.0.1,::1";
+  for (const auto& service : pod->services) no_proxy += "," + service.name;
+  const std::string url = "http://127.0.0.1:" + std::to_string(kEgressPort);
+  // HTTPS only: minimal clients (busybox wget) ignore NO_PROXY, and an
+  // http_proxy would send the pod's own http://localhost and http://service
+  // calls (healthchecks, tests) to the host.
+  const std::map<std::string, std::string> proxy_env = {{"HTTPS_PROXY", url}, {"https_proxy", url},
+                                                        {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
+  for (const auto& [k, v] : proxy_env) {
+    spec.env.emplace(k, v);  // the task's own setting wins
+    for (auto& service : pod->services) service.env.emplace(k, v);
+  }
+  // First: the services may reach out as they start.
+  pod->services.insert(pod->services.begin(), std::move(relay));
+  spec.pod = std::move(pod);
+}
+
 std::map<std::string, std::string> Placeholders(const Attempt& a, const HostPaths& host, const std::string& workdir,
                                                 const std::string& mcp_servers) {
-  const std::string root = a.backend == "local" ? "{root}" : "";
+  const std::string root = a.backend == sandbox::BackendKind::kLocal ? "{root}" : "";
   const LaunchOptions& options = a.options;
   return {
       {"proxy", options.proxy},
@@ -157,9 +203,31 @@ Status AddCopies(const Attempt& a, const std::string& workdir, std::map<std::str
   return Status::Ok();
 }
 
+std::optional<tasks::Healthcheck> Readiness(const TaskSpec& task, const sandbox::ImageConfig& image) {
+  if (task.healthcheck) return task.healthcheck;
+  const std::optional<sandbox::Healthcheck>& docker =
+      task.pod && task.pod->main_healthcheck ? task.pod->main_healthcheck : image.healthcheck;
+  if (!docker) return std::nullopt;
+  tasks::Healthcheck check;
+  if (docker->test[0] == "CMD-SHELL") {
+    check.command = docker->test[1];
+  } else {
+    for (size_t i = 1; i < docker->test.size(); ++i) {
+      check.command += (i > 1 ? " " : "") + sandbox::ShellQuote(docker->test[i]);
+    }
+  }
+  check.interval_sec = docker->interval_seconds;
+  check.start_interval_sec = docker->interval_seconds;
+  check.timeout_sec = docker->timeout_seconds;
+  check.start_period_sec = docker->start_period_seconds;
+  check.retries = docker->retries;
+  return check;
+}
+
 Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::string, std::string>& vars,
                                          const RelayPaths& relay, const net::Endpoint& proxy_endpoint,
-                                         const std::optional<sandbox::Display>& display) {
+                                         const std::optional<sandbox::Display>& display,
+                                         const std::optional<tasks::Healthcheck>& ready) {
   const TaskSpec& task = a.task;
   const HarnessProfile& profile = a.profile;
   sandbox::ExecRequest exec;
@@ -177,12 +245,13 @@ Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::s
   exec.env["FORGE_ATTEMPT"] = std::to_string(a.number);
   exec.env["FORGE_INSTRUCTION_FILE"] = vars.at("instruction_file");
   if (!profile.solution_dir.empty()) {
-    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env");
+    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env", tasks::HostEnvLookup(*a.options.env));
     if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
     for (const auto& [k, v] : *solution_env) exec.env[k] = v;
   }
-  if (a.backend == "docker") exec.argv = sandbox::WithMark(exec.argv);
-  if (task.healthcheck) exec.argv = WithHealthcheck(*task.healthcheck, exec.argv);
+  if (a.backend == sandbox::BackendKind::kDocker) exec.argv = sandbox::WithMark(exec.argv);
+  // The environment is ready once this check passes; the harness starts next.
+  if (ready) exec.argv = WithHealthcheck(*ready, exec.argv);
   if (!a.options.proxy.empty()) {
     exec.env["FORGE_PROXY_URL"] = a.options.proxy;
     exec.env["FORGE_API_KEY"] = a.secret;
@@ -206,11 +275,11 @@ Status ReadHarnessRun(const Attempt& a, const sandbox::ExecResult& ran, const st
       return Status::BadConfig("--network proxy-only: the sandbox's relay did not start: " + *line);
     }
   }
-  if (a.task.healthcheck && ran.exit_code == kHealthcheckExit) {
+  if (ran.exit_code == kHealthcheckExit) {
     if (auto line = WrapperLine(ran.stderr_data, "forge-healthcheck: ")) {
       // The environment never became ready: the harness did not run.
       record["error_kind"] = "healthcheck_failed";
-      return Status::BadConfig("environment.healthcheck: " + line->substr(19));
+      return Status::BadConfig("healthcheck: " + line->substr(19));
     }
   }
   if (auto failed = display ? sandbox::DisplayFailed(ran) : std::nullopt) {

@@ -10,7 +10,6 @@
 #include <fstream>
 #include <string_view>
 
-#include "cli/diagnostics.h"
 #include "sandbox/one_shot_script.h"
 
 namespace forge::launch {
@@ -23,10 +22,15 @@ const std::vector<std::string>& NetworkNames() {
 }
 
 std::string NetworkFor(const std::string& network_flag, const std::string& proxy,
-                       std::optional<bool> allow_internet) {
+                       std::optional<bool> allow_internet, bool pod) {
   std::string network = network_flag.empty() ? (proxy.empty() ? "none" : "host") : network_flag;
   if (allow_internet == false && network == "host") network = proxy.empty() ? "none" : "proxy-only";
+  if (pod && network == "host") network = "own";
   return network;
+}
+
+bool RelaysProxy(const std::string& network, const std::string& proxy) {
+  return network == "proxy-only" || (network == "own" && !proxy.empty());
 }
 
 Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name) {
@@ -34,6 +38,7 @@ Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name) {
   if (name == "loopback") return sandbox::NetworkPolicy::kLoopback;
   if (name == "host") return sandbox::NetworkPolicy::kHost;
   if (name == "proxy-only") return sandbox::NetworkPolicy::kProxyOnly;
+  if (name == "own") return sandbox::NetworkPolicy::kOwn;
   return Status::InvalidArgument("--network " + name + ": not one of none, loopback, host, proxy-only");
 }
 
@@ -91,10 +96,7 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
 
 namespace {
 
-std::string RelayDirParent() {
-  const char* tmp = std::getenv("TMPDIR");
-  return tmp && *tmp ? tmp : "/tmp";
-}
+std::string RelayDirParent(const Env& env) { return env.VarOr("TMPDIR", "/tmp"); }
 
 constexpr std::string_view kRelayDirPrefix = "forge-relay-";
 constexpr const char* kHeldUntilFile = "held-until";  // unix seconds, as text
@@ -119,11 +121,12 @@ pid_t RelayDirOwner(const std::string& name) {
 
 }  // namespace
 
-Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) {
+Result<std::unique_ptr<HostRelay>> HostRelay::Start(const std::optional<net::Endpoint>& proxy, Env& env,
+                                                    bool egress) {
   // The PID in the name lets `forge-launch gc` tell a killed run's directory
   // from a running one's.
   std::string pattern =
-      RelayDirParent() + "/" + std::string(kRelayDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
+      RelayDirParent(env) + "/" + std::string(kRelayDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
   if (!mkdtemp(pattern.data())) {
     return Status::CannotCreate("cannot create a directory for the proxy relay's socket in " +
                               fs::path(pattern).parent_path().string());
@@ -134,22 +137,34 @@ Result<std::unique_ptr<HostRelay>> HostRelay::Start(const net::Endpoint& proxy) 
   // Traversable by a container's non-root user; only the socket is in it.
   fs::permissions(host->dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                   fs::perms::others_read | fs::perms::others_exec, ec);
-  net::Endpoint at;
-  at.kind = net::Endpoint::Kind::kUnix;
-  at.path = host->dir_ + "/" + kRelaySocketName;
-  auto fd = net::Listen(at, 0666);
-  if (!fd.ok()) return fd.status().Prefixed("proxy relay");
-  host->relay_ = std::make_unique<net::Relay>(*fd, proxy);
-  net::Relay* relay = host->relay_.get();
-  host->thread_ = std::thread([relay] {
-    Status ran = relay->Run();
-    if (!ran.ok()) cli::Error("proxy relay stopped: " + ran.message());
-  });
+  auto listen = [&](const char* name) {
+    net::Endpoint at;
+    at.kind = net::Endpoint::Kind::kUnix;
+    at.path = host->dir_ + "/" + name;
+    return net::Listen(at, 0666);
+  };
+  if (proxy) {
+    auto fd = listen(kRelaySocketName);
+    if (!fd.ok()) return fd.status().Prefixed("proxy relay");
+    host->relay_ = std::make_unique<net::Relay>(*fd, *proxy);
+    net::Relay* relay = host->relay_.get();
+    host->thread_ = std::thread([relay, &env] {
+      Status ran = relay->Run();
+      if (!ran.ok()) env.Error("proxy relay stopped: " + ran.message());
+    });
+  }
+  if (egress) {
+    auto fd = listen(kEgressSocketName);
+    if (!fd.ok()) return fd.status().Prefixed("egress proxy");
+    auto started = net::EgressProxy::Start(*fd);
+    if (!started.ok()) return started.status();
+    host->egress_ = std::move(*started);
+  }
   return host;
 }
 
-Result<int> RemoveStaleRelayDirs() {
-  const std::string parent = RelayDirParent();
+Result<int> RemoveStaleRelayDirs(const Env& env) {
+  const std::string parent = RelayDirParent(env);
   std::error_code ec;
   int removed = 0;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
@@ -180,10 +195,12 @@ HostRelay::~HostRelay() {
   if (relay_) relay_->Stop();
   if (thread_.joinable()) thread_.join();
   relay_.reset();
+  egress_.reset();
   std::error_code ec;
   if (dir_.empty()) return;
   if (keep_) {
     fs::remove(dir_ + "/" + kRelaySocketName, ec);
+    fs::remove(dir_ + "/" + kEgressSocketName, ec);
   } else {
     fs::remove_all(dir_, ec);
   }

@@ -21,7 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
+#include "net/egress_proxy.h"
 #include "net/relay.h"
 #include "sandbox/sandbox.h"
 
@@ -31,7 +33,8 @@ namespace forge::launch {
 inline constexpr const char* kNetworkHelp =
     "none (no network), loopback (the sandbox's own only), host (the host's network), or "
     "proxy-only (loopback plus the --proxy URL, which must be on 127.0.0.0/8; docker and local backends). "
-    "Default: host with --proxy, else none";
+    "Default: host with --proxy, else none. A compose pod never shares the host's: it gets a namespace of "
+    "its own (the engine's bridge, if any), reaching --proxy through the relay";
 const std::vector<std::string>& NetworkNames();
 Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name);
 
@@ -39,13 +42,26 @@ Result<sandbox::NetworkPolicy> ParseNetwork(const std::string& name);
 // with a proxy and none without. A task's allow_internet = false always
 // wins: "host" becomes proxy-only when there is a proxy (the harness still
 // reaches it, nothing else) and none when there is not.
+// A compose pod (pod: on a backend that can mount the relay) never shares
+// the host's namespace, whose ports two pods of one task would fight over:
+// "host" becomes "own" (a namespace of its own with egress; see
+// sandbox::NetworkPolicy::kOwn), reaching a proxy through the relay.
 std::string NetworkFor(const std::string& network_flag, const std::string& proxy,
-                       std::optional<bool> allow_internet);
+                       std::optional<bool> allow_internet, bool pod = false);
+
+// Whether a sandbox on `network` reaches the proxy through the relay.
+bool RelaysProxy(const std::string& network, const std::string& proxy);
 
 // Where a sandbox sees the relay binary and the host relay's socket directory.
 inline constexpr const char* kRelaySandboxPath = "/forge/bin/forge-relay";
 inline constexpr const char* kRelaySocketDir = "/forge/run";
 inline constexpr const char* kRelaySocketName = "proxy.sock";
+// A compose pod's egress on an engine without a bridge (net/egress_proxy.h):
+// forge-relay, a sidecar of the pod, listens on 127.0.0.1:kEgressPort and
+// relays to this socket, where forge-launch's HTTP forward proxy serves.
+inline constexpr const char* kEgressSocketName = "egress.sock";
+inline constexpr int kEgressPort = 3128;
+inline constexpr const char* kEgressService = "forge-egress";
 // The exit status of the wrapper when forge-relay did not start (with a
 // "forge-relay:" line on stderr); the harness did not run.
 inline constexpr int kRelayStartExit = sandbox::kNetworkSetupExit;
@@ -68,10 +84,14 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
 
 // The host half: a private directory holding proxy.sock (mode 0666, the
 // directory 0755, so a container's non-root user may connect), relayed to
-// the proxy by one thread with one poll loop for the whole run.
+// the proxy by one thread with one poll loop for the whole run; with
+// egress, also egress.sock, served by an HTTP forward proxy.
 class HostRelay {
  public:
-  static Result<std::unique_ptr<HostRelay>> Start(const net::Endpoint& proxy);
+  // Its directory is made under $TMPDIR; a relay that stops is reported to
+  // env (which must outlive it).
+  static Result<std::unique_ptr<HostRelay>> Start(const std::optional<net::Endpoint>& proxy, Env& env,
+                                                  bool egress = false);
   // Stops the thread and removes the directory, or, after KeepFor, only
   // the socket.
   ~HostRelay();
@@ -82,6 +102,7 @@ class HostRelay {
   Status KeepFor(int64_t seconds);
   const std::string& dir() const { return dir_; }
   const net::Relay& relay() const { return *relay_; }
+  bool egress() const { return egress_ != nullptr; }
 
  private:
   HostRelay() = default;
@@ -89,11 +110,12 @@ class HostRelay {
   bool keep_ = false;
   std::unique_ptr<net::Relay> relay_;
   std::thread thread_;
+  std::unique_ptr<net::EgressProxy> egress_;
 };
 
 // Removes the socket directories ($TMPDIR/forge-relay-PID-*) of forge-launch
 // processes that are gone (kill -9 skips ~HostRelay), except those kept for
 // held sandboxes until their time; returns how many.
-Result<int> RemoveStaleRelayDirs();
+Result<int> RemoveStaleRelayDirs(const Env& env);
 
 }  // namespace forge::launch

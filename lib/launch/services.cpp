@@ -23,15 +23,6 @@ Result<std::vector<std::string>> Strings(const Json& value, const std::string& f
   return out;
 }
 
-Status StringMap(const Json& value, const std::string& field, std::map<std::string, std::string>* out) {
-  if (!value.is_object()) return Bad(field, "expected an object of strings");
-  for (const auto& [k, v] : value.items()) {
-    if (!v.is_string()) return Bad(field + "." + k, "expected a string");
-    (*out)[k] = v.get<std::string>();
-  }
-  return Status::Ok();
-}
-
 Status DependsOn(const Json& value, const std::string& field, std::map<std::string, ServiceCondition>* out) {
   if (!value.is_object()) return Bad(field, "expected an object of service: condition");
   for (const auto& [name, condition] : value.items()) {
@@ -89,7 +80,8 @@ Result<sandbox::Healthcheck> ReadHealthcheck(const Json& value, const std::strin
   return check;
 }
 
-Result<sandbox::PodService> ReadService(const std::string& name, const Json& s, const std::set<std::string>& volumes) {
+Result<sandbox::PodService> ReadService(const std::string& name, const Json& s, const std::set<std::string>& volumes,
+                                        tasks::ComposeEnv* env) {
   const std::string field = "pod.services." + name;
   if (!s.is_object()) return Bad(field, "expected an object");
   sandbox::PodService service;
@@ -103,7 +95,11 @@ Result<sandbox::PodService> ReadService(const std::string& name, const Json& s, 
     if (!list.ok()) return list.status();
     (key[0] == 'e' ? service.entrypoint : service.command) = std::move(*list);
   }
-  if (s.contains("environment")) FORGE_RETURN_IF_ERROR(StringMap(s["environment"], field + ".environment", &service.env));
+  if (s.contains("environment")) {
+    auto templates = tasks::ComposeEnvFromJson(s["environment"], field + ".environment");
+    if (!templates.ok()) return templates.status();
+    *env = std::move(*templates);
+  }
   service.workdir = s.value("working_dir", std::string());
   service.user = s.value("user", std::string());
   if (s.contains("depends_on")) FORGE_RETURN_IF_ERROR(DependsOn(s["depends_on"], field + ".depends_on", &service.depends_on));
@@ -154,7 +150,9 @@ Status Order(sandbox::Pod& pod) {
 
 }  // namespace
 
-Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const Json& json) {
+Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const Json& json, PodEnv* env) {
+  PodEnv unused;
+  if (env == nullptr) env = &unused;
   if (!json.is_object()) return Bad("pod", "expected an object");
   auto pod = std::make_shared<sandbox::Pod>();
   std::set<std::string> volumes;
@@ -170,7 +168,7 @@ Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const Json& json) {
     if (name.empty() || name == "main" || name.find_first_of(" /:\t") != std::string::npos) {
       return Bad("pod.services", "\"" + name + "\" is not a usable service name");
     }
-    auto service = ReadService(name, s, volumes);
+    auto service = ReadService(name, s, volumes, &env->services[name]);
     if (!service.ok()) return service.status();
     pod->services.push_back(std::move(*service));
   }
@@ -178,8 +176,35 @@ Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const Json& json) {
   if (!main.is_object()) return Bad("pod.main", "expected an object");
   if (main.contains("depends_on")) FORGE_RETURN_IF_ERROR(DependsOn(main["depends_on"], "pod.main.depends_on", &pod->main_depends_on));
   if (main.contains("volumes")) FORGE_RETURN_IF_ERROR(Mounts(main["volumes"], "pod.main.volumes", volumes, &pod->main_mounts));
+  if (main.contains("healthcheck")) {
+    auto check = ReadHealthcheck(main["healthcheck"], "pod.main.healthcheck");
+    if (!check.ok()) return check.status();
+    pod->main_healthcheck = std::move(*check);
+  }
+  if (main.contains("environment")) {
+    auto templates = tasks::ComposeEnvFromJson(main["environment"], "pod.main.environment");
+    if (!templates.ok()) return templates.status();
+    env->main = std::move(*templates);
+  }
   FORGE_RETURN_IF_ERROR(Order(*pod));
   return std::shared_ptr<const sandbox::Pod>(std::move(pod));
+}
+
+Result<std::shared_ptr<const sandbox::Pod>> ResolvePod(const sandbox::Pod& pod, const PodEnv& env,
+                                                       const tasks::EnvLookup& lookup,
+                                                       std::map<std::string, std::string>* main_env) {
+  auto resolved = std::make_shared<sandbox::Pod>(pod);
+  for (auto& service : resolved->services) {
+    auto it = env.services.find(service.name);
+    if (it == env.services.end()) continue;
+    auto values = tasks::ResolveComposeEnv(it->second, "pod.services." + service.name + ".environment", lookup);
+    if (!values.ok()) return values.status();
+    service.env = std::move(*values);
+  }
+  auto main = tasks::ResolveComposeEnv(env.main, "pod.main.environment", lookup);
+  if (!main.ok()) return main.status();
+  for (auto& [k, v] : *main) (*main_env)[k] = std::move(v);
+  return std::shared_ptr<const sandbox::Pod>(std::move(resolved));
 }
 
 std::vector<std::string> WithSandboxSkills(const std::string& src, const std::string& dest,
@@ -194,13 +219,9 @@ std::vector<std::string> WithSandboxSkills(const std::string& src, const std::st
 
 Status ReadPodAndTools(const Json& task, TaskSpec* spec) {
   if (task.contains("pod")) {
-    auto pod = PodFromJson(task["pod"]);
+    auto pod = PodFromJson(task["pod"], &spec->pod_env);
     if (!pod.ok()) return pod.status();
     spec->pod = *pod;
-    const Json main = task["pod"].value("main", Json::object());
-    if (main.contains("environment")) {
-      FORGE_RETURN_IF_ERROR(StringMap(main["environment"], "pod.main.environment", &spec->pod_env));
-    }
   }
   const Json env = task.value("environment", Json::object());
   if (!env.is_object()) return Status::Ok();

@@ -17,7 +17,16 @@ namespace forge::launch {
 // InvalidData naming the field ("pod.services.api.depends_on: ...") when the
 // object is malformed, a service depends on one that is not there, or the
 // dependencies form a cycle.
-Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const records::Json& pod);
+// The services' environments are left empty: their templates go to env
+// when it is given.
+Result<std::shared_ptr<const sandbox::Pod>> PodFromJson(const records::Json& pod, PodEnv* env = nullptr);
+
+// The pod one sandbox runs: every service's environment resolved from
+// lookup (compose's rules); main's goes into main_env. InvalidData naming
+// the field for a malformed template.
+Result<std::shared_ptr<const sandbox::Pod>> ResolvePod(const sandbox::Pod& pod, const PodEnv& env,
+                                                       const tasks::EnvLookup& lookup,
+                                                       std::map<std::string, std::string>* main_env);
 
 // argv run after the skill folders under src (a sandbox directory, Harbor's
 // environment.skills_dir) are copied into dest (the profile's skills_dir).

@@ -23,10 +23,18 @@
 #include "records/jsonl.h"
 #include "sandbox/display.h"
 #include "sandbox/pod.h"
+#include "tasks/compose.h"
 #include "tasks/mcp_servers.h"
 #include "tasks/task.h"
 
 namespace forge::launch {
+
+// A pod's environments as the record keeps them (compose templates,
+// tasks/compose.h), resolved for each sandbox: main's and each service's.
+struct PodEnv {
+  tasks::ComposeEnv main;
+  std::map<std::string, tasks::ComposeEnv> services;
+};
 
 struct TaskSpec {
   std::string id;
@@ -54,10 +62,10 @@ struct TaskSpec {
   double build_timeout_seconds = tasks::kDefaultTimeoutSec;
   std::optional<tasks::Healthcheck> healthcheck;
   std::optional<sandbox::Display> display;  // Xvfb started before the harness
-  // "pod" (launch/services.h): services beside the main container, and the
-  // environment the compose file gives main.
+  // "pod" (launch/services.h): services beside the main container (their
+  // environments empty), and the environments' templates.
   std::shared_ptr<const sandbox::Pod> pod;
-  std::map<std::string, std::string> pod_env;
+  PodEnv pod_env;
   std::vector<tasks::McpServer> mcp_servers;  // environment.mcp_servers, for the harness
   std::string sandbox_skills_dir;  // environment.skills_dir: skill folders in the sandbox
   records::Json record;  // the canonical task record, passed through into the rollout record

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "pack/advantage.h"
 #include "pack/assemble.h"
@@ -18,14 +19,19 @@
 namespace forge::pack {
 
 enum class Format { kSftMessages, kSftTokens, kRl, kVerlPrompts };
+enum class Untrusted { kFail, kDrop };
 
 struct PackOptions {
+  Env* env = nullptr;               // required: reports, the stop
   std::vector<std::string> inputs;  // JSONL; "-" is stdin
   std::vector<std::string> stores;  // searched in order; the first holding a rollout's calls wins
   AssemblyMode mode = AssemblyMode::kMerge;
   Format format = Format::kSftMessages;
   bool passed_only = false;
   std::optional<double> min_reward;
+  // A rollout whose verdict is neither passed nor failed (tampered,
+  // infra_error, ...): kept as a failure (reward 0) or dropped.
+  Untrusted untrusted = Untrusted::kFail;
   ValidationOptions validation;
   Estimator estimator = Estimator::kGrpo;
   bool drop_zero_variance = false;
@@ -40,7 +46,7 @@ struct PackOptions {
   bool quiet = false;
 };
 
-// Writes records (or the RL index) to out; the summary to stderr unless
+// Writes records (or the RL index) to out; the summary to options.env unless
 // quiet; stats to stats_path when set. Bad input lines are reported with
 // file:line, skipped, and make the result InvalidData after all output is written.
 Status RunPack(const PackOptions& options, records::JsonlWriter& out);

@@ -64,6 +64,7 @@ struct PodService {
 struct Pod {
   std::vector<PodService> services;  // in an order that starts dependencies first
   std::map<std::string, ServiceCondition> main_depends_on;
+  std::optional<Healthcheck> main_healthcheck;  // compose's main.healthcheck: waited on before the harness
   std::vector<PodMount> main_mounts;
   std::vector<std::string> volumes;  // named, empty at start, shared
 };

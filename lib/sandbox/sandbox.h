@@ -4,20 +4,34 @@
 // handle, runs the verifier in it and releases it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "base/status.h"
+#include "base/stop_token.h"
 #include "sandbox/pod.h"
 
 namespace forge::sandbox {
+
+// The sandbox backends, named as --backend and a sandbox handle name them.
+enum class BackendKind { kLocal, kDocker, kK8s };
+inline constexpr EnumNames<BackendKind, 3> kBackendNames = {
+    {{BackendKind::kLocal, "local"}, {BackendKind::kDocker, "docker"}, {BackendKind::kK8s, "k8s"}}};
+constexpr std::string_view BackendName(BackendKind kind) { return NameOf(kBackendNames, kind); }
+// nullopt for a name no backend has.
+constexpr std::optional<BackendKind> BackendKindOf(std::string_view name) { return ValueOf(kBackendNames, name); }
 
 struct Limits {
   double cpus = 4.0;
@@ -33,6 +47,11 @@ enum class NetworkPolicy {
   // harness reaches the proxy (launch/network.h). Docker: NetworkMode none;
   // local: a new network namespace with only lo up.
   kProxyOnly,
+  // A namespace of the sandbox's own with egress (a compose pod that may
+  // reach the internet: its services' ports are its own). Docker: the
+  // engine's bridge, or none on an engine without one (then only the relay
+  // reaches out); the proxy, if any, through the relay as for kProxyOnly.
+  kOwn,
 };
 
 // The exit status of a kProxyOnly harness command whose network setup failed
@@ -85,9 +104,10 @@ struct Spec {
 // Names a sandbox across processes: written into rollout records and the
 // store so that forge-verify can attach to what forge-launch held.
 struct Handle {
-  std::string backend;  // "local", "docker", "k8s"
+  std::string backend;  // BackendName's: "local", "docker", "k8s" (or a record's unknown name)
   std::string id;       // container id, pod name, or directory
   nlohmann::json ToJson() const { return {{"backend", backend}, {"id", id}}; }
+  bool Is(BackendKind kind) const { return backend == BackendName(kind); }
 };
 
 struct ExecRequest {
@@ -98,9 +118,9 @@ struct ExecRequest {
   std::string stdin_data;
   double timeout_seconds = 0;          // 0: none
   size_t max_output_bytes = 1 << 20;   // per stream; the rest is dropped and flagged
-  // When set and it becomes true, the command is killed as on a timeout and
-  // Exec returns Cancelled: how SIGINT reaches a harness that is running.
-  const std::atomic<bool>* cancel = nullptr;
+  // When set and a stop is requested, the command is killed as on a timeout
+  // and Exec returns Cancelled: how SIGINT reaches a harness that is running.
+  const StopToken* cancel = nullptr;
 };
 
 struct ExecResult {
@@ -157,13 +177,15 @@ struct ImageConfig {
   std::string user;
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
+  std::optional<Healthcheck> healthcheck;  // the image's HEALTHCHECK, unless NONE
   bool pulled = false;  // PrepareImage pulled it for this run (gc --images removes it)
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;
+  virtual BackendKind kind() const = 0;
+  std::string name() const { return std::string(BackendName(kind())); }
   // Makes spec's image available (builds spec.build_context, pulls a missing
   // image) and says what its configuration is. Afterwards spec->image names
   // it and spec->build_context is empty. Backends that cannot look inside an
@@ -177,6 +199,9 @@ class Backend {
   // GPUs the backend can hand out; -1 when it cannot tell (k8s: the
   // scheduler decides).
   virtual int AvailableGpus() { return 0; }
+  // Whether a sandbox on NetworkPolicy::kOwn gets egress from the engine
+  // itself (Docker's bridge); else the launcher gives it its own.
+  virtual bool OwnNetworkHasEgress() { return false; }
   virtual Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) = 0;
   // Whether RunOnce is available; callers fall back to Create + Exec.
   virtual bool CanRunOnce() const { return false; }

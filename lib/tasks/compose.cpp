@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <set>
 
 // GCC 12 at -O2 warns "may be used uninitialized" inside yaml-cpp's own
@@ -23,7 +25,7 @@ using Json = records::Json;
 const std::set<std::string> kServiceKeys = {"image", "build", "command", "entrypoint", "environment",
                                             "working_dir", "user", "depends_on", "healthcheck",
                                             "volumes", "expose"};
-const std::set<std::string> kMainKeys = {"depends_on", "environment", "volumes", "expose"};
+const std::set<std::string> kMainKeys = {"depends_on", "environment", "volumes", "expose", "healthcheck"};
 
 // Why a key is refused, when there is more to say than "not supported".
 std::string RefusalReason(const std::string& key, bool main) {
@@ -39,11 +41,75 @@ std::string RefusalReason(const std::string& key, bool main) {
   return "not supported by forge's pods";
 }
 
+// One reference in compose's interpolation syntax.
+struct ComposeRef {
+  std::string name;
+  bool has_fallback = false;
+  bool empty_counts = false;  // ":-": an empty value takes the fallback too
+  std::string fallback;
+  std::string spelling;  // as written
+};
+
+// Walks text: literal pieces ($$ as one $) to on_text, references to
+// on_ref. InvalidData (no location) for a malformed reference.
+Status WalkCompose(const std::string& text, const std::function<void(const std::string&)>& on_text,
+                   const std::function<void(const ComposeRef&)>& on_ref) {
+  std::string literal;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$') {
+      literal += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '$') {
+      literal += '$';
+      ++i;
+      continue;
+    }
+    ComposeRef ref;
+    const size_t start = i;
+    if (i + 1 < text.size() && text[i + 1] == '{') {
+      const size_t close = text.find('}', i + 2);
+      if (close == std::string::npos) return Status::InvalidData("unterminated ${ in \"" + text + "\"");
+      const std::string inner = text.substr(i + 2, close - i - 2);
+      const size_t op = inner.find_first_of(":-");
+      ref.name = inner.substr(0, op);
+      if (op != std::string::npos) {
+        ref.empty_counts = inner[op] == ':';
+        const size_t value_at = op + (ref.empty_counts ? 1 : 0);
+        if (value_at >= inner.size() || inner[value_at] != '-') {
+          return Status::InvalidData("unsupported substitution \"${" + inner + "}\" (only ${VAR:-default})");
+        }
+        ref.fallback = inner.substr(value_at + 1);
+        ref.has_fallback = true;
+      }
+      i = close;
+    } else {
+      size_t end = i + 1;
+      while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+      ref.name = text.substr(i + 1, end - i - 1);
+      i = end - 1;
+    }
+    if (ref.name.empty()) return Status::InvalidData("a $ with no variable name in \"" + text + "\"");
+    ref.spelling = text.substr(start, i + 1 - start);
+    if (!literal.empty()) on_text(literal);
+    literal.clear();
+    on_ref(ref);
+  }
+  if (!literal.empty()) on_text(literal);
+  return Status::Ok();
+}
+
+// What a reference becomes, given its variable's value (nullopt: unset).
+std::string ValueOf(const ComposeRef& ref, const std::optional<std::string>& value) {
+  if (ref.has_fallback && (!value || (ref.empty_counts && value->empty()))) return ref.fallback;
+  return value.value_or("");
+}
+
 class ComposeReader {
  public:
-  ComposeReader(std::string path, const std::map<std::string, std::string>& vars,
+  ComposeReader(std::string path, const std::map<std::string, std::string>& vars, const Env& host,
                 std::vector<std::string>* warnings)
-      : path_(std::move(path)), dir_(fs::path(path_).parent_path()), vars_(vars), warnings_(warnings) {}
+      : path_(std::move(path)), dir_(fs::path(path_).parent_path()), vars_(vars), host_(host), warnings_(warnings) {}
 
   Result<Json> Read() {
     YAML::Node root;
@@ -97,58 +163,47 @@ class ComposeReader {
     if (warnings_ != nullptr) warnings_->push_back(path_ + ":" + std::to_string(mark.line + 1) + ": " + message);
   }
 
+  // A variable's value: Harbor's compose variables, then the host's.
+  std::optional<std::string> Lookup(const std::string& name) const {
+    if (auto it = vars_.find(name); it != vars_.end()) return it->second;
+    return host_.Var(name);
+  }
+
+  void WarnUnset(const YAML::Node& node, const std::string& key, const ComposeRef& ref) {
+    if (!ref.has_fallback && !Lookup(ref.name)) {
+      Warn(node.Mark(), key + ": variable " + ref.name + " is not set; it becomes an empty string");
+    }
+  }
+
   // ${VAR}, ${VAR:-default}, ${VAR-default}, $VAR and $$, as compose does.
   Result<std::string> Interpolate(const YAML::Node& node, const std::string& key) {
-    const std::string& text = node.Scalar();
     std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-      if (text[i] != '$') {
-        out += text[i];
-        continue;
-      }
-      if (i + 1 < text.size() && text[i + 1] == '$') {
-        out += '$';
-        ++i;
-        continue;
-      }
-      std::string name, fallback;
-      bool has_fallback = false, empty_counts = false;
-      if (i + 1 < text.size() && text[i + 1] == '{') {
-        const size_t close = text.find('}', i + 2);
-        if (close == std::string::npos) return Error(node.Mark(), key, "unterminated ${ in \"" + text + "\"");
-        std::string inner = text.substr(i + 2, close - i - 2);
-        const size_t op = inner.find_first_of(":-");
-        name = inner.substr(0, op);
-        if (op != std::string::npos) {
-          empty_counts = inner[op] == ':';
-          const size_t value_at = op + (empty_counts ? 1 : 0);
-          if (value_at >= inner.size() || inner[value_at] != '-') {
-            return Error(node.Mark(), key, "unsupported substitution \"${" + inner + "}\" (only ${VAR:-default})");
-          }
-          fallback = inner.substr(value_at + 1);
-          has_fallback = true;
-        }
-        i = close;
+    Status walked = WalkCompose(
+        node.Scalar(), [&](const std::string& text) { out += text; },
+        [&](const ComposeRef& ref) {
+          WarnUnset(node, key, ref);
+          out += ValueOf(ref, Lookup(ref.name));
+        });
+    if (!walked.ok()) return Error(node.Mark(), key, walked.message());
+    return out;
+  }
+
+  // An environment value as a template: Harbor's compose variables are put
+  // in, the host's stay references, to be resolved when a container is made.
+  Result<std::string> Template(const YAML::Node& node, const std::string& key) {
+    std::string out;
+    auto escaped = [&](const std::string& text) {
+      for (char c : text) out += c == '$' ? std::string("$$") : std::string(1, c);
+    };
+    Status walked = WalkCompose(node.Scalar(), escaped, [&](const ComposeRef& ref) {
+      WarnUnset(node, key, ref);
+      if (auto it = vars_.find(ref.name); it != vars_.end()) {
+        escaped(ValueOf(ref, it->second));
       } else {
-        size_t end = i + 1;
-        while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
-        name = text.substr(i + 1, end - i - 1);
-        i = end - 1;
+        out += ref.spelling;
       }
-      if (name.empty()) return Error(node.Mark(), key, "a $ with no variable name in \"" + text + "\"");
-      std::optional<std::string> value;
-      if (auto it = vars_.find(name); it != vars_.end()) {
-        value = it->second;
-      } else if (const char* env = std::getenv(name.c_str())) {
-        value = env;
-      }
-      if (has_fallback && (!value || (empty_counts && value->empty()))) value = fallback;
-      if (!value) {
-        Warn(node.Mark(), key + ": variable " + name + " is not set; it becomes an empty string");
-        value = "";
-      }
-      out += *value;
-    }
+    });
+    if (!walked.ok()) return Error(node.Mark(), key, walked.message());
     return out;
   }
 
@@ -257,33 +312,34 @@ class ComposeReader {
     return Status::Ok();
   }
 
+  // KEY with no value takes the host's when a container is made (null).
   Status ReadEnvironment(const YAML::Node& value, const std::string& key, Json& out) {
     out = Json::object();
     if (value.IsMap()) {
       for (auto it = value.begin(); it != value.end(); ++it) {
+        const std::string name = it->first.Scalar();
         if (it->second.IsNull()) {
-          // KEY with no value: compose takes it from the host environment.
-          const char* env = std::getenv(it->first.Scalar().c_str());
-          if (env != nullptr) out[it->first.Scalar()] = env;
+          out[name] = nullptr;
           continue;
         }
-        auto text = Scalar(it->second, key + "." + it->first.Scalar());
+        if (!it->second.IsScalar()) return Error(it->second.Mark(), key + "." + name, "expected a string");
+        auto text = Template(it->second, key + "." + name);
         if (!text.ok()) return text.status();
-        out[it->first.Scalar()] = *text;
+        out[name] = *text;
       }
       return Status::Ok();
     }
     if (!value.IsSequence()) return Error(value.Mark(), key, "expected a mapping or a list of KEY=VALUE");
     for (const auto& item : value) {
-      auto text = Scalar(item, key);
+      if (!item.IsScalar()) return Error(item.Mark(), key, "expected a string");
+      auto text = Template(item, key);
       if (!text.ok()) return text.status();
       const size_t eq = text->find('=');
       if (eq == std::string::npos) {
-        const char* env = std::getenv(text->c_str());
-        if (env != nullptr) out[*text] = env;
-        continue;
+        out[*text] = nullptr;
+      } else {
+        out[text->substr(0, eq)] = text->substr(eq + 1);
       }
-      out[text->substr(0, eq)] = text->substr(eq + 1);
     }
     return Status::Ok();
   }
@@ -446,6 +502,7 @@ class ComposeReader {
   std::string path_;
   fs::path dir_;
   const std::map<std::string, std::string>& vars_;
+  const Env& host_;
   std::vector<std::string>* warnings_;
   std::set<std::string> names_;
   std::set<std::string> volume_names_;
@@ -513,9 +570,42 @@ Result<std::vector<std::string>> SplitComposeCommand(const std::string& text) {
   return words;
 }
 
+Result<ComposeEnv> ComposeEnvFromJson(const records::Json& value, const std::string& field) {
+  if (!value.is_object()) return Status::InvalidData(field + ": expected an object of strings");
+  ComposeEnv env;
+  for (const auto& [key, v] : value.items()) {
+    if (v.is_null()) {
+      env[key] = std::nullopt;
+    } else if (v.is_string()) {
+      env[key] = v.get<std::string>();
+    } else {
+      return Status::InvalidData(field + "." + key + ": expected a string or null");
+    }
+  }
+  return env;
+}
+
+Result<std::map<std::string, std::string>> ResolveComposeEnv(const ComposeEnv& env, const std::string& field,
+                                                             const EnvLookup& lookup) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : env) {
+    if (!value) {
+      if (auto host = lookup(key)) out[key] = *host;
+      continue;
+    }
+    std::string resolved;
+    Status walked = WalkCompose(
+        *value, [&](const std::string& text) { resolved += text; },
+        [&](const ComposeRef& ref) { resolved += ValueOf(ref, lookup(ref.name)); });
+    if (!walked.ok()) return Status::InvalidData(field + "." + key + ": " + walked.message());
+    out[key] = std::move(resolved);
+  }
+  return out;
+}
+
 Result<records::Json> ReadCompose(const std::string& path, const std::map<std::string, std::string>& vars,
-                                  std::vector<std::string>* warnings) {
-  return ComposeReader(path, vars, warnings).Read();
+                                  const Env& host, std::vector<std::string>* warnings) {
+  return ComposeReader(path, vars, host, warnings).Read();
 }
 
 }  // namespace forge::tasks

@@ -7,8 +7,6 @@
 #include <map>
 #include <system_error>
 
-#include "cli/diagnostics.h"
-#include "cli/signals.h"
 #include "records/jsonl.h"
 #include "tasks/harbor.h"
 
@@ -19,9 +17,9 @@ namespace fs = std::filesystem;
 
 class Loader {
  public:
-  Loader(const LoadOptions& options, const std::function<Status(Task&)>& on_task,
+  Loader(Env& env, const LoadOptions& options, const std::function<Status(Task&)>& on_task,
          LoadStats* stats)
-      : options_(options), on_task_(on_task), stats_(stats) {}
+      : env_(env), options_(options), on_task_(on_task), stats_(stats) {}
 
   Status Load(const std::string& input) {
     if (input == "-") return LoadJsonl(input, fs::current_path().string());
@@ -45,10 +43,22 @@ class Loader {
   }
 
  private:
+  void Warn(const std::string& message) const {
+    if (options_.on_warning) {
+      options_.on_warning(message);
+    } else {
+      env_.Warn(message);
+    }
+  }
+
   // A broken task: an error in strict mode, else reported and counted.
   Status Broken(const std::string& message) {
     if (options_.strict) return Status::InvalidData(message);
-    cli::Error(message + " (task skipped)");
+    if (options_.on_broken) {
+      options_.on_broken(message);
+    } else {
+      env_.Error(message + " (task skipped)");
+    }
     ++stats_->broken;
     return Status::Ok();
   }
@@ -66,7 +76,7 @@ class Loader {
   Status LoadJsonl(const std::string& path, const std::string& base_dir) {
     records::ReaderOptions reader_options;
     reader_options.strict = options_.strict;
-    auto reader = records::JsonlReader::Open(path, reader_options);
+    auto reader = records::JsonlReader::Open(path, env_, reader_options);
     if (!reader.ok()) return reader.status();
     for (;;) {
       auto next = (*reader)->Next();
@@ -86,10 +96,10 @@ class Loader {
   }
 
   Status LoadHarbor(const std::string& dir) {
-    if (cli::StopRequested()) return Status::Cancelled("stopped while reading " + dir);
+    if (env_.stop().requested()) return Status::Cancelled("stopped while reading " + dir);
     std::vector<std::string> warnings;
-    auto task = ReadHarborTask(dir, &warnings);
-    for (const std::string& w : warnings) cli::Warn(w);
+    auto task = ReadHarborTask(dir, env_, &warnings);
+    for (const std::string& w : warnings) Warn(w);
     stats_->warnings += warnings.size();
     if (!task.ok()) return Broken(task.status().message());
     return Deliver(*task, task->source);
@@ -108,7 +118,7 @@ class Loader {
     size_t found = 0;
     for (const fs::path& child : children) {
       if (!IsHarborTaskDir(child.string())) {
-        cli::Warn(child.string() + ": no task.toml; not a Harbor task (skipped)");
+        Warn(child.string() + ": no task.toml; not a Harbor task (skipped)");
         ++stats_->warnings;
         continue;
       }
@@ -121,6 +131,7 @@ class Loader {
     return Status::Ok();
   }
 
+  Env& env_;
   const LoadOptions& options_;
   const std::function<Status(Task&)>& on_task_;
   LoadStats* stats_;
@@ -129,11 +140,11 @@ class Loader {
 
 }  // namespace
 
-Status LoadTasks(const std::vector<std::string>& inputs, const LoadOptions& options,
+Status LoadTasks(const std::vector<std::string>& inputs, Env& env, const LoadOptions& options,
                  const std::function<Status(Task&)>& on_task, LoadStats* stats) {
   LoadStats local;
   if (stats == nullptr) stats = &local;
-  Loader loader(options, on_task, stats);
+  Loader loader(env, options, on_task, stats);
   for (const std::string& input : inputs) FORGE_RETURN_IF_ERROR(loader.Load(input));
   return loader.Finish();
 }

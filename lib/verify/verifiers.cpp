@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "sandbox/shebang.h"
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "verify/hardening.h"
@@ -53,23 +54,23 @@ Verdict& Infra(Verdict& v, const std::string& step, const Status& status) {
 
 namespace {
 
-Result<VerifierSpec> ReadVerifierSpec(const Json& task);
+Result<VerifierSpec> ReadVerifierSpec(const Json& task, const Env& env);
 
 }  // namespace
 
-Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
-  auto spec = ReadVerifierSpec(task);
+Result<VerifierSpec> VerifierSpecFromTask(const Json& task, const Env& env) {
+  auto spec = ReadVerifierSpec(task, env);
   if (!spec.ok()) return spec;
   // verifier.env's ${VAR} templates, from forge-verify's environment (as Harbor).
-  auto env = tasks::ResolveEnvTemplates(spec->env, "verifier.env");
-  if (!env.ok()) return env.status();
-  spec->env = std::move(*env);
+  auto resolved = tasks::ResolveEnvTemplates(spec->env, "verifier.env", tasks::HostEnvLookup(env));
+  if (!resolved.ok()) return resolved.status();
+  spec->env = std::move(*resolved);
   return spec;
 }
 
 namespace {
 
-Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
+Result<VerifierSpec> ReadVerifierSpec(const Json& task, const Env& env) {
   if (!task.is_object()) return Status::InvalidData("task: expected an object");
   auto vit = task.find("verifier");
   if (vit == task.end() || !vit->is_object()) {
@@ -79,7 +80,7 @@ Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
     std::error_code ec;
     if (!dir.empty() && fs::is_regular_file(fs::path(dir) / "tests" / "test.sh", ec)) {
       std::vector<std::string> warnings;
-      auto harbor = tasks::ReadHarborTask(dir, &warnings);
+      auto harbor = tasks::ReadHarborTask(dir, env, &warnings);
       if (!harbor.ok()) return harbor.status();
       return harbor->verifier;
     }
@@ -320,13 +321,10 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
     Blame(v, sandbox, std::string("upload tests to ") + kTestsDir, copied);
     return Done(v, witness, clock);
   }
-  // Harbor runs `bash /tests/test.sh`; a minimal image without bash gets sh.
+  // By its shebang, as Harbor runs it; without one, under sh.
   sandbox::ExecResult ran;
-  if (!RunVerifier(sandbox, spec,
-                   {"/bin/sh", "-c",
-                    "if command -v bash >/dev/null 2>&1; then exec bash /tests/test.sh; "
-                    "else exec sh /tests/test.sh; fi"},
-                   context, "/tests/test.sh", v, &ran)) {
+  if (!RunVerifier(sandbox, spec, sandbox::RunByShebang(std::string(kTestsDir) + "/test.sh"), context,
+                   "/tests/test.sh", v, &ran)) {
     return Done(v, witness, clock);
   }
   if (ran.exit_code > 128) {

@@ -31,7 +31,7 @@ using VerifierSpec = tasks::Verifier;
 // task directory in "path" and no verifier, that directory's tests/test.sh.
 // Errors are InvalidData naming the field. A relative tests_dir resolves against
 // the task's directory ("path" or "source") when it has one.
-Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task);
+Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task, const Env& env);
 
 // Where Harbor's contract puts things inside the sandbox.
 inline constexpr const char* kTestsDir = "/tests";
@@ -40,9 +40,9 @@ inline constexpr size_t kMaxRewardBytes = 64 * 1024;
 
 // What a verification of a held sandbox knows besides the task.
 struct VerifyContext {
-  // When set and it becomes true, a running test.sh or command is killed
+  // When set and it a stop is requested, a running test.sh or command is killed
   // (the verdict is then `cancelled`).
-  const std::atomic<bool>* cancel = nullptr;
+  const StopToken* cancel = nullptr;
   // The "tamper" object of an earlier verification of the same sandbox: its
   // findings stand, and what it wrote is the verifier's.
   const Json* previous_tamper = nullptr;

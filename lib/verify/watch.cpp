@@ -490,12 +490,12 @@ Json Watch::Finish() {
 Result<WatchPlan> PlanWatch(sandbox::Sandbox& sandbox, const std::optional<sandbox::Baseline>& baseline,
                             bool agent_may_run) {
 #ifdef FORGE_WATCH_HAVE_DOCKER_ENGINE
-  if (sandbox.handle().backend != "docker") {
+  sandbox::docker::Engine* engine = sandbox::docker::EngineOf(sandbox);
+  if (engine == nullptr) {
     return Status::NotFound("the " + sandbox.handle().backend + " backend gives no runtime evidence");
   }
   if (geteuid() != 0) return Status::NotFound("forge-verify is not root (fanotify needs CAP_SYS_ADMIN)");
-  sandbox::docker::Engine engine;
-  auto inspect = engine.CallJson("GET", "/containers/" + sandbox::docker::Engine::Escape(sandbox.handle().id) + "/json");
+  auto inspect = engine->CallJson("GET", "/containers/" + sandbox::docker::Engine::Escape(sandbox.handle().id) + "/json");
   if (!inspect.ok()) return inspect.status().Prefixed("inspect " + sandbox.handle().id);
   WatchPlan plan;
   plan.agent_may_run = agent_may_run;

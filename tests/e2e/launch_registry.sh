@@ -8,7 +8,8 @@
 # and for a build FROM it; gc --images removes what the run pulled and built.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-docker info >/dev/null 2>&1 || { echo "no Docker engine" >&2; exit 1; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 [ -x /usr/bin/docker-registry ] || { echo "launch_registry: no docker-registry (scripts/bootstrap.sh installs it); skipped" >&2; exit 77; }
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 LAUNCH="$FORGE_BIN/forge-launch"
@@ -105,7 +106,7 @@ built_task "$WORK/step-fails" "FROM forge-busybox:latest\nRUN exit 3\n"
 expect_exit 69 "build step fails" L --run-id "$run-step" --infra-retries 3 --command true "$WORK/step-fails"
 [ "$(jq -r .infra_retries "$OUT")" = 0 ] && pass || fail "failed build step retried: $(cat "$OUT")"
 [ "$(jq -r .transient "$OUT")" = false ] && pass || fail "failed build step transient: $(jq -c . "$OUT")"
-grep -q "non-zero code: 3" "$ERR" && pass || fail "error does not give the step's status: $(cat "$ERR")"
+grep -q "exit code: 3" "$ERR" && pass || fail "error does not give the step's status: $(cat "$ERR")"
 
 echo "== a registry that wants credentials: from the docker config, or a credential helper, as the docker CLI finds them"
 auth_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -1,7 +1,5 @@
 #include "sandbox/docker/docker_backend.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,8 +7,10 @@
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -46,7 +46,7 @@ struct ExecStop {
         deadline(started + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(has_deadline ? request.timeout_seconds : 0))) {}
   bool KeepGoing() {
-    if (request.cancel && request.cancel->load()) {
+    if (request.cancel && request.cancel->requested()) {
       cancelled = true;
       return false;
     }
@@ -126,11 +126,12 @@ class DockerSandbox : public Sandbox {
                 std::string user, std::string pod = "", bool box = false)
       : engine_(std::move(engine)), workdir_(std::move(workdir)), user_(std::move(user)), pod_(std::move(pod)),
         box_(box) {
-    handle_.backend = "docker";
+    handle_.backend = BackendName(BackendKind::kDocker);
     handle_.id = std::move(id);
   }
 
   const Handle& handle() const override { return handle_; }
+  Engine& engine() { return *engine_; }
 
   Result<ExecResult> Exec(const ExecRequest& request) override;
   Status CopyIn(const std::string& host_path, const std::string& dest_dir) override;
@@ -314,7 +315,8 @@ Status DockerSandbox::Release() {
 
 }  // namespace
 
-DockerBackend::DockerBackend(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
+DockerBackend::DockerBackend(const Env& env)
+    : engine_(std::make_shared<Engine>(EngineSocket(env))), docker_config_(DefaultDockerConfig(env)) {}
 
 int DockerBackend::HostCpus() {
   std::lock_guard<std::mutex> lock(info_mutex_);
@@ -376,7 +378,7 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
       {"MemorySwap", memory},  // equal to Memory: no swap
       {"PidsLimit", spec.limits.pids},
       {"SecurityOpt", {"no-new-privileges"}},
-      {"NetworkMode", spec.network == NetworkPolicy::kHost ? "host" : "none"},
+      {"NetworkMode", NetworkMode(spec.network)},
       // A one-shot container goes when its command ends, even if forge died;
       // a kept or held one stays for forge-verify and gc.
       {"AutoRemove", shape == Shape::kOneShot},
@@ -722,7 +724,7 @@ Status DockerBackend::PutCopies(const std::string& id,
 }
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Attach(const Handle& handle) {
-  if (handle.backend != "docker") {
+  if (!handle.Is(BackendKind::kDocker)) {
     return Status::BadConfig("sandbox handle is for backend '" + handle.backend + "', not docker");
   }
   auto inspect = engine_->CallJson("GET", "/containers/" + Engine::Escape(handle.id) + "/json");
@@ -798,8 +800,20 @@ Result<int> DockerBackend::CollectImages(const std::string& run_id, const std::v
   Json label = Json::array({"forge.managed=1", "forge.run=" + run_id});
   auto listed = engine_->CallJson("GET", "/images/json?filters=" + FiltersParam(Json{{"label", label}}));
   if (!listed.ok()) return listed.status();
+  // By name, never by id: an id with two names is refused (409, "referenced
+  // in multiple repositories"), while removing a name removes the image
+  // with its last one. A built image has its one forge-task tag.
   std::vector<std::string> doomed = pulled;
-  for (const auto& image : *listed) doomed.push_back(image.value("Id", std::string()));
+  for (const auto& image : *listed) {
+    const Json tags = image.value("RepoTags", Json::array());
+    bool named = false;
+    for (const auto& tag : tags.is_array() ? tags : Json::array()) {
+      if (!tag.is_string() || tag.get<std::string>() == "<none>:<none>") continue;
+      doomed.push_back(tag.get<std::string>());
+      named = true;
+    }
+    if (!named) doomed.push_back(image.value("Id", std::string()));
+  }
   int removed = 0;
   for (const auto& name : doomed) {
     auto response = engine_->Call("DELETE", "/images/" + Engine::Escape(name));
@@ -820,9 +834,33 @@ int DockerBackend::AvailableGpus() {
   return runtimes.is_object() && runtimes.contains("nvidia") ? -1 : 0;
 }
 
+namespace {
+
+// An image's HEALTHCHECK (Config.Healthcheck: durations in nanoseconds, 0
+// for Docker's default); none for NONE or an image without one.
+std::optional<Healthcheck> ImageHealthcheck(const Json& config) {
+  if (!config.is_object() || !config.value("Test", Json()).is_array()) return std::nullopt;
+  Healthcheck check;
+  for (const auto& word : config["Test"]) {
+    if (word.is_string()) check.test.push_back(word.get<std::string>());
+  }
+  if (check.test.size() < 2 || (check.test[0] != "CMD" && check.test[0] != "CMD-SHELL")) return std::nullopt;
+  auto seconds = [&](const char* key, double fallback) {
+    const double ns = config.value(key, 0.0);
+    return ns > 0 ? ns / 1e9 : fallback;
+  };
+  check.interval_seconds = seconds("Interval", 30);
+  check.timeout_seconds = seconds("Timeout", 30);
+  check.start_period_seconds = seconds("StartPeriod", 0);
+  check.retries = config.value("Retries", 0) > 0 ? config.value("Retries", 3) : 3;
+  return check;
+}
+
+}  // namespace
+
 Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec, const ProgressText& on_progress) {
   if (!spec->build_context.empty()) {
-    auto built = BuildImage(spec->build_context, spec->run_id, spec->build_timeout_seconds);
+    auto built = BuildImage(spec->build_context, spec->run_id, spec->build_timeout_seconds, on_progress);
     if (!built.ok()) return built.status();
     spec->image = *built;
     spec->build_context.clear();
@@ -861,75 +899,89 @@ Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec, const ProgressText& 
   if (c.contains("User") && c["User"].is_string()) config.user = c["User"].get<std::string>();
   config.entrypoint = strings("Entrypoint");
   config.cmd = strings("Cmd");
+  config.healthcheck = ImageHealthcheck(c.value("Healthcheck", Json()));
   return config;
 }
 
-Result<std::string> DockerBackend::BuildImage(const std::string& context_dir,
-                                              const std::string& run_id, double timeout_seconds) {
-  TarWriter tar;
-  std::error_code ec;
-  if (!std::filesystem::exists(context_dir + "/Dockerfile", ec)) {
-    return Status::InvalidData(context_dir + ": no Dockerfile to build");
-  }
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(context_dir, ec)) {
-    names.push_back(entry.path().filename().string());
-  }
-  if (ec) return Status::NotFound(context_dir + ": " + ec.message());
-  std::sort(names.begin(), names.end());
-  for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(context_dir + "/" + name, name));
-  std::string context = tar.Finish();
-
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int digest_len = 0;
-  EVP_Digest(context.data(), context.size(), digest, &digest_len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < 8; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 15]);
-  }
-  const std::string tag = "forge-task:" + hex;
-
+Result<std::string> DockerBackend::BuildImage(const std::string& context_dir, const std::string& run_id,
+                                              double timeout_seconds, const ProgressText& on_progress) {
+  BuildRequest request;
+  request.context_dir = context_dir;
+  auto context = BuildContext(context_dir);
+  if (!context.ok()) return context.status();
+  request.context = std::move(*context);
+  // Rollouts of a task want the same image: built once per run and context.
+  const std::string key = Sha256Hex(run_id + '\n' + request.context);
   std::lock_guard<std::mutex> lock(build_mutex_);
-  auto existing = engine_->Call("GET", "/images/" + Engine::Escape(tag) + "/json");
-  if (existing.ok() && existing->status == 200) return tag;
-  Json labels = {{"forge.managed", "1"}, {"forge.run", run_id}};
-  std::string path = "/build?t=" + Engine::Escape(tag) + "&rm=1&forcerm=1&labels=" +
-                     Engine::Escape(labels.dump());
-  const double build_timeout = std::max(1.0, std::ceil(timeout_seconds));
+  if (auto it = built_.find(key); it != built_.end()) {
+    auto existing = engine_->Call("GET", "/images/" + Engine::Escape(it->second) + "/json");
+    if (existing.ok() && existing->status == 200) return it->second;
+  }
+  request.labels = {{"forge.managed", "1"}, {"forge.run", run_id}};
+  request.timeout_seconds = std::ceil(timeout_seconds);
+  request.builder = builder_;
   auto registries = BuildRegistryConfig(docker_config_);
   if (!registries.ok()) return registries.status();
-  std::vector<std::string> headers;
-  if (!registries->empty()) headers.push_back("X-Registry-Config: " + *registries);
-  auto response = engine_->Call("POST", path, context, {"application/x-tar", build_timeout}, headers);
-  if (!response.ok()) return response.status();
-  if (response->status != 200) return StatusForHttp("build " + context_dir, *response);
-  // The answer is JSON lines; an "error" line means the build failed even
-  // though the status was 200.
-  size_t pos = 0;
-  std::string last_output;
-  while (pos < response->body.size()) {
-    size_t end = response->body.find('\n', pos);
-    if (end == std::string::npos) end = response->body.size();
-    auto line = Json::parse(response->body.substr(pos, end - pos), nullptr, false);
-    pos = end + 1;
-    if (!line.is_object()) continue;
-    if (line.contains("error")) {
-      const std::string error = line.value("error", std::string());
-      const std::string message = "build " + context_dir + ": " + error +
-                                  (last_output.empty() ? "" : " (after: " + last_output + ")");
-      // A base image that a registry did not serve this time is worth a
-      // retry; a Dockerfile step that failed is not.
-      return RegistryErrorIsTransient(error) ? Status::Unavailable(message) : Status::InvalidData(message);
-    }
-    if (line.contains("stream")) {
-      std::string text = line.value("stream", std::string());
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      if (!text.empty()) last_output = text;
-    }
-  }
+  request.registry_config = *registries;
+  request.network_mode = BuildNetworkMode();
+  if (builder_ == Builder::kBuildKit) FORGE_RETURN_IF_ERROR(PullBaseImages(context_dir, request.timeout_seconds, on_progress));
+  auto tag = docker::BuildImage(*engine_, request, [&](const BuildProgress& progress) {
+    if (!on_progress || progress.step().empty()) return;
+    on_progress(fmt::format("build {}/{} {}", progress.steps_done(), std::max(progress.steps_done(),
+                                                                              progress.steps_known()),
+                            progress.step()));
+  });
+  if (!tag.ok()) return tag.status();
+  built_[key] = *tag;
   return tag;
+}
+
+bool DockerBackend::HasBridge() {
+  std::lock_guard<std::mutex> lock(info_mutex_);
+  if (!has_bridge_) {
+    auto bridge = engine_->Call("GET", "/networks/bridge");
+    has_bridge_ = !(bridge.ok() && bridge->status == 404);
+  }
+  return *has_bridge_;
+}
+
+Status DockerBackend::PullBaseImages(const std::string& context_dir, double timeout_seconds,
+                                     const ProgressText& on_progress) {
+  std::ifstream in(context_dir + "/Dockerfile", std::ios::binary);
+  std::ostringstream dockerfile;
+  dockerfile << in.rdbuf();
+  for (const std::string& image : DockerfileBaseImages(dockerfile.str())) {
+    auto auth = RegistryAuth(image, docker_config_);
+    if (!auth.ok()) return auth.status();
+    if (auth->empty()) continue;  // BuildKit pulls what needs no credentials itself
+    auto present = engine_->Call("GET", "/images/" + Engine::Escape(image) + "/json");
+    if (present.ok() && present->status == 200) continue;
+    auto show = [&](const PullProgress& pull) {
+      if (on_progress && pull.total_bytes() > 0) {
+        on_progress(fmt::format("pull {:.1f}/{:.1f} MB", pull.done_bytes() / 1e6, pull.total_bytes() / 1e6));
+      }
+    };
+    FORGE_RETURN_IF_ERROR(PullImage(*engine_, image, *auth, timeout_seconds, show).Prefixed("build " + context_dir + ": FROM"));
+  }
+  return Status::Ok();
+}
+
+std::string DockerBackend::BuildNetworkMode() { return HasBridge() ? "" : "host"; }
+
+std::string DockerBackend::NetworkMode(NetworkPolicy policy) {
+  if (policy == NetworkPolicy::kHost) return "host";
+  if (policy == NetworkPolicy::kOwn && HasBridge()) return "bridge";
+  return "none";
+}
+
+Engine* EngineOf(Backend& backend) {
+  auto* docker = dynamic_cast<DockerBackend*>(&backend);
+  return docker != nullptr ? &docker->engine() : nullptr;
+}
+
+Engine* EngineOf(Sandbox& sandbox) {
+  auto* docker = dynamic_cast<DockerSandbox*>(&sandbox);
+  return docker != nullptr ? &docker->engine() : nullptr;
 }
 
 }  // namespace forge::sandbox::docker

@@ -16,13 +16,16 @@
 // for the verifier.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 #include <string>
 
 #include "sandbox/docker/engine.h"
+#include "sandbox/docker/image_build.h"
 #include "sandbox/docker/image_pull.h"
 #include "sandbox/sandbox.h"
 
@@ -41,9 +44,11 @@ inline constexpr size_t kCollectParallelism = 16;
 
 class DockerBackend : public Backend {
  public:
-  explicit DockerBackend(std::shared_ptr<Engine> engine = std::make_shared<Engine>());
+  // The engine at $DOCKER_HOST, registry credentials from $DOCKER_CONFIG or
+  // ~/.docker, as env has them.
+  explicit DockerBackend(const Env& env);
 
-  std::string name() const override { return "docker"; }
+  BackendKind kind() const override { return BackendKind::kDocker; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
   // create, wait (sent first, read last), attach with the script on stdin,
   // start: the same four engine calls as `docker run --rm -i` (plus one
@@ -57,24 +62,29 @@ class DockerBackend : public Backend {
   // Images labelled forge.run=run_id (built for it) and the pulled ones, by DELETE /images.
   Result<int> CollectImages(const std::string& run_id, const std::vector<std::string>& pulled) override;
 
-  // Builds the Dockerfile in context_dir through POST /build unless an image
-  // built from the same bytes exists already; returns its tag
-  // (forge-task:<sha256 prefix of the context>). A build past timeout_seconds
-  // is abandoned (Busy); a failing step is a InvalidData, never retried.
+  // Builds the Dockerfile in context_dir for run_id (image_build.h), once
+  // per run and context in this process; returns its tag
+  // (forge-task:<image id prefix>). A build past timeout_seconds is
+  // abandoned (Unavailable); a failing step is InvalidData, never retried.
   Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id,
-                                 double timeout_seconds = 3600);
+                                 double timeout_seconds = 3600, const ProgressText& on_progress = {});
   // Builds or finds spec's image and reads its Config (GET /images/{name}/json).
   Result<ImageConfig> PrepareImage(Spec* spec, const ProgressText& on_progress) override;
   // 0 unless the engine has the NVIDIA runtime (GET /info Runtimes); then -1:
   // the engine, not forge, counts the devices.
   int AvailableGpus() override;
+  // The engine's bridge network, where it has one.
+  bool OwnNetworkHasEgress() override { return HasBridge(); }
 
   // The docker config whose "auths" give registry credentials for pulls
   // (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json).
   void set_docker_config(std::string path) { docker_config_ = std::move(path); }
+  // BuildKit (the default, as Harbor's compose builds) or the legacy builder.
+  void set_builder(Builder builder) { builder_ = builder; }
 
   // Checks that the engine answers; Unavailable with the socket path if not.
   Status Ping();
+  Engine& engine() { return *engine_; }
 
  private:
   // Creates (does not start) the container: kept (keep-alive PID 1, exec'd
@@ -90,6 +100,17 @@ class DockerBackend : public Backend {
   // Puts the job's host files into the created container as one archive.
   Status PutCopies(const std::string& id, const std::vector<std::pair<std::string, std::string>>& copies);
   int HostCpus();  // from GET /info, once; 0 if unknown
+  // A BuildKit build has no session, so no registry credentials: the
+  // Dockerfile's base images the user's config has credentials for are
+  // pulled with them first, when the engine lacks them.
+  Status PullBaseImages(const std::string& context_dir, double timeout_seconds, const ProgressText& on_progress);
+  // Whether the engine has its default bridge network (asked once).
+  bool HasBridge();
+  // RUN steps' network: "" (the engine's bridge) or "host" on an engine without one.
+  std::string BuildNetworkMode();
+  // HostConfig.NetworkMode for a policy: host; bridge for kOwn where there
+  // is one; else none (own loopback; the relay reaches the proxy).
+  std::string NetworkMode(NetworkPolicy policy);
   // RunOnce's pieces: the wait (not held) and attach calls opened before
   // the start, and the command's exit status once its output has been read.
   struct OneShotStreams;
@@ -102,10 +123,18 @@ class DockerBackend : public Backend {
   std::mutex info_mutex_;
   int host_cpus_ = -1;
   std::mutex build_mutex_;  // one build at a time; the engine serializes them anyway
+  std::map<std::string, std::string> built_;  // tag by hash of run and context
+  Builder builder_ = Builder::kBuildKit;
+  std::optional<bool> has_bridge_;
   std::mutex reap_mutex_;
   std::set<std::string> reaped_runs_;
   std::mutex pull_mutex_;   // one pull at a time: rollouts of a task want the same image
-  std::string docker_config_ = DefaultDockerConfig();  // registry credentials
+  std::string docker_config_;  // registry credentials
 };
+
+// The engine of a docker backend or sandbox; null for another backend's
+// (forge-verify asks it what the agent changed, and why a sandbox is gone).
+Engine* EngineOf(Backend& backend);
+Engine* EngineOf(Sandbox& sandbox);
 
 }  // namespace forge::sandbox::docker

@@ -1,5 +1,7 @@
 #include "sandbox/docker/engine.h"
 
+#include <algorithm>
+
 #include <curl/curl.h>
 
 #include <cctype>
@@ -31,13 +33,6 @@ CURL* ThreadHandle() {
     curl_easy_reset(handle.get());
   }
   return handle.get();
-}
-
-std::string DefaultSocket() {
-  if (const char* host = std::getenv("DOCKER_HOST"); host && std::string_view(host).starts_with("unix://")) {
-    return std::string(host + 7);
-  }
-  return "/var/run/docker.sock";
 }
 
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
@@ -95,9 +90,14 @@ void CommonOptions(CURL* curl, const std::string& socket, const std::string& url
 
 }  // namespace
 
+std::string EngineSocket(const Env& env) {
+  const std::string host = env.VarOr("DOCKER_HOST", "");
+  if (std::string_view(host).starts_with("unix://")) return host.substr(7);
+  return Engine::kDefaultSocket;
+}
+
 Engine::Engine(std::string socket_path, std::string api_version)
-    : socket_path_(socket_path.empty() ? DefaultSocket() : std::move(socket_path)),
-      api_version_(std::move(api_version)) {}
+    : socket_path_(std::move(socket_path)), api_version_(std::move(api_version)) {}
 
 std::string Engine::Url(const std::string& path) const {
   return "http://docker/" + api_version_ + path;
@@ -179,7 +179,9 @@ Result<long> Engine::Stream(const std::string& method, const std::string& path,
   const std::string url = Url(path);
   CommonOptions(curl, socket_path_, url, method, body);
   HeaderList headers;
-  headers.Add("Content-Type: application/json");
+  const bool typed = std::any_of(extra_headers.begin(), extra_headers.end(),
+                                 [](const std::string& h) { return h.rfind("Content-Type:", 0) == 0; });
+  if (!typed) headers.Add("Content-Type: application/json");
   for (const std::string& header : extra_headers) headers.Add(header);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
   StreamState state{&on_data, &keep_going};

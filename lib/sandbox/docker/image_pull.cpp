@@ -1,7 +1,5 @@
 #include "sandbox/docker/image_pull.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -12,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/base64.h"
 #include "base/json_field.h"
 #include "base/subprocess.h"
 
@@ -19,29 +18,6 @@ namespace forge::sandbox::docker {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string Base64(const std::string& bytes, bool url_safe) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(n);
-  if (url_safe) {
-    for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
-  }
-  return out;
-}
-
-Result<std::string> Unbase64(const std::string& text) {
-  std::string out(3 * (text.size() / 4) + 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return Status::BadConfig("not base64");
-  out.resize(n);
-  size_t pad = 0;
-  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) ++pad;
-  out.resize(out.size() - std::min(pad, out.size()));
-  return out;
-}
 
 // Pull errors that a retry meets again.
 bool Deterministic(const std::string& message) {
@@ -85,10 +61,9 @@ ImageRef ParseImageRef(const std::string& image) {
   return ref;
 }
 
-std::string DefaultDockerConfig() {
-  if (const char* dir = std::getenv("DOCKER_CONFIG"); dir != nullptr && *dir) return std::string(dir) + "/config.json";
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "") + "/.docker/config.json";
+std::string DefaultDockerConfig(const Env& env) {
+  if (std::string dir = env.VarOr("DOCKER_CONFIG", ""); !dir.empty()) return dir + "/config.json";
+  return env.Var("HOME").value_or("") + "/.docker/config.json";
 }
 
 namespace {
@@ -158,7 +133,7 @@ Result<Json> Credentials(const Json& config, const std::string& registry, const 
       return Json{{"identitytoken", entry["identitytoken"]}};
     }
     if (!entry.contains("auth") || !entry["auth"].is_string()) continue;
-    auto pair = Unbase64(entry["auth"].get<std::string>());
+    auto pair = Base64Decode(entry["auth"].get<std::string>());
     const size_t sep = pair.ok() ? pair->find(':') : std::string::npos;
     if (sep == std::string::npos) return Status::BadConfig(config_path + ": auths." + key + ".auth: not base64 of user:password");
     return Json{{"username", pair->substr(0, sep)}, {"password", pair->substr(sep + 1)}};
@@ -176,7 +151,7 @@ Result<std::string> RegistryAuth(const std::string& image, const std::string& co
   if (!credentials.ok()) return credentials.status();
   if (credentials->is_null()) return std::string();
   (*credentials)["serveraddress"] = registry;
-  return Base64(credentials->dump(), true);
+  return Base64Encode(credentials->dump(), true);
 }
 
 Result<std::string> BuildRegistryConfig(const std::string& config_path) {
@@ -200,7 +175,7 @@ Result<std::string> BuildRegistryConfig(const std::string& config_path) {
       all[key] = std::move(*credentials);
     }
   }
-  return all.empty() ? std::string() : Base64(all.dump(), true);
+  return all.empty() ? std::string() : Base64Encode(all.dump(), true);
 }
 
 void PullProgress::Feed(std::string_view bytes) {

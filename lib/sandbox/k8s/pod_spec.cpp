@@ -85,6 +85,7 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
   labels[kNetworkLabel] = spec.network == NetworkPolicy::kNone       ? "none"
                           : spec.network == NetworkPolicy::kLoopback ? "loopback"
                           : spec.network == NetworkPolicy::kProxyOnly ? "proxy-only"
+                          : spec.network == NetworkPolicy::kOwn       ? "own"
                                                                      : "host";
 
   std::string fragment = NameFragment(spec.rollout_id.empty() ? spec.run_id : spec.rollout_id);

@@ -5,23 +5,16 @@
 #include <cstring>
 #include <random>
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include "base/base64.h"
 #include "sandbox/k8s/api_client.h"
 
 namespace forge::sandbox::k8s {
 namespace {
 
 constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-std::string Base64(const unsigned char* data, size_t n) {
-  std::string out(4 * ((n + 2) / 3) + 1, '\0');
-  int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(n));
-  out.resize(len);
-  return out;
-}
 
 void RandomBytes(uint8_t* out, size_t n) {
   if (RAND_bytes(out, static_cast<int>(n)) != 1) {
@@ -56,7 +49,7 @@ std::string WebSocket::AcceptFor(const std::string& key) {
   std::string input = key + std::string(kGuid);
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
-  return Base64(digest, sizeof digest);
+  return Base64Encode({reinterpret_cast<const char*>(digest), sizeof digest});
 }
 
 std::string WebSocket::EncodeFrame(int opcode, std::string_view payload, const uint8_t mask[4]) {
@@ -108,7 +101,7 @@ Result<std::unique_ptr<WebSocket>> WebSocket::Connect(ApiClient& client, const s
 
   uint8_t nonce[16];
   RandomBytes(nonce, sizeof nonce);
-  std::string key = Base64(nonce, sizeof nonce);
+  std::string key = Base64Encode({reinterpret_cast<const char*>(nonce), sizeof nonce});
   std::string offered;
   for (const std::string& p : protocols) offered += (offered.empty() ? "" : ", ") + p;
   std::string request = "GET " + prefix + path + " HTTP/1.1\r\n" + "Host: " + host + "\r\n" +

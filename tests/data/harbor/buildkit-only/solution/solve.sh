@@ -1,0 +1,2 @@
+#!/bin/sh
+cat /app/hello.txt /app/world.txt > /app/answer.txt
