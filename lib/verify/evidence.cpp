@@ -141,7 +141,7 @@ std::string WorkingArea(std::string_view workdir) {
   if (dir.empty() || dir[0] != '/' || dir == "/") return "";
   const auto parts = Components(dir);
   // Home directories hold the shells' start-up files.
-  if (dir == "/root" || (parts.size() == 2 && parts[0] == "home")) return "";
+  if (dir == "/root" || (parts.size() <= 2 && parts[0] == "home")) return "";
   for (std::string_view system : kSystemDirs) {
     if (Under(dir, system) || Under(system, dir)) return "";
   }

@@ -59,6 +59,14 @@ bool ReadStat(pid_t pid, pid_t* ppid, int64_t* start) {
   return false;
 }
 
+// Now on the clock /proc/PID/stat's start times count (clock ticks since boot).
+int64_t BootTicks() {
+  timespec boot{};
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  const int64_t hz = sysconf(_SC_CLK_TCK);
+  return static_cast<int64_t>(boot.tv_sec) * hz + static_cast<int64_t>(boot.tv_nsec) * hz / 1000000000;
+}
+
 pid_t TgidOf(pid_t tid) {
   std::ifstream in(ProcPath(tid, "status"));
   std::string line;
@@ -119,6 +127,7 @@ Result<std::unique_ptr<Watch>> Watch::Start(WatchPlan plan) {
   watch->wake_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   FORGE_RETURN_IF_ERROR(watch->Mark());
   watch->start_ns_ = Coarse();
+  watch->start_ticks_ = BootTicks();
   if (watch->plan_.agent_may_run) watch->untrusted_since_ = watch->start_ns_;
   watch->thread_ = std::thread([w = watch.get()] { w->Loop(); });
   return watch;
@@ -218,9 +227,18 @@ Role Watch::RoleOf(pid_t pid, int depth) {
   int64_t start = 0;
   if (!ReadStat(pid, &ppid, &start) || depth > 64) return Role::kOther;
   if (auto it = procs_.find({pid, start}); it != procs_.end()) return it->second.role;
-  // A process whose parent is outside the sandbox was exec'd into it by the
-  // engine: while the watch runs, that is the verifier.
-  if (ppid <= 0 || !InSandbox(ppid)) return Role::kMachinery;
+  if (ppid <= 0 || !InSandbox(ppid)) {
+    // Its parent is outside: exec'd into the sandbox by the engine, or an
+    // orphan the engine's subreaper (containerd-shim) adopted. The verifier
+    // is forge's one exec while the watch runs, the first such process to
+    // start after the watch began; any other came before (the agent's, kept)
+    // or lost its lineage when its parent ended (a loop a program of the
+    // agent's left behind): not the verifier's machinery, and what it writes
+    // is not the verifier's.
+    const ProcKey key{pid, start};
+    if (!verifier_root_ && start >= start_ticks_) verifier_root_ = key;
+    return verifier_root_ == key ? Role::kMachinery : Role::kOther;
+  }
   pid_t grandparent = 0;
   int64_t parent_start = 0;
   if (!ReadStat(ppid, &grandparent, &parent_start)) return Role::kOther;

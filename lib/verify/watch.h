@@ -130,6 +130,8 @@ class Watch {
   std::condition_variable drained_cv_;
   uint64_t drain_asked_ = 0, drain_done_ = 0;
   int64_t start_ns_ = 0, end_ns_ = 0;
+  int64_t start_ticks_ = 0;               // start_ns_ on the boot clock, in /proc's clock ticks
+  std::optional<ProcKey> verifier_root_;  // the process forge exec'd: the verifier
   int64_t untrusted_since_ = INT64_MAX;
   std::map<ProcKey, Proc> procs_;
   std::map<pid_t, ProcKey> threads_;
