@@ -162,7 +162,8 @@ class Witness {
     if (context.previous_tamper != nullptr && context.previous_tamper->is_object()) earlier_ = *context.previous_tamper;
     windows_ = earlier_.value("trusted_windows", Json::array());
     Status why;
-    auto plan = PlanWatch(sandbox, context.baseline, spec.keep_processes);
+    auto plan = context.watch ? PlanWatch(sandbox, context.baseline, spec.keep_processes)
+                              : Result<WatchPlan>(Status::NotFound("not watched (VerifyContext::watch)"));
     if (plan.ok()) {
       for (const auto& w : windows_) {
         if (w.is_array() && w.size() == 2) plan->trusted.emplace_back(w[0].get<int64_t>(), w[1].get<int64_t>());

@@ -51,6 +51,9 @@ struct VerifyContext {
   // Without runtime evidence the verdict is infra_error (excluded), not an
   // unchecked pass.
   bool require_evidence = false;
+  // false: no watch at all, as on a backend without evidence (the
+  // benchmark's baseline of what the evidence costs).
+  bool watch = true;
 };
 
 // Both prepare the sandbox first (hardening.h) and watch the verifier while
