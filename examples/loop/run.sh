@@ -16,7 +16,8 @@
 # backend under bubblewrap), forge-verify, forge-pack rl --max-staleness 0,
 # one GRPO update (the trainer first checks its log-probabilities against
 # the recorded ones). Held-out pass@1 is printed for the untrained model, the
-# SFT checkpoint and after every round; DIR/rounds.jsonl keeps the figures.
+# SFT checkpoint and after every round; DIR/rounds.jsonl keeps the figures
+# and DIR/learning.html draws them as a learning curve.
 # FORGE_BIN names the directory with the forge binaries (default: build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --sft-lr) sft_lr=$2; shift 2 ;;
     --rl-lr) rl_lr=$2; shift 2 ;;
     --jobs|-j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "loop: unknown argument $1 (try --help)" >&2; exit 64 ;;
   esac
 done
@@ -64,6 +65,9 @@ evaluate() {
   printf '%-10s policy_version %-3s held-out pass@1 %s\n' "$1" "$2" "$p"
   printf '{"stage":"%s","policy_version":%s,"heldout_pass_at_1":%s,"weights":"%s"}\n' "$1" "$2" "$p" "$3" \
     >>"$out/rounds.jsonl"
+  # The learning curve so far: held-out pass@1 per policy version (read from the calls), with intervals.
+  "$bin/forge-verify" report --by policy_version --store "$out/forge.db" -k 1 --html "$out/learning.html" \
+    "$out"/runs/eval-*.verdicts.jsonl >/dev/null 2>>"$out/report.log" || true
 }
 
 say "tasks: train and held-out splits"
