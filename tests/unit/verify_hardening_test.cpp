@@ -85,6 +85,19 @@ VerifierSpec HarborSpec(const forge::testing::TempDir& dir) {
 
 }  // namespace
 
+TEST_CASE("forge-box runs the sweep: no program of the sandbox's, the environment's processes kept") {
+  // Where forge-box is mounted, the sweep is its argv: nothing found on the
+  // sandbox's PATH, not even its /bin/sh.
+  CHECK(SweepArgv(true, true, "t1", std::nullopt) ==
+        std::vector<std::string>{"/forge/bin/forge-box", "sweep", "--tag", "t1", "--stop", "--clear"});
+  forge::sandbox::Baseline baseline;
+  baseline.processes = {{1, 10}, {7, 11}};
+  CHECK(SweepArgv(true, false, "t2", baseline) ==
+        std::vector<std::string>{"/forge/bin/forge-box", "sweep", "--tag", "t2", "--stop", "--keep", "1:10,7:11"});
+  CHECK(SweepArgv(false, true, "t3", baseline) ==
+        std::vector<std::string>{"/forge/bin/forge-box", "sweep", "--tag", "t3", "--clear"});
+}
+
 TEST_CASE("the sweep's output: fit, a fault the agent caused, a full disk, a shell that did not run it") {
   SweepReport ok = ParseSweepOutput("forge-sweep: stopped 3\nforge-sweep: avail 5000\nforge-sweep: avail 2048\n"
                                     "forge-sweep: done ab\n", 0);
