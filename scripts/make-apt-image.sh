@@ -6,10 +6,15 @@
 # its own file:// source. Packages come from the host's Debian mirror (or
 # $FORGE_DEBIAN_MIRROR) at build time only.
 #
+# $FORGE_APT_INCLUDE (comma separated) adds Debian packages to the root:
+# scripts/make-pytest-image.sh makes forge-pytest:bookworm (python3,
+# python3-pytest, python3-pip) this way.
+#
 # Idempotent: does nothing when the image exists (--force rebuilds). Needs
 # root and debootstrap (scripts/bootstrap.sh installs it).
 set -euo pipefail
 image="${FORGE_APT_IMAGE:-forge-apt:bookworm}"
+include="${FORGE_APT_INCLUDE:+--include=$FORGE_APT_INCLUDE}"
 [[ "${1:-}" == --force ]] || ! docker image inspect "$image" >/dev/null 2>&1 || exit 0
 say() { echo "make-apt-image: $*" >&2; }
 command -v debootstrap >/dev/null 2>&1 || { say "debootstrap is needed"; exit 69; }
@@ -23,8 +28,8 @@ mirror="${FORGE_DEBIAN_MIRROR:-}"
 [[ -n "$mirror" ]] || { say "no Debian mirror found in /etc/apt; set FORGE_DEBIAN_MIRROR"; exit 78; }
 root="$(mktemp -d /tmp/forge-apt-root.XXXXXX)"
 trap 'rm -rf "$root" "$root.log"' EXIT
-say "debootstrap --variant=minbase bookworm from $mirror"
-debootstrap --variant=minbase --cache-dir=/var/cache/apt/archives bookworm "$root" "$mirror" >"$root.log" 2>&1 ||
+say "debootstrap --variant=minbase $include bookworm from $mirror"
+debootstrap --variant=minbase $include --cache-dir=/var/cache/apt/archives bookworm "$root" "$mirror" >"$root.log" 2>&1 ||
   { tail -20 "$root.log" >&2; say "debootstrap failed"; exit 69; }
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
 : >"$root/etc/apt/sources.list"

@@ -7,6 +7,7 @@
 #include "launch/healthcheck.h"
 #include "launch/network.h"
 #include "launch/services.h"
+#include "sandbox/box.h"
 #include "sandbox/one_shot_script.h"
 #include "tasks/env_template.h"
 
@@ -90,6 +91,7 @@ RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec&
   // The real harnesses stay installed on the host; a container sees them
   // read-only at a fixed path, so nothing is fetched at rollout time.
   if (MountsHarnesses(a)) spec.mounts.push_back({host.harness_install_dir, a.options.harness_mount, true});
+  if (a.backend == sandbox::BackendKind::kDocker) spec.box_binary = host.box_binary;
   RelayPaths relay;
   if (!ProxyOnly(a)) return relay;
   // proxy-only: where the harness's wrapper finds forge-relay and the host
@@ -249,6 +251,7 @@ Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::s
     if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
     for (const auto& [k, v] : *solution_env) exec.env[k] = v;
   }
+  if (a.backend == sandbox::BackendKind::kDocker) exec.argv = sandbox::WithMark(exec.argv);
   // The environment is ready once this check passes; the harness starts next.
   if (ready) exec.argv = WithHealthcheck(*ready, exec.argv);
   if (!a.options.proxy.empty()) {
@@ -294,7 +297,9 @@ Status ReadHarnessRun(const Attempt& a, const sandbox::ExecResult& ran, const st
                : Status::Unavailable(where + ": " + failed->detail);
   }
   record["exit_code"] = ran.exit_code;
-  record["logs"] = {{"stdout", ran.stdout_data}, {"stderr", ran.stderr_data}, {"truncated", ran.truncated}};
+  std::string stderr_data = ran.stderr_data;
+  if (auto baseline = sandbox::TakeMark(&stderr_data)) record["baseline"] = baseline->ToJson();
+  record["logs"] = {{"stdout", ran.stdout_data}, {"stderr", stderr_data}, {"truncated", ran.truncated}};
   if (ran.out_of_memory) record["oom"] = true;
   if (ran.timed_out) {
     record["outcome"] = "agent_timeout";
@@ -303,7 +308,7 @@ Status ReadHarnessRun(const Attempt& a, const sandbox::ExecResult& ran, const st
     record["outcome"] = "agent_error";
     record["error"] = ran.out_of_memory
                           ? fmt::format("harness killed: out of memory (limit {} bytes)", memory_bytes)
-                          : fmt::format("harness exited with status {}: {}", ran.exit_code, Tail(ran.stderr_data, 300));
+                          : fmt::format("harness exited with status {}: {}", ran.exit_code, Tail(stderr_data, 300));
   } else {
     record["outcome"] = "ok";
   }

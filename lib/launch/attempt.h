@@ -37,6 +37,7 @@ struct HostPaths {
   std::string harness_install_dir;
   std::string relay_binary;
   std::string relay_dir;
+  std::string box_binary;  // forge-box (sandbox/box.h), mounted into every docker sandbox
   bool egress = false;  // the relay's directory has egress.sock (net/egress_proxy.h)
 };
 
@@ -56,8 +57,8 @@ double AgentTimeout(const Attempt& a);
 // runs from {harnesses}).
 bool MountsHarnesses(const Attempt& a);
 
-// Adds the read-only host mounts (the harnesses; forge-relay and its socket
-// for proxy-only) to spec. Returns where the sandbox finds the relay and
+// Adds the read-only host mounts (the harnesses; forge-box on docker;
+// forge-relay and its socket for proxy-only) to spec. Returns where the sandbox finds the relay and
 // its socket (both empty unless proxy-only).
 struct RelayPaths {
   std::string relay, socket;
@@ -97,12 +98,15 @@ std::optional<tasks::Healthcheck> Readiness(const TaskSpec& task, const sandbox:
 // answers) and the next step is the harness, the environment is ready: that
 // moment is the wrapper's `exec "$@"` (launch/healthcheck.h), the one point
 // in the sandbox between the environment's start and the agent's.
+// On docker forge-box mark runs just before the harness, inside every other
+// wrapper: the moment it says is when the agent begins.
 Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::string, std::string>& vars,
                                          const RelayPaths& relay, const net::Endpoint& proxy_endpoint,
                                          const std::optional<sandbox::Display>& display,
                                          const std::optional<tasks::Healthcheck>& ready);
 
-// Reads what the harness's run says into record (exit code, logs, outcome).
+// Reads what the harness's run says into record (exit code, logs, outcome,
+// and forge-box mark's "baseline": the environment as the harness found it).
 // A wrapper that failed before the harness ran (the relay, the readiness check,
 // the display) is the environment's failure: that Status, the harness's
 // outcome left unset. `where` names the image or host, for a missing Xvfb.

@@ -106,6 +106,14 @@ std::string RelayBinary(const LaunchOptions& options) {
   return path.lexically_normal().string();
 }
 
+// forge-box next to the running executable (how an install or a build
+// directory lays it out, beside forge-relay).
+std::string BoxBinary() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "forge-box" : (self.parent_path() / "forge-box").lexically_normal().string();
+}
+
 bool IsExecutable(const std::string& path) {
   std::error_code ec;
   return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
@@ -168,7 +176,7 @@ class Launcher {
   Result<sandbox::ExecResult> RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
                                          Phases& phases, std::unique_ptr<sandbox::Sandbox>& box, Json& record);
   HostPaths Host() const {
-    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : "",
+    return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : "", BoxBinary(),
             host_relay_ && host_relay_->egress()};
   }
   // Sets aside the calls recorded under the rollout, noting them in record:
@@ -772,6 +780,13 @@ Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::St
   if (options.network == "proxy-only") FORGE_RETURN_IF_ERROR(CheckProxyOnly(options, backend));
   if (backend.kind() == sandbox::BackendKind::kK8s && !options.proxy.empty()) {
     FORGE_RETURN_IF_ERROR(sandbox::k8s::ParseProxyService(options.proxy, "").status());
+  }
+  if (backend.kind() == sandbox::BackendKind::kDocker) {
+    // PID 1 of a held sandbox and forge-verify's steps in it run forge-box.
+    const std::string box = BoxBinary();
+    if (!IsExecutable(box)) {
+      return Status::BadConfig("no executable forge-box at " + box + " (it is installed next to forge-launch)");
+    }
   }
   if (!options.skills_dir.empty()) {
     auto skills = SkillFolders(options.skills_dir);

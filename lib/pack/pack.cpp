@@ -31,7 +31,9 @@ Status CheckOptions(const PackOptions& o) {
 // writes the current one), then, for RL, the batches once every rollout is in.
 class Packer {
  public:
-  Packer(const PackOptions& o, records::JsonlWriter& out) : o_(o), out_(out) {}
+  Packer(const PackOptions& o, records::JsonlWriter& out) : o_(o), out_(out) {
+    stats_.untrusted_dropped = o.untrusted == Untrusted::kDrop;
+  }
 
   Status Run() {
     Stopwatch run_watch;
@@ -117,7 +119,9 @@ class Packer {
         case Filter::kKept: break;
         case Filter::kNotPassed: ++stats_.filtered_not_passed; break;
         case Filter::kBelowMinReward: ++stats_.filtered_below_min_reward; break;
+        case Filter::kUntrusted: break;
       }
+      if (!in.untrusted.empty()) ++stats_.untrusted[in.untrusted];
       const CallReader::Slot& slot = chunk.slots[i - chunk.begin];
       std::vector<Sample>& good = good_[i - chunk.begin];
       good.clear();

@@ -19,6 +19,7 @@
 namespace forge::pack {
 
 enum class Format { kSftMessages, kSftTokens, kRl, kVerlPrompts };
+enum class Untrusted { kFail, kDrop };
 
 struct PackOptions {
   Env* env = nullptr;               // required: reports, the stop
@@ -28,6 +29,9 @@ struct PackOptions {
   Format format = Format::kSftMessages;
   bool passed_only = false;
   std::optional<double> min_reward;
+  // A rollout whose verdict is neither passed nor failed (tampered,
+  // infra_error, ...): kept as a failure (reward 0) or dropped.
+  Untrusted untrusted = Untrusted::kFail;
   ValidationOptions validation;
   Estimator estimator = Estimator::kGrpo;
   bool drop_zero_variance = false;

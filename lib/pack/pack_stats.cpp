@@ -27,13 +27,22 @@ void Stopwatch::AddTo(StageTime& stage) {
   cpu_ = cpu;
 }
 
+int64_t PackStats::UntrustedCount() const {
+  int64_t n = 0;
+  for (const auto& [outcome, count] : untrusted) n += count;
+  return n;
+}
+
 Json PackStats::ToJson() const {
   double rollouts = static_cast<double>(std::max<int64_t>(assembly.rollouts, 1));
   Json j = {{"records", records},
             {"malformed_lines", malformed_lines},
             {"bad_records", bad_records},
             {"duplicate_rollouts", duplicate_rollouts},
-            {"filtered", {{"not_passed", filtered_not_passed}, {"below_min_reward", filtered_below_min_reward}}},
+            {"filtered", {{"not_passed", filtered_not_passed},
+                          {"below_min_reward", filtered_below_min_reward},
+                          {"untrusted", untrusted_dropped ? UntrustedCount() : 0}}},
+            {"untrusted_verdicts", untrusted},
             {"rollouts_without_calls", rollouts_without_calls},
             {"rollouts_without_reward", rollouts_without_reward},
             {"rollouts", assembly.rollouts},
@@ -90,6 +99,13 @@ void PrintSummary(const Json& s, Env& env) {
                        s["written"].get<int64_t>(), dropped.empty() ? " none" : dropped,
                        s["filtered"]["not_passed"].get<int64_t>(), s["filtered"]["below_min_reward"].get<int64_t>(),
                        s["rollouts_without_calls"].get<int64_t>()));
+  if (!s["untrusted_verdicts"].empty()) {
+    std::string outcomes;
+    for (const auto& [outcome, n] : s["untrusted_verdicts"].items()) outcomes += fmt::format(" {} {}", outcome, n.get<int64_t>());
+    env.Note(fmt::format("verdicts neither passed nor failed (reward 0, never a positive advantage):{}; {}", outcomes,
+                         s["filtered"]["untrusted"].get<int64_t>() > 0 ? "dropped (--untrusted drop)"
+                                                                       : "kept as failures (--untrusted fail)"));
+  }
   if (s.contains("rl")) {
     const Json& r = s["rl"];
     env.Note(fmt::format("rl: {} groups ({} zero-variance), {} rows in {} batches; utilisation {:.2f}%, "

@@ -57,6 +57,10 @@ struct PackStats {
   int64_t duplicate_rollouts = 0;
   int64_t filtered_not_passed = 0;
   int64_t filtered_below_min_reward = 0;
+  // Rollouts whose verdict was neither passed nor failed, by outcome: kept
+  // with reward 0 or dropped (filtered.untrusted).
+  std::map<std::string, int64_t> untrusted;
+  bool untrusted_dropped = false;
   int64_t rollouts_without_calls = 0;
   int64_t rollouts_without_reward = 0;
   AssemblyCounts assembly;
@@ -65,6 +69,7 @@ struct PackStats {
   int64_t written_rollouts = 0;
   std::optional<RlFigures> rl;
 
+  int64_t UntrustedCount() const;
   Json ToJson() const;
 };
 

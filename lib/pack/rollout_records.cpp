@@ -33,6 +33,7 @@ Json PromptOf(const RolloutInput& in, std::span<const store::CallRecord> calls) 
 }  // namespace
 
 Filter FilterOf(const RolloutInput& in, const PackOptions& o) {
+  if (!in.untrusted.empty() && o.untrusted == Untrusted::kDrop) return Filter::kUntrusted;
   if (o.passed_only && !in.passed.value_or(false)) return Filter::kNotPassed;
   if (o.min_reward && (!in.reward || *in.reward < *o.min_reward)) return Filter::kBelowMinReward;
   return Filter::kKept;
@@ -59,6 +60,19 @@ Result<RolloutInput> ParseRollout(records::Record& r) {
     if (const Json* passed = Find(*source, "passed"); passed && !in.passed) {
       if (!passed->is_boolean()) return Status::InvalidData(in.where + ": passed is not a boolean");
       in.passed = passed->get<bool>();
+    }
+  }
+  // Only a verifier that ran to its end on a sandbox nobody tampered with
+  // gives a reward (verify/verdict.h): whatever an older or edited record
+  // says, any other outcome is a failure with reward 0.
+  if (verdict != nullptr) {
+    if (const Json* outcome = Find(*verdict, "outcome"); outcome && outcome->is_string()) {
+      const std::string name = outcome->get<std::string>();
+      if (name != "passed" && name != "failed") {
+        in.untrusted = name;
+        in.reward = 0.0;
+        in.passed = false;
+      }
     }
   }
   in.record = std::move(r.json);

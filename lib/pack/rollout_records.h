@@ -19,11 +19,15 @@ struct RolloutInput {
   std::string task_id;
   std::optional<double> reward;
   std::optional<bool> passed;
+  // The verdict's outcome when it is neither passed nor failed (tampered,
+  // infra_error, ...): its reward is 0 whatever the record says, and the
+  // rollout is kept as a failure or dropped (PackOptions::untrusted).
+  std::string untrusted;
   Json record;
   std::string where;
 };
 
-enum class Filter { kKept, kNotPassed, kBelowMinReward };
+enum class Filter { kKept, kNotPassed, kBelowMinReward, kUntrusted };
 Filter FilterOf(const RolloutInput& in, const PackOptions& o);
 
 // Reads the fields forge-pack needs; a record without a rollout id is bad input.

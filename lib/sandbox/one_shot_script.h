@@ -29,9 +29,12 @@ std::string OneShotBootstrap();
 // "<held_marker> <exit status> <1 if the deadline killed it, else 0>" on
 // stderr and stays as the keep-alive PID 1 for the rest of the lifetime.
 // Its deadline kill is `kill -KILL -1`: only ever run it as PID 1 of its own
-// pid namespace.
+// pid namespace. With box (forge-box is mounted, sandbox/box.h) the shell
+// execs forge-box's keep-alive once the command has ended, and the
+// deadline's watchdog starts before the command: from then on PID 1 runs
+// nothing from the sandbox's PATH, which the agent may have filled.
 std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_t lifetime_seconds,
-                          const std::string& held_marker = "");
+                          const std::string& held_marker = "", bool box = false);
 
 inline constexpr int kOneShotSetupExit = 199;
 

@@ -83,6 +83,11 @@ struct Spec {
   std::string workdir = "/work";
   std::string user;  // empty: the image's default
   std::vector<Mount> mounts;
+  // forge-box on the host (sandbox/box.h): the docker backend binds it
+  // read-only at kBoxSandboxPath and makes it PID 1's keep-alive, so a held
+  // sandbox runs no program of its own to stay alive. Empty: a shell loop
+  // (`sleep` from the image) keeps it alive, as before.
+  std::string box_binary;
   // Capabilities: Docker's default set (what `docker run` and Harbor give:
   // root may chown and apt-get may drop to _apt), always with
   // no-new-privileges; true drops them all (forge-launch --cap-drop-all).
@@ -162,6 +167,9 @@ class Sandbox {
   virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) = 0;
   // Removes the sandbox and everything it holds.
   virtual Status Release() = 0;
+  // forge-box is mounted at kBoxSandboxPath (sandbox/box.h): forge's steps
+  // run it rather than anything of the sandbox's.
+  virtual bool has_box() const { return false; }
 };
 
 // What an image says about how to run it (Docker's image Config), so a

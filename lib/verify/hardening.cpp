@@ -17,129 +17,12 @@
 namespace forge::verify {
 namespace {
 
-constexpr std::array<std::string_view, 7> kBinDirs = {
-    "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/root/.local/bin"};
-// Every verifier starts through a shell; `env` is how scripts find interpreters.
-constexpr std::array<std::string_view, 6> kShells = {"sh", "bash", "dash", "ash", "busybox", "env"};
-// Read by pytest when it looks for its root above /tests.
-constexpr std::array<std::string_view, 5> kPytestRootFiles = {"/conftest.py", "/pytest.ini", "/pyproject.toml",
-                                                              "/tox.ini", "/setup.cfg"};
-
-bool Under(std::string_view path, std::string_view dir) {
-  return path == dir || (path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/');
-}
-
-std::string_view Basename(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-std::string_view Dirname(std::string_view path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos) return "";
-  return slash == 0 ? std::string_view("/") : path.substr(0, slash);
-}
-
-bool IsBinDir(std::string_view dir) {
-  return std::find(kBinDirs.begin(), kBinDirs.end(), dir) != kBinDirs.end();
-}
-
-// The script's words, split at blanks, quotes and shell operators.
-std::vector<std::string> Words(std::string_view script) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : script) {
-    if (std::isspace(static_cast<unsigned char>(c)) || std::string_view(";|&()<>`\"'{}").find(c) != std::string_view::npos) {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-    } else {
-      word.push_back(c);
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
-}
-
-bool CommandLike(std::string_view word) {
-  if (word.empty() || word.size() > 64 || word[0] == '-') return false;
-  return std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-';
-  });
-}
-
-std::string HomeExpanded(const std::string& path) {
-  for (std::string_view home : {"$HOME", "${HOME}", "~"}) {
-    if (path == home) return "/root";
-    if (path.starts_with(std::string(home) + "/")) return "/root" + path.substr(home.size());
-  }
-  return path;
-}
-
-const char* KindName(int kind) { return kind == 1 ? "added" : kind == 2 ? "deleted" : "modified"; }
-
-// Why a change touches the verifier's toolchain; empty when it does not.
-std::string WhyToolchain(const FileChange& change, const Toolchain& toolchain, const ShadowCheck& exists_elsewhere) {
-  const std::string& p = change.path;
-  if (Under(p, "/tests")) return "the verifier's tests directory";
-  if (Under(p, "/logs/verifier")) return "the verifier's reward directory";
-  if (toolchain.sourced.count(p)) return "a file the test script sources";
-  if (p == "/etc/ld.so.preload") return "the loader's preload list";
-  const std::string_view base = Basename(p), dir = Dirname(p);
-  if (base == "sitecustomize.py" || base == "usercustomize.py") return "a Python start-up hook";
-  if (std::find(kPytestRootFiles.begin(), kPytestRootFiles.end(), p) != kPytestRootFiles.end()) {
-    return "pytest configuration above /tests";
-  }
-  if (IsBinDir(dir) && std::find(kShells.begin(), kShells.end(), base) != kShells.end()) {
-    return "a shell every verifier starts through";
-  }
-  if (IsBinDir(dir) && toolchain.commands.count(std::string(base))) {
-    if (change.kind != 1) return "a command the verifier runs";
-    if (exists_elsewhere && exists_elsewhere(std::string(base), std::string(dir))) {
-      return "a command the verifier runs, shadowed by an added one";
-    }
-    return "";
-  }
-  const bool lib = dir.starts_with("/lib") || dir.starts_with("/usr/lib");
-  if (lib && change.kind != 1 &&
-      (base.starts_with("ld-linux") || base.starts_with("ld-musl") || base.starts_with("libc.so") ||
-       base.starts_with("libc-"))) {
-    return "the C library or loader";
-  }
-  return "";
-}
-
 std::string RandomTag() {
   std::random_device device;
   return fmt::format("{:08x}{:08x}", device(), device());
 }
 
 }  // namespace
-
-Toolchain ToolchainOfScript(std::string_view script) {
-  Toolchain t;
-  for (auto shell : kShells) t.commands.insert(std::string(shell));
-  const auto words = Words(script);
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    if ((w == "source" || w == ".") && i + 1 < words.size()) {
-      std::string path = HomeExpanded(words[i + 1]);
-      if (!path.empty() && path[0] == '/') t.sourced.insert(path);
-    }
-    std::string_view name = w[0] == '/' ? Basename(w) : std::string_view(w);
-    if (CommandLike(name)) t.commands.insert(std::string(name));
-  }
-  return t;
-}
-
-Json ToolchainChanges(const std::vector<FileChange>& changes, const Toolchain& toolchain,
-                      const ShadowCheck& exists_elsewhere) {
-  Json out = Json::array();
-  for (const auto& change : changes) {
-    std::string why = WhyToolchain(change, toolchain, exists_elsewhere);
-    if (!why.empty()) out.push_back({{"path", change.path}, {"kind", KindName(change.kind)}, {"why", why}});
-  }
-  return out;
-}
 
 std::string SweepScript(bool stop_processes, bool clear_harbor_dirs, const std::string& tag) {
   // Builtins only while processes are stopped (`kill` must not be a child
@@ -190,6 +73,17 @@ std::string SweepScript(bool stop_processes, bool clear_harbor_dirs, const std::
   return s;
 }
 
+std::vector<std::string> SweepArgv(bool stop_processes, bool clear_harbor_dirs, const std::string& tag,
+                                   const std::optional<sandbox::Baseline>& baseline) {
+  std::vector<std::string> argv = {sandbox::kBoxSandboxPath, "sweep", "--tag", tag};
+  if (stop_processes) {
+    argv.push_back("--stop");
+    if (baseline) argv.insert(argv.end(), {"--keep", baseline->KeepList()});
+  }
+  if (clear_harbor_dirs) argv.push_back("--clear");
+  return argv;
+}
+
 SweepReport ParseSweepOutput(std::string_view out, int exit_code) {
   SweepReport r;
   bool done = false;
@@ -217,7 +111,7 @@ SweepReport ParseSweepOutput(std::string_view out, int exit_code) {
   }
   if (!r.fault.empty()) return r;
   if (exit_code != 0 || !done) {
-    r.fault = fmt::format("the sandbox's /bin/sh did not run forge's sweep (exit status {}{})", exit_code,
+    r.fault = fmt::format("forge's sweep did not finish (exit status {}{})", exit_code,
                           done ? "" : ", no end line");
   } else if (r.min_avail_kib >= 0 && r.min_avail_kib < kMinFreeKib) {
     r.fault = fmt::format("the file system of /tests or /logs/verifier has {} KiB free: the verifier "
@@ -231,68 +125,7 @@ namespace {
 
 #ifdef FORGE_VERIFY_HAVE_DOCKER_ENGINE
 using sandbox::docker::Engine;
-
-Result<std::vector<FileChange>> DockerChanges(Engine& engine, const std::string& id) {
-  auto listed = engine.CallJson("GET", "/containers/" + Engine::Escape(id) + "/changes");
-  if (!listed.ok()) return listed.status().Prefixed("list changes of " + id);
-  std::vector<FileChange> changes;
-  if (!listed->is_array()) return changes;  // null: nothing changed
-  for (const auto& c : *listed) {
-    if (!c.is_object()) continue;
-    changes.push_back({c.value("Path", std::string()), c.value("Kind", 0)});
-  }
-  return changes;
-}
-
-// Whether `path` exists in the container; HEAD on the archive endpoint asks
-// the engine, which looks from outside without running anything inside.
-bool DockerPathExists(Engine& engine, const std::string& id, const std::string& path) {
-  auto head = engine.Call("HEAD", "/containers/" + Engine::Escape(id) + "/archive?path=" + Engine::Escape(path), "",
-                          {"", 30});
-  return head.ok() && head->status == 200;
-}
-
-Status DockerTamperCheck(Engine& engine, const std::string& id, const Toolchain& toolchain, Preparation* prep) {
-  auto changes = DockerChanges(engine, id);
-  if (!changes.ok()) return changes.status();
-  std::set<std::string> changed;
-  for (const auto& c : *changes) changed.insert(c.path);
-  ShadowCheck elsewhere = [&](const std::string& name, const std::string& dir) {
-    for (auto other : kBinDirs) {
-      const std::string path = std::string(other) + "/" + name;
-      if (other == dir || changed.count(path)) continue;
-      if (DockerPathExists(engine, id, path)) return true;
-    }
-    return false;
-  };
-  Json found = ToolchainChanges(*changes, toolchain, elsewhere);
-  prep->tampered = !found.empty();
-  prep->tamper = {{"checked", true}, {"method", "docker changes"}, {"changes", changes->size()}};
-  if (found.size() > 50) found.erase(found.begin() + 50, found.end());
-  prep->tamper["toolchain"] = std::move(found);
-  return Status::Ok();
-}
 #endif
-
-Status TamperCheck(sandbox::Sandbox& sandbox, const PrepareOptions& options, Preparation* prep) {
-  if (options.previous_tamper != nullptr && options.previous_tamper->is_object() &&
-      options.previous_tamper->value("checked", false)) {
-    prep->tamper = *options.previous_tamper;
-    prep->tamper["from_earlier_verification"] = true;
-    prep->tampered = prep->tamper.contains("toolchain") && prep->tamper["toolchain"].is_array() &&
-                     !prep->tamper["toolchain"].empty();
-    return Status::Ok();
-  }
-#ifdef FORGE_VERIFY_HAVE_DOCKER_ENGINE
-  if (Engine* engine = sandbox::docker::EngineOf(sandbox)) {
-    return DockerTamperCheck(*engine, sandbox.handle().id, ToolchainOfScript(options.script), prep);
-  }
-#endif
-  prep->tamper = {{"checked", false},
-                  {"method", "none"},
-                  {"why", "the " + sandbox.handle().backend + " backend lists no file changes"}};
-  return Status::Ok();
-}
 
 // The user a sweep runs as: root, or where the sandbox execs only as its
 // own user (a pod), that user, noted in the sweep.
@@ -304,11 +137,12 @@ std::string Root(const sandbox::Sandbox& sandbox, Preparation& prep) {
 
 // Runs one sweep pass as user; a fault the agent's state causes lands in
 // prep. *left: processes the pass could not stop.
-Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::string& user, Preparation* prep,
-                int* left = nullptr) {
+Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::string& user,
+                const PrepareOptions& options, Preparation* prep, int* left = nullptr) {
   const std::string tag = RandomTag();
   sandbox::ExecRequest req;
-  req.argv = {"/bin/sh", "-c", SweepScript(stop, clear, tag)};
+  req.argv = sandbox.has_box() ? SweepArgv(stop, clear, tag, options.baseline)
+                               : std::vector<std::string>{"/bin/sh", "-c", SweepScript(stop, clear, tag)};
   req.user = user;
   req.workdir = "/";
   req.timeout_seconds = 60;
@@ -327,7 +161,8 @@ Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::str
   if (!report.fault.empty()) {
     prep->fault = report.fault;
     std::string err = ran->stderr_data.substr(0, 300);
-    if (!err.empty() && report.fault.find("did not run") != std::string::npos) prep->fault += ": " + err;
+    if (!err.empty() && report.fault.find("did not finish") != std::string::npos) prep->fault += ": " + err;
+
   }
   return Status::Ok();
 }
@@ -337,7 +172,7 @@ Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::str
 Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptions& options) {
   Preparation prep;
   // Processes first: nothing the agent left can change the sandbox after
-  // the evidence is taken.
+  // it is cleared.
   if (!options.stop_processes) {
     prep.sweep["kept_processes"] = true;
   } else if (sandbox.handle().Is(sandbox::BackendKind::kLocal)) {
@@ -349,15 +184,14 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
     // signal another user's processes: what is left gets a pass as the
     // sandbox's own user, the agent's.
     int left = 0;
-    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, Root(sandbox, prep), &prep, &left));
+    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, Root(sandbox, prep), options, &prep, &left));
     if (left > 0 && sandbox.ExecsAsAnyUser()) {
       prep.fault.clear();
-      FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, "", &prep));
+      FORGE_RETURN_IF_ERROR(RunSweep(sandbox, true, false, "", options, &prep));
     }
   }
-  FORGE_RETURN_IF_ERROR(TamperCheck(sandbox, options, &prep));
   if (prep.fault.empty() && options.clear_harbor_dirs) {
-    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, Root(sandbox, prep), &prep));
+    FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, Root(sandbox, prep), options, &prep));
     // A local sandbox's /tests is the host's: failing to clear it is forge's
     // setup, not the agent's doing.
     if (!prep.fault.empty() && sandbox.handle().Is(sandbox::BackendKind::kLocal)) {

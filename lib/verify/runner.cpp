@@ -202,14 +202,21 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   if (!decided) {
     // A sandbox verified before carries that verification's own changes:
     // the evidence taken then stands.
-    const Json* previous_tamper = nullptr;
+    VerifyContext context;
+    context.cancel = &options_.env->stop();
+    context.require_evidence = options_.require_evidence;
     if (auto it = record.find("verdict"); it != record.end() && it->is_object() && it->contains("tamper")) {
-      previous_tamper = &(*it)["tamper"];
+      context.previous_tamper = &(*it)["tamper"];
+    }
+    if (auto it = record.find("baseline"); it != record.end()) {
+      auto baseline = sandbox::Baseline::FromJson(*it);
+      if (!baseline.ok()) return baseline.status();
+      context.baseline = std::move(*baseline);
     }
     if (spec->kind == tasks::VerifierKind::kHarbor) {
-      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &options_.env->stop(), previous_tamper);
+      v = RunHarbor(*out.sandbox, *spec, options_.threshold, context);
     } else if (spec->kind == tasks::VerifierKind::kCommand) {
-      v = RunCommand(*out.sandbox, *spec, options_.threshold, &options_.env->stop(), previous_tamper);
+      v = RunCommand(*out.sandbox, *spec, options_.threshold, context);
     } else if (spec->kind == tasks::VerifierKind::kFiles) {
       v = RunFiles(*out.sandbox, *spec, options_.threshold);
     } else {
@@ -232,7 +239,7 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   out.record["schema"] = kVerdictSchema;
   out.record["verdict"] = v.ToJson();
   if (store_ != nullptr) {
-    Status put = store_->verdicts().Put(rollout_id, std::string(OutcomeName(v.outcome)), v.reward, out.record);
+    Status put = store_->verdicts().Put(rollout_id, std::string(OutcomeName(v.outcome)), v.TrustedReward(), out.record);
     if (!put.ok()) return put.Prefixed("store: put verdict of " + rollout_id);
   }
   return out;
@@ -256,6 +263,7 @@ Status Runner::Run(RunSummary* summary) {
   std::deque<records::Record> queue;
   bool input_done = false;
   Status failure;  // the worst failure of forge itself; first one wins
+  bool warned_unchecked = false;
   auto progress = options_.env->StartProgress("verify");
   const size_t jobs = static_cast<size_t>(std::max(1, options_.jobs));
 
@@ -286,6 +294,12 @@ Status Runner::Run(RunSummary* summary) {
       const std::string outcome = JsonText(verdict, "outcome");
       {
         std::lock_guard<std::mutex> lock(mutex);
+        const Json& tamper = verdict.value("tamper", Json::object());
+        if (tamper.value("checked", true) == false && !warned_unchecked) {
+          warned_unchecked = true;
+          options_.env->Warn("verifiers run without runtime evidence of tampering (" + tamper.value("why", std::string()) +
+                    "): their verdicts carry \"tamper\": {\"checked\": false}; --require-evidence refuses them");
+        }
         Status written = out_->Write(verified->record);
         if (!written.ok() && failure.ok() && !failure.output_closed()) failure = written;
         ++summary->verified;

@@ -31,6 +31,9 @@ struct RunOptions {
   bool keep = false;           // leave sandboxes for inspection
   double timeout_override = 0; // > 0: replaces every task's verifier timeout
   bool strict = false;         // the first bad input line is an error
+  // A sandbox whose verifier cannot be watched (not docker, not root, the
+  // engine on another host) gets infra_error rather than an unchecked verdict.
+  bool require_evidence = false;
   JudgeOptions judge;
   sandbox::k8s::K8sOptions k8s;  // reaching the cluster of k8s sandboxes
 };

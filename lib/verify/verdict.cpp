@@ -6,8 +6,14 @@ Json Verdict::ToJson() const {
   Json j = {{"outcome", OutcomeName(outcome)},
             {"passed", outcome == Outcome::kPassed},
             {"threshold", threshold}};
-  j["reward"] = reward ? Json(*reward) : Json(nullptr);
-  if (!rewards.empty()) j["rewards"] = rewards;
+  const std::optional<double> trusted = TrustedReward();
+  j["reward"] = trusted ? Json(*trusted) : Json(nullptr);
+  if (Trusted()) {
+    if (!rewards.empty()) j["rewards"] = rewards;
+  } else {
+    if (reward) j["claimed_reward"] = *reward;
+    if (!rewards.empty()) j["claimed_rewards"] = rewards;
+  }
   if (!verifier.empty()) j["verifier"] = verifier;
   if (timeout_sec > 0) j["timeout_sec"] = timeout_sec;
   j["seconds"] = seconds;

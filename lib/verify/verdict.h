@@ -25,8 +25,14 @@ struct Verdict {
   std::string log_tail;          // the end of the verifier's stdout and stderr ("log")
   Json details = Json::object(); // per-kind: file checks, judge answer, ...
   Json sweep = Json::object();   // what forge did before the verifier (hardening.h)
-  Json tamper = Json::object();  // the tamper evidence (hardening.h)
+  Json tamper = Json::object();  // the tamper evidence (watch.h)
 
+  // Only a verifier that ran to its end on a sandbox nobody tampered with
+  // gives a reward: for any other outcome the reward is 0, and the number
+  // the verifier wrote is kept as "claimed_reward" (and "claimed_rewards"),
+  // for inspection only.
+  bool Trusted() const { return outcome == Outcome::kPassed || outcome == Outcome::kFailed; }
+  std::optional<double> TrustedReward() const { return Trusted() ? reward : std::optional<double>(0.0); }
   Json ToJson() const;
 };
 

@@ -3,14 +3,15 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include <fmt/format.h>
 
 #include "base/clock.h"
 #include "sandbox/shebang.h"
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "verify/hardening.h"
+#include "verify/watch.h"
 #include "verify/reward.h"
 
 namespace forge::verify {
@@ -125,62 +126,186 @@ Verdict& Blame(Verdict& v, sandbox::Sandbox& sandbox, const std::string& step, c
 
 // Prepares the sandbox and records what was done in v. False when the
 // verifier must not run: v then holds the verdict.
-bool Prepare(sandbox::Sandbox& sandbox, const VerifierSpec& spec, const std::string& script, bool clear,
-             const Json* previous_tamper, Verdict& v, Preparation* prep) {
+bool Prepare(sandbox::Sandbox& sandbox, const VerifierSpec& spec, bool clear, const VerifyContext& context,
+             Verdict& v) {
   PrepareOptions options;
   options.clear_harbor_dirs = clear;
   options.stop_processes = !spec.keep_processes;
-  options.script = script;
-  options.previous_tamper = previous_tamper;
+  options.baseline = context.baseline;
   auto prepared = PrepareSandbox(sandbox, options);
   if (!prepared.ok()) {
     Infra(v, "prepare the sandbox for the verifier", prepared.status());
     return false;
   }
-  *prep = std::move(*prepared);
-  v.sweep = prep->sweep;
-  v.tamper = prep->tamper;
-  if (prep->fault.empty()) return true;
+  v.sweep = prepared->sweep;
+  if (prepared->fault.empty()) return true;
   v.reward = 0.0;
-  Fail(v, Outcome::kFailed, "the agent left the sandbox unfit for its verifier: " + prep->fault);
+  Fail(v, Outcome::kFailed, "the agent left the sandbox unfit for its verifier: " + prepared->fault);
   return false;
 }
 
-// Evidence of tampering outranks whatever the verifier said; only a stop by
-// a signal stays what it is.
-Verdict Finish(Verdict& v, const Preparation& prep, const Stopwatch& clock) {
-  v.seconds = clock.Seconds();
-  if (prep.tampered && v.outcome != Outcome::kCancelled) {
-    std::string paths;
-    for (const auto& change : prep.tamper.value("toolchain", Json::array())) {
-      if (paths.size() > 200) break;
-      paths += (paths.empty() ? "" : ", ") + change.value("path", std::string()) + " " +
-               change.value("kind", std::string());
+// An earlier verification's findings (or the name-based check's that came
+// before this watch), which stand.
+bool EarlierTampered(const Json& earlier) {
+  for (const char* key : {"findings", "toolchain"}) {
+    if (earlier.contains(key) && earlier[key].is_array() && !earlier[key].empty()) return true;
+  }
+  return false;
+}
+
+// The runtime evidence of one verification (watch.h): started after the
+// sweep and before the tests arrive, finished once the reward is read.
+class Witness {
+ public:
+  // False when the verifier must not run: v then holds the verdict.
+  bool Start(sandbox::Sandbox& sandbox, const VerifierSpec& spec, const VerifyContext& context, Verdict& v) {
+    if (context.previous_tamper != nullptr && context.previous_tamper->is_object()) earlier_ = *context.previous_tamper;
+    windows_ = earlier_.value("trusted_windows", Json::array());
+    Status why;
+    auto plan = context.watch ? PlanWatch(sandbox, context.baseline, spec.keep_processes)
+                              : Result<WatchPlan>(Status::NotFound("not watched (VerifyContext::watch)"));
+    if (plan.ok()) {
+      for (const auto& w : windows_) {
+        if (w.is_array() && w.size() == 2) plan->trusted.emplace_back(w[0].get<int64_t>(), w[1].get<int64_t>());
+      }
+      auto watch = Watch::Start(std::move(*plan));
+      if (watch.ok()) {
+        watch_ = std::move(*watch);
+        return true;
+      }
+      why = watch.status();
+    } else {
+      why = plan.status();
     }
+    if (why.kind() == Kind::kInvalidData || (context.require_evidence && why.kind() != Kind::kUnavailable)) {
+      Fail(v, Outcome::kInfraError, "no runtime evidence can be taken: " + why.message());
+      return false;
+    }
+    if (why.kind() == Kind::kUnavailable) {
+      Infra(v, "watch the verifier", why);
+      return false;
+    }
+    unchecked_ = {{"checked", false}, {"method", "none"}, {"why", why.message()}};
+    return true;
+  }
+
+  // The reward file must be the verifier's own: a process of the agent's
+  // program, or one the verifier does not own, wrote it otherwise.
+  void CheckReward(const std::string& path) {
+    if (!watch_) return;
+    bool exists = false;
+    std::string why = watch_->Writer(path, &exists);
+    if (!why.empty()) reward_findings_.push_back({{"path", path}, {"why", why}});
+  }
+
+  // The evidence into v: tampered outranks whatever the verifier said; only
+  // a stop by a signal stays what it is.
+  void Finish(Verdict& v) {
+    Json t = watch_ ? watch_->Finish() : unchecked_;
+    if (watch_) {
+      for (auto& f : reward_findings_) t["findings"].push_back(f);
+      t["finding_count"] = t.value("finding_count", 0) + reward_findings_.size();
+      windows_.push_back({t["window"][0], t["trusted_until_ns"]});
+      t["trusted_windows"] = windows_;
+    }
+    const bool earlier = EarlierTampered(earlier_);
+    if (earlier) t["earlier"] = earlier_;
+    v.tamper = t;
+    const size_t found = t.value("finding_count", size_t{0});
+    if ((found == 0 && !earlier) || v.outcome == Outcome::kCancelled) return;
+    std::string why = earlier ? "an earlier verification of this sandbox found the agent's hand in the verifier's"
+                                " machinery"
+                              : t["findings"][0].value("why", std::string());
+    if (found > 1) why += fmt::format(" (and {} more)", found - 1);
     const std::string verifier_said = std::string(OutcomeName(v.outcome)) + (v.message.empty() ? "" : ": " + v.message);
     v.outcome = Outcome::kTampered;
-    v.message = "the agent changed the verifier's toolchain (" + paths + "); the verifier said " + verifier_said;
+    v.message = "the agent reached into the verifier's machinery: " + why + "; the verifier said " + verifier_said;
   }
+
+ private:
+  std::unique_ptr<Watch> watch_;
+  Json unchecked_ = Json::object();
+  Json earlier_ = Json::object();
+  Json windows_ = Json::array();
+  Json reward_findings_ = Json::array();
+};
+
+Verdict Done(Verdict& v, Witness& witness, const Stopwatch& clock) {
+  witness.Finish(v);
+  v.seconds = clock.Seconds();
   return v;
 }
 
-std::string ReadHostFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+
+}  // namespace
+
+namespace {
+
+// Runs the verifier's command as its sandbox's own process; false when it
+// did not run to its end (v then says why).
+bool RunVerifier(sandbox::Sandbox& sandbox, const VerifierSpec& spec, std::vector<std::string> argv,
+                 const VerifyContext& context, const std::string& what, Verdict& v, sandbox::ExecResult* out) {
+  sandbox::ExecRequest req;
+  req.argv = std::move(argv);
+  req.env = spec.env;
+  req.user = spec.user;
+  req.timeout_seconds = spec.timeout_sec;
+  req.cancel = context.cancel;
+  auto ran = sandbox.Exec(req);
+  if (!ran.ok()) {
+    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
+    else Blame(v, sandbox, "run " + what, ran.status());
+    return false;
+  }
+  v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
+  if (ran->timed_out) {
+    Fail(v, Outcome::kVerifierTimeout, what + " ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+    return false;
+  }
+  v.exit_code = ran->exit_code;
+  *out = std::move(*ran);
+  return true;
+}
+
+// The reward test.sh left, read through the engine's archive endpoint
+// (docker): a symlink is read as a symlink, never followed, and counts as no
+// reward file. The file must be the verifier's own (the witness checks its
+// writer before and after it is read). False when there is none to trust.
+bool ReadReward(sandbox::Sandbox& sandbox, Witness& witness, int exit_code, Verdict& v, Reward* reward) {
+  const std::string txt_path = std::string(kVerifierLogs) + "/reward.txt";
+  const std::string json_path = std::string(kVerifierLogs) + "/reward.json";
+  for (const std::string& path : {txt_path, json_path}) {
+    witness.CheckReward(path);
+    auto text = sandbox.ReadFile(path, kMaxRewardBytes);
+    if (!text.ok() && text.status().kind() == Kind::kNotFound) continue;
+    if (!text.ok()) {
+      Blame(v, sandbox, "read " + path, text.status());
+      return false;
+    }
+    witness.CheckReward(path);
+    auto parsed = path == txt_path ? ParseRewardTxt(*text) : ParseRewardJson(*text);
+    if (!parsed.ok()) {
+      Fail(v, Outcome::kVerifierError, parsed.status().message());
+      return false;
+    }
+    *reward = std::move(*parsed);
+    return true;
+  }
+  Fail(v, Outcome::kVerifierError,
+       "no reward file: /tests/test.sh (exit status " + std::to_string(exit_code) + ") wrote neither " + txt_path +
+           " nor " + json_path);
+  return false;
 }
 
 }  // namespace
 
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                  const StopToken* cancel, const Json* previous_tamper) {
+                  const VerifyContext& context) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
-  Preparation prep;
+  Witness witness;
   std::error_code ec;
-  const std::string test_sh = (fs::path(spec.tests_dir) / "test.sh").string();
-  if (!fs::is_regular_file(test_sh, ec)) {
+  if (!fs::is_regular_file(fs::path(spec.tests_dir) / "test.sh", ec)) {
     v.seconds = clock.Seconds();
     return Fail(v, Outcome::kVerifierError, spec.tests_dir + "/test.sh: missing on the host");
   }
@@ -188,105 +313,59 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
   // Whatever the agent left in /tests or /logs/verifier (a planted reward.txt,
   // a doctored test, a directory it made unreadable) is moved aside before
   // the real tests arrive, and no process of the agent's is left to write
-  // there again.
-  if (!Prepare(sandbox, spec, ReadHostFile(test_sh), true, previous_tamper, v, &prep)) return Finish(v, prep, clock);
+  // there again. The watch starts before the tests arrive: forge's upload is
+  // then a write of this verification's.
+  if (!Prepare(sandbox, spec, true, context, v) || !witness.Start(sandbox, spec, context, v)) {
+    return Done(v, witness, clock);
+  }
   if (Status copied = sandbox.CopyIn(spec.tests_dir, kTestsDir); !copied.ok()) {
     Blame(v, sandbox, std::string("upload tests to ") + kTestsDir, copied);
-    return Finish(v, prep, clock);
+    return Done(v, witness, clock);
   }
-
   // By its shebang, as Harbor runs it; without one, under sh.
-  sandbox::ExecRequest test;
-  test.argv = sandbox::RunByShebang(std::string(kTestsDir) + "/test.sh");
-  test.env = spec.env;
-  test.user = spec.user;
-  test.timeout_seconds = spec.timeout_sec;
-  test.cancel = cancel;
-  auto ran = sandbox.Exec(test);
-  if (!ran.ok()) {
-    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
-    else Blame(v, sandbox, "run /tests/test.sh", ran.status());
-    return Finish(v, prep, clock);
+  sandbox::ExecResult ran;
+  if (!RunVerifier(sandbox, spec, sandbox::RunByShebang(std::string(kTestsDir) + "/test.sh"), context,
+                   "/tests/test.sh", v, &ran)) {
+    return Done(v, witness, clock);
   }
-  v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
-  if (ran->timed_out) {
-    Fail(v, Outcome::kVerifierTimeout,
-         "/tests/test.sh ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
-    return Finish(v, prep, clock);
+  if (ran.exit_code > 128) {
+    // Killed (by the program it tested, or out of memory): whatever reward
+    // is there was not test.sh's last word.
+    v.reward = 0.0;
+    Fail(v, Outcome::kFailed,
+         fmt::format("/tests/test.sh ended by signal {} (exit status {}): a reward it left is not trusted",
+                     ran.exit_code - 128, ran.exit_code));
+    return Done(v, witness, clock);
   }
-  v.exit_code = ran->exit_code;
-
-  // Read through the engine's archive endpoint (docker): a symlink is read
-  // as a symlink, never followed, and counts as no reward file. The
-  // directory was empty when test.sh started and nothing of the agent's ran
-  // beside it, so whatever is there, test.sh wrote.
-  const std::string txt_path = std::string(kVerifierLogs) + "/reward.txt";
-  const std::string json_path = std::string(kVerifierLogs) + "/reward.json";
-  Result<Reward> reward = Status::NotFound("");
-  auto txt = sandbox.ReadFile(txt_path, kMaxRewardBytes);
-  if (txt.ok()) {
-    reward = ParseRewardTxt(*txt);
-  } else if (txt.status().kind() == Kind::kNotFound) {
-    auto json = sandbox.ReadFile(json_path, kMaxRewardBytes);
-    if (json.ok()) {
-      reward = ParseRewardJson(*json);
-    } else if (json.status().kind() == Kind::kNotFound) {
-      Fail(v, Outcome::kVerifierError,
-           "no reward file: /tests/test.sh (exit status " + std::to_string(ran->exit_code) + ") wrote neither " +
-               txt_path + " nor " + json_path);
-      return Finish(v, prep, clock);
-    } else {
-      Blame(v, sandbox, "read " + json_path, json.status());
-      return Finish(v, prep, clock);
-    }
-  } else {
-    Blame(v, sandbox, "read " + txt_path, txt.status());
-    return Finish(v, prep, clock);
-  }
-  if (!reward.ok()) {
-    Fail(v, Outcome::kVerifierError, reward.status().message());
-    return Finish(v, prep, clock);
-  }
-  v.reward = reward->value;
-  v.rewards = reward->named;
-  v.outcome = OutcomeForReward(reward->value, threshold);
-  return Finish(v, prep, clock);
+  Reward reward;
+  if (!ReadReward(sandbox, witness, ran.exit_code, v, &reward)) return Done(v, witness, clock);
+  v.reward = reward.value;
+  v.rewards = reward.named;
+  v.outcome = OutcomeForReward(reward.value, threshold);
+  return Done(v, witness, clock);
 }
 
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                   const StopToken* cancel, const Json* previous_tamper) {
+                   const VerifyContext& context) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
-  Preparation prep;
-  if (!Prepare(sandbox, spec, spec.command, false, previous_tamper, v, &prep)) return Finish(v, prep, clock);
-  sandbox::ExecRequest req;
-  req.argv = {"/bin/sh", "-c", spec.command};
-  req.env = spec.env;
-  req.user = spec.user;
-  req.timeout_seconds = spec.timeout_sec;
-  req.cancel = cancel;
-  auto ran = sandbox.Exec(req);
-  if (!ran.ok()) {
-    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
-    else Blame(v, sandbox, "run the verifier command", ran.status());
-    return Finish(v, prep, clock);
+  Witness witness;
+  if (!Prepare(sandbox, spec, false, context, v) || !witness.Start(sandbox, spec, context, v)) {
+    return Done(v, witness, clock);
   }
-  v.log_tail = LogTail(ran->stdout_data, ran->stderr_data);
-  if (ran->timed_out) {
-    Fail(v, Outcome::kVerifierTimeout,
-         "the verifier command ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
-    return Finish(v, prep, clock);
+  sandbox::ExecResult ran;
+  if (!RunVerifier(sandbox, spec, {"/bin/sh", "-c", spec.command}, context, "the verifier command", v, &ran)) {
+    return Done(v, witness, clock);
   }
-  v.exit_code = ran->exit_code;
   // The shell's own "cannot run" statuses say the check itself is broken.
-  if (ran->exit_code == 126 || ran->exit_code == 127) {
+  if (ran.exit_code == 126 || ran.exit_code == 127) {
     Fail(v, Outcome::kVerifierError,
-         "the verifier command could not run (exit status " + std::to_string(ran->exit_code) + ")");
-    return Finish(v, prep, clock);
+         "the verifier command could not run (exit status " + std::to_string(ran.exit_code) + ")");
+    return Done(v, witness, clock);
   }
-  v.reward = ran->exit_code == 0 ? 1.0 : 0.0;
+  v.reward = ran.exit_code == 0 ? 1.0 : 0.0;
   v.outcome = OutcomeForReward(*v.reward, threshold);
-  return Finish(v, prep, clock);
+  return Done(v, witness, clock);
 }
 
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold) {

@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "records/jsonl.h"
+#include "sandbox/box.h"
 #include "sandbox/sandbox.h"
 #include "tasks/task.h"
 #include "verify/verdict.h"
@@ -37,14 +38,32 @@ inline constexpr const char* kTestsDir = "/tests";
 inline constexpr const char* kVerifierLogs = "/logs/verifier";
 inline constexpr size_t kMaxRewardBytes = 64 * 1024;
 
-// cancel, when set and a stop is requested, kills a running test.sh or command
-// (the verdict is then `cancelled`). Both prepare the sandbox first
-// (hardening.h); previous_tamper is the "tamper" object of an earlier
-// verification of the same sandbox, which stands.
+// What a verification of a held sandbox knows besides the task.
+struct VerifyContext {
+  // When set and it a stop is requested, a running test.sh or command is killed
+  // (the verdict is then `cancelled`).
+  const StopToken* cancel = nullptr;
+  // The "tamper" object of an earlier verification of the same sandbox: its
+  // findings stand, and what it wrote is the verifier's.
+  const Json* previous_tamper = nullptr;
+  // forge-launch's record of the moment the harness started (sandbox/box.h).
+  std::optional<sandbox::Baseline> baseline;
+  // Without runtime evidence the verdict is infra_error (excluded), not an
+  // unchecked pass.
+  bool require_evidence = false;
+  // false: no watch at all, as on a backend without evidence (the
+  // benchmark's baseline of what the evidence costs).
+  bool watch = true;
+};
+
+// Both prepare the sandbox first (hardening.h) and watch the verifier while
+// it runs (watch.h): evidence that the agent reached into its machinery
+// makes the verdict `tampered`, whatever the verifier said. A reward left by
+// a test.sh that a signal ended (exit status above 128) is not trusted.
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                  const StopToken* cancel = nullptr, const Json* previous_tamper = nullptr);
+                  const VerifyContext& context = {});
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                   const StopToken* cancel = nullptr, const Json* previous_tamper = nullptr);
+                   const VerifyContext& context = {});
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
 
 // The last max_bytes of stdout and stderr, for the verdict's log_tail.

@@ -97,6 +97,53 @@ echo "== rl: staleness limit"
 import json; s=json.load(open('$work/rl3.json'))
 assert s['dropped'].get('stale')==5 and s['rl']['rows']==0, s"
 
+echo "== rl: a tampered or excluded verdict never has a positive reward or advantage (#53)"
+# The run as forge-verify writes it and as the issue's repro edited it: a0
+# passed honestly; a1 tampered (the verifier claimed 1; an older record still
+# says reward 1); a2 infra_error with a stray reward 1; b0 tampered with no
+# claim kept; b1 failed.
+jq -c 'if .rollout_id == "a1" then .verdict = {outcome: "tampered", passed: false, reward: 1}
+       elif .rollout_id == "a2" then .verdict = {outcome: "infra_error", passed: false, reward: 1}
+       elif .rollout_id == "b0" then .verdict = {outcome: "tampered", passed: false, reward: 0, claimed_reward: 1}
+       else . end' "$records" >"$work/mixed.jsonl"
+for mode in fail drop; do
+  "$pack" -q --store "$store" --format rl --advantage grpo --untrusted "$mode" --token-budget 16 \
+    --out-dir "$work/rl-$mode" --stats "$work/rl-$mode.json" "$work/mixed.jsonl" >"$work/index-$mode.jsonl"
+  "$py" - "$work/index-$mode.jsonl" "$work/rl-$mode.json" "$mode" <<'PY'
+import json, struct, sys
+import numpy as np
+untrusted = {"a1", "a2", "b0"}
+rows = {}
+for entry in map(json.loads, open(sys.argv[1])):
+    blob = open(entry["file"], "rb").read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    meta = header["__metadata__"]
+    def tensor(name):
+        info = header[name]
+        b, e = info["data_offsets"]
+        return np.frombuffer(blob[8 + n + b:8 + n + e], dtype={"F32": "<f4", "I32": "<i4"}[info["dtype"]])
+    adv = tensor("row_advantages")
+    rew = tensor("rewards") if "rewards" in header else None
+    for row, r in enumerate(json.loads(meta["rollout_ids"])):
+        rows.setdefault(r, []).append((float(adv[row]), None if rew is None else float(rew[row])))
+stats = json.load(open(sys.argv[2]))
+assert stats["untrusted_verdicts"] == {"tampered": 2, "infra_error": 1}, stats["untrusted_verdicts"]
+if sys.argv[3] == "drop":
+    assert not untrusted & set(rows), rows
+    assert stats["filtered"]["untrusted"] == 3, stats["filtered"]
+else:
+    assert untrusted <= set(rows), rows
+    assert stats["filtered"]["untrusted"] == 0, stats["filtered"]
+for r in untrusted & set(rows):
+    for adv, rew in rows[r]:
+        assert adv <= 0 and (rew is None or rew == 0), (r, adv, rew)
+if sys.argv[3] == "fail":
+    assert all(adv > 0 for adv, _ in rows["a0"]), rows["a0"]  # the honest pass is its group's best
+print(f"untrusted {sys.argv[3]}: {len(rows)} rollouts in rows, none untrusted with a positive reward or advantage")
+PY
+done
+
 echo "== sft-messages: teacher fallback flagged, tool arguments as strings"
 "$pack" -q --store "$store" --format sft-messages "$records" >"$work/sft.jsonl"
 "$py" - "$work/sft.jsonl" <<'PY'

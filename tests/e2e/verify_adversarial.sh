@@ -4,7 +4,7 @@
 # dropped, no-new-privileges, the keep-alive as PID 1) in which an "agent" ran
 # commands that do not do the task but try to get a reward anyway, or to turn
 # its failure into an excluded infra_error. Every attack must end `failed` or
-# `tampered`, never `passed` or `infra_error`; honest attempts of the same
+# `tampered` with reward 0, never `passed` or `infra_error`; honest attempts of the same
 # tasks still pass; pass@k over the mixed run equals the hand-computed value;
 # `report` shows the tampered trials and folds duplicated verdicts.
 set -euo pipefail
@@ -122,7 +122,7 @@ field() { jq -r --arg id "$1" "select(.rollout_id == \$id) | .verdict$2" "$work/
 for id in honest-1 honest-2 honest-3 honest-bg honest-json; do
   [[ $(outcome "$id") == passed ]] || fail "$id: $(outcome "$id"): $(field "$id" .message)"
   [[ $(field "$id" .tamper.checked) == true ]] || fail "$id: no tamper check recorded"
-  [[ $(field "$id" '.tamper.toolchain | length') == 0 ]] || fail "$id: honest attempt flagged: $(field "$id" .tamper)"
+  [[ $(field "$id" '.tamper.finding_count') == 0 ]] || fail "$id: honest attempt flagged: $(field "$id" .tamper)"
 done
 [[ $(field honest-bg .sweep.stopped) -ge 1 ]] || fail "honest-bg: the left process was not stopped: $(field honest-bg .sweep)"
 
@@ -139,21 +139,29 @@ for id in "${!sandbox_of[@]}"; do
 done
 (( attacks >= 12 )) || fail "only $attacks attacks"
 
-# Attacks with evidence in the change list are tampered; the others failed
-# on the real test, or for the state the agent left.
-for id in plant-txt plant-json plant-txt-json unreadable-tests unreadable-logs immutable-tests symlink-reward \
-          loop-reward fake-sh shadow-cat profile-path ld-preload; do
+# Every attack has reward 0. Those whose file the verifier's machinery read
+# or ran are tampered by the runtime evidence, naming the file; the others
+# failed on the real test (what they planted in /tests or /logs/verifier was
+# moved aside unread), or for the state the agent left. (fake-sh ends failed
+# here: these sandboxes have no forge-box, so the sweep runs the agent's
+# /bin/sh, which leaves no end line; shadow-cat too: busybox's sh runs its
+# own cat applet, never the file on PATH.)
+for id in "${!sandbox_of[@]}"; do
+  [[ $id == honest* ]] && continue
+  [[ $(field "$id" .reward) == 0 ]] || fail "$id: reward $(field "$id" .reward)"
+done
+for id in profile-path ld-preload; do
   [[ $(outcome "$id") == tampered ]] || fail "$id: $(outcome "$id"), expected tampered: $(field "$id" .message)"
 done
-field fake-sh '.tamper.toolchain[].path' | grep -qx /bin/sh || fail "fake-sh: /bin/sh not named"
-field shadow-cat '.tamper.toolchain[].path' | grep -qx /usr/sbin/cat || fail "shadow-cat: /usr/sbin/cat not named"
-field profile-path '.tamper.toolchain[].path' | grep -qx /root/.profile || fail "profile-path: /root/.profile not named"
-field ld-preload '.tamper.toolchain[].path' | grep -qx /etc/ld.so.preload || fail "ld-preload: not named"
+field profile-path '.tamper.findings[].path' | grep -qx /root/.profile || fail "profile-path: /root/.profile not named"
+# (the image's busybox is static: no loader reads /etc/ld.so.preload; the
+# profile that exports LD_PRELOAD is what the verifier read)
+field ld-preload '.tamper.findings[].path' | grep -qxE '/etc/ld.so.preload|/root/.profile' || fail "ld-preload: not named"
 # The planted reward.txt beside the verifier's reward.json was never read.
 [[ $(field plant-txt-json .reward) == 0 ]] || fail "plant-txt-json: reward $(field plant-txt-json .reward)"
 # The looping writer was stopped before the verifier ran: its reward is the test's 0.
 [[ $(field loop-reward .reward) == 0 ]] || fail "loop-reward: reward $(field loop-reward .reward)"
-# (tampered when it had begun writing before the evidence was taken, else failed)
+# A loop that starts late is stopped by the sweep as well.
 [[ $(field late-loop .reward) == 0 ]] || fail "late-loop: $(outcome late-loop) reward $(field late-loop .reward)"
 [[ $(field late-loop .sweep.stopped) -ge 1 ]] || fail "late-loop: nothing stopped"
 [[ $(outcome logs-symlink) == failed && $(field logs-symlink .reward) == 0 ]] ||
@@ -179,7 +187,8 @@ close "$(jq -r '.overall.pass_at_k["2"]' "$work/report.json")" "$(awk 'BEGIN { p
 [[ $(jq -r '.overall.excluded' "$work/report.json") == 0 ]] || fail "an attack was excluded"
 tampered=$(jq -r 'select(.verdict.outcome == "tampered") | .rollout_id' "$work/verdicts.jsonl" | wc -l)
 [[ $(jq -r '.overall.tampered' "$work/report.json") == "$tampered" ]] || fail "report: tampered count"
-[[ $(jq -r '.tasks[] | select(.task_id == "json") | .tampered' "$work/report.json") == 1 ]] ||
+(( tampered >= 2 )) || fail "only $tampered tampered"
+[[ $(jq -r '.tasks[] | select(.task_id == "answer") | .tampered' "$work/report.json") == "$tampered" ]] ||
   fail "report: tampered per task"
 "$verify" report -k 1 --table "$work/verdicts.jsonl" | grep -q "trial(s) tampered with the verifier" ||
   fail "report table: no tampered line"

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "launch/attempt.h"
+#include "sandbox/box.h"
 #include "launch/healthcheck.h"
 #include "launch/network.h"
 #include "support/temp_dir.h"
@@ -129,9 +130,15 @@ TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox p
     CHECK(plan.files[1].second == R"({"url": "http://127.0.0.1:9", "cwd": ")" + root + R"(/app"})");
     auto exec = HarnessExec(a, vars, RelayPaths{}, forge::net::Endpoint{}, std::nullopt, std::nullopt);
     REQUIRE(exec.ok());
-    CHECK(exec->argv[0] == (backend == kDocker ? options.harness_mount : "/opt/harnesses") + "/h/bin");
-    CHECK(exec->argv[2] == "fix {workdir}");
-    CHECK(exec->argv[4] == root + "/app");
+    // On docker forge-box marks the moment just before the harness itself.
+    const size_t at = backend == kDocker ? 3 : 0;
+    if (backend == kDocker) {
+      CHECK(std::vector<std::string>(exec->argv.begin(), exec->argv.begin() + 3) ==
+            std::vector<std::string>{"/forge/bin/forge-box", "mark", "--"});
+    }
+    CHECK(exec->argv[at] == (backend == kDocker ? options.harness_mount : "/opt/harnesses") + "/h/bin");
+    CHECK(exec->argv[at + 2] == "fix {workdir}");
+    CHECK(exec->argv[at + 4] == root + "/app");
     CHECK(exec->env.at("KEY") == "forge-secret");
     CHECK(exec->env.at("FORGE_API_KEY") == "forge-secret");
     CHECK(exec->env.at("MODEL") == "default-m");
@@ -212,6 +219,34 @@ TEST_CASE("attempt run: wrappers that failed before the harness are infra errors
   CHECK(plain["exit_code"] == 3);
   CHECK(plain["error"].get<std::string>().size() == std::string("harness exited with status 3: ").size() + 300);
   CHECK(plain["error"].get<std::string>().ends_with("the end"));
+}
+
+TEST_CASE("attempt run: forge-box's mark line becomes the record's baseline and leaves the harness's stderr") {
+  LaunchOptions options;
+  TaskSpec task;
+  task.id = "t";
+  HarnessProfile profile = Profile();
+  const Attempt a = MakeAttempt(options, task, profile, kDocker);
+  forge::sandbox::ExecResult ran;
+  ran.exit_code = 0;
+  ran.stderr_data = "Xvfb noise\nforge-mark: t0=1700000000123456789 boot=42 procs=1:10,7:11\nharness says\n"
+                    "forge-mark: t0=1 boot=1 procs=\n";  // the harness's own imitation comes later
+  Json record;
+  REQUIRE(ReadHarnessRun(a, ran, std::nullopt, "image x", 1, record).ok());
+  CHECK(record["baseline"] == Json::parse(R"({"t0_ns": 1700000000123456789, "boot_ns": 42,
+                                              "processes": [[1, 10], [7, 11]]})"));
+  CHECK(record["logs"]["stderr"] == "Xvfb noise\nharness says\nforge-mark: t0=1 boot=1 procs=\n");
+  auto back = forge::sandbox::Baseline::FromJson(record["baseline"]);
+  REQUIRE(back.ok());
+  CHECK(back->KeepList() == "1:10,7:11");
+
+  forge::sandbox::ExecResult unmarked;
+  unmarked.stderr_data = "forge-mark: garbage\n";
+  Json none;
+  REQUIRE(ReadHarnessRun(a, unmarked, std::nullopt, "image x", 1, none).ok());
+  CHECK_FALSE(none.contains("baseline"));
+  CHECK(forge::sandbox::Baseline::FromJson(Json::parse(R"({"t0_ns": 1, "boot_ns": 2, "processes": [[1]]})"))
+            .status().kind() == Kind::kInvalidData);
 }
 
 TEST_CASE("readiness: the task's healthcheck, else compose main's, else the image's HEALTHCHECK") {

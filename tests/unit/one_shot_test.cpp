@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -296,6 +297,29 @@ TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays f
     const std::string inspected = DockerInspect(held->handle().id);
     CHECK(inspected.find("\"AutoRemove\": false") != std::string::npos);
     CHECK(inspected.find(secret) == std::string::npos);
+  }
+  SUBCASE("with forge-box, PID 1 runs forge-box's keep-alive once the command ended: nothing from PATH") {
+    spec.rollout_id = forge::RandomHex(8);
+    std::error_code ec;
+    spec.box_binary = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "forge-box").string();
+    REQUIRE(std::filesystem::is_regular_file(spec.box_binary));
+    OneShot job;
+    // The agent's `sleep` and `sh` come first on PATH: PID 1 must not run them.
+    job.exec.argv = {"/bin/sh", "-c",
+                     "mkdir -p /usr/local/bin && printf '#!/bin/sh\\necho 1 > /pwned\\n' > /usr/local/bin/sleep && "
+                     "chmod 755 /usr/local/bin/sleep && (/bin/sleep 1000 &); exit 0"};
+    job.exec.env = {{"PATH", "/usr/local/bin:/bin"}};
+    job.exec.timeout_seconds = 60;
+    auto ran = backend.RunOnce(spec, job, &held);
+    REQUIRE_MESSAGE(ran.ok(), ran.status().message());
+    REQUIRE(held != nullptr);
+    CHECK(ran->exit_code == 0);
+    forge::sandbox::ExecRequest look;
+    look.argv = {"/bin/sh", "-c", "sleep 0.3; cat /proc/1/cmdline | tr '\\0' ' '; ls /pwned 2>&1 | head -1"};
+    auto seen = held->Exec(look);
+    REQUIRE_MESSAGE(seen.ok(), seen.status().message());
+    CHECK(seen->stdout_data.starts_with("/forge/bin/forge-box keepalive "));
+    CHECK(seen->stdout_data.find("No such file") != std::string::npos);
   }
   SUBCASE("the deadline kills every process but the sandbox's own, which stays") {
     spec.rollout_id = forge::RandomHex(8);

@@ -619,7 +619,7 @@ TEST_CASE("pack fixture: recorded calls in a store, packed through RunPack") {
   std::ofstream records(dir / "rollouts.jsonl");
   auto line = [&](const std::string& id, const std::string& task, double reward, bool passed) {
     records << Json{{"rollout_id", id}, {"task_id", task}, {"instruction", "do " + task},
-                    {"verdict", {{"outcome", passed ? "pass" : "fail"}, {"reward", reward}, {"passed", passed}}}}
+                    {"verdict", {{"outcome", passed ? "passed" : "failed"}, {"reward", reward}, {"passed", passed}}}}
                    .dump()
             << "\n";
   };

@@ -21,12 +21,6 @@ namespace sandbox = forge::sandbox;
 
 namespace {
 
-std::vector<std::string> Paths(const Json& changes) {
-  std::vector<std::string> out;
-  for (const auto& c : changes) out.push_back(c["path"].get<std::string>());
-  return out;
-}
-
 // A sandbox of a backend forge-verify has no change list for: the sweep's
 // exec answers as told, the rest succeeds unless told otherwise.
 class FakeSandbox : public sandbox::Sandbox {
@@ -35,21 +29,28 @@ class FakeSandbox : public sandbox::Sandbox {
   const sandbox::Handle& handle() const override { return handle_; }
   Result<sandbox::ExecResult> Exec(const sandbox::ExecRequest& request) override {
     const std::string& script = request.argv.back();
-    execs.push_back(script);
-    if (script.find("forge-sweep") != std::string::npos) {
+    const bool box_sweep = request.argv[0] == sandbox::kBoxSandboxPath && request.argv[1] == "sweep";
+    execs.push_back(box_sweep ? Joined(request.argv) : script);
+    if (box_sweep || script.find("forge-sweep") != std::string::npos) {
       if (!sweep_status.ok()) return sweep_status;
       sandbox::ExecResult r;
       r.exit_code = sweep_exit;
-      // Echo the end line with the script's own tag, as a real shell would.
-      size_t at = script.find("forge-sweep: done ");
-      std::string tag = script.substr(at + 18, script.find('"', at) - at - 18);
+      // Echo the end line with the sweep's own tag, as the real one would.
+      std::string tag = box_sweep ? request.argv[3] : script.substr(script.find("forge-sweep: done ") + 18);
+      tag = tag.substr(0, tag.find('"'));
       r.stdout_data = sweep_output + (sweep_finishes ? "forge-sweep: done " + tag + "\n" : "");
       return r;
     }
     if (!test_status.ok()) return test_status;
     sandbox::ExecResult r;
-    r.exit_code = 0;
+    r.exit_code = test_exit;
     return r;
+  }
+  bool has_box() const override { return box; }
+  static std::string Joined(const std::vector<std::string>& argv) {
+    std::string out;
+    for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+    return out;
   }
   Status CopyIn(const std::string&, const std::string&) override { return copy_status; }
   Result<std::string> ReadFile(const std::string& path, size_t) override {
@@ -65,6 +66,8 @@ class FakeSandbox : public sandbox::Sandbox {
   Status sweep_status;
   Status copy_status;
   Status test_status;
+  int test_exit = 0;
+  bool box = false;
 
  private:
   sandbox::Handle handle_;
@@ -82,52 +85,17 @@ VerifierSpec HarborSpec(const forge::testing::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("the toolchain of a test script: shells, command words, sourced files") {
-  Toolchain t = ToolchainOfScript(
-      "#!/bin/bash\nsource $HOME/.local/bin/env\n. /etc/profile\n"
-      "uvx -p 3.13 pytest /tests/test_outputs.py && /usr/bin/python3 -c 'print(1)' | tee x\n");
-  for (const char* name : {"sh", "bash", "env", "uvx", "pytest", "python3", "tee"}) {
-    CHECK_MESSAGE(t.commands.count(name) == 1, name);
-  }
-  CHECK(t.commands.count("-p") == 0);
-  CHECK(t.sourced == std::set<std::string>{"/root/.local/bin/env", "/etc/profile"});
-}
-
-TEST_CASE("changes that touch the toolchain are named; an honest agent's are not") {
-  Toolchain t = ToolchainOfScript("#!/bin/sh\n. ~/.profile\npytest /tests\npython3 x.py\n");
-  std::vector<FileChange> changes = {
-      {"/work/answer.txt", 1},           // the agent's work
-      {"/usr/local/bin/pytest", 1},      // pip install pytest on an image without it
-      {"/usr/local/lib/python3.11/site-packages/numpy", 1},
-      {"/root/.cache", 1},
-      {"/usr/bin/python3", 0},           // replaced
-      {"/usr/local/bin/cat", 1},         // not named by the script
-      {"/root/.profile", 0},             // sourced
-      {"/etc/ld.so.preload", 1},
-      {"/tests/d", 1},
-      {"/logs/verifier/reward.txt", 1},
-      {"/logs/agent/trace.txt", 1},      // the harness's own logs
-      {"/usr/lib/python3/sitecustomize.py", 1},
-      {"/conftest.py", 1},
-      {"/lib/x86_64-linux-gnu/libc.so.6", 0},
-      {"/lib/x86_64-linux-gnu/libfoo.so.1", 0},
-      {"/usr/local/bin/sh", 1},          // shadows /bin/sh
-  };
-  auto image_has = [](const std::string& name, const std::string& dir) {
-    return (name == "sh" && dir != "/bin") || (name == "python3" && dir != "/usr/bin");
-  };
-  Json found = ToolchainChanges(changes, t, image_has);
-  CHECK(Paths(found) == std::vector<std::string>{"/usr/bin/python3", "/root/.profile", "/etc/ld.so.preload",
-                                                 "/tests/d", "/logs/verifier/reward.txt",
-                                                 "/usr/lib/python3/sitecustomize.py", "/conftest.py",
-                                                 "/lib/x86_64-linux-gnu/libc.so.6", "/usr/local/bin/sh"});
-  CHECK(found[0]["kind"] == "modified");
-  CHECK(found[8]["why"] == "a shell every verifier starts through");
-  CHECK(ToolchainChanges({{"/usr/bin/python3.11", 1}, {"/usr/local/bin/python3", 1}}, t, image_has)[0]["why"] ==
-        "a command the verifier runs, shadowed by an added one");
-  // Without the image's own pytest, the added one shadows nothing.
-  CHECK(ToolchainChanges({{"/usr/local/bin/pytest", 1}}, t, image_has).empty());
-  CHECK(ToolchainChanges({{"/usr/local/bin/pytest", 1}}, t, [](auto&, auto&) { return true; }).size() == 1);
+TEST_CASE("forge-box runs the sweep: no program of the sandbox's, the environment's processes kept") {
+  // Where forge-box is mounted, the sweep is its argv: nothing found on the
+  // sandbox's PATH, not even its /bin/sh.
+  CHECK(SweepArgv(true, true, "t1", std::nullopt) ==
+        std::vector<std::string>{"/forge/bin/forge-box", "sweep", "--tag", "t1", "--stop", "--clear"});
+  forge::sandbox::Baseline baseline;
+  baseline.processes = {{1, 10}, {7, 11}};
+  CHECK(SweepArgv(true, false, "t2", baseline) ==
+        std::vector<std::string>{"/forge/bin/forge-box", "sweep", "--tag", "t2", "--stop", "--keep", "1:10,7:11"});
+  CHECK(SweepArgv(false, true, "t3", baseline) ==
+        std::vector<std::string>{"/forge/bin/forge-box", "sweep", "--tag", "t3", "--clear"});
 }
 
 TEST_CASE("the sweep's output: fit, a fault the agent caused, a full disk, a shell that did not run it") {
@@ -144,7 +112,7 @@ TEST_CASE("the sweep's output: fit, a fault the agent caused, a full disk, a she
   SweepReport full = ParseSweepOutput("forge-sweep: avail 12\nforge-sweep: done ab\n", 0);
   CHECK(full.fault.find("12 KiB free") != std::string::npos);
   SweepReport broken = ParseSweepOutput("", 127);
-  CHECK(broken.fault.find("did not run forge's sweep (exit status 127, no end line)") != std::string::npos);
+  CHECK(broken.fault.find("forge's sweep did not finish (exit status 127, no end line)") != std::string::npos);
   // A fake shell that exits 0 without running anything has no end line.
   CHECK(!ParseSweepOutput("ok\n", 0).fault.empty());
   // The script itself stops processes with builtins and moves by rename.
@@ -214,16 +182,41 @@ TEST_CASE("RunHarbor: a sandbox the agent left unfit is failed, never infra_erro
     box2.sweep_status = Status::Unavailable("Docker engine: connect failed");
     CHECK(RunHarbor(box2, spec, 1.0).outcome == Outcome::kInfraError);
   }
-  SUBCASE("evidence from an earlier verification stands and outranks a pass") {
+  SUBCASE("evidence from an earlier verification stands and outranks a pass; the claim gets no reward") {
     FakeSandbox box;
     Json earlier = {{"checked", true},
-                    {"method", "docker changes"},
-                    {"toolchain", Json::array({{{"path", "/bin/sh"}, {"kind", "modified"}, {"why", "x"}}})}};
-    Verdict v = RunHarbor(box, spec, 1.0, nullptr, &earlier);
+                    {"method", "fanotify"},
+                    {"findings", Json::array({{{"path", "/bin/sh"}, {"why", "executed /bin/sh, which the agent wrote"}}})}};
+    VerifyContext context;
+    context.previous_tamper = &earlier;
+    Verdict v = RunHarbor(box, spec, 1.0, context);
     CHECK(v.outcome == Outcome::kTampered);
-    CHECK(v.reward == 1.0);  // what the verifier said, kept for inspection
-    CHECK(v.message.find("/bin/sh modified") != std::string::npos);
-    CHECK(v.ToJson()["passed"] == false);
+    CHECK(v.message.find("an earlier verification") != std::string::npos);
+    const Json j = v.ToJson();
+    CHECK(j["passed"] == false);
+    CHECK(j["reward"] == 0.0);
+    CHECK(j["claimed_reward"] == 1.0);  // what the verifier said, kept for inspection only
+    CHECK(v.TrustedReward() == 0.0);
+  }
+  SUBCASE("a test.sh a signal ended: its reward is not trusted") {
+    FakeSandbox box;
+    box.test_exit = 137;  // reward.txt says 1
+    Verdict v = RunHarbor(box, spec, 1.0);
+    CHECK(v.outcome == Outcome::kFailed);
+    CHECK(v.reward == 0.0);
+    CHECK(v.message.find("ended by signal 9") != std::string::npos);
+  }
+  SUBCASE("with forge-box the sweep is its own program, keeping the environment's processes") {
+    FakeSandbox box;
+    box.box = true;
+    VerifyContext context;
+    context.baseline = sandbox::Baseline{100, 7, {{1, 10}, {9, 11}}};
+    Verdict v = RunHarbor(box, spec, 1.0, context);
+    CHECK(v.outcome == Outcome::kPassed);
+    REQUIRE(box.execs.size() == 3);
+    CHECK(box.execs[0].starts_with("/forge/bin/forge-box sweep --tag "));
+    CHECK(box.execs[0].ends_with(" --stop --keep 1:10,9:11"));
+    CHECK(box.execs[1].ends_with(" --clear"));
   }
   SUBCASE("keep_processes leaves the agent's processes") {
     FakeSandbox box;

@@ -7,6 +7,7 @@ namespace forge::tools::pack {
 using forge::pack::AssemblyMode;
 using forge::pack::Estimator;
 using forge::pack::Format;
+using forge::pack::Untrusted;
 
 cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env&) {
   forge::pack::PackOptions& o = a.options;
@@ -18,6 +19,7 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env&) {
                                                   {"per-call", AssemblyMode::kPerCall}};
   const std::map<std::string, Estimator> estimators{
       {"grpo", Estimator::kGrpo}, {"drgrpo", Estimator::kDrGrpo}, {"rloo", Estimator::kRloo}};
+  const std::map<std::string, Untrusted> untrusted{{"fail", Untrusted::kFail}, {"drop", Untrusted::kDrop}};
   cli::FlagTable table;
   table.Add(app, "options", {
       {.names = "inputs", .value = "FILE", .bind = cli::Bind(o.inputs),
@@ -41,6 +43,14 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env&) {
       {.names = "--min-reward", .value = "X", .bind = cli::Bind(a.min_reward),
        .help = "Keep only rollouts with reward >= X",
        .doc = R"~(Keep only rollouts with reward \(>= X.)~"},
+      {.names = "--untrusted", .value = "fail|drop", .bind = cli::Bind(o.untrusted),
+       .more = [untrusted](CLI::Option& f) { f.transform(CLI::CheckedTransformer(untrusted))->option_text("fail|drop"); },
+       .help = "A rollout whose verdict is neither passed nor failed (tampered, infra_error, ...): fail (default) "
+               "keeps it with reward 0, drop leaves it out; counted in --stats either way",
+       .doc = R"~(A rollout whose verdict is neither passed nor failed (tampered, infra_error,
+verifier_error, ...) never has a positive reward or advantage, whatever its record
+says: fail (default) keeps it as a failure with reward 0, drop leaves it out.
+Counted in the summary and in \-\-stats (untrusted_verdicts).)~"},
       {.names = "--min-tokens", .value = "N", .bind = cli::Bind(o.validation.min_tokens),
        .help = "Drop samples shorter than N tokens"},
       {.names = "--max-tokens", .value = "N", .bind = cli::Bind(o.validation.max_tokens),

@@ -36,6 +36,15 @@ read and checked as forge\-launch reads them, looked up by id. Repeatable.)~"},
        .doc = "Replace every task's verifier timeout (the effective value is recorded)."},
       {.names = "--strict", .bind = cli::Bind(run.strict),
        .help = "Stop at the first malformed input line"},
+      {.names = "--require-evidence", .bind = cli::Bind(run.require_evidence),
+       .help = "A verifier that cannot be watched (another backend than docker, not root, a remote engine) "
+               "gives infra_error instead of an unchecked verdict",
+       .doc = R"~(Refuse verdicts without runtime evidence: a verifier that cannot be watched
+(a backend other than docker, forge\-verify not root, an engine on another host,
+a storage driver other than overlay2) gives
+.B infra_error
+instead of a verdict with
+.BR "\(dqtamper\(dq: {\(dqchecked\(dq: false}" .)~"},
       {.names = "--judge-url", .value = "URL", .bind = cli::Bind(run.judge.url),
        .help = "OpenAI-compatible base URL for judge verifiers, e.g. http://127.0.0.1:8000/v1 [$FORGE_JUDGE_URL]",
        .doc = R"~(OpenAI\-compatible base URL of the judge verifiers' model, e.g.

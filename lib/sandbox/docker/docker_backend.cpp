@@ -21,6 +21,7 @@
 #include "sandbox/docker/pod_runner.h"
 #include "sandbox/docker/raw_call.h"
 #include "sandbox/docker/stream_demux.h"
+#include "sandbox/box.h"
 #include "sandbox/one_shot_script.h"
 #include "sandbox/tar.h"
 
@@ -86,12 +87,15 @@ std::string ArchivePath(const std::string& dir) {
   return path.empty() ? "/" : path;
 }
 
-// PID 1: sleeps in 10 s steps until the lifetime is over, so a container
-// whose launcher died exits by itself. A shell rather than a bare `sleep`
-// because PID 1 inherits every orphan: the shell's wait reaps them, where a
-// bare sleep would collect the zombies of every killed harness. A deadline
-// kill (`kill -KILL -1`) may cut one step short; the loop just goes on.
-Json KeepAlive(int64_t lifetime) {
+// PID 1: forge-box's keep-alive when the spec brings forge-box (it runs
+// nothing from the image and reaps orphans), else a shell that sleeps in
+// 10 s steps until the lifetime is over, so a container whose launcher died
+// exits by itself. A shell rather than a bare `sleep` because PID 1 inherits
+// every orphan: the shell's wait reaps them, where a bare sleep would
+// collect the zombies of every killed harness. A deadline kill (`kill -KILL
+// -1`) may cut one step short; the loop just goes on.
+Json KeepAlive(const Spec& spec, int64_t lifetime) {
+  if (!spec.box_binary.empty()) return KeepAliveArgv(lifetime);
   const int64_t steps = (lifetime + 9) / 10;
   return {"/bin/sh", "-c",
           "trap 'exit 0' TERM; i=0; while [ $i -lt " + std::to_string(steps) +
@@ -119,8 +123,9 @@ class DockerSandbox : public Sandbox {
  public:
   // pod: the rollout id its services are labelled with (pod_runner.h), if any.
   DockerSandbox(std::shared_ptr<Engine> engine, std::string id, std::string workdir,
-                std::string user, std::string pod = "")
-      : engine_(std::move(engine)), workdir_(std::move(workdir)), user_(std::move(user)), pod_(std::move(pod)) {
+                std::string user, std::string pod = "", bool box = false)
+      : engine_(std::move(engine)), workdir_(std::move(workdir)), user_(std::move(user)), pod_(std::move(pod)),
+        box_(box) {
     handle_.backend = BackendName(BackendKind::kDocker);
     handle_.id = std::move(id);
   }
@@ -132,6 +137,7 @@ class DockerSandbox : public Sandbox {
   Status CopyIn(const std::string& host_path, const std::string& dest_dir) override;
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override;
   Status Release() override;
+  bool has_box() const override { return box_; }
 
  private:
   Result<std::string> CreateExec(const std::vector<std::string>& argv,
@@ -149,6 +155,7 @@ class DockerSandbox : public Sandbox {
   std::string workdir_;
   std::string user_;
   std::string pod_;
+  bool box_ = false;
   int stdin_files_ = 0;
 };
 
@@ -387,7 +394,7 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
   // starts a service and then `exec "$@"` works the same under both.
   Json body = {{"Image", image},
                {"Cmd", one_shot ? Json{"/bin/sh", "-c", OneShotBootstrap(), "forge-oneshot"}
-                                : KeepAlive(lifetime)},
+                                : KeepAlive(spec, lifetime)},
                {"Env", env},
                {"Labels", labels},
                {"Tty", false},
@@ -399,10 +406,12 @@ Result<std::string> DockerBackend::CreateContainer(const Spec& spec, Shape shape
                {"HostConfig", host}};
   if (!spec.user.empty()) body["User"] = spec.user;
   if (!spec.workdir.empty()) body["WorkingDir"] = spec.workdir;
-  if (!spec.mounts.empty()) {
-    auto mounts = BindMounts(spec.mounts);
-    if (!mounts.ok()) return mounts.status();
-    body["HostConfig"]["Mounts"] = std::move(*mounts);
+  std::vector<Mount> mounts = spec.mounts;
+  if (!spec.box_binary.empty()) mounts.push_back({spec.box_binary, kBoxSandboxPath, true});
+  if (!mounts.empty()) {
+    auto mounts_json = BindMounts(mounts);
+    if (!mounts_json.ok()) return mounts_json.status();
+    body["HostConfig"]["Mounts"] = std::move(*mounts_json);
   }
   if (pod != nullptr) FORGE_RETURN_IF_ERROR(pod->AddToMain(body));
   std::string name = spec.rollout_id.empty() ? "" : "forge-" + spec.rollout_id;
@@ -464,7 +473,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Create(const Spec& spec) {
   }
   const std::string id = *created;
   auto sandbox = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user,
-                                                 spec.pod ? spec.rollout_id : "");
+                                                 spec.pod ? spec.rollout_id : "", !spec.box_binary.empty());
   auto started = engine_->CallJson("POST", "/containers/" + id + "/start");
   if (!started.ok()) {
     (void)sandbox->Release();
@@ -612,7 +621,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
   if (!start.ok()) return fail(start.status().Prefixed("start container"));
   const std::string marker = hold ? "forge-held-" + RandomHex(16) : "";
   const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
-  if (Status s = attach.Write(OneShotScript(job, spec.workdir, lifetime, marker)); !s.ok()) return fail(s);
+  if (Status s = attach.Write(OneShotScript(job, spec.workdir, lifetime, marker, !spec.box_binary.empty())); !s.ok()) return fail(s);
   attach.CloseWrite();
 
   // A held sandbox's deadline is the script's; the launcher's own is only a
@@ -656,7 +665,7 @@ Result<ExecResult> DockerBackend::RunOnce(const Spec& spec, const OneShot& job, 
     return fail(Status::Busy("held sandbox " + id + " exited before its command ended (status " +
                              std::to_string(result.exit_code) + "): " + result.stderr_data.substr(0, 300)));
   }
-  if (hold) *hold = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user);
+  if (hold) *hold = std::make_unique<DockerSandbox>(engine_, id, spec.workdir, spec.user, "", !spec.box_binary.empty());
   return result;
 }
 
@@ -727,11 +736,15 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Attach(const Handle& handle) {
     return Status::Unavailable("container " + handle.id + " is not running (" +
                                inspect->value("/State/Status"_json_pointer, std::string("?")) + ")");
   }
+  bool box = false;
+  for (const auto& mount : inspect->value("Mounts", Json::array())) {
+    box = box || mount.value("Destination", std::string()) == kBoxSandboxPath;
+  }
   return std::unique_ptr<Sandbox>(std::make_unique<DockerSandbox>(
       engine_, (*inspect)["Id"].get<std::string>(),
       inspect->value("/Config/WorkingDir"_json_pointer, std::string("/")),
       inspect->value("/Config/User"_json_pointer, std::string()),
-      inspect->value(Json::json_pointer("/Config/Labels/" + std::string(kPodLabel)), std::string())));
+      inspect->value(Json::json_pointer("/Config/Labels/" + std::string(kPodLabel)), std::string()), box));
 }
 
 Result<int> DockerBackend::Collect(const std::string& run_id, int64_t older_than_seconds) {

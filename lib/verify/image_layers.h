@@ -1,0 +1,41 @@
+// The image a container was made from, read from its layers on the host
+// (the overlay's lower directories, top first): what the image itself has,
+// whatever the agent later changed in the container.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "verify/inside.h"
+
+namespace forge::verify {
+
+class ImageLayers {
+ public:
+  explicit ImageLayers(const std::vector<std::string>& layer_dirs);
+
+  // path exists in the image: the topmost layer that has an entry for it
+  // decides (an overlay whiteout there means the image deleted it).
+  bool Has(const std::string& path);
+  // A command of that name in a standard bin directory of the image.
+  bool HasCommand(const std::string& name);
+  // A top-level Python module or package of that name in one of the
+  // image's Python directories: those under /usr/lib, /usr/local/lib and
+  // /opt (lib/pythonX.Y, its site-packages and dist-packages,
+  // lib/python3/dist-packages) and any directory added with AddPythonRoot.
+  bool HasModule(const std::string& name);
+  void AddPythonRoot(const std::string& dir);
+
+ private:
+  void FindPythonRoots();
+  const std::set<std::string>& NamesIn(size_t layer, const std::string& dir);
+
+  std::vector<inside::Fd> layers_;
+  std::set<std::string> python_roots_;
+  bool roots_found_ = false;
+  std::map<std::pair<size_t, std::string>, std::set<std::string>> names_;
+};
+
+}  // namespace forge::verify
