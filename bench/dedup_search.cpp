@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/terminal_env.h"
 #include "dedup/exact_search.h"
 #include "dedup/hnsw_search.h"
 #include "dedup/ngram_embedder.h"
@@ -41,6 +42,9 @@ extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 using namespace forge::dedup;
 using Clock = std::chrono::steady_clock;
+
+// The searches draw their progress on a terminal, as forge-dedup does.
+static forge::cli::TerminalEnv bench_env("bench-dedup_search");
 
 // Process CPU seconds: on a shared machine wall time alone says little.
 static double Cpu() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
@@ -95,7 +99,7 @@ static bool ExactVersusFaiss(const std::vector<float>& generated, size_t n, size
   if (npy != nullptr && !LoadVectors(npy, &m)) return false;
   const float* x = npy != nullptr ? m.data.data() : generated.data();
   double read_seconds = Seconds(start);
-  auto graph = ExactSearch(VectorSet{x, n, d}, options);
+  auto graph = ExactSearch(VectorSet{x, n, d}, options, bench_env);
   *forge_seconds = Seconds(start);
   double forge_cpu = Cpu() - cpu;
   if (!graph.ok()) {
@@ -188,7 +192,7 @@ int main(int argc, char** argv) {
   HnswStats stats;
   auto start = Clock::now();
   double cpu = Cpu();
-  auto graph = HnswSearch(VectorSet{y.data(), hnsw_n, d}, options, hnsw, &stats);
+  auto graph = HnswSearch(VectorSet{y.data(), hnsw_n, d}, options, hnsw, &stats, bench_env);
   double total = Seconds(start);
   double total_cpu = Cpu() - cpu;
   if (!graph.ok()) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../tests/fakes/k8s_fake_server.h"
+#include "cli/terminal_env.h"
 #include "sandbox/k8s/k8s_backend.h"
 
 namespace k8s = forge::sandbox::k8s;
@@ -36,7 +37,8 @@ Figures Run(int pods, double qps, int burst, int threads) {
   options.qps = qps;
   options.burst = burst;
   options.start_timeout_seconds = 120;
-  auto backend = k8s::MakeK8sBackend(options);
+  static forge::cli::TerminalEnv env("bench-k8s_fake");
+  auto backend = k8s::MakeK8sBackend(options, env);
   if (!backend.ok()) {
     std::fprintf(stderr, "bench-k8s_fake: %s\n", backend.status().message().c_str());
     std::exit(69);

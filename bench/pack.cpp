@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/terminal_env.h"
 #include "pack/pack.h"
 #include "records/jsonl.h"
 #include "store/store.h"
@@ -186,6 +187,8 @@ int main(int argc, char** argv) {
   {
     auto writer = forge::records::JsonlWriter::Create(forge_index);
     if (!writer.ok()) return 1;
+    forge::cli::TerminalEnv env("bench-pack");
+    o.env = &env;
     if (auto s = forge::pack::RunPack(o, **writer); !s.ok()) {
       std::fprintf(stderr, "bench-pack: forge: %s\n", s.message().c_str());
       return 1;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/terminal_env.h"
 #include "sandbox/docker/docker_backend.h"
 #include "verify/hardening.h"
 #include "verify/verifiers.h"
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
   fs::create_directories(tests);
   std::ofstream(tests / "test.sh") << "#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n";
 
-  forge::sandbox::docker::DockerBackend backend;
+  forge::cli::TerminalEnv env("bench-verify_overhead");
+  forge::sandbox::docker::DockerBackend backend(env);
   if (auto ping = backend.Ping(); !ping.ok()) {
     std::fprintf(stderr, "bench-verify_overhead: %s\n", ping.message().c_str());
     return 69;

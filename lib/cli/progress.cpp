@@ -7,43 +7,43 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
 
 namespace forge::cli {
 
-Progress::Progress(std::string label, size_t total)
-    : label_(std::move(label)),
+TerminalProgress::TerminalProgress(std::string tool, std::string label, size_t total, bool enabled)
+    : tool_(std::move(tool)),
+      label_(std::move(label)),
       total_(total),
-      enabled_(StderrIsTerminal()),
+      enabled_(enabled),
       start_(std::chrono::steady_clock::now()) {}
 
-Progress::~Progress() { Finish(); }
+TerminalProgress::~TerminalProgress() { Finish(); }
 
-void Progress::Advance(size_t n) {
+void TerminalProgress::Advance(size_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
   done_ += n;
   DrawLocked(false);
 }
 
-void Progress::SetTotal(size_t total) {
+void TerminalProgress::SetTotal(size_t total) {
   std::lock_guard<std::mutex> lock(mutex_);
   total_ = total;
   DrawLocked(false);
 }
 
-void Progress::SetDetail(std::string detail) {
+void TerminalProgress::SetDetail(std::string detail) {
   std::lock_guard<std::mutex> lock(mutex_);
   detail_ = std::move(detail);
   DrawLocked(false);
 }
 
-void Progress::SetLines(std::vector<std::string> lines) {
+void TerminalProgress::SetLines(std::vector<std::string> lines) {
   std::lock_guard<std::mutex> lock(mutex_);
   lines_ = std::move(lines);
   DrawLocked(false);
 }
 
-void Progress::Finish() {
+void TerminalProgress::Finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_ || finished_) return;
   finished_ = true;
@@ -67,14 +67,14 @@ std::string Fit(std::string line, size_t width) {
 
 }  // namespace
 
-void Progress::DrawLocked(bool force) {
+void TerminalProgress::DrawLocked(bool force) {
   if (!enabled_ || finished_) return;
   auto now = std::chrono::steady_clock::now();
   // At most ten redraws a second: drawing must never be what slows a tool.
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
   double elapsed = std::chrono::duration<double>(now - start_).count();
-  std::string line = fmt::format("{}: {}", ToolName(), label_);
+  std::string line = fmt::format("{}: {}", tool_, label_);
   if (total_ > 0) {
     line += fmt::format(" {}/{} ({:.0f}%)", done_, total_, 100.0 * done_ / total_);
     if (done_ > 0 && done_ < total_) {

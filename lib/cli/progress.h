@@ -1,7 +1,7 @@
-// A progress display on stderr, drawn only when stderr is a terminal; on a
-// pipe or a file it prints nothing, so logs stay clean. One overall line
-// (count, percent, ETA, detail) and optionally lines beneath it, e.g. one per
-// running job with its phase.
+// TerminalEnv's progress display on stderr, drawn only when stderr is a
+// terminal; on a pipe or a file it prints nothing, so logs stay clean. One
+// overall line (count, percent, ETA, detail) and optionally lines beneath it,
+// e.g. one per running job with its phase.
 #pragma once
 
 #include <chrono>
@@ -10,29 +10,30 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
+
 namespace forge::cli {
 
-class Progress {
+class TerminalProgress : public forge::Progress {
  public:
-  // total 0 means unknown.
-  explicit Progress(std::string label, size_t total = 0);
-  ~Progress();
+  // Lines start with "tool: label"; nothing is drawn unless enabled (stderr
+  // is a terminal).
+  TerminalProgress(std::string tool, std::string label, size_t total, bool enabled);
+  ~TerminalProgress() override;
 
-  void Advance(size_t n = 1);
-  void SetTotal(size_t total);
-  // Free text shown after the counts, e.g. "3 running, 1 failed".
-  void SetDetail(std::string detail);
-  // Lines drawn under the overall line (at most kMaxLines, then "... N more").
-  void SetLines(std::vector<std::string> lines);
+  void Advance(size_t n = 1) override;
+  void SetTotal(size_t total) override;
+  void SetDetail(std::string detail) override;
+  // At most kMaxLines, then "... N more".
+  void SetLines(std::vector<std::string> lines) override;
   static constexpr size_t kMaxLines = 20;
-  // Clears the line; further calls draw nothing.
-  void Finish();
-
-  bool enabled() const { return enabled_; }
+  void Finish() override;
+  bool shown() const override { return enabled_; }
 
  private:
   void DrawLocked(bool force);
 
+  std::string tool_;
   std::string label_;
   size_t total_;
   size_t done_ = 0;

@@ -8,19 +8,20 @@
 namespace forge::cli {
 namespace {
 
-std::atomic<int> g_stop_signal{0};
+std::atomic<StopToken*> g_stop{nullptr};
 
 void OnStopSignal(int signal_number) {
-  int expected = 0;
-  if (!g_stop_signal.compare_exchange_strong(expected, signal_number)) {
-    // Second signal: the user means it.
-    _exit(128 + signal_number);
-  }
+  StopToken* stop = g_stop.load();
+  if (stop == nullptr) _exit(128 + signal_number);
+  // Second signal: the user means it.
+  if (stop->requested()) _exit(128 + signal_number);
+  stop->Request(signal_number);
 }
 
 }  // namespace
 
-void InstallSignalHandlers() {
+void InstallSignalHandlers(StopToken& stop) {
+  g_stop.store(&stop);
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);
@@ -32,9 +33,10 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-bool StopRequested() { return g_stop_signal.load() != 0; }
-int StopSignal() { return g_stop_signal.load(); }
-void RequestStop(int signal_number) { g_stop_signal.store(signal_number); }
-void ResetStopForTesting() { g_stop_signal.store(0); }
+void UninstallSignalHandlers() {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  g_stop.store(nullptr);
+}
 
 }  // namespace forge::cli

@@ -4,7 +4,6 @@
 
 #include <exception>
 
-#include "cli/diagnostics.h"
 #include "cli/signals.h"
 
 #ifndef FORGE_VERSION
@@ -16,13 +15,14 @@ namespace forge::cli {
 std::string_view Version() { return FORGE_VERSION; }
 
 Tool::Tool(std::string name, std::string description)
-    : name_(std::move(name)), app_(std::move(description), name_) {
-  SetToolName(name_);
+    : name_(std::move(name)), env_(name_), app_(std::move(description), name_) {
   app_.set_version_flag("--version", name_ + " " + std::string(Version()));
   ExitCodes({ExitCode::kNegative, ExitCode::kUsage, ExitCode::kDataErr, ExitCode::kNoInput,
              ExitCode::kUnavailable, ExitCode::kSoftware, ExitCode::kCantCreate, ExitCode::kIoErr,
              ExitCode::kTempFail, ExitCode::kProtocol, ExitCode::kConfig});
 }
+
+Tool::~Tool() { UninstallSignalHandlers(); }
 
 namespace {
 
@@ -70,17 +70,17 @@ void Tool::ExitCodes(std::initializer_list<ExitCode> codes) {
   app_.footer(footer);
 }
 
-int ExitCodeFor(const Status& status) {
-  if (int sig = StopSignal(); sig == SIGINT || sig == SIGTERM) {
+int ExitCodeFor(const Status& status, Env& env) {
+  if (int sig = env.stop().reason(); sig == SIGINT || sig == SIGTERM) {
     if (!status.ok() && !status.Is(Kind::kCancelled) && !status.output_closed()) {
-      Error(status.message());
+      env.Error(status.message());
     }
     return sig == SIGINT ? static_cast<int>(ExitCode::kInterrupted)
                          : static_cast<int>(ExitCode::kTerminated);
   }
   if (status.output_closed()) return 0;
   if (status.ok()) return 0;
-  if (!status.Is(Kind::kNegative) && !status.message().empty()) Error(status.message());
+  if (!status.Is(Kind::kNegative) && !status.message().empty()) env.Error(status.message());
   return static_cast<int>(ExitCodeOf(status.kind()));
 }
 
@@ -109,15 +109,15 @@ int Tool::Run(int argc, char** argv, const std::function<Status()>& body) {
   } catch (const CLI::CallForVersion& e) {
     return app_.exit(e);
   } catch (const CLI::ParseError& e) {
-    Error(e.what());
-    Note("try '" + name_ + " --help'");
+    env_.Error(e.what());
+    env_.Note("try '" + name_ + " --help'");
     return static_cast<int>(ExitCode::kUsage);
   }
-  InstallSignalHandlers();
+  InstallSignalHandlers(env_.stop());
   try {
-    return ExitCodeFor(body());
+    return ExitCodeFor(body(), env_);
   } catch (const std::exception& e) {
-    Error(std::string("internal error: ") + e.what());
+    env_.Error(std::string("internal error: ") + e.what());
     return static_cast<int>(ExitCode::kSoftware);
   }
 }

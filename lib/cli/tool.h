@@ -1,7 +1,8 @@
 // The conventions every forge binary follows, in one place: how a tool is
 // named in its messages, how options parse, how signals stop it, and how a
 // Status becomes an exit code. A tool's main builds a Tool, declares its
-// options on app(), and hands its body to Run().
+// options on app(), hands env() to the stage it runs (its options' env), and
+// its body to Run().
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 
 #include "base/status.h"
 #include "cli/exit_code.h"
+#include "cli/terminal_env.h"
 
 namespace forge::cli {
 
@@ -22,8 +24,12 @@ std::string_view Version();
 class Tool {
  public:
   Tool(std::string name, std::string description);
+  ~Tool();
 
   CLI::App& app() { return app_; }
+  // The process's Env: stderr, the stop token SIGINT/SIGTERM request, the
+  // clock, the environment read once.
+  TerminalEnv& env() { return env_; }
   // The exit statuses --help lists (default: every code forge uses). Call
   // before adding to the footer: it replaces the footer.
   void ExitCodes(std::initializer_list<ExitCode> codes);
@@ -36,12 +42,13 @@ class Tool {
 
  private:
   std::string name_;
+  TerminalEnv env_;
   CLI::App app_;
 };
 
-// Maps a finished body's Status to the exit code, reporting the error on
-// stderr. A stop signal takes precedence: the body is expected to have wound
-// down because of it.
-int ExitCodeFor(const Status& status);
+// Maps a finished body's Status to the exit code, reporting the error to
+// env. A stop by SIGINT or SIGTERM (env's stop token) takes precedence: the
+// body is expected to have wound down because of it.
+int ExitCodeFor(const Status& status, Env& env);
 
 }  // namespace forge::cli

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <unordered_map>
 
-#include "cli/diagnostics.h"
 #include "dedup/calibrate.h"
 #include "dedup/exact_search.h"
 #include "dedup/ranking.h"
@@ -51,10 +50,10 @@ std::string FieldList(const std::vector<std::string>& fields) {
 bool Precomputed(const DedupOptions& o) { return !o.vector_field.empty() || !o.vectors_path.empty(); }
 
 // A record that cannot be compared passes through, named.
-void PassThrough(Input& in, Item& item, const std::string& why) {
+void PassThrough(const DedupOptions& o, Input& in, Item& item, const std::string& why) {
   ++in.missing;
   item.compared = false;
-  cli::Warn(why + "; record passed through without comparison");
+  o.env->Warn(why + "; record passed through without comparison");
 }
 
 // The text compared for a record (or, with precomputed vectors, used for the
@@ -70,7 +69,7 @@ Result<bool> TakeText(const DedupOptions& o, store::Store* store, records::Recor
       trajectory = std::move(*rendered);
     }
     if (trajectory.empty()) {
-      PassThrough(in, item, r.where() + ": " +
+      PassThrough(o, in, item, r.where() + ": " +
                                 (rollout ? "rollout " + *rollout + " has no recorded calls in the store"
                                          : "no " + o.rollout_field + " field"));
       return false;
@@ -83,7 +82,7 @@ Result<bool> TakeText(const DedupOptions& o, store::Store* store, records::Recor
   auto text = ExtractText(r.json, o.fields, o.id_field);
   if (!text && Precomputed(o)) text = ExtractText(r.json, {}, o.id_field);
   if (!text) {
-    PassThrough(in, item, r.where() + ": none of the fields (" + FieldList(o.fields) + ") is present");
+    PassThrough(o, in, item, r.where() + ": none of the fields (" + FieldList(o.fields) + ") is present");
     return false;
   }
   item.text = std::move(*text);
@@ -111,14 +110,14 @@ void TakeFieldVector(const DedupOptions& o, records::Record& r, Input& in, Item&
       in.vectors.data.resize(in.vectors.rows * dim);
     }
   }
-  PassThrough(in, item, r.where() + ": vector " + o.vector_field + " " + why);
+  PassThrough(o, in, item, r.where() + ": vector " + o.vector_field + " " + why);
 }
 
 // 1. Reads every record (the decision needs the whole set). Returns the
 // reader's status: InvalidData when lines were malformed (the rest flowed).
 Status ReadItems(const DedupOptions& o, store::Store* store, Input& in) {
   records::ReaderOptions reader{.strict = o.strict};
-  return records::ForEachRecord(o.inputs, reader, [&](records::Record& r) {
+  return records::ForEachRecord(o.inputs, *o.env, reader, [&](records::Record& r) {
     Item item;
     auto id = ExtractId(r.json, o.id_field);
     item.id = id ? *id : r.where();
@@ -149,8 +148,8 @@ Status AttachFileVectors(const DedupOptions& o, const Status& read, Input& in) {
     if (why.empty()) {
       item.row = i;
     } else {
-      PassThrough(in, item, o.vectors_path + ": row " + std::to_string(i) + " (" +
-                                item.record.where() + ") " + why);
+      PassThrough(o, in, item, o.vectors_path + ": row " + std::to_string(i) + " (" +
+                                   item.record.where() + ") " + why);
     }
   }
   return Status::Ok();
@@ -292,7 +291,7 @@ Status WriteOutputs(const DedupOptions& o, const std::vector<Item>& items,
   } else if (!o.quiet) {
     std::string table = FormatReport(report);
     if (o.calibrate) table += FormatCalibration(report["thresholds"]);
-    std::fputs(table.c_str(), stderr);
+    o.env->Text(table);
   }
   return Status::Ok();
 }
@@ -350,8 +349,8 @@ Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* s
   start = std::chrono::steady_clock::now();
   HnswStats hnsw_stats;
   Result<SimilarityGraph> graph = options.index == IndexKind::kExact
-                                      ? ExactSearch(vectors, search)
-                                      : HnswSearch(vectors, search, options.hnsw, &hnsw_stats);
+                                      ? ExactSearch(vectors, search, *options.env)
+                                      : HnswSearch(vectors, search, options.hnsw, &hnsw_stats, *options.env);
   if (!graph.ok()) return graph.status();
   double search_seconds = SecondsSince(start);
 

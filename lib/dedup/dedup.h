@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "dedup/decision.h"
 #include "dedup/embedder.h"
@@ -20,6 +21,7 @@ enum class IndexKind { kExact, kHnsw };
 enum class EmbeddingKind { kNgram, kMinHash };
 
 struct DedupOptions {
+  Env* env = nullptr;  // required: reports, progress, the stop
   std::vector<std::string> inputs{"-"};
   std::vector<std::string> fields;  // empty: the whole record without the id field
   // Compare rollouts by their trajectory rendered from the store (the record's
@@ -57,7 +59,8 @@ struct DedupOptions {
 };
 
 // Runs the pipeline with the given embedder (options.embedding's model-free
-// one when null). Kept records go to stdout. Returns InvalidData after finishing
+// one when null). Kept records go to stdout; the report's table, unless
+// quiet or written to report_path, to options.env. Returns InvalidData after finishing
 // when input lines were malformed or records lacked the compared fields or
 // trajectory (those pass through). store is needed for options.trajectories.
 Status RunDedup(const DedupOptions& options, Embedder* embedder, store::Store* store = nullptr);

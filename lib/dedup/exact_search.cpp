@@ -8,8 +8,6 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/progress.h"
-#include "cli/signals.h"
 
 // OpenBLAS's own switch; declared weak so that another BLAS still links.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
@@ -179,7 +177,7 @@ size_t ChoosePrefix(const VectorSet& v, float floor) {
 
 }  // namespace
 
-Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOptions& options) {
+Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOptions& options, Env& env) {
   const size_t n = vectors.count, d = vectors.dim;
   SimilarityGraph graph;
   graph.best.assign(n, -1.0f);
@@ -217,7 +215,7 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
   std::atomic<size_t> next{0};
   std::atomic<size_t> pairs_found{0};
   std::atomic<bool> too_many{false};
-  cli::Progress progress("similarity tiles", jobs.size());
+  auto progress = env.StartProgress("similarity tiles", jobs.size());
 
   auto work = [&](Worker& w) {
     w.tile.resize(tile * tile);
@@ -225,7 +223,7 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
     w.best.assign(n, -1.0f);
     for (;;) {
       size_t j = next.fetch_add(1);
-      if (j >= jobs.size() || cli::StopRequested() || too_many.load()) return;
+      if (j >= jobs.size() || env.stop().requested() || too_many.load()) return;
       const TileJob& job = jobs[j];
       size_t a0 = job.a * tile, b0 = job.b * tile;
       size_t rows = std::min(tile, n - a0), cols = std::min(tile, n - b0);
@@ -271,16 +269,16 @@ Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOption
           options.max_pairs) {
         too_many = true;
       }
-      progress.Advance();
+      progress->Advance();
     }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(workers[t]));
   work(workers[0]);
   for (auto& t : pool) t.join();
-  progress.Finish();
+  progress->Finish();
 
-  if (cli::StopRequested()) return Status::Cancelled("stopped during the similarity search");
+  if (env.stop().requested()) return Status::Cancelled("stopped during the similarity search");
   if (too_many) {
     return Status::InvalidArgument("more than " + std::to_string(options.max_pairs) +
                          " similar pairs at threshold " + std::to_string(options.min_threshold) +

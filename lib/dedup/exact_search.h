@@ -7,12 +7,13 @@
 // so memory is bounded by one tile per thread plus the pairs found.
 #pragma once
 
+#include "base/env.h"
 #include "base/status.h"
 #include "dedup/similarity_graph.h"
 
 namespace forge::dedup {
 
-Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOptions& options);
+Result<SimilarityGraph> ExactSearch(const VectorSet& vectors, const SearchOptions& options, Env& env);
 
 // Resolves options.threads (0 → hardware concurrency, at least 1).
 int ThreadCount(int requested);

@@ -11,8 +11,6 @@
 #include <thread>
 #include <unordered_set>
 
-#include "cli/progress.h"
-#include "cli/signals.h"
 #include "dedup/exact_search.h"
 #include "dedup/hnsw_space.h"
 
@@ -20,12 +18,12 @@ namespace forge::dedup {
 
 namespace {
 
-// Runs body(i) for i in [0, count) on `threads` threads.
+// Runs body(i) for i in [0, count) on `threads` threads, until a stop.
 template <typename Body>
-void ParallelFor(size_t count, int threads, Body body) {
+void ParallelFor(size_t count, int threads, const StopToken& stop, Body body) {
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < count && !cli::StopRequested();) body(i);
+    for (size_t i; (i = next.fetch_add(1)) < count && !stop.requested();) body(i);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
@@ -100,7 +98,7 @@ records::Json HnswStats::ToJson() const {
 }
 
 Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& options,
-                                   const HnswOptions& hnsw, HnswStats* stats) {
+                                   const HnswOptions& hnsw, HnswStats* stats, Env& env) {
   SimilarityGraph graph;
   graph.best.assign(v.count, -1.0f);
   if (v.count < 2) return graph;
@@ -112,16 +110,16 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpu = std::clock();
   {
-    cli::Progress progress("hnsw build", v.count);
+    auto progress = env.StartProgress("hnsw build", v.count);
     // The first point goes in alone: hnswlib needs an entry point before
     // concurrent inserts.
     index.addPoint(v.row(0), 0);
-    ParallelFor(v.count - 1, threads, [&](size_t i) {
+    ParallelFor(v.count - 1, threads, env.stop(), [&](size_t i) {
       index.addPoint(v.row(i + 1), i + 1);
-      progress.Advance();
+      progress->Advance();
     });
   }
-  if (cli::StopRequested()) return Status::Cancelled("stopped while building the HNSW index");
+  if (env.stop().requested()) return Status::Cancelled("stopped while building the HNSW index");
   stats->build_seconds = SecondsSince(start);
   stats->build_cpu_seconds = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
 
@@ -130,8 +128,8 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
   std::vector<std::vector<SimilarPair>> per_item(v.count);
   std::atomic<size_t> regrown{0}, capped{0};
   {
-    cli::Progress progress("hnsw query", v.count);
-    ParallelFor(v.count, threads, [&](size_t i) {
+    auto progress = env.StartProgress("hnsw query", v.count);
+    ParallelFor(v.count, threads, env.stop(), [&](size_t i) {
       const hnswlib::tableint node = index.label_lookup_.at(i);
       size_t ef = std::max({hnsw.ef_search, hnsw.k + 1, size_t{2}});
       for (;;) {
@@ -161,12 +159,12 @@ Result<SimilarityGraph> HnswSearch(const VectorSet& v, const SearchOptions& opti
         graph.best[i] = best;
         break;
       }
-      progress.Advance();
+      progress->Advance();
     });
   }
   stats->regrown = regrown;
   stats->beam_capped = capped;
-  if (cli::StopRequested()) return Status::Cancelled("stopped while querying the HNSW index");
+  if (env.stop().requested()) return Status::Cancelled("stopped while querying the HNSW index");
   stats->query_seconds = SecondsSince(start);
   stats->query_cpu_seconds = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
 

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "dedup/similarity_graph.h"
 #include "records/jsonl.h"
@@ -44,7 +45,8 @@ struct HnswStats {
   records::Json ToJson() const;
 };
 
+// Progress and the stop come from env.
 Result<SimilarityGraph> HnswSearch(const VectorSet& vectors, const SearchOptions& options,
-                                   const HnswOptions& hnsw, HnswStats* stats);
+                                   const HnswOptions& hnsw, HnswStats* stats, Env& env);
 
 }  // namespace forge::dedup

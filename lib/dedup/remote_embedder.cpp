@@ -9,8 +9,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "cli/progress.h"
-#include "cli/signals.h"
 #include "dedup/text.h"
 #include "store/store.h"
 
@@ -96,8 +94,8 @@ struct CurlHandle {
 
 }  // namespace
 
-RemoteEmbedder::RemoteEmbedder(RemoteOptions options, EmbeddingCache* cache)
-    : options_(std::move(options)), endpoint_(EmbeddingsEndpoint(options_.url)), cache_(cache) {
+RemoteEmbedder::RemoteEmbedder(RemoteOptions options, EmbeddingCache* cache, Env& env)
+    : options_(std::move(options)), endpoint_(EmbeddingsEndpoint(options_.url)), cache_(cache), env_(env) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
@@ -117,12 +115,12 @@ Result<std::vector<std::vector<float>>> RemoteEmbedder::Fetch(void* handle,
                             .dump(-1, ' ', false, records::Json::error_handler_t::replace);
   std::string last_error;
   for (int attempt = 0; attempt <= options_.retries; ++attempt) {
-    if (cli::StopRequested()) return Status::Cancelled("stopped while fetching embeddings");
     if (attempt > 0) {
       ++retried_;
       int delay = options_.backoff_ms << std::min(attempt - 1, 10);
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      env_.stop().WaitFor(std::chrono::milliseconds(delay));
     }
+    if (env_.stop().requested()) return Status::Cancelled("stopped while fetching embeddings");
     std::string body;
     struct curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
     std::string auth = "Authorization: Bearer " + options_.api_key;
@@ -196,7 +194,7 @@ Result<Matrix> RemoteEmbedder::Embed(const std::vector<std::string>& texts) {
   Status failure;
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  cli::Progress progress("embeddings", wanted.size());
+  auto progress = env_.StartProgress("embeddings", wanted.size());
   auto work = [&] {
     CurlHandle handle;
     for (size_t b; !failed && (b = next.fetch_add(1)) < batches.size();) {
@@ -223,7 +221,7 @@ Result<Matrix> RemoteEmbedder::Embed(const std::vector<std::string>& texts) {
           return;
         }
       }
-      progress.Advance(inputs.size());
+      progress->Advance(inputs.size());
     }
   };
   std::vector<std::thread> pool;
@@ -231,7 +229,7 @@ Result<Matrix> RemoteEmbedder::Embed(const std::vector<std::string>& texts) {
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   if (!batches.empty()) work();
   for (auto& t : pool) t.join();
-  progress.Finish();
+  progress->Finish();
   if (failed) return failure;
 
   Matrix m;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/env.h"
 #include "dedup/embedder.h"
 
 namespace forge::store {
@@ -57,8 +58,9 @@ struct RemoteOptions {
 
 class RemoteEmbedder : public Embedder {
  public:
-  // cache may be null (nothing remembered).
-  RemoteEmbedder(RemoteOptions options, EmbeddingCache* cache);
+  // cache may be null (nothing remembered). Progress and the stop come from
+  // env, which must outlive the embedder.
+  RemoteEmbedder(RemoteOptions options, EmbeddingCache* cache, Env& env);
   Result<Matrix> Embed(const std::vector<std::string>& texts) override;
   records::Json Provenance() const override;
 
@@ -72,6 +74,7 @@ class RemoteEmbedder : public Embedder {
   RemoteOptions options_;
   std::string endpoint_;
   EmbeddingCache* cache_;
+  Env& env_;
   size_t dim_ = 0;
   std::atomic<size_t> requests_{0};
   std::atomic<size_t> retried_{0};

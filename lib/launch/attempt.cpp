@@ -34,8 +34,9 @@ std::optional<std::string> WrapperLine(const std::string& stderr_data, const std
 
 }  // namespace
 
-std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, const std::string& backend) {
-  return NetworkFor(options.network, options.proxy, task.allow_internet, task.pod && backend == "docker");
+std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend) {
+  return NetworkFor(options.network, options.proxy, task.allow_internet,
+                    task.pod && backend == sandbox::BackendKind::kDocker);
 }
 
 Result<sandbox::Spec> SandboxSpec(const Attempt& a) {
@@ -58,16 +59,16 @@ Result<sandbox::Spec> SandboxSpec(const Attempt& a) {
   spec.labels = {{"forge.task", task.id.substr(0, 63)}, {"forge.attempt", std::to_string(a.number)}};
   spec.user = task.user.empty() ? options.user : task.user;
   // The task's environment, its templates resolved from ours (as Harbor does).
-  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env");
+  auto task_env = tasks::ResolveEnvTemplates(task.env, "environment.env", tasks::HostEnvLookup(*options.env));
   if (!task_env.ok()) return task_env.status().Prefixed(task.id);
   spec.env = std::move(*task_env);
   if (task.pod) {
-    if (a.backend == "local") {
+    if (a.backend == sandbox::BackendKind::kLocal) {
       return Status::BadConfig("task " + task.id + " has services (a compose pod); the local backend runs no "
                                "containers: use --backend docker or k8s");
     }
     // The compose file's environments too, main's over the task's.
-    auto pod = ResolvePod(*task.pod, task.pod_env, tasks::HostEnvLookup(), &spec.env);
+    auto pod = ResolvePod(*task.pod, task.pod_env, tasks::HostEnvLookup(*options.env), &spec.env);
     if (!pod.ok()) return pod.status().Prefixed(task.id);
     spec.pod = *pod;
   }
@@ -79,7 +80,9 @@ double AgentTimeout(const Attempt& a) {
   return a.task.agent_timeout_seconds > 0 ? a.task.agent_timeout_seconds : a.options.agent_timeout_seconds;
 }
 
-bool MountsHarnesses(const Attempt& a) { return a.backend == "docker" && UsesPlaceholder(a.profile, "harnesses"); }
+bool MountsHarnesses(const Attempt& a) {
+  return a.backend == sandbox::BackendKind::kDocker && UsesPlaceholder(a.profile, "harnesses");
+}
 
 RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec& spec) {
   // The real harnesses stay installed on the host; a container sees them
@@ -89,7 +92,7 @@ RelayPaths AddHostMounts(const Attempt& a, const HostPaths& host, sandbox::Spec&
   if (!ProxyOnly(a)) return relay;
   // proxy-only: where the harness's wrapper finds forge-relay and the host
   // relay's socket. The local backend runs on the host's file system.
-  if (a.backend == "docker") {
+  if (a.backend == sandbox::BackendKind::kDocker) {
     // A read-only socket directory still lets the sandbox connect, and
     // nothing in it can replace the socket.
     spec.mounts.push_back({host.relay_binary, kRelaySandboxPath, true});
@@ -137,7 +140,7 @@ void AddEgress(const Attempt& a, const HostPaths& host, sandbox::Spec& spec) {
 
 std::map<std::string, std::string> Placeholders(const Attempt& a, const HostPaths& host, const std::string& workdir,
                                                 const std::string& mcp_servers) {
-  const std::string root = a.backend == "local" ? "{root}" : "";
+  const std::string root = a.backend == sandbox::BackendKind::kLocal ? "{root}" : "";
   const LaunchOptions& options = a.options;
   return {
       {"proxy", options.proxy},
@@ -240,7 +243,7 @@ Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::s
   exec.env["FORGE_ATTEMPT"] = std::to_string(a.number);
   exec.env["FORGE_INSTRUCTION_FILE"] = vars.at("instruction_file");
   if (!profile.solution_dir.empty()) {
-    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env");
+    auto solution_env = tasks::ResolveEnvTemplates(task.solution_env, "solution.env", tasks::HostEnvLookup(*a.options.env));
     if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
     for (const auto& [k, v] : *solution_env) exec.env[k] = v;
   }

@@ -25,7 +25,7 @@ struct Attempt {
   const LaunchOptions& options;
   const TaskSpec& task;
   const HarnessProfile& profile;
-  std::string backend;  // the backend's name: "docker", "k8s", "local"
+  sandbox::BackendKind backend;
   std::string rollout_id;
   int number = 0;       // the attempt's number
   std::string secret;   // the rollout's bearer token
@@ -42,7 +42,7 @@ struct HostPaths {
 
 // The network a's sandbox gets (launch/network.h's NetworkFor; a compose
 // pod on docker gets a namespace of its own).
-std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, const std::string& backend);
+std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend);
 
 // The sandbox before its image is known: limits, network, labels, user,
 // the task's environment and its pod, their templates resolved from ours

@@ -11,12 +11,12 @@ using Json = records::Json;
 
 // What a run would find missing in this environment: template variables
 // that are unset and have no default (the task would fail at its start).
-std::vector<std::string> UnsetTemplates(const TaskSpec& spec) {
+std::vector<std::string> UnsetTemplates(const TaskSpec& spec, const Env& host) {
   std::vector<std::string> out;
   const std::pair<const std::map<std::string, std::string>*, const char*> fields[] = {
       {&spec.env, "environment.env"}, {&spec.solution_env, "solution.env"}};
   for (const auto& [env, field] : fields) {
-    auto resolved = tasks::ResolveEnvTemplates(*env, field);
+    auto resolved = tasks::ResolveEnvTemplates(*env, field, tasks::HostEnvLookup(host));
     if (!resolved.ok()) out.push_back(resolved.status().message());
   }
   return out;
@@ -24,7 +24,8 @@ std::vector<std::string> UnsetTemplates(const TaskSpec& spec) {
 
 }  // namespace
 
-Status CheckTasks(const std::vector<std::string>& inputs, records::JsonlWriter& out, CheckSummary& summary) {
+Status CheckTasks(const std::vector<std::string>& inputs, Env& env, records::JsonlWriter& out,
+                  CheckSummary& summary) {
   std::vector<std::string> pending;  // warnings about the task being read
   Status written;
   auto emit = [&](Json record) {
@@ -39,14 +40,14 @@ Status CheckTasks(const std::vector<std::string>& inputs, records::JsonlWriter& 
     ++summary.refused;
     emit({{"status", "refused"}, {"error", message}});
   };
-  Status loaded = tasks::LoadTasks(inputs, options, [&](tasks::Task& task) -> Status {
+  Status loaded = tasks::LoadTasks(inputs, env, options, [&](tasks::Task& task) -> Status {
     auto spec = SpecFromTask(task);
     if (!spec.ok()) {
       ++summary.refused;
       emit({{"status", "refused"}, {"task_id", task.id}, {"source", task.source}, {"error", spec.status().message()}});
       return written;
     }
-    for (auto& unset : UnsetTemplates(*spec)) pending.push_back(std::move(unset));
+    for (auto& unset : UnsetTemplates(*spec, env)) pending.push_back(std::move(unset));
     const bool warned = !pending.empty();
     ++(warned ? summary.warned : summary.ok);
     emit({{"status", warned ? "warned" : "ok"}, {"task_id", task.id}, {"source", task.source}});

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "records/jsonl.h"
 
@@ -23,7 +24,9 @@ struct CheckSummary {
 };
 
 // InvalidData when some task was refused (their records are written), an
-// input that cannot be read as for a run.
-Status CheckTasks(const std::vector<std::string>& inputs, records::JsonlWriter& out, CheckSummary& summary);
+// input that cannot be read as for a run. Templates are checked against
+// env's variables; a stop requested on it ends the reading.
+Status CheckTasks(const std::vector<std::string>& inputs, Env& env, records::JsonlWriter& out,
+                  CheckSummary& summary);
 
 }  // namespace forge::launch

@@ -42,10 +42,13 @@ Result<HarnessProfile> ParseHarness(const Json& json, const std::string& where) 
   FORGE_RETURN_IF_ERROR(text("solution_dir", profile.solution_dir));
   FORGE_RETURN_IF_ERROR(text("default_model", profile.default_model));
   FORGE_RETURN_IF_ERROR(text("requires", profile.requires_));
-  FORGE_RETURN_IF_ERROR(text("mcp_format", profile.mcp_format));
-  if (!profile.mcp_format.empty() && !KnownMcpFormat(profile.mcp_format)) {
-    return Status::BadConfig(where + ": 'mcp_format' \"" + profile.mcp_format +
-                          "\" is not one of claude, codex, gemini, opencode, openclaw");
+  std::string mcp_format;
+  FORGE_RETURN_IF_ERROR(text("mcp_format", mcp_format));
+  if (!mcp_format.empty()) {
+    profile.mcp_format = McpFormatOf(mcp_format);
+    if (!profile.mcp_format) {
+      return Status::BadConfig(where + ": 'mcp_format' \"" + mcp_format + "\" is not one of " + McpFormatNames());
+    }
   }
   if (!json.contains("command") || !json["command"].is_array() || json["command"].empty()) {
     return Status::BadConfig(where + ": 'command' must be a non-empty array of strings");
@@ -80,8 +83,8 @@ Result<HarnessProfile> LoadHarness(const std::string& dir, const std::string& na
   return profile;
 }
 
-std::string DefaultHarnessDir() {
-  if (const char* env = std::getenv("FORGE_HARNESS_DIR"); env && *env) return env;
+std::string DefaultHarnessDir(const Env& env) {
+  if (auto dir = env.VarOr("FORGE_HARNESS_DIR", ""); !dir.empty()) return dir;
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -95,12 +98,10 @@ std::string DefaultHarnessDir() {
 #endif
 }
 
-std::string DefaultHarnessInstallDir() {
-  if (const char* env = std::getenv("FORGE_HARNESS_INSTALL_DIR"); env && *env) return env;
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
-    return std::string(cache) + "/forge/harnesses";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/root") + "/.cache/forge/harnesses";
+std::string DefaultHarnessInstallDir(const Env& env) {
+  if (auto dir = env.VarOr("FORGE_HARNESS_INSTALL_DIR", ""); !dir.empty()) return dir;
+  if (auto cache = env.VarOr("XDG_CACHE_HOME", ""); !cache.empty()) return cache + "/forge/harnesses";
+  return env.VarOr("HOME", "/root") + "/.cache/forge/harnesses";
 }
 
 bool UsesPlaceholder(const HarnessProfile& profile, const std::string& key) {

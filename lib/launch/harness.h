@@ -19,10 +19,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
+#include "launch/mcp.h"
 #include "records/jsonl.h"
 
 namespace forge::launch {
@@ -44,7 +47,7 @@ struct HarnessProfile {
   std::string default_model;
   std::string requires_;                     // what the image must provide
   // How the harness reads MCP servers (launch/mcp.h); empty: it has no MCP client.
-  std::string mcp_format;
+  std::optional<McpFormat> mcp_format;  // none: the harness has no MCP client
   std::string source_dir;                    // the directory the profile came from
 };
 
@@ -55,12 +58,12 @@ Result<HarnessProfile> ParseHarness(const records::Json& json, const std::string
 
 // The directory profiles are read from: $FORGE_HARNESS_DIR, else
 // <exe>/../share/forge/harnesses if it exists, else the source tree's.
-std::string DefaultHarnessDir();
+std::string DefaultHarnessDir(const Env& env);
 
 // Where scripts/install-harnesses.sh installs the npm harnesses:
 // $FORGE_HARNESS_INSTALL_DIR, else $XDG_CACHE_HOME/forge/harnesses, else
 // ~/.cache/forge/harnesses.
-std::string DefaultHarnessInstallDir();
+std::string DefaultHarnessInstallDir(const Env& env);
 
 // Where docker sandboxes see the harness install directory.
 inline constexpr const char* kHarnessMountPath = "/opt/forge/harnesses";

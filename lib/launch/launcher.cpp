@@ -19,9 +19,6 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "launch/attempt.h"
-#include "cli/diagnostics.h"
-#include "cli/progress.h"
-#include "cli/signals.h"
 #include "launch/harness.h"
 #include "launch/healthcheck.h"
 #include "launch/mcp.h"
@@ -45,10 +42,6 @@ double Seconds(Clock::time_point from) {
   return std::round(SecondsSince(from) * 1000) / 1000;
 }
 
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Attempts that need no rerun: the harness ran and its outcome is known.
 bool IsFinalOutcome(const std::string& outcome) {
   return outcome == "ok" || outcome == "agent_timeout" || outcome == "agent_error";
@@ -57,9 +50,8 @@ bool IsFinalOutcome(const std::string& outcome) {
 // Host-side scratch for files copied into a sandbox; removed on destruction.
 class Scratch {
  public:
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/forge-launch-XXXXXX";
+  explicit Scratch(const Env& env) {
+    std::string pattern = env.VarOr("TMPDIR", "/tmp") + "/forge-launch-XXXXXX";
     if (mkdtemp(pattern.data())) dir_ = pattern;
   }
   ~Scratch() {
@@ -148,7 +140,7 @@ class Launcher {
  public:
   Launcher(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
            records::JsonlWriter& out)
-      : options_(options), backend_(backend), store_(store), out_(out) {}
+      : options_(options), env_(*options.env), backend_(backend), store_(store), out_(out), cancel_(&env_.stop()) {}
 
   Status Run();
 
@@ -166,6 +158,8 @@ class Launcher {
                  Json& record);
   // The rollout's row (its secret's hash) in the store; an earlier try's calls set aside.
   Status Register(const Attempt& a, const Job& job, Json& record);
+  // Workers run jobs (below); the progress lines are redrawn until done.
+  void RedrawEverySecond(const StopToken& done);
   // Runs the harness: as the sandbox's own process where the backend can,
   // else in a sandbox created, filled from plan, and exec'd. box holds the
   // sandbox that is left (held, or to release).
@@ -188,7 +182,7 @@ class Launcher {
   // Absolute, since the docker engine binds only absolute host paths.
   std::string HarnessInstallDir() const {
     std::error_code ec;
-    fs::path dir = fs::absolute(options_.harness_install_dir.empty() ? DefaultHarnessInstallDir()
+    fs::path dir = fs::absolute(options_.harness_install_dir.empty() ? DefaultHarnessInstallDir(env_)
                                                                      : options_.harness_install_dir,
                                 ec);
     return dir.lexically_normal().string();
@@ -202,10 +196,12 @@ class Launcher {
   void SetPhaseText(const std::string& rollout_id, const std::string& text);
 
   const LaunchOptions& options_;
+  Env& env_;
   sandbox::Backend& backend_;
   store::Store& store_;
   records::JsonlWriter& out_;
-  std::atomic<bool> cancel_{false};
+  // Requested by a stop of env_ (SIGINT, SIGTERM) or when the output is gone.
+  StopToken cancel_;
   // --network proxy-only: the host half of the relay, for the whole run.
   std::unique_ptr<HostRelay> host_relay_;
   net::Endpoint proxy_endpoint_;
@@ -213,7 +209,7 @@ class Launcher {
   std::map<std::string, HarnessProfile> profiles_;
   std::set<std::string> mcp_warned_;
   Status output_status_;
-  std::unique_ptr<cli::Progress> progress_;
+  std::unique_ptr<Progress> progress_;
   int running_ = 0, ok_ = 0, failed_ = 0, infra_ = 0;
   struct Running {
     std::string label;
@@ -227,7 +223,7 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = profiles_.find(name);
   if (it != profiles_.end()) return &it->second;
-  auto profile = LoadHarness(options_.harness_dir.empty() ? DefaultHarnessDir() : options_.harness_dir, name);
+  auto profile = LoadHarness(options_.harness_dir.empty() ? DefaultHarnessDir(env_) : options_.harness_dir, name);
   if (!profile.ok()) return profile.status();
   if (UsesPlaceholder(*profile, "harnesses")) {
     // Checked once here, not by every rollout failing to exec a missing binary.
@@ -243,18 +239,18 @@ Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
 }
 
 Result<std::string> Launcher::McpServersFor(const TaskSpec& task, const HarnessProfile& profile) {
-  if (profile.mcp_format.empty()) {
+  if (!profile.mcp_format) {
     // The oracle and the command harness reach a task's servers their own way.
     if (!task.mcp_servers.empty() && profile.solution_dir.empty() && profile.name != "command") {
       std::lock_guard<std::mutex> lock(mutex_);
       if (mcp_warned_.insert(task.id + "\n" + profile.name).second) {
-        cli::Warn(task.id + ": harness " + profile.name + " has no MCP client (no mcp_format in its profile); the "
+        env_.Warn(task.id + ": harness " + profile.name + " has no MCP client (no mcp_format in its profile); the "
                   "task's MCP servers are not offered to it");
       }
     }
     return std::string();
   }
-  return RenderMcpServers(profile.mcp_format, task.mcp_servers);
+  return RenderMcpServers(*profile.mcp_format, task.mcp_servers);
 }
 
 Status Launcher::Emit(const Json& record) {
@@ -265,7 +261,7 @@ Status Launcher::Emit(const Json& record) {
 }
 
 void Launcher::UpdateProgress() {
-  if (!progress_ || !progress_->enabled()) return;
+  if (!progress_ || !progress_->shown()) return;
   progress_->SetDetail(fmt::format("{} running, {} passed, {} failed, {} infra errors", running_,
                                    ok_, failed_, infra_));
   std::vector<std::string> lines;
@@ -279,7 +275,7 @@ void Launcher::UpdateProgress() {
 
 void Launcher::SetPhase(const std::string& rollout_id, const std::string& task_id, int attempt,
                         const std::string& phase) {
-  if (!progress_ || !progress_->enabled()) return;
+  if (!progress_ || !progress_->shown()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (phase.empty()) {
     phases_.erase(rollout_id);
@@ -293,7 +289,7 @@ void Launcher::SetPhase(const std::string& rollout_id, const std::string& task_i
 }
 
 void Launcher::SetPhaseText(const std::string& rollout_id, const std::string& text) {
-  if (!progress_ || !progress_->enabled()) return;
+  if (!progress_ || !progress_->shown()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto running = phases_.find(rollout_id);
   if (running == phases_.end() || running->second.phase == text) return;
@@ -307,11 +303,11 @@ void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_i
   std::string into = before && last ? last->value("rollout_id", "") : "";
   auto moved = store_.calls().SetAside(rollout_id, before, into);
   if (!moved.ok()) {
-    cli::Warn("store: " + moved.status().message() + " (calls of an earlier try of " + rollout_id + " stay with it)");
+    env_.Warn("store: " + moved.status().message() + " (calls of an earlier try of " + rollout_id + " stay with it)");
     return;
   }
   if (moved->calls == 0) return;
-  cli::Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", job.task->id,
+  env_.Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", job.task->id,
                         job.attempt, moved->calls, moved->rollout_id));
   if (!into.empty() && moved->rollout_id == into) {
     (*last)["calls"] = last->value("calls", int64_t{0}) + moved->calls;
@@ -327,7 +323,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   phases.Enter("create");
   // The secret is born here and leaves only in the harness's environment
   // and config files: the store keeps its hash, the record never sees it.
-  const Attempt a{options_, task, profile, backend_.name(), rollout_id, job.attempt, "forge-" + RandomHex(24)};
+  const Attempt a{options_, task, profile, backend_.kind(), rollout_id, job.attempt, "forge-" + RandomHex(24)};
   FORGE_RETURN_IF_ERROR(Register(a, job, record));
   if (Status s = CheckGpus(task, backend_); !s.ok()) {
     record["error_kind"] = "no_gpu";
@@ -351,7 +347,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   if (!mcp_servers.ok()) return mcp_servers.status();
   auto vars = Placeholders(a, host, workdir, *mcp_servers);
   sandbox::OneShot plan;
-  Scratch scratch;
+  Scratch scratch(env_);
   FORGE_RETURN_IF_ERROR(AddCopies(a, workdir, vars, [&](const std::string& name, const std::string& content) {
     return scratch.Write(name, content);
   }, plan));
@@ -376,7 +372,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     return ran.status();
   }
   if (phases.current() == "agent") phases.Enter("");
-  const std::string where = backend_.name() == "local" ? "the host (local backend)"
+  const std::string where = backend_.kind() == sandbox::BackendKind::kLocal ? "the host (local backend)"
                             : "image " + (spec->image.empty() ? "built from " + spec->build_context : spec->image);
   if (Status s = ReadHarnessRun(a, *ran, display, where, spec->limits.memory_bytes, record); !s.ok()) {
     (void)release();
@@ -420,7 +416,7 @@ Result<sandbox::ExecResult> Launcher::RunHarness(const sandbox::Spec& spec, sand
     // or stays for forge-verify when held (see sandbox::OneShot): the fewest
     // engine round trips.
     plan.on_phase = [&](const std::string& next) {
-      if (next == "agent") record["started_at"] = WallNow();
+      if (next == "agent") record["started_at"] = env_.Now();
       phases.Enter(next);
     };
     auto ran = backend_.RunOnce(spec, plan, options_.hold ? &box : nullptr);
@@ -431,7 +427,7 @@ Result<sandbox::ExecResult> Launcher::RunHarness(const sandbox::Spec& spec, sand
     }
     // The image's user cannot write the files where profiles expect them;
     // nothing ran, so the sandbox that copies them in as root takes over.
-    cli::Warn(record.value("task_id", "") + ": " + ran.status().message() + "; using an exec'd sandbox");
+    env_.Warn(record.value("task_id", "") + ": " + ran.status().message() + "; using an exec'd sandbox");
   }
   phases.Enter("create");
   auto created = backend_.Create(spec);
@@ -439,7 +435,7 @@ Result<sandbox::ExecResult> Launcher::RunHarness(const sandbox::Spec& spec, sand
   box = std::move(*created);
   phases.Enter("setup");
   // The local backend's root is known only now; other backends have none.
-  const bool local = backend_.name() == "local";
+  const bool local = backend_.kind() == sandbox::BackendKind::kLocal;
   const std::map<std::string, std::string> only_root = {{"root", local ? box->handle().id + "/fs" : ""}};
   auto fill_root = [&](const std::string& text) { return local ? FillPlaceholders(text, only_root) : text; };
   for (const auto& [host, dest] : plan.copies) {
@@ -456,7 +452,7 @@ Result<sandbox::ExecResult> Launcher::RunHarness(const sandbox::Spec& spec, sand
   for (auto& arg : plan.exec.argv) arg = fill_root(arg);
   for (auto& [k, v] : plan.exec.env) v = fill_root(v);
   phases.Enter("agent");
-  record["started_at"] = WallNow();
+  record["started_at"] = env_.Now();
   auto ran = box->Exec(plan.exec);
   if (!ran.ok()) return ran.status().Prefixed("run harness");
   return ran;
@@ -483,10 +479,10 @@ Json Launcher::RunRollout(const Job& job) {
     record.erase("error");  // an earlier try's
     record.erase("error_kind");
     record.erase("transient");
-    last_try_began = WallNow();
+    last_try_began = env_.Now();
     Status s = TryOnce(job, **profile, rollout_id, record);
     if (s.ok()) break;
-    if (cancel_.load() || s.kind() == Kind::kCancelled) {
+    if (cancel_.requested() || s.kind() == Kind::kCancelled) {
       record["outcome"] = "cancelled";
       record["error"] = "stopped by signal";
       break;
@@ -498,14 +494,13 @@ Json Launcher::RunRollout(const Job& job) {
     record["transient"] = s.transient();
     if (!s.transient() || retries >= options_.infra_retries) break;
     ++retries;
-    // Bounded exponential backoff with jitter, interruptible by SIGINT.
+    // Bounded exponential backoff with jitter, ended by a stop.
     static thread_local std::mt19937 rng(std::random_device{}());
     double delay = std::min(30.0, options_.backoff_seconds * (1 << std::min(retries - 1, 10)));
     delay *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
-    cli::Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", task.id, job.attempt,
+    env_.Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", task.id, job.attempt,
                           s.message(), delay));
-    auto until = Clock::now() + std::chrono::duration<double>(delay);
-    while (Clock::now() < until && !cancel_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cancel_.WaitFor(std::chrono::duration<double>(delay));
   }
   record["infra_retries"] = retries;
   // A call of a try that died may still have been in flight when this try
@@ -515,7 +510,7 @@ Json Launcher::RunRollout(const Job& job) {
   if (record.value("outcome", "") == "infra_error") {
     // Said once here, whatever the cause: the exit status alone (69) does
     // not tell which rollout met which wall.
-    cli::Error(fmt::format("{} attempt {}: {}", task.id, job.attempt, record.value("error", "")));
+    env_.Error(fmt::format("{} attempt {}: {}", task.id, job.attempt, record.value("error", "")));
   }
   if (!record.contains("timings")) record["timings"] = Json::object();
   record["timings"]["total"] = Seconds(started);
@@ -525,7 +520,7 @@ Json Launcher::RunRollout(const Job& job) {
                                            outcome, record);
   if (!stored.ok()) {
     // An attempt the store does not know is finished would be redone on resume.
-    cli::Error("store: rollout " + rollout_id + ": " + stored.message());
+    env_.Error("store: rollout " + rollout_id + ": " + stored.message());
   }
   return record;
 }
@@ -534,10 +529,10 @@ Json Launcher::RunRollout(const Job& job) {
 // A task that cannot be run is named and counted in bad_tasks; a malformed
 // line is the InvalidData returned (the rest are read).
 Status Launcher::ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks) {
-  return tasks::LoadTasks(options_.inputs, {}, [&](tasks::Task& task) -> Status {
+  return tasks::LoadTasks(options_.inputs, env_, {}, [&](tasks::Task& task) -> Status {
     auto spec = SpecFromTask(task);
     if (!spec.ok()) {
-      cli::Error(spec.status().message() + " (task skipped)");
+      env_.Error(spec.status().message() + " (task skipped)");
       ++bad_tasks;
       return Status::Ok();
     }
@@ -572,7 +567,7 @@ Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) 
       ++skipped;
     }
   }
-  if (skipped) cli::Note(fmt::format("run {}: {} finished attempts skipped", options_.run_id, skipped));
+  if (skipped) env_.Note(fmt::format("run {}: {} finished attempts skipped", options_.run_id, skipped));
   return jobs;
 }
 
@@ -584,7 +579,7 @@ Status Launcher::StartRelay(const std::vector<Job>& jobs) {
   const TaskSpec* proxy_task = nullptr;
   const TaskSpec* egress_task = nullptr;
   for (const Job& job : jobs) {
-    const std::string network = TaskNetwork(options_, *job.task, backend_.name());
+    const std::string network = TaskNetwork(options_, *job.task, backend_.kind());
     if (!proxy_task && RelaysProxy(network, options_.proxy)) proxy_task = job.task;
     if (!egress_task && network == "own" && !backend_.OwnNetworkHasEgress()) egress_task = job.task;
   }
@@ -609,7 +604,7 @@ Status Launcher::StartRelay(const std::vector<Job>& jobs) {
                              "whose egress on this engine (no bridge network) goes through forge-relay: none "
                              "at " + RelayBinary(options_) + " (install it next to forge-launch or pass --relay-binary)");
   }
-  auto relay = HostRelay::Start(proxy, egress_task != nullptr);
+  auto relay = HostRelay::Start(proxy, env_, egress_task != nullptr);
   if (!relay.ok()) return relay.status();
   host_relay_ = std::move(*relay);
   // Held sandboxes live --hold-ttl past their harness; the hour covers the run itself.
@@ -637,33 +632,30 @@ std::string Launcher::RunCounted(const Job& job) {
     UpdateProgress();
   }
   if (progress_) progress_->Advance();
-  if (Status s = Emit(record); !s.ok()) cancel_.store(true);  // no reader: stop
+  if (Status s = Emit(record); !s.ok()) cancel_.Request();  // no reader: stop
   return outcome;
 }
 
-// --jobs workers take the jobs in order, while a watcher turns SIGINT or
-// SIGTERM into cancel_ (every worker then releases its sandbox on the way
-// out) and redraws the per-rollout progress lines each second. Returns how
-// many rollouts ended in infra_error.
+void Launcher::RedrawEverySecond(const StopToken& done) {
+  while (!done.WaitFor(std::chrono::seconds(1))) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    UpdateProgress();
+  }
+}
+
+// --jobs workers take the jobs in order until cancel_ (a stop, or no reader)
+// is requested; every worker then releases its sandbox on the way out. On a
+// terminal the per-rollout progress lines are redrawn each second. Returns
+// how many rollouts ended in infra_error.
 int Launcher::RunJobs(const std::vector<Job>& jobs) {
-  progress_ = std::make_unique<cli::Progress>("rollouts", jobs.size());
+  progress_ = env_.StartProgress("rollouts", jobs.size());
   std::atomic<size_t> next{0};
   std::atomic<int> infra_errors{0};
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    auto last_tick = Clock::now();
-    while (!done.load()) {
-      if (cli::StopRequested()) cancel_.store(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (Clock::now() - last_tick > std::chrono::seconds(1)) {
-        last_tick = Clock::now();
-        std::lock_guard<std::mutex> lock(mutex_);
-        UpdateProgress();
-      }
-    }
-  });
+  StopToken done;
+  std::thread redraw;
+  if (progress_->shown()) redraw = std::thread([&] { RedrawEverySecond(done); });
   auto worker = [&] {
-    while (!cancel_.load()) {
+    while (!cancel_.requested()) {
       size_t i = next.fetch_add(1);
       if (i >= jobs.size()) return;
       if (RunCounted(jobs[i]) == "infra_error") infra_errors.fetch_add(1);
@@ -673,8 +665,8 @@ int Launcher::RunJobs(const std::vector<Job>& jobs) {
   const int workers = std::max(1, std::min<int>(options_.jobs, static_cast<int>(jobs.size())));
   for (int i = 0; i < workers; ++i) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  done.store(true);
-  watcher.join();
+  done.Request();
+  if (redraw.joinable()) redraw.join();
   progress_->Finish();
   return infra_errors.load();
 }
@@ -693,7 +685,7 @@ Status Launcher::Run() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!output_status_.ok()) return output_status_;
   }
-  if (cancel_.load()) return Status::Cancelled("stopped; every sandbox released");
+  if (cancel_.requested()) return Status::Cancelled("stopped; every sandbox released");
   if (bad_tasks) return Status::InvalidData(fmt::format("{} task(s) skipped", bad_tasks));
   if (!read.ok()) return read;
   if (infra_errors) return Status::Unavailable(fmt::format("{} rollout(s) ended in infra_error", infra_errors));
@@ -732,7 +724,7 @@ Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& back
                          "e.g. http://127.0.0.1:8080)");
   }
   FORGE_RETURN_IF_ERROR(ProxyOnlyTarget(options.proxy).status());
-  if (backend.name() != "docker" && backend.name() != "local") {
+  if (backend.kind() == sandbox::BackendKind::kK8s) {
     return Status::InvalidArgument("--network proxy-only needs --backend docker or local (the " + backend.name() +
                          " backend cannot mount the relay into its sandboxes)");
   }
@@ -777,31 +769,30 @@ Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const 
   return backend.CollectImages(run_id, {pulled.begin(), pulled.end()});
 }
 
-Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
+Result<std::unique_ptr<sandbox::Backend>> MakeBackend(sandbox::BackendKind kind, Env& env,
                                                       const sandbox::k8s::K8sOptions& k8s_options,
                                                       bool bubblewrap, const DockerOptions& docker_options) {
-  if (bubblewrap && name != "local") return Status::InvalidArgument("--bubblewrap is for --backend local");
-  if (name == "docker") {
-    auto docker = std::make_unique<sandbox::docker::DockerBackend>();
+  using sandbox::BackendKind;
+  if (bubblewrap && kind != BackendKind::kLocal) return Status::InvalidArgument("--bubblewrap is for --backend local");
+  if (kind == BackendKind::kDocker) {
+    auto docker = std::make_unique<sandbox::docker::DockerBackend>(env);
     if (!docker_options.config.empty()) docker->set_docker_config(docker_options.config);
     if (docker_options.legacy_builder) docker->set_builder(sandbox::docker::Builder::kLegacy);
     FORGE_RETURN_IF_ERROR(docker->Ping());
     return std::unique_ptr<sandbox::Backend>(std::move(docker));
   }
-  if (name == "local") {
+  if (kind == BackendKind::kLocal) {
     if (bubblewrap) FORGE_RETURN_IF_ERROR(sandbox::local::LocalBackend::ProbeBubblewrap());
-    return std::unique_ptr<sandbox::Backend>(std::make_unique<sandbox::local::LocalBackend>("", bubblewrap));
+    return std::unique_ptr<sandbox::Backend>(std::make_unique<sandbox::local::LocalBackend>(env, "", bubblewrap));
   }
-  if (name == "k8s") {
+  if (kind == BackendKind::kK8s) {
     // What the flags say, then $KUBECONFIG / ~/.kube/config / the in-cluster
     // service account, as kubectl finds them.
-    sandbox::k8s::K8sOptions k8s_settings = k8s_options;
-    if (!k8s_settings.stop_requested) k8s_settings.stop_requested = [] { return cli::StopRequested(); };
-    auto k8s = sandbox::k8s::MakeK8sBackend(k8s_settings);
+    auto k8s = sandbox::k8s::MakeK8sBackend(k8s_options, env);
     if (!k8s.ok()) return k8s.status();
     return std::unique_ptr<sandbox::Backend>(std::move(*k8s));
   }
-  return Status::InvalidArgument("unknown backend '" + name + "' (local, docker, k8s)");
+  return Status::Internal("no backend of kind " + std::to_string(static_cast<int>(kind)));
 }
 
 }  // namespace forge::launch

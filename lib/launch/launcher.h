@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "launch/harness.h"
 #include "records/jsonl.h"
@@ -21,6 +22,7 @@
 namespace forge::launch {
 
 struct LaunchOptions {
+  Env* env = nullptr;                // required: reports, progress, the stop, clock, environment
   std::vector<std::string> inputs;   // task JSONL files; "-" is stdin
   int attempts = 1;
   int jobs = 4;
@@ -68,7 +70,7 @@ Result<std::vector<std::string>> SkillFolders(const std::string& dir);
 
 // Runs everything; rollout records go to out. Returns InvalidData when some task
 // records were unusable (the others still ran), Unavailable when rollouts
-// ended in infra_error, Cancelled on SIGINT/SIGTERM.
+// ended in infra_error, Cancelled on a stop (SIGINT/SIGTERM).
 Status Launch(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
               records::JsonlWriter& out);
 
@@ -82,9 +84,6 @@ Result<int> CollectGarbage(sandbox::Backend& backend, const std::string& run_id,
 // sandbox still uses stay. Returns how many went.
 Result<int> CollectImages(sandbox::Backend& backend, store::Store& store, const std::string& run_id);
 
-// "local", "docker" or "k8s" (k8s: the cluster settings given, else
-// $KUBECONFIG, ~/.kube/config or the in-cluster service account). bubblewrap:
-// the local backend runs commands under bwrap (probed first).
 struct DockerOptions {
   // The Docker config whose "auths" give registry credentials (empty:
   // $DOCKER_CONFIG/config.json, else ~/.docker/config.json).
@@ -92,7 +91,12 @@ struct DockerOptions {
   // Build task images with the engine's legacy builder instead of BuildKit.
   bool legacy_builder = false;
 };
-Result<std::unique_ptr<sandbox::Backend>> MakeBackend(const std::string& name,
+
+// A local, docker or k8s backend (k8s: the cluster settings given, else
+// $KUBECONFIG, ~/.kube/config or the in-cluster service account). bubblewrap:
+// the local backend runs commands under bwrap (probed first). The backend
+// reads the environment and the stop from env (which must outlive it).
+Result<std::unique_ptr<sandbox::Backend>> MakeBackend(sandbox::BackendKind kind, Env& env,
                                                       const sandbox::k8s::K8sOptions& k8s = {},
                                                       bool bubblewrap = false, const DockerOptions& docker = {});
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
+
 namespace forge::launch {
 namespace {
 
@@ -58,24 +60,29 @@ Result<std::string> CodexTables(const std::vector<tasks::McpServer>& servers) {
 
 }  // namespace
 
-bool KnownMcpFormat(const std::string& format) {
-  return format == "claude" || format == "codex" || format == "gemini" || format == "opencode" ||
-         format == "openclaw";
-}
+constexpr EnumNames<McpFormat, 5> kMcpFormats = {{{McpFormat::kClaude, "claude"},
+                                                  {McpFormat::kCodex, "codex"},
+                                                  {McpFormat::kGemini, "gemini"},
+                                                  {McpFormat::kOpencode, "opencode"},
+                                                  {McpFormat::kOpenclaw, "openclaw"}}};
 
-Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers) {
-  if (!KnownMcpFormat(format)) {
-    return Status::BadConfig("unknown mcp_format \"" + format + "\" (claude, codex, gemini, opencode, openclaw)");
-  }
-  if (format == "codex") return CodexTables(servers);
+std::optional<McpFormat> McpFormatOf(std::string_view name) { return ValueOf(kMcpFormats, name); }
+
+std::string McpFormatNames() { return NameList(kMcpFormats); }
+
+Result<std::string> RenderMcpServers(McpFormat format, const std::vector<tasks::McpServer>& servers) {
+  if (format == McpFormat::kCodex) return CodexTables(servers);
   Json object = Json::object();
   for (const auto& s : servers) {
-    if (format == "claude") object[s.name] = ClaudeEntry(s);
-    else if (format == "gemini") object[s.name] = GeminiEntry(s);
-    else if (format == "opencode") object[s.name] = OpencodeEntry(s);
-    else object[s.name] = OpenclawEntry(s);
+    switch (format) {
+      case McpFormat::kClaude: object[s.name] = ClaudeEntry(s); break;
+      case McpFormat::kGemini: object[s.name] = GeminiEntry(s); break;
+      case McpFormat::kOpencode: object[s.name] = OpencodeEntry(s); break;
+      case McpFormat::kOpenclaw: object[s.name] = OpenclawEntry(s); break;
+      case McpFormat::kCodex: break;
+    }
   }
-  if (format == "claude") return Json{{"mcpServers", object}}.dump();
+  if (format == McpFormat::kClaude) return Json{{"mcpServers", object}}.dump();
   return object.dump();
 }
 

@@ -16,7 +16,9 @@
 // codex), so a profile's config is valid either way.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -24,11 +26,14 @@
 
 namespace forge::launch {
 
-// BadConfig naming the format when it is unknown; InvalidArgument naming the server when
-// the harness cannot speak its transport.
-Result<std::string> RenderMcpServers(const std::string& format, const std::vector<tasks::McpServer>& servers);
+enum class McpFormat { kClaude, kCodex, kGemini, kOpencode, kOpenclaw };
 
-// Whether format is one RenderMcpServers knows.
-bool KnownMcpFormat(const std::string& format);
+// The format a profile's "mcp_format" names; nullopt for an unknown name.
+std::optional<McpFormat> McpFormatOf(std::string_view name);
+// "claude, codex, gemini, opencode, openclaw", for messages.
+std::string McpFormatNames();
+
+// InvalidArgument naming the server when the harness cannot speak its transport.
+Result<std::string> RenderMcpServers(McpFormat format, const std::vector<tasks::McpServer>& servers);
 
 }  // namespace forge::launch

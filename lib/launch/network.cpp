@@ -10,7 +10,6 @@
 #include <fstream>
 #include <string_view>
 
-#include "cli/diagnostics.h"
 #include "sandbox/one_shot_script.h"
 
 namespace forge::launch {
@@ -97,10 +96,7 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
 
 namespace {
 
-std::string RelayDirParent() {
-  const char* tmp = std::getenv("TMPDIR");
-  return tmp && *tmp ? tmp : "/tmp";
-}
+std::string RelayDirParent(const Env& env) { return env.VarOr("TMPDIR", "/tmp"); }
 
 constexpr std::string_view kRelayDirPrefix = "forge-relay-";
 constexpr const char* kHeldUntilFile = "held-until";  // unix seconds, as text
@@ -125,11 +121,12 @@ pid_t RelayDirOwner(const std::string& name) {
 
 }  // namespace
 
-Result<std::unique_ptr<HostRelay>> HostRelay::Start(const std::optional<net::Endpoint>& proxy, bool egress) {
+Result<std::unique_ptr<HostRelay>> HostRelay::Start(const std::optional<net::Endpoint>& proxy, Env& env,
+                                                    bool egress) {
   // The PID in the name lets `forge-launch gc` tell a killed run's directory
   // from a running one's.
   std::string pattern =
-      RelayDirParent() + "/" + std::string(kRelayDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
+      RelayDirParent(env) + "/" + std::string(kRelayDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
   if (!mkdtemp(pattern.data())) {
     return Status::CannotCreate("cannot create a directory for the proxy relay's socket in " +
                               fs::path(pattern).parent_path().string());
@@ -151,9 +148,9 @@ Result<std::unique_ptr<HostRelay>> HostRelay::Start(const std::optional<net::End
     if (!fd.ok()) return fd.status().Prefixed("proxy relay");
     host->relay_ = std::make_unique<net::Relay>(*fd, *proxy);
     net::Relay* relay = host->relay_.get();
-    host->thread_ = std::thread([relay] {
+    host->thread_ = std::thread([relay, &env] {
       Status ran = relay->Run();
-      if (!ran.ok()) cli::Error("proxy relay stopped: " + ran.message());
+      if (!ran.ok()) env.Error("proxy relay stopped: " + ran.message());
     });
   }
   if (egress) {
@@ -166,8 +163,8 @@ Result<std::unique_ptr<HostRelay>> HostRelay::Start(const std::optional<net::End
   return host;
 }
 
-Result<int> RemoveStaleRelayDirs() {
-  const std::string parent = RelayDirParent();
+Result<int> RemoveStaleRelayDirs(const Env& env) {
+  const std::string parent = RelayDirParent(env);
   std::error_code ec;
   int removed = 0;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {

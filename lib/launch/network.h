@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "net/egress_proxy.h"
 #include "net/relay.h"
@@ -87,7 +88,10 @@ std::vector<std::string> WithRelay(const std::vector<std::string>& argv, const n
 // egress, also egress.sock, served by an HTTP forward proxy.
 class HostRelay {
  public:
-  static Result<std::unique_ptr<HostRelay>> Start(const std::optional<net::Endpoint>& proxy, bool egress = false);
+  // Its directory is made under $TMPDIR; a relay that stops is reported to
+  // env (which must outlive it).
+  static Result<std::unique_ptr<HostRelay>> Start(const std::optional<net::Endpoint>& proxy, Env& env,
+                                                  bool egress = false);
   // Stops the thread and removes the directory, or, after KeepFor, only
   // the socket.
   ~HostRelay();
@@ -112,6 +116,6 @@ class HostRelay {
 // Removes the socket directories ($TMPDIR/forge-relay-PID-*) of forge-launch
 // processes that are gone (kill -9 skips ~HostRelay), except those kept for
 // held sandboxes until their time; returns how many.
-Result<int> RemoveStaleRelayDirs();
+Result<int> RemoveStaleRelayDirs(const Env& env);
 
 }  // namespace forge::launch

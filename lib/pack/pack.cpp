@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
-#include "cli/signals.h"
 #include "pack/call_reader.h"
 #include "pack/pack_stats.h"
 #include "pack/rl_batches.h"
@@ -61,18 +59,18 @@ class Packer {
     records::ReaderOptions reader;
     reader.strict = o_.strict;
     size_t malformed = 0;
-    Status read = records::ForEachRecord(o_.inputs, reader, [&](records::Record& r) -> Status {
+    Status read = records::ForEachRecord(o_.inputs, *o_.env, reader, [&](records::Record& r) -> Status {
       ++stats_.records;
       auto in = ParseRollout(r);
       if (!in.ok()) {
         if (o_.strict) return in.status();
         ++stats_.bad_records;
-        cli::Error(in.status().message());
+        o_.env->Error(in.status().message());
         return Status::Ok();
       }
       if (!seen.insert(in->rollout_id).second) {
         ++stats_.duplicate_rollouts;
-        cli::Warn(fmt::format("{}: rollout {} seen before; this record is ignored", in->where, in->rollout_id));
+        o_.env->Warn(fmt::format("{}: rollout {} seen before; this record is ignored", in->where, in->rollout_id));
         return Status::Ok();
       }
       inputs_.push_back(std::move(*in));
@@ -99,7 +97,7 @@ class Packer {
       times_.read.wall += waited;
       times_.read.cpu += chunk.read_cpu_seconds;
       if (!chunk.status.ok()) return chunk.status;
-      if (cli::StopRequested()) return Status::Cancelled("stopped");
+      if (o_.env->stop().requested()) return Status::Cancelled("stopped");
       Stopwatch watch(CLOCK_THREAD_CPUTIME_ID);
       AssembleChunk(chunk);
       watch.AddTo(times_.assemble);
@@ -126,7 +124,7 @@ class Packer {
       if (!slot.wanted || o_.format == Format::kVerlPrompts) continue;
       if (slot.n == 0) {
         ++stats_.rollouts_without_calls;
-        cli::Warn(fmt::format("{}: no recorded calls for rollout {} in any store", in.where, in.rollout_id));
+        o_.env->Warn(fmt::format("{}: no recorded calls for rollout {} in any store", in.where, in.rollout_id));
         continue;
       }
       KeepValid(slot.Calls(), in, good);
@@ -185,7 +183,7 @@ class Packer {
     Json row = VerlPromptRecord(in, calls, prompted_tasks_.size() - 1, o_);
     if (row["prompt"].empty()) {
       ++stats_.dropped["no_prompt"];
-      cli::Warn(fmt::format("{}: task {} has no prompt, instruction or recorded call", in.where, in.task_id));
+      o_.env->Warn(fmt::format("{}: task {} has no prompt, instruction or recorded call", in.where, in.task_id));
       return Status::Ok();
     }
     FORGE_RETURN_IF_ERROR(out_.Write(row));
@@ -217,7 +215,7 @@ class Packer {
     if (figures.dropped_zero_variance_rollouts) {
       stats_.dropped["zero_variance_group_rollouts"] += figures.dropped_zero_variance_rollouts;
     }
-    auto entries = WriteRlBatches(batches, rl, [] { return cli::StopRequested(); });
+    auto entries = WriteRlBatches(batches, rl, &o_.env->stop());
     if (!entries.ok()) return entries.status();
     for (const Json& entry : *entries) FORGE_RETURN_IF_ERROR(out_.Write(entry));
     watch.AddTo(times_.write);
@@ -240,7 +238,7 @@ class Packer {
     Json summary = stats_.ToJson();
     summary["seconds"] = times_.ToJson(&StageTime::wall);
     summary["cpu_seconds"] = times_.ToJson(&StageTime::cpu);
-    if (!o_.quiet) PrintSummary(summary);
+    if (!o_.quiet) PrintSummary(summary, *o_.env);
     if (o_.stats_path.empty()) return Status::Ok();
     std::ofstream f(o_.stats_path);
     if (!(f << summary.dump(2) << "\n")) return Status::CannotCreate(o_.stats_path + ": cannot write stats");

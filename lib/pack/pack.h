@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "pack/advantage.h"
 #include "pack/assemble.h"
@@ -20,6 +21,7 @@ namespace forge::pack {
 enum class Format { kSftMessages, kSftTokens, kRl, kVerlPrompts };
 
 struct PackOptions {
+  Env* env = nullptr;               // required: reports, the stop
   std::vector<std::string> inputs;  // JSONL; "-" is stdin
   std::vector<std::string> stores;  // searched in order; the first holding a rollout's calls wins
   AssemblyMode mode = AssemblyMode::kMerge;
@@ -40,7 +42,7 @@ struct PackOptions {
   bool quiet = false;
 };
 
-// Writes records (or the RL index) to out; the summary to stderr unless
+// Writes records (or the RL index) to out; the summary to options.env unless
 // quiet; stats to stats_path when set. Bad input lines are reported with
 // file:line, skipped, and make the result InvalidData after all output is written.
 Status RunPack(const PackOptions& options, records::JsonlWriter& out);

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
 
 namespace forge::pack {
 namespace {
@@ -75,8 +74,8 @@ Status SkippedInput(const PackStats& stats) {
                                          skipped == 1 ? "" : "s", stats.malformed_lines, stats.bad_records));
 }
 
-void PrintSummary(const Json& s) {
-  cli::Note(fmt::format(
+void PrintSummary(const Json& s, Env& env) {
+  env.Note(fmt::format(
       "{} rollouts, {} calls → {} samples ({:.2f} per rollout, merge ratio {:.2f}, {} from messages); "
       "trainable tokens {}/{} ({:.1f}%); boundaries clean {} realign {} fork {}",
       s["rollouts"].get<int64_t>(), s["calls"].get<int64_t>(), s["samples"].get<int64_t>(),
@@ -86,19 +85,19 @@ void PrintSummary(const Json& s) {
       s["boundaries"]["realign"].get<int64_t>(), s["boundaries"]["fork"].get<int64_t>()));
   std::string dropped;
   for (const auto& [reason, n] : s["dropped"].items()) dropped += fmt::format(" {} {}", reason, n.get<int64_t>());
-  cli::Note(fmt::format("written {}; dropped:{}; filtered: not passed {}, below min reward {}; "
-                        "rollouts without calls {}",
-                        s["written"].get<int64_t>(), dropped.empty() ? " none" : dropped,
-                        s["filtered"]["not_passed"].get<int64_t>(), s["filtered"]["below_min_reward"].get<int64_t>(),
-                        s["rollouts_without_calls"].get<int64_t>()));
+  env.Note(fmt::format("written {}; dropped:{}; filtered: not passed {}, below min reward {}; "
+                       "rollouts without calls {}",
+                       s["written"].get<int64_t>(), dropped.empty() ? " none" : dropped,
+                       s["filtered"]["not_passed"].get<int64_t>(), s["filtered"]["below_min_reward"].get<int64_t>(),
+                       s["rollouts_without_calls"].get<int64_t>()));
   if (s.contains("rl")) {
     const Json& r = s["rl"];
-    cli::Note(fmt::format("rl: {} groups ({} zero-variance), {} rows in {} batches; utilisation {:.2f}%, "
-                          "padding waste {} tokens, {:.2f}% of ideal ({} batches)",
-                          r["groups"].get<int64_t>(), r["zero_variance_groups"].get<int64_t>(),
-                          r["rows"].get<int64_t>(), r["batches"].get<int64_t>(), 100 * r["utilisation"].get<double>(),
-                          r["padding_waste"].get<int64_t>(), 100 * r["utilisation_vs_ideal"].get<double>(),
-                          r["ideal_batches"].get<int64_t>()));
+    env.Note(fmt::format("rl: {} groups ({} zero-variance), {} rows in {} batches; utilisation {:.2f}%, "
+                         "padding waste {} tokens, {:.2f}% of ideal ({} batches)",
+                         r["groups"].get<int64_t>(), r["zero_variance_groups"].get<int64_t>(),
+                         r["rows"].get<int64_t>(), r["batches"].get<int64_t>(), 100 * r["utilisation"].get<double>(),
+                         r["padding_waste"].get<int64_t>(), 100 * r["utilisation_vs_ideal"].get<double>(),
+                         r["ideal_batches"].get<int64_t>()));
   }
 }
 

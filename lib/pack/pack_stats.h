@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "pack/assemble.h"
 #include "pack/rl_batches.h"
@@ -72,6 +73,6 @@ struct PackStats {
 Status SkippedInput(const PackStats& stats);
 
 // The summary's lines on stderr.
-void PrintSummary(const Json& summary);
+void PrintSummary(const Json& summary, Env& env);
 
 }  // namespace forge::pack

@@ -155,7 +155,7 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
 }
 
 Result<std::vector<nlohmann::json>> WriteRlBatches(const std::vector<std::vector<RlRow>>& batches,
-                                                   const RlOptions& options, const std::function<bool()>& stop) {
+                                                   const RlOptions& options, const StopToken* stop) {
   std::vector<nlohmann::json> entries(batches.size());
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -163,7 +163,7 @@ Result<std::vector<nlohmann::json>> WriteRlBatches(const std::vector<std::vector
   Status first_error = Status::Ok();
   auto work = [&] {
     for (size_t i; !failed && (i = next++) < batches.size();) {
-      Status s = stop && stop() ? Status::Cancelled("stopped") : Status::Ok();
+      Status s = stop != nullptr && stop->requested() ? Status::Cancelled("stopped") : Status::Ok();
       if (s.ok()) {
         auto entry = WriteRlBatch(batches[i], i, options);
         if (entry.ok()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/stop_token.h"
 #include "pack/advantage.h"
 #include "pack/assemble.h"
 #include "pack/bin_packing.h"
@@ -64,9 +65,8 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
 
 // Writes every micro-batch (file i from batches[i]) on options.write_threads
 // threads; returns the index entries in batch order. Stops early when
-// `stop` returns true (Cancelled) or a write fails (that error).
+// `stop` (may be null) is requested (Cancelled) or a write fails (that error).
 Result<std::vector<nlohmann::json>> WriteRlBatches(const std::vector<std::vector<RlRow>>& batches,
-                                                   const RlOptions& options,
-                                                   const std::function<bool()>& stop = nullptr);
+                                                   const RlOptions& options, const StopToken* stop = nullptr);
 
 }  // namespace forge::pack

@@ -13,7 +13,6 @@
 #include "base/json_dump.h"
 #include "base/json_field.h"
 #include "base/json_parse.h"
-#include "cli/diagnostics.h"
 #include "proxy/http_read.h"
 #include "proxy/pass_through.h"
 #include "proxy/ready_io.h"
@@ -379,12 +378,12 @@ bool Server::LacksTokenIds(const store::CallRecord& call) {
   if (!call.prompt_ids.empty() || !call.completion_ids.empty()) return false;
   metrics_.calls_without_token_ids.fetch_add(1, std::memory_order_relaxed);
   if (!warned_no_token_ids_.exchange(true)) {
-    cli::Warn(fmt::format("upstream {} answered a call of rollout {} without token ids: it ignores return_token_ids, so "
-                          "its calls are useless for RL training ({}; counted in "
-                          "forge_proxy_calls_without_token_ids_total; warned once)",
-                          call.upstream, call.rollout_id,
-                          config_.require_token_ids ? "--require-token-ids fails them"
-                                                    : "recorded anyway; --require-token-ids fails them"));
+    config_.env->Warn(fmt::format("upstream {} answered a call of rollout {} without token ids: it ignores return_token_ids, so "
+                                  "its calls are useless for RL training ({}; counted in "
+                                  "forge_proxy_calls_without_token_ids_total; warned once)",
+                                  call.upstream, call.rollout_id,
+                                  config_.require_token_ids ? "--require-token-ids fails them"
+                                                            : "recorded anyway; --require-token-ids fails them"));
   }
   return config_.require_token_ids;
 }

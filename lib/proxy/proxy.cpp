@@ -2,10 +2,8 @@
 
 #include <pthread.h>
 
-#include <cstdlib>
 #include <thread>
 
-#include "cli/diagnostics.h"
 #include "proxy/server.h"
 
 namespace forge::proxy {
@@ -20,9 +18,8 @@ Status RunProxy(const ProxyConfig& config) {
   }
   std::string api_key;
   if (!config.upstream_key_env.empty()) {
-    const char* value = std::getenv(config.upstream_key_env.c_str());
-    if (!value || !*value) return Status::BadConfig("--upstream-key-env " + config.upstream_key_env + ": not set");
-    api_key = value;
+    api_key = config.env->VarOr(config.upstream_key_env, "");
+    if (api_key.empty()) return Status::BadConfig("--upstream-key-env " + config.upstream_key_env + ": not set");
   }
   // One connection for the writer thread, one for lookups on the io threads,
   // so a group commit never blocks a secret lookup behind the same mutex.
@@ -33,11 +30,11 @@ Status RunProxy(const ProxyConfig& config) {
 
   std::unique_ptr<ReplayIndex> replay;
   if (!config.replay_path.empty()) {
-    auto loaded = ReplayIndex::Load(config.replay_path);
+    auto loaded = ReplayIndex::Load(config.replay_path, *config.env);
     if (!loaded.ok()) return loaded.status();
     replay = std::move(*loaded);
-    cli::Note("replaying " + std::to_string(replay->size()) + " recorded responses from " + config.replay_path +
-              (replay->bad_lines() ? " (" + std::to_string(replay->bad_lines()) + " bad lines skipped)" : ""));
+    config.env->Note("replaying " + std::to_string(replay->size()) + " recorded responses from " + config.replay_path +
+                     (replay->bad_lines() ? " (" + std::to_string(replay->bad_lines()) + " bad lines skipped)" : ""));
   }
 
   int threads = std::max(1, config.threads);
@@ -57,8 +54,8 @@ Status RunProxy(const ProxyConfig& config) {
   Server& server = *server_owner;
   FORGE_RETURN_IF_ERROR(server.Open());
   server.Start();
-  cli::Note("listening on http://" + config.listen_host + ":" + std::to_string(config.port) + ", recording to " +
-            config.store_path);
+  config.env->Note("listening on http://" + config.listen_host + ":" + std::to_string(config.port) +
+                   ", recording to " + config.store_path);
   std::vector<std::thread> workers;
   for (int i = 1; i < threads; ++i) {
     net::io_context* context = contexts[static_cast<size_t>(i)];

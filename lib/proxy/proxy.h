@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 
 namespace forge::proxy {
 
 struct ProxyConfig {
+  Env* env = nullptr;                     // required: reports, the stop, the environment
   std::string listen_host = "127.0.0.1";
   uint16_t port = 8000;
   std::string store_path;                 // where calls are recorded

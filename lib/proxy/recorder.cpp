@@ -6,7 +6,6 @@
 
 #include <chrono>
 
-#include "cli/diagnostics.h"
 
 namespace forge::proxy {
 namespace {
@@ -109,16 +108,16 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-Result<std::unique_ptr<Recorder>> Recorder::Create(store::Store& store, Metrics& metrics) {
+Result<std::unique_ptr<Recorder>> Recorder::Create(store::Store& store, Metrics& metrics, Env& env) {
   auto log = store::CallLog::Create(store.path());
   if (!log.ok()) return log.status().Prefixed("cannot create the call log");
   auto wakeup = Wakeup::Create();
   if (!wakeup.ok()) return wakeup.status().Prefixed("the store writer");
-  return std::unique_ptr<Recorder>(new Recorder(store, metrics, std::move(*log), std::move(*wakeup)));
+  return std::unique_ptr<Recorder>(new Recorder(store, metrics, env, std::move(*log), std::move(*wakeup)));
 }
 
-Recorder::Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup)
-    : store_(store), metrics_(metrics), log_(std::move(log)), wakeup_(std::move(wakeup)), thread_([this] {
+Recorder::Recorder(store::Store& store, Metrics& metrics, Env& env, std::unique_ptr<store::CallLog> log, Wakeup wakeup)
+    : store_(store), metrics_(metrics), env_(env), log_(std::move(log)), wakeup_(std::move(wakeup)), thread_([this] {
         pthread_setname_np(pthread_self(), "forge-writer");
         Run();
       }) {
@@ -129,7 +128,7 @@ void Recorder::StartCheckpointer() {
   // Its own connection: a checkpoint then never holds the writer's.
   auto own = store::Store::Open(store_.path());
   if (!own.ok()) {
-    cli::Warn("WAL checkpoints stay inside commits: " + own.status().message());
+    env_.Warn("WAL checkpoints stay inside commits: " + own.status().message());
     return;
   }
   checkpoint_store_ = std::move(*own);
@@ -153,7 +152,7 @@ void Recorder::RunCheckpoints() {
     checkpoint_due_ = false;
     lock.unlock();
     Status s = checkpoint_store_->db().Checkpoint();
-    if (!s.ok()) cli::Warn(s.message());
+    if (!s.ok()) env_.Warn(s.message());
     lock.lock();
   }
 }
@@ -242,16 +241,16 @@ void Recorder::Stop() {
     checkpointer_.join();
   }
   if (spare_) {
-    if (Status s = spare_->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+    if (Status s = spare_->Remove(store_); !s.ok()) env_.Warn("call log: " + s.message());
   }
   if (queue_.empty()) {
     for (auto* log : {&retiring_, &log_}) {
       if (!*log) continue;
-      if (Status s = (*log)->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+      if (Status s = (*log)->Remove(store_); !s.ok()) env_.Warn("call log: " + s.message());
     }
   } else {
     std::string logs = retiring_ ? retiring_->path() + " and " + log_->path() : log_->path();
-    cli::Warn(std::to_string(queue_.size()) + " calls stay in the call log " + logs +
+    env_.Warn(std::to_string(queue_.size()) + " calls stay in the call log " + logs +
               "; the next forge tool to open the store moves them into it");
   }
 }
@@ -285,7 +284,7 @@ void Recorder::RecycleRetiring(bool idle) {
     spare_ = std::move(retiring_);
     return;
   }
-  if (Status s = retiring_->Remove(store_); !s.ok()) cli::Warn("call log: " + s.message());
+  if (Status s = retiring_->Remove(store_); !s.ok()) env_.Warn("call log: " + s.message());
   NormalPriorityInScope normal(idle);  // the first log was made on the main thread
   retiring_.reset();
 }
@@ -293,7 +292,7 @@ void Recorder::RecycleRetiring(bool idle) {
 void Recorder::MakeSpare() {
   auto fresh = store::CallLog::Create(store_.path());
   if (!fresh.ok()) {
-    cli::Warn("call log: " + fresh.status().message() + " (the current log keeps growing)");
+    env_.Warn("call log: " + fresh.status().message() + " (the current log keeps growing)");
     return;
   }
   spare_ = std::move(*fresh);
@@ -353,7 +352,7 @@ void Recorder::Run() {
     if (!status.ok()) {
       // The calls are safe in the log; the database may be busy or full for a while.
       ++failures;
-      cli::Warn("store: " + status.message() + " (" + std::to_string(batch.size()) +
+      env_.Warn("store: " + status.message() + " (" + std::to_string(batch.size()) +
                 " calls stay in the call log; retrying)");
       {
         NormalPriorityInScope normal(idle);

@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/env.h"
 #include "base/wakeup.h"
 #include "proxy/metrics.h"
 #include "store/call_log.h"
@@ -40,8 +41,9 @@ class Recorder {
  public:
   using Done = std::function<void(Status)>;
 
-  // Creates the call log beside the store's database.
-  static Result<std::unique_ptr<Recorder>> Create(store::Store& store, Metrics& metrics);
+  // Creates the call log beside the store's database. Warnings go to env
+  // (which must outlive the recorder).
+  static Result<std::unique_ptr<Recorder>> Create(store::Store& store, Metrics& metrics, Env& env);
   ~Recorder();  // stops (see Stop)
 
   // Logs a call. Returns its status when that is final (logged, or failed);
@@ -75,7 +77,7 @@ class Recorder {
     Done done;  // set only for a call that waits for the database
     std::chrono::steady_clock::time_point logged_at;
   };
-  Recorder(store::Store& store, Metrics& metrics, std::unique_ptr<store::CallLog> log, Wakeup wakeup);
+  Recorder(store::Store& store, Metrics& metrics, Env& env, std::unique_ptr<store::CallLog> log, Wakeup wakeup);
   void Run();
   // The calls' side of mutex_: a call that finds the writer holding it says
   // so, and the writer, once it lets go, gives way (GiveWayIfCallWaited).
@@ -90,6 +92,7 @@ class Recorder {
 
   store::Store& store_;
   Metrics& metrics_;
+  Env& env_;
   std::unique_ptr<store::CallLog> log_;
   uint64_t log_generation_ = 1;  // counts the logs: a request logged in a replaced one is gone
   // The writer's alone: the next log_ (the last one, emptied), and the log

@@ -8,7 +8,6 @@
 
 #include "base/hash.h"
 #include "base/json_field.h"
-#include "cli/diagnostics.h"
 #include "proxy/dump.h"
 #include "proxy/format_registry.h"
 #include "proxy/formats/wire.h"
@@ -130,11 +129,11 @@ Status ReplayIndex::Add(const Json& call) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<ReplayIndex>> ReplayIndex::Load(const std::string& path) {
+Result<std::unique_ptr<ReplayIndex>> ReplayIndex::Load(const std::string& path, Env& env) {
   Status error;
   bool store = IsSqliteFile(path, error);
   if (!error.ok()) return error;
-  return store ? LoadStore(path) : LoadFile(path);
+  return store ? LoadStore(path) : LoadFile(path, env);
 }
 
 Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadStore(const std::string& store_path) {
@@ -165,8 +164,8 @@ Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadStore(const std::string& s
   return index;
 }
 
-Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadFile(const std::string& path) {
-  auto reader = records::JsonlReader::Open(path);
+Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadFile(const std::string& path, Env& env) {
+  auto reader = records::JsonlReader::Open(path, env);
   if (!reader.ok()) return reader.status().Prefixed("--replay");
   auto index = std::make_unique<ReplayIndex>();
   for (;;) {
@@ -175,7 +174,7 @@ Result<std::unique_ptr<ReplayIndex>> ReplayIndex::LoadFile(const std::string& pa
     if (!next->has_value()) break;
     Status added = index->Add((*next)->json);
     if (!added.ok()) {
-      cli::Warn((*next)->where() + ": " + added.message() + " (line skipped)");
+      env.Warn((*next)->where() + ": " + added.message() + " (line skipped)");
       ++index->bad_lines_;
     }
   }

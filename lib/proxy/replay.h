@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/env.h"
 #include "base/status.h"
 
 namespace forge::proxy {
@@ -38,11 +39,11 @@ struct RecordedExchange {
 class ReplayIndex {
  public:
   // A store or a recorded-exchange file, told apart by the file's first bytes.
-  static Result<std::unique_ptr<ReplayIndex>> Load(const std::string& path);
+  static Result<std::unique_ptr<ReplayIndex>> Load(const std::string& path, Env& env);
   static Result<std::unique_ptr<ReplayIndex>> LoadStore(const std::string& store_path);
   // Bad lines are reported on stderr as "file:line: reason" and skipped; the
   // rest are served. InvalidData only when no line at all can be served.
-  static Result<std::unique_ptr<ReplayIndex>> LoadFile(const std::string& path);
+  static Result<std::unique_ptr<ReplayIndex>> LoadFile(const std::string& path, Env& env);
 
   static std::string RequestKey(const std::string& client_format, const nlohmann::json& request);
 

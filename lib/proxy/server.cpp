@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
-#include "cli/signals.h"
 #include "proxy/formats/openai_errors.h"
 #include "proxy/http_read.h"
 #include "proxy/http_write.h"
@@ -62,7 +60,7 @@ Server::Server(const ProxyConfig& config, std::vector<net::io_context*> contexts
 }
 
 Status Server::Open() {
-  auto recorder = Recorder::Create(writer_store_, metrics_);
+  auto recorder = Recorder::Create(writer_store_, metrics_, *config_.env);
   if (!recorder.ok()) return recorder.status();
   recorder_ = std::move(*recorder);
   beast::error_code ec;
@@ -117,16 +115,16 @@ Task<void> Server::AcceptLoop() {
       if (!acceptor_.is_open()) co_return;
       metrics_.accept_errors.fetch_add(1);
       if (!failing) {
-        cli::Warn(fmt::format("cannot accept connections: {} ({} open; retrying every {} ms, the rest wait in the "
-                              "listen queue)",
-                              ec.message(), metrics_.open_connections.load(), kAcceptRetry.count()));
+        config_.env->Warn(fmt::format("cannot accept connections: {} ({} open; retrying every {} ms, the rest wait in the "
+                                      "listen queue)",
+                                      ec.message(), metrics_.open_connections.load(), kAcceptRetry.count()));
       }
       failing = true;
       retry.expires_after(kAcceptRetry);
       co_await retry.async_wait(Into(ec));
       continue;
     }
-    if (failing) cli::Note("accepting connections again");
+    if (failing) config_.env->Note("accepting connections again");
     failing = false;
     StartSession(std::move(socket));
     for (int more = 1; more < kMaxAcceptsPerWake; ++more) {
@@ -163,7 +161,7 @@ Task<void> Server::SweepWaits() {
 
 Task<void> Server::WatchStop() {
   net::steady_timer timer(co_await net::this_coro::executor);
-  while (!cli::StopRequested()) {
+  while (!config_.env->stop().requested()) {
     timer.expires_after(std::chrono::milliseconds(50));
     beast::error_code ec;
     co_await timer.async_wait(Into(ec));
@@ -181,7 +179,7 @@ Task<void> Server::WatchStop() {
     co_await timer.async_wait(Into(ec));
   }
   if (metrics_.in_flight.load() > 0) {
-    cli::Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
+    config_.env->Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
   }
   for (net::io_context* context : contexts_) context->stop();
 }
@@ -354,8 +352,8 @@ Task<void> Server::Session(tcp::socket socket) {
       internal_error = e.what();
     }
     if (!internal_error.empty()) {
-      cli::Warn(fmt::format("{} {}: internal error, connection closed: {}", std::string(req.method_string()),
-                            std::string(req.target()), internal_error));
+      config_.env->Warn(fmt::format("{} {}: internal error, connection closed: {}", std::string(req.method_string()),
+                                    std::string(req.target()), internal_error));
       break;
     }
     if (keep && body_arriving && arriving.have < req.body().size()) {
@@ -525,7 +523,7 @@ Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_vi
     }
     policy_version_.store(v);
     if (Status s = reader_store_.meta().Set(std::string(kPolicyVersionKey), std::to_string(v)); !s.ok()) {
-      cli::Warn("cannot persist the policy version: " + s.message());
+      config_.env->Warn("cannot persist the policy version: " + s.message());
     }
     co_return co_await Send(client, req, http::status::ok, state().dump());
   }

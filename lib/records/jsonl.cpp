@@ -4,25 +4,23 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cli/diagnostics.h"
-#include "cli/signals.h"
 
 namespace forge::records {
 
-Result<std::unique_ptr<JsonlReader>> JsonlReader::Open(const std::string& path,
+Result<std::unique_ptr<JsonlReader>> JsonlReader::Open(const std::string& path, Env& env,
                                                         ReaderOptions options) {
   if (path == "-") {
-    return std::make_unique<JsonlReader>(stdin, "<stdin>", options, false);
+    return std::make_unique<JsonlReader>(stdin, "<stdin>", env, options, false);
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     return Status::NotFound(path + ": " + std::strerror(errno));
   }
-  return std::make_unique<JsonlReader>(f, path, options, true);
+  return std::make_unique<JsonlReader>(f, path, env, options, true);
 }
 
-JsonlReader::JsonlReader(std::FILE* stream, std::string source, ReaderOptions options, bool owns)
-    : stream_(stream), source_(std::move(source)), options_(options), owns_(owns) {}
+JsonlReader::JsonlReader(std::FILE* stream, std::string source, Env& env, ReaderOptions options, bool owns)
+    : stream_(stream), source_(std::move(source)), env_(env), options_(options), owns_(owns) {}
 
 JsonlReader::~JsonlReader() {
   std::free(buffer_);
@@ -31,7 +29,7 @@ JsonlReader::~JsonlReader() {
 
 Result<std::optional<Record>> JsonlReader::Next() {
   for (;;) {
-    if (cli::StopRequested()) return Status::Cancelled("stopped while reading " + source_);
+    if (env_.stop().requested()) return Status::Cancelled("stopped while reading " + source_);
     errno = 0;
     ssize_t n = getline(&buffer_, &buffer_size_, stream_);
     if (n < 0) {
@@ -69,7 +67,7 @@ Result<std::optional<Record>> JsonlReader::Next() {
     if (!reason.empty()) {
       ++bad_lines_;
       if (options_.strict) return Status::InvalidData(where + ": " + reason);
-      cli::Error(where + ": " + reason + " (line skipped)");
+      env_.Error(where + ": " + reason + " (line skipped)");
       continue;
     }
     ++good_lines_;
@@ -77,11 +75,11 @@ Result<std::optional<Record>> JsonlReader::Next() {
   }
 }
 
-Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions options,
+Status ForEachRecord(const std::vector<std::string>& paths, Env& env, ReaderOptions options,
                      const std::function<Status(Record&)>& on_record, size_t* bad_lines) {
   size_t bad = 0;
   for (const std::string& path : paths) {
-    auto reader = JsonlReader::Open(path, options);
+    auto reader = JsonlReader::Open(path, env, options);
     if (!reader.ok()) return reader.status();
     for (;;) {
       auto next = (*reader)->Next();

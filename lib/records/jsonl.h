@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/env.h"
 #include "base/status.h"
 
 namespace forge::records {
@@ -40,18 +41,19 @@ struct ReaderOptions {
 
 class JsonlReader {
  public:
-  // path "-" reads stdin.
-  static Result<std::unique_ptr<JsonlReader>> Open(const std::string& path,
+  // path "-" reads stdin. Bad lines are reported to env, and its stop token
+  // ends the input (env must outlive the reader).
+  static Result<std::unique_ptr<JsonlReader>> Open(const std::string& path, Env& env,
                                                     ReaderOptions options = {});
-  // Reads from an already open stream (not closed by the reader).
-  JsonlReader(std::FILE* stream, std::string source, ReaderOptions options, bool owns);
+  // Reads from an already open stream (closed by the reader when owns).
+  JsonlReader(std::FILE* stream, std::string source, Env& env, ReaderOptions options, bool owns);
   ~JsonlReader();
   JsonlReader(const JsonlReader&) = delete;
   JsonlReader& operator=(const JsonlReader&) = delete;
 
   // The next good record, std::nullopt at the end of input. A bad line is
-  // reported on stderr and skipped; in strict mode it is returned as a
-  // InvalidData. A stop signal ends the input early with Cancelled.
+  // reported to the Env as an error and skipped; in strict mode it is returned
+  // as InvalidData. A stop ends the input early with Cancelled.
   Result<std::optional<Record>> Next();
 
   size_t bad_lines() const { return bad_lines_; }
@@ -61,6 +63,7 @@ class JsonlReader {
  private:
   std::FILE* stream_;
   std::string source_;
+  Env& env_;
   ReaderOptions options_;
   bool owns_;
   size_t line_ = 0;
@@ -75,7 +78,7 @@ class JsonlReader {
 // and counted; afterwards, if any were seen (lenient mode), returns InvalidData
 // naming how many, so a pipeline notices that data was skipped. When bad_lines
 // is given, it receives that count as well.
-Status ForEachRecord(const std::vector<std::string>& paths, ReaderOptions options,
+Status ForEachRecord(const std::vector<std::string>& paths, Env& env, ReaderOptions options,
                      const std::function<Status(Record&)>& on_record, size_t* bad_lines = nullptr);
 
 class JsonlWriter {

@@ -4,6 +4,7 @@
 // handle, runs the verifier in it and releases it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -11,14 +12,26 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "base/status.h"
+#include "base/stop_token.h"
 #include "sandbox/pod.h"
 
 namespace forge::sandbox {
+
+// The sandbox backends, named as --backend and a sandbox handle name them.
+enum class BackendKind { kLocal, kDocker, kK8s };
+inline constexpr EnumNames<BackendKind, 3> kBackendNames = {
+    {{BackendKind::kLocal, "local"}, {BackendKind::kDocker, "docker"}, {BackendKind::kK8s, "k8s"}}};
+constexpr std::string_view BackendName(BackendKind kind) { return NameOf(kBackendNames, kind); }
+// nullopt for a name no backend has.
+constexpr std::optional<BackendKind> BackendKindOf(std::string_view name) { return ValueOf(kBackendNames, name); }
 
 struct Limits {
   double cpus = 4.0;
@@ -86,9 +99,10 @@ struct Spec {
 // Names a sandbox across processes: written into rollout records and the
 // store so that forge-verify can attach to what forge-launch held.
 struct Handle {
-  std::string backend;  // "local", "docker", "k8s"
+  std::string backend;  // BackendName's: "local", "docker", "k8s" (or a record's unknown name)
   std::string id;       // container id, pod name, or directory
   nlohmann::json ToJson() const { return {{"backend", backend}, {"id", id}}; }
+  bool Is(BackendKind kind) const { return backend == BackendName(kind); }
 };
 
 struct ExecRequest {
@@ -99,9 +113,9 @@ struct ExecRequest {
   std::string stdin_data;
   double timeout_seconds = 0;          // 0: none
   size_t max_output_bytes = 1 << 20;   // per stream; the rest is dropped and flagged
-  // When set and it becomes true, the command is killed as on a timeout and
-  // Exec returns Cancelled: how SIGINT reaches a harness that is running.
-  const std::atomic<bool>* cancel = nullptr;
+  // When set and a stop is requested, the command is killed as on a timeout
+  // and Exec returns Cancelled: how SIGINT reaches a harness that is running.
+  const StopToken* cancel = nullptr;
 };
 
 struct ExecResult {
@@ -162,7 +176,8 @@ struct ImageConfig {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;
+  virtual BackendKind kind() const = 0;
+  std::string name() const { return std::string(BackendName(kind())); }
   // Makes spec's image available (builds spec.build_context, pulls a missing
   // image) and says what its configuration is. Afterwards spec->image names
   // it and spec->build_context is empty. Backends that cannot look inside an

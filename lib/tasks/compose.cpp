@@ -107,9 +107,9 @@ std::string ValueOf(const ComposeRef& ref, const std::optional<std::string>& val
 
 class ComposeReader {
  public:
-  ComposeReader(std::string path, const std::map<std::string, std::string>& vars,
+  ComposeReader(std::string path, const std::map<std::string, std::string>& vars, const Env& host,
                 std::vector<std::string>* warnings)
-      : path_(std::move(path)), dir_(fs::path(path_).parent_path()), vars_(vars), warnings_(warnings) {}
+      : path_(std::move(path)), dir_(fs::path(path_).parent_path()), vars_(vars), host_(host), warnings_(warnings) {}
 
   Result<Json> Read() {
     YAML::Node root;
@@ -166,8 +166,7 @@ class ComposeReader {
   // A variable's value: Harbor's compose variables, then the host's.
   std::optional<std::string> Lookup(const std::string& name) const {
     if (auto it = vars_.find(name); it != vars_.end()) return it->second;
-    if (const char* env = std::getenv(name.c_str())) return std::string(env);
-    return std::nullopt;
+    return host_.Var(name);
   }
 
   void WarnUnset(const YAML::Node& node, const std::string& key, const ComposeRef& ref) {
@@ -503,6 +502,7 @@ class ComposeReader {
   std::string path_;
   fs::path dir_;
   const std::map<std::string, std::string>& vars_;
+  const Env& host_;
   std::vector<std::string>* warnings_;
   std::set<std::string> names_;
   std::set<std::string> volume_names_;
@@ -604,8 +604,8 @@ Result<std::map<std::string, std::string>> ResolveComposeEnv(const ComposeEnv& e
 }
 
 Result<records::Json> ReadCompose(const std::string& path, const std::map<std::string, std::string>& vars,
-                                  std::vector<std::string>* warnings) {
-  return ComposeReader(path, vars, warnings).Read();
+                                  const Env& host, std::vector<std::string>* warnings) {
+  return ComposeReader(path, vars, host, warnings).Read();
 }
 
 }  // namespace forge::tasks

@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "records/jsonl.h"
 #include "tasks/env_template.h"
@@ -56,12 +57,12 @@ namespace forge::tasks {
 inline constexpr const char* kMainService = "main";
 
 // Reads the compose file at path. vars are the compose variables Harbor
-// sets (CONTEXT_DIR, CPUS, MEMORY, ...), looked up before the host
-// environment. Errors name the file, line and key:
+// sets (CONTEXT_DIR, CPUS, MEMORY, ...), looked up before the host's
+// variables, which host gives. Errors name the file, line and key:
 // "t/environment/docker-compose.yaml:12: services.db.ports: not supported ...".
 Result<records::Json> ReadCompose(const std::string& path,
                                   const std::map<std::string, std::string>& vars,
-                                  std::vector<std::string>* warnings);
+                                  const Env& host, std::vector<std::string>* warnings);
 
 // A compose `environment` as the record keeps it: each value a template in
 // compose's syntax (${VAR}, ${VAR:-default}, ${VAR-default}, $VAR; $$ is a
@@ -77,7 +78,7 @@ Result<ComposeEnv> ComposeEnvFromJson(const records::Json& value, const std::str
 // lookup as compose does (an unset variable is empty unless it has a
 // default). InvalidData naming field.KEY for a malformed template.
 Result<std::map<std::string, std::string>> ResolveComposeEnv(const ComposeEnv& env, const std::string& field,
-                                                             const EnvLookup& lookup = HostEnvLookup());
+                                                             const EnvLookup& lookup);
 
 // "2s", "1m30s", "500ms", "1h" in seconds (compose durations).
 Result<double> ParseComposeDuration(const std::string& text);

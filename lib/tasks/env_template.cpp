@@ -45,12 +45,8 @@ Result<std::string> ResolveValue(const std::string& value, const std::string& wh
 
 }  // namespace
 
-EnvLookup HostEnvLookup() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
+EnvLookup HostEnvLookup(const Env& env) {
+  return [&env](const std::string& name) { return env.Var(name); };
 }
 
 Result<std::map<std::string, std::string>> ResolveEnvTemplates(const std::map<std::string, std::string>& env,

@@ -68,8 +68,8 @@ struct Origin {
 
 class HarborReader {
  public:
-  HarborReader(fs::path dir, std::vector<std::string>* warnings)
-      : dir_(std::move(dir)), toml_path_((dir_ / "task.toml").string()), warnings_(warnings) {}
+  HarborReader(fs::path dir, const Env& env, std::vector<std::string>* warnings)
+      : dir_(std::move(dir)), toml_path_((dir_ / "task.toml").string()), env_(env), warnings_(warnings) {}
 
   Result<Task> Read() {
     toml::table table;
@@ -236,7 +236,7 @@ class HarborReader {
         {"ENV_VERIFIER_LOGS_PATH", "/logs/verifier"},
         {"ENV_ARTIFACTS_PATH", "/logs/artifacts"},
     };
-    auto pod = ReadCompose(compose.string(), vars, warnings_);
+    auto pod = ReadCompose(compose.string(), vars, env_, warnings_);
     if (!pod.ok()) return pod.status();
     record_["pod"] = std::move(*pod);
     return Status::Ok();
@@ -351,6 +351,7 @@ class HarborReader {
 
   fs::path dir_;
   std::string toml_path_;
+  const Env& env_;
   std::vector<std::string>* warnings_;
   Json record_;
   const toml::node* solution_env_ = nullptr;
@@ -381,14 +382,14 @@ Result<int64_t> ParseSizeMb(const std::string& text) {
   }
 }
 
-Result<Task> ReadHarborTask(const std::string& dir, std::vector<std::string>* warnings) {
+Result<Task> ReadHarborTask(const std::string& dir, const Env& env, std::vector<std::string>* warnings) {
   std::error_code ec;
   fs::path path = fs::absolute(dir, ec).lexically_normal();
   if (!path.has_filename()) path = path.parent_path();
   if (!IsFile(path / "task.toml")) {
     return Status::InvalidData((path / "task.toml").string() + ": missing");
   }
-  return HarborReader(path, warnings).Read();
+  return HarborReader(path, env, warnings).Read();
 }
 
 }  // namespace forge::tasks

@@ -24,8 +24,9 @@ bool IsHarborTaskDir(const std::string& dir);
 
 // Reads one task directory. Errors name the file, and for task.toml the line
 // and key: "t/task.toml:7: environment.cpus: expected a number, got string".
-// Warnings (unknown keys, ignored sections) are appended to *warnings.
-Result<Task> ReadHarborTask(const std::string& dir, std::vector<std::string>* warnings);
+// Warnings (unknown keys, ignored sections) are appended to *warnings. A
+// compose file's ${VAR} are the host's variables that env holds.
+Result<Task> ReadHarborTask(const std::string& dir, const Env& env, std::vector<std::string>* warnings);
 
 // Harbor's deprecated size strings ("4G", "512M", "1024K") in megabytes.
 Result<int64_t> ParseSizeMb(const std::string& text);

@@ -7,8 +7,6 @@
 #include <map>
 #include <system_error>
 
-#include "cli/diagnostics.h"
-#include "cli/signals.h"
 #include "records/jsonl.h"
 #include "tasks/harbor.h"
 
@@ -19,9 +17,9 @@ namespace fs = std::filesystem;
 
 class Loader {
  public:
-  Loader(const LoadOptions& options, const std::function<Status(Task&)>& on_task,
+  Loader(Env& env, const LoadOptions& options, const std::function<Status(Task&)>& on_task,
          LoadStats* stats)
-      : options_(options), on_task_(on_task), stats_(stats) {}
+      : env_(env), options_(options), on_task_(on_task), stats_(stats) {}
 
   Status Load(const std::string& input) {
     if (input == "-") return LoadJsonl(input, fs::current_path().string());
@@ -49,7 +47,7 @@ class Loader {
     if (options_.on_warning) {
       options_.on_warning(message);
     } else {
-      cli::Warn(message);
+      env_.Warn(message);
     }
   }
 
@@ -59,7 +57,7 @@ class Loader {
     if (options_.on_broken) {
       options_.on_broken(message);
     } else {
-      cli::Error(message + " (task skipped)");
+      env_.Error(message + " (task skipped)");
     }
     ++stats_->broken;
     return Status::Ok();
@@ -78,7 +76,7 @@ class Loader {
   Status LoadJsonl(const std::string& path, const std::string& base_dir) {
     records::ReaderOptions reader_options;
     reader_options.strict = options_.strict;
-    auto reader = records::JsonlReader::Open(path, reader_options);
+    auto reader = records::JsonlReader::Open(path, env_, reader_options);
     if (!reader.ok()) return reader.status();
     for (;;) {
       auto next = (*reader)->Next();
@@ -98,9 +96,9 @@ class Loader {
   }
 
   Status LoadHarbor(const std::string& dir) {
-    if (cli::StopRequested()) return Status::Cancelled("stopped while reading " + dir);
+    if (env_.stop().requested()) return Status::Cancelled("stopped while reading " + dir);
     std::vector<std::string> warnings;
-    auto task = ReadHarborTask(dir, &warnings);
+    auto task = ReadHarborTask(dir, env_, &warnings);
     for (const std::string& w : warnings) Warn(w);
     stats_->warnings += warnings.size();
     if (!task.ok()) return Broken(task.status().message());
@@ -133,6 +131,7 @@ class Loader {
     return Status::Ok();
   }
 
+  Env& env_;
   const LoadOptions& options_;
   const std::function<Status(Task&)>& on_task_;
   LoadStats* stats_;
@@ -141,11 +140,11 @@ class Loader {
 
 }  // namespace
 
-Status LoadTasks(const std::vector<std::string>& inputs, const LoadOptions& options,
+Status LoadTasks(const std::vector<std::string>& inputs, Env& env, const LoadOptions& options,
                  const std::function<Status(Task&)>& on_task, LoadStats* stats) {
   LoadStats local;
   if (stats == nullptr) stats = &local;
-  Loader loader(options, on_task, stats);
+  Loader loader(env, options, on_task, stats);
   for (const std::string& input : inputs) FORGE_RETURN_IF_ERROR(loader.Load(input));
   return loader.Finish();
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "tasks/task.h"
 
@@ -20,7 +21,7 @@ namespace forge::tasks {
 struct LoadOptions {
   bool strict = false;  // the first broken task or malformed line is an error
   // Where a warning (an unknown task.toml key, a directory that is no task)
-  // and a broken task's reason go; unset: stderr. A task's own warnings come
+  // and a broken task's reason go; unset: the Env's Warn and Error. A task's own warnings come
   // before it (on_task) or its reason.
   std::function<void(const std::string&)> on_warning;
   std::function<void(const std::string&)> on_broken;
@@ -34,10 +35,12 @@ struct LoadStats {
 
 // Calls on_task for every good task, in input order (a dataset directory in
 // name order), and stops at the first error on_task returns. Broken tasks are
-// reported on stderr ("file:line: field: reason (task skipped)"); afterwards,
-// if any were skipped, returns InvalidData saying how many, so a pipeline notices.
-// A missing input is NotFound. Task ids must be unique across all inputs.
-Status LoadTasks(const std::vector<std::string>& inputs, const LoadOptions& options,
+// reported to env as errors ("file:line: field: reason (task skipped)"), what
+// is only odd as warnings; afterwards, if any were skipped, returns
+// InvalidData saying how many, so a pipeline notices. A missing input is
+// NotFound; a stop requested on env, Cancelled. Task ids must be unique
+// across all inputs.
+Status LoadTasks(const std::vector<std::string>& inputs, Env& env, const LoadOptions& options,
                  const std::function<Status(Task&)>& on_task, LoadStats* stats = nullptr);
 
 }  // namespace forge::tasks

@@ -64,14 +64,14 @@ std::string GroupOf(const Json& record, const std::string& by, const RolloutBeha
 
 }  // namespace
 
-Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options,
+Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options, Env& env,
                     std::vector<Attempt>* attempts) {
   std::vector<Trial> trials;
   std::vector<Json> records;
   size_t folded = 0;
-  Status read = ReadTrials(inputs, &trials, &records, &folded);
+  Status read = ReadTrials(inputs, env, &trials, &records, &folded);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
-  WarnIfFolded(folded);
+  WarnIfFolded(folded, env);
   for (size_t i = 0; i < trials.size(); ++i) {
     Attempt a{std::move(trials[i]), RolloutIdOf(records[i]), "", std::nullopt};
     if (options.calls != nullptr && !options.calls->empty()) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "records/jsonl.h"
 #include "store/store.h"
@@ -50,9 +51,9 @@ struct AttemptOptions {
 
 // Reads the attempts of `inputs`. `model` and `policy_version`, when the
 // record lacks them, are those of the rollout's first recorded call. Bad
-// records are reported as file:line and skipped (InvalidData afterwards, with
-// the others read, as ReadTrials does).
-Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options,
+// records are reported to env as file:line and skipped (InvalidData
+// afterwards, with the others read, as ReadTrials does).
+Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions& options, Env& env,
                     std::vector<Attempt>* attempts);
 
 }  // namespace forge::verify

@@ -7,7 +7,6 @@
 #define FORGE_VERIFY_HAVE_DOCKER 1
 #endif
 #if __has_include("sandbox/k8s/k8s_backend.h")
-#include "cli/signals.h"
 #include "sandbox/k8s/k8s_backend.h"
 #define FORGE_VERIFY_HAVE_K8S 1
 #endif
@@ -22,17 +21,16 @@ Result<sandbox::Backend*> Backends::Get(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = backends_.find(name); it != backends_.end()) return it->second.get();
   std::unique_ptr<sandbox::Backend> backend;
+  const std::optional<sandbox::BackendKind> kind = sandbox::BackendKindOf(name);
 #ifdef FORGE_VERIFY_HAVE_DOCKER
-  if (name == "docker") backend = std::make_unique<sandbox::docker::DockerBackend>();
+  if (kind == sandbox::BackendKind::kDocker) backend = std::make_unique<sandbox::docker::DockerBackend>(env_);
 #endif
 #ifdef FORGE_VERIFY_HAVE_LOCAL
-  if (name == "local") backend = std::make_unique<sandbox::local::LocalBackend>();
+  if (kind == sandbox::BackendKind::kLocal) backend = std::make_unique<sandbox::local::LocalBackend>(env_);
 #endif
 #ifdef FORGE_VERIFY_HAVE_K8S
-  if (name == "k8s") {
-    sandbox::k8s::K8sOptions options = k8s_;
-    options.stop_requested = [] { return cli::StopRequested(); };
-    auto made = sandbox::k8s::MakeK8sBackend(options);
+  if (kind == sandbox::BackendKind::kK8s) {
+    auto made = sandbox::k8s::MakeK8sBackend(k8s_, env_);
     if (!made.ok()) return made.status().Prefixed("k8s backend");
     backend = std::move(*made);
   }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/env.h"
 #include "base/status.h"
 #include "sandbox/k8s/options.h"
 #include "sandbox/sandbox.h"
@@ -17,8 +18,10 @@ namespace forge::verify {
 class Backends {
  public:
   // k8s: how to reach the cluster (forge-verify's --kubeconfig and the rest
-  // of the shared Kubernetes flags); the defaults find it as forge-launch's do.
-  explicit Backends(sandbox::k8s::K8sOptions k8s = {}) : k8s_(std::move(k8s)) {}
+  // of the shared Kubernetes flags); the defaults find it as forge-launch's
+  // do. The backends read the environment and the stop from env (which must
+  // outlive them).
+  Backends(sandbox::k8s::K8sOptions k8s, Env& env) : k8s_(std::move(k8s)), env_(env) {}
 
   // The backend for name, created on first use. BadConfig error for a name this
   // build does not know.
@@ -29,6 +32,7 @@ class Backends {
 
  private:
   sandbox::k8s::K8sOptions k8s_;
+  Env& env_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<sandbox::Backend>> backends_;
 };

@@ -1,11 +1,8 @@
 #include "verify/commands.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <fmt/format.h>
 
-#include "cli/diagnostics.h"
 #include "store/store.h"
 #include "verify/fold.h"
 #include "verify/metrics.h"
@@ -20,13 +17,13 @@ using records::Json;
 // rollout (fold.h; *folded says how many earlier ones were dropped); a record
 // without a usable verdict is reported as file:line and skipped, and
 // afterwards InvalidData.
-Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* trials,
+Status ReadTrials(const std::vector<std::string>& inputs, Env& env, std::vector<Trial>* trials,
                   std::vector<Json>* records, size_t* folded) {
   size_t bad = 0;
-  Status read = records::ForEachRecord(inputs, {}, [&](records::Record& r) -> Status {
+  Status read = records::ForEachRecord(inputs, env, {}, [&](records::Record& r) -> Status {
     auto trial = TrialFromRecord(r.json);
     if (!trial.ok()) {
-      cli::Error(r.where() + ": " + trial.status().message());
+      env.Error(r.where() + ": " + trial.status().message());
       ++bad;
       return Status::Ok();
     }
@@ -41,14 +38,9 @@ Status ReadTrials(const std::vector<std::string>& inputs, std::vector<Trial>* tr
   return Status::Ok();
 }
 
-void WarnIfFolded(size_t folded) {
+void WarnIfFolded(size_t folded, Env& env) {
   if (folded == 0) return;
-  cli::Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
-}
-
-bool UseTable(Format format) {
-  if (format == Format::kAuto) return isatty(STDOUT_FILENO) == 1;
-  return format == Format::kTable;
+  env.Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
 }
 
 Status Print(const std::string& text) {
@@ -63,31 +55,31 @@ Status ReportCommand(const ReportOptions& options) {
   if (!options.by.empty() || !options.stores.empty() || !options.html.empty()) return GroupedReportCommand(options);
   std::vector<Trial> trials;
   size_t folded = 0;
-  Status read = ReadTrials(options.inputs, &trials, nullptr, &folded);
+  Status read = ReadTrials(options.inputs, *options.env, &trials, nullptr, &folded);
   // Bad lines were reported; a report of the good ones still helps, but the
   // exit status says data was skipped.
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto report = BuildReport(trials, options.ks);
   if (!report.ok()) return report.status();
   report->duplicates_folded = static_cast<int64_t>(folded);
-  WarnIfFolded(folded);
-  FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(ReportToTable(*report))
-                                                 : Print(ReportToJson(*report).dump(2) + "\n"));
+  WarnIfFolded(folded, *options.env);
+  FORGE_RETURN_IF_ERROR(options.format == Format::kTable ? Print(ReportToTable(*report))
+                                                         : Print(ReportToJson(*report).dump(2) + "\n"));
   return read;
 }
 
 Status SolvableCommand(const SolvableCommandOptions& options) {
   std::vector<Trial> trials;
-  Status read = ReadTrials(options.inputs, &trials);
+  Status read = ReadTrials(options.inputs, *options.env, &trials);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto rows = CheckSolvable(trials, options.check);
   if (!rows.ok()) return rows.status();
   size_t defects = 0;
-  if (UseTable(options.format)) {
+  if (options.format == Format::kTable) {
     FORGE_RETURN_IF_ERROR(Print(SolvableToTable(*rows, options.check.k)));
   }
   for (const auto& row : *rows) {
-    if (!UseTable(options.format)) FORGE_RETURN_IF_ERROR(Print(SolvableToJson(row, options.check.k).dump() + "\n"));
+    if (options.format == Format::kJson) FORGE_RETURN_IF_ERROR(Print(SolvableToJson(row, options.check.k).dump() + "\n"));
     if (HasDefect(row)) ++defects;
   }
   if (!read.ok()) return read;
@@ -105,7 +97,7 @@ Status ToolUseCommand(const ToolUseOptions& options) {
   if (!store.ok()) return store.status().Prefixed(options.store_path);
   std::vector<Trial> trials;
   std::vector<Json> records;
-  Status read = ReadTrials(options.inputs, &trials, &records);
+  Status read = ReadTrials(options.inputs, *options.env, &trials, &records);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   std::map<std::string, HarnessToolUse> by_harness;
   HarnessToolUse overall;

@@ -223,9 +223,9 @@ Status CompareCommand(const CompareOptions& options) {
   auto calls = CallSource::Open(options.stores);
   if (!calls.ok()) return calls.status();
   std::vector<Attempt> a, b;
-  Status read_a = ReadAttempts({options.a}, {"", &*calls}, &a);
+  Status read_a = ReadAttempts({options.a}, {"", &*calls}, *options.env, &a);
   if (!read_a.ok() && read_a.kind() != Kind::kInvalidData) return read_a;
-  Status read_b = ReadAttempts({options.b}, {"", &*calls}, &b);
+  Status read_b = ReadAttempts({options.b}, {"", &*calls}, *options.env, &b);
   if (!read_b.ok() && read_b.kind() != Kind::kInvalidData) return read_b;
   CompareSettings settings{options.ks, options.resamples, options.seed, options.confidence};
   auto c = Compare(a, b, options.a, options.b, settings, !calls->empty());
@@ -234,8 +234,8 @@ Status CompareCommand(const CompareOptions& options) {
     PageSource source{{options.a, options.b}, options.stores};
     FORGE_RETURN_IF_ERROR(WriteFileAtomically(options.html, ComparePage(*c, source)));
   }
-  FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(ComparisonToTable(*c))
-                                                 : Print(ComparisonToJson(*c).dump(2) + "\n"));
+  FORGE_RETURN_IF_ERROR(options.format == Format::kTable ? Print(ComparisonToTable(*c))
+                                                         : Print(ComparisonToJson(*c).dump(2) + "\n"));
   return !read_a.ok() ? read_a : read_b;
 }
 

@@ -9,8 +9,8 @@
 #include <ctime>
 #include <random>
 
-#if __has_include("sandbox/docker/engine.h")
-#include "sandbox/docker/engine.h"
+#if __has_include("sandbox/docker/docker_backend.h")
+#include "sandbox/docker/docker_backend.h"
 #define FORGE_VERIFY_HAVE_DOCKER_ENGINE 1
 #endif
 
@@ -252,8 +252,7 @@ bool DockerPathExists(Engine& engine, const std::string& id, const std::string& 
   return head.ok() && head->status == 200;
 }
 
-Status DockerTamperCheck(const std::string& id, const Toolchain& toolchain, Preparation* prep) {
-  Engine engine;
+Status DockerTamperCheck(Engine& engine, const std::string& id, const Toolchain& toolchain, Preparation* prep) {
   auto changes = DockerChanges(engine, id);
   if (!changes.ok()) return changes.status();
   std::set<std::string> changed;
@@ -285,8 +284,8 @@ Status TamperCheck(sandbox::Sandbox& sandbox, const PrepareOptions& options, Pre
     return Status::Ok();
   }
 #ifdef FORGE_VERIFY_HAVE_DOCKER_ENGINE
-  if (sandbox.handle().backend == "docker") {
-    return DockerTamperCheck(sandbox.handle().id, ToolchainOfScript(options.script), prep);
+  if (Engine* engine = sandbox::docker::EngineOf(sandbox)) {
+    return DockerTamperCheck(*engine, sandbox.handle().id, ToolchainOfScript(options.script), prep);
   }
 #endif
   prep->tamper = {{"checked", false},
@@ -333,7 +332,7 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
   // the evidence is taken.
   if (!options.stop_processes) {
     prep.sweep["kept_processes"] = true;
-  } else if (sandbox.handle().backend == "local") {
+  } else if (sandbox.handle().Is(sandbox::BackendKind::kLocal)) {
     // Its commands are the host's processes: kill -1 would reach the user's
     // own. Under bubblewrap the harness's processes end with it anyway.
     prep.sweep["stop"] = "not on the local backend: its processes are the host's";
@@ -353,23 +352,45 @@ Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptio
     FORGE_RETURN_IF_ERROR(RunSweep(sandbox, false, true, "0", &prep));
     // A local sandbox's /tests is the host's: failing to clear it is forge's
     // setup, not the agent's doing.
-    if (!prep.fault.empty() && sandbox.handle().backend == "local") {
+    if (!prep.fault.empty() && sandbox.handle().Is(sandbox::BackendKind::kLocal)) {
       return Status::BadConfig("local sandbox: " + prep.fault);
     }
   }
   return prep;
 }
 
+#ifdef FORGE_VERIFY_HAVE_DOCKER_ENGINE
+namespace {
+
+// A docker sandbox that is not running: the agent's doing when its PID 1
+// ended before its deadline; empty when it is the infrastructure's.
+std::string DockerCauseOfLostSandbox(Engine& engine, const sandbox::Handle& handle) {
+  auto inspect = engine.CallJson("GET", "/containers/" + Engine::Escape(handle.id) + "/json");
+  if (!inspect.ok() || inspect->value("/State/Running"_json_pointer, false)) return "";
+  if (inspect->value("/Config/Labels/forge.managed"_json_pointer, std::string()) != "1") return "";
+  // The keep-alive ends by itself only at its deadline: before it, PID 1 was
+  // stopped from inside (the agent) or ran out of the agent's memory.
+  const std::string deadline = inspect->value("/Config/Labels/forge.deadline"_json_pointer, std::string());
+  if (!deadline.empty() && std::time(nullptr) >= std::atoll(deadline.c_str())) return "";
+  return fmt::format("the sandbox's PID 1 ended (status {}{}, at {}) before its deadline: the agent stopped "
+                     "its keep-alive",
+                     inspect->value("/State/ExitCode"_json_pointer, -1),
+                     inspect->value("/State/OOMKilled"_json_pointer, false) ? ", out of memory" : "",
+                     inspect->value("/State/FinishedAt"_json_pointer, std::string("?")));
+}
+
+}  // namespace
+#endif
+
 std::string AgentCause(sandbox::Sandbox& sandbox, const Status& status) {
 #ifdef FORGE_VERIFY_HAVE_DOCKER_ENGINE
-  if (sandbox.handle().backend == "docker") {
-    Engine engine;
-    auto inspect = engine.CallJson("GET", "/containers/" + Engine::Escape(sandbox.handle().id) + "/json");
+  if (Engine* engine = sandbox::docker::EngineOf(sandbox)) {
+    auto inspect = engine->CallJson("GET", "/containers/" + Engine::Escape(sandbox.handle().id) + "/json");
     if (!inspect.ok()) return "";  // engine unreachable or the sandbox gone
     if (inspect->value("/State/Running"_json_pointer, false)) {
       return "the sandbox is running and the engine answers, so the step failed on the state the agent left";
     }
-    return AgentCauseOfLostSandbox(sandbox.handle(), status);
+    return DockerCauseOfLostSandbox(*engine, sandbox.handle());
   }
 #endif
   // Other backends: a transport failure or a sandbox that is gone is the
@@ -385,27 +406,15 @@ std::string AgentCause(sandbox::Sandbox& sandbox, const Status& status) {
   }
 }
 
-std::string AgentCauseOfLostSandbox(const sandbox::Handle& handle, const Status& status) {
+std::string AgentCauseOfLostSandbox(sandbox::Backend& backend, const sandbox::Handle& handle, const Status& status) {
   (void)status;
 #ifdef FORGE_VERIFY_HAVE_DOCKER_ENGINE
-  if (handle.backend != "docker") return "";
-  Engine engine;
-  auto inspect = engine.CallJson("GET", "/containers/" + Engine::Escape(handle.id) + "/json");
-  if (!inspect.ok() || inspect->value("/State/Running"_json_pointer, false)) return "";
-  if (inspect->value("/Config/Labels/forge.managed"_json_pointer, std::string()) != "1") return "";
-  // The keep-alive ends by itself only at its deadline: before it, PID 1 was
-  // stopped from inside (the agent) or ran out of the agent's memory.
-  const std::string deadline = inspect->value("/Config/Labels/forge.deadline"_json_pointer, std::string());
-  if (!deadline.empty() && std::time(nullptr) >= std::atoll(deadline.c_str())) return "";
-  return fmt::format("the sandbox's PID 1 ended (status {}{}, at {}) before its deadline: the agent stopped "
-                     "its keep-alive",
-                     inspect->value("/State/ExitCode"_json_pointer, -1),
-                     inspect->value("/State/OOMKilled"_json_pointer, false) ? ", out of memory" : "",
-                     inspect->value("/State/FinishedAt"_json_pointer, std::string("?")));
+  if (Engine* engine = sandbox::docker::EngineOf(backend)) return DockerCauseOfLostSandbox(*engine, handle);
 #else
+  (void)backend;
   (void)handle;
-  return "";
 #endif
+  return "";
 }
 
 }  // namespace forge::verify

@@ -105,6 +105,6 @@ std::string AgentCause(sandbox::Sandbox& sandbox, const Status& status);
 // forge-verify could not attach to handle: the reason it is the agent's when
 // the sandbox exists but its PID 1 ended before its deadline (the agent
 // stopped the keep-alive); empty when it is the infrastructure's.
-std::string AgentCauseOfLostSandbox(const sandbox::Handle& handle, const Status& status);
+std::string AgentCauseOfLostSandbox(sandbox::Backend& backend, const sandbox::Handle& handle, const Status& status);
 
 }  // namespace forge::verify

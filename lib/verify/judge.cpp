@@ -8,7 +8,6 @@
 
 #include "base/clock.h"
 #include "base/hash.h"
-#include "cli/signals.h"
 
 namespace forge::verify {
 namespace {
@@ -88,8 +87,8 @@ Result<Json> ParseJudgeReply(const std::string& content) {
   return out;
 }
 
-Judge::Judge(JudgeOptions options, store::Store* store)
-    : options_(std::move(options)), store_(store) {}
+Judge::Judge(JudgeOptions options, store::Store* store, Env& env)
+    : options_(std::move(options)), store_(store), env_(env) {}
 
 std::string Judge::CacheKey(const std::string& task_id, const std::string& model,
                             const std::string& rubric, const std::string& artefact) {
@@ -118,10 +117,9 @@ Result<Json> Judge::Ask(const std::string& model, const VerifierSpec& spec,
   const std::string body = request.dump();
   Status last = Status::Unavailable("judge: not called");
   for (int attempt = 1; attempt <= std::max(1, options_.attempts); ++attempt) {
-    if (attempt > 1) {
-      if (cli::StopRequested()) return Status::Cancelled("stopped by a signal");
-      std::this_thread::sleep_for(std::chrono::duration<double>(
-          options_.retry_delay_seconds * (1 << (attempt - 2))));
+    if (attempt > 1 &&
+        env_.stop().WaitFor(std::chrono::duration<double>(options_.retry_delay_seconds * (1 << (attempt - 2))))) {
+      return Status::Cancelled("stopped by a signal");
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);

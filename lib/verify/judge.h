@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "base/env.h"
 #include "records/jsonl.h"
 #include "store/store.h"
 #include "verify/verdict.h"
@@ -27,8 +28,9 @@ struct JudgeOptions {
 
 class Judge {
  public:
-  // store may be null: then answers are cached for this process only.
-  Judge(JudgeOptions options, store::Store* store);
+  // store may be null: then answers are cached for this process only. A stop
+  // requested on env ends the wait before a retry (env must outlive the judge).
+  Judge(JudgeOptions options, store::Store* store, Env& env);
 
   Verdict Grade(const std::string& task_id, const VerifierSpec& spec, const std::string& artefact,
                 double threshold);
@@ -46,6 +48,7 @@ class Judge {
 
   JudgeOptions options_;
   store::Store* store_;
+  Env& env_;
   std::mutex mutex_;
   std::map<std::string, records::Json> memory_;
   int calls_made_ = 0;

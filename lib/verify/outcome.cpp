@@ -1,12 +1,11 @@
 #include "verify/outcome.h"
 
-#include <array>
-#include <utility>
+#include "base/enum_names.h"
 
 namespace forge::verify {
 namespace {
 
-constexpr std::array<std::pair<Outcome, std::string_view>, 9> kNames = {{
+constexpr EnumNames<Outcome, 9> kNames = {{
     {Outcome::kPassed, "passed"},
     {Outcome::kFailed, "failed"},
     {Outcome::kAgentTimeout, "agent_timeout"},
@@ -21,18 +20,11 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 9> kNames = {{
 }  // namespace
 
 std::string_view OutcomeName(Outcome outcome) {
-  for (const auto& [o, name] : kNames) {
-    if (o == outcome) return name;
-  }
-  return "infra_error";
+  const std::string_view name = NameOf(kNames, outcome);
+  return name.empty() ? "infra_error" : name;
 }
 
-std::optional<Outcome> ParseOutcome(std::string_view name) {
-  for (const auto& [o, n] : kNames) {
-    if (n == name) return o;
-  }
-  return std::nullopt;
-}
+std::optional<Outcome> ParseOutcome(std::string_view name) { return ValueOf(kNames, name); }
 
 bool CountsAsTrial(Outcome outcome) {
   return outcome != Outcome::kInfraError && outcome != Outcome::kCancelled;

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
-#include "cli/diagnostics.h"
 #include "verify/commands.h"
 #include "verify/html.h"
 
@@ -177,13 +176,13 @@ Status GroupedReportCommand(const ReportOptions& options) {
   auto calls = CallSource::Open(options.stores);
   if (!calls.ok()) return calls.status();
   std::vector<Attempt> attempts;
-  Status read = ReadAttempts(options.inputs, {options.by, &*calls}, &attempts);
+  Status read = ReadAttempts(options.inputs, {options.by, &*calls}, *options.env, &attempts);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   if (!options.by.empty() && !attempts.empty() &&
       std::all_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.group == kNoValue; })) {
     const bool from_calls = options.by == "model" || options.by == "policy_version";
-    cli::Warn(fmt::format("--by {}: no record has this field{}", options.by,
-                          from_calls && calls->empty() ? "; give --store to read it from the recorded calls" : ""));
+    options.env->Warn(fmt::format("--by {}: no record has this field{}", options.by,
+                                  from_calls && calls->empty() ? "; give --store to read it from the recorded calls" : ""));
   }
   auto report = BuildGroupedReport(attempts, options.by, options.ks, !calls->empty());
   if (!report.ok()) return report.status();
@@ -191,8 +190,8 @@ Status GroupedReportCommand(const ReportOptions& options) {
     PageSource source{options.inputs, options.stores};
     FORGE_RETURN_IF_ERROR(WriteFileAtomically(options.html, ReportPage(*report, source)));
   }
-  FORGE_RETURN_IF_ERROR(UseTable(options.format) ? Print(GroupedReportToTable(*report))
-                                                 : Print(GroupedReportToJson(*report).dump(2) + "\n"));
+  FORGE_RETURN_IF_ERROR(options.format == Format::kTable ? Print(GroupedReportToTable(*report))
+                                                         : Print(GroupedReportToJson(*report).dump(2) + "\n"));
   return read;
 }
 

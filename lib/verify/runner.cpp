@@ -6,9 +6,6 @@
 #include <thread>
 
 #include "base/json_field.h"
-#include "cli/diagnostics.h"
-#include "cli/progress.h"
-#include "cli/signals.h"
 #include "tasks/load.h"
 #include "verify/hardening.h"
 #include "verify/rollout_fields.h"
@@ -89,14 +86,14 @@ Runner::Runner(RunOptions options, store::Store* store, records::JsonlWriter* ou
     : options_(std::move(options)),
       store_(store),
       out_(out),
-      backends_(options_.k8s),
-      judge_(options_.judge, store) {}
+      backends_(options_.k8s, *options_.env),
+      judge_(options_.judge, store, *options_.env) {}
 
 Status Runner::LoadTasks() {
   if (options_.task_files.empty()) return Status::Ok();
   // JSONL files and Harbor task directories alike, checked by lib/tasks;
   // relative paths resolve against each task's own file or directory.
-  return tasks::LoadTasks(options_.task_files, {}, [&](tasks::Task& task) -> Status {
+  return tasks::LoadTasks(options_.task_files, *options_.env, {}, [&](tasks::Task& task) -> Status {
     tasks_[task.id] = task.ToJson();
     return Status::Ok();
   });
@@ -173,7 +170,7 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
   } else {
     auto task = FindTask(record, task_id);
     if (!task.ok()) return task.status();
-    auto parsed = VerifierSpecFromTask(*task);
+    auto parsed = VerifierSpecFromTask(*task, *options_.env);
     if (!parsed.ok()) return parsed.status().Prefixed("task " + task_id);
     spec = std::move(*parsed);
     if (options_.timeout_override > 0) spec->timeout_sec = options_.timeout_override;
@@ -188,7 +185,7 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
       out.sandbox = std::move(*attached);
     } else if (!decided) {
       // A sandbox whose keep-alive the agent stopped is the agent's failure.
-      const std::string cause = AgentCauseOfLostSandbox(*handle, attached.status());
+      const std::string cause = AgentCauseOfLostSandbox(**backend, *handle, attached.status());
       v.outcome = cause.empty() ? Outcome::kInfraError : Outcome::kFailed;
       if (!cause.empty()) v.reward = 0.0;
       v.message = "attach to " + handle->backend + " sandbox " + handle->id + ": " +
@@ -210,9 +207,9 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
       previous_tamper = &(*it)["tamper"];
     }
     if (spec->kind == tasks::VerifierKind::kHarbor) {
-      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &cancel_, previous_tamper);
+      v = RunHarbor(*out.sandbox, *spec, options_.threshold, &options_.env->stop(), previous_tamper);
     } else if (spec->kind == tasks::VerifierKind::kCommand) {
-      v = RunCommand(*out.sandbox, *spec, options_.threshold, &cancel_, previous_tamper);
+      v = RunCommand(*out.sandbox, *spec, options_.threshold, &options_.env->stop(), previous_tamper);
     } else if (spec->kind == tasks::VerifierKind::kFiles) {
       v = RunFiles(*out.sandbox, *spec, options_.threshold);
     } else {
@@ -245,8 +242,8 @@ void Runner::Finish(Verified& verified) {
   if (!verified.sandbox || options_.keep) return;
   Status released = verified.sandbox->Release();
   if (!released.ok()) {
-    cli::Warn("release " + verified.sandbox->handle().backend + " sandbox " +
-              verified.sandbox->handle().id + ": " + released.message());
+    options_.env->Warn("release " + verified.sandbox->handle().backend + " sandbox " +
+                       verified.sandbox->handle().id + ": " + released.message());
   }
   verified.sandbox.reset();
 }
@@ -259,7 +256,7 @@ Status Runner::Run(RunSummary* summary) {
   std::deque<records::Record> queue;
   bool input_done = false;
   Status failure;  // the worst failure of forge itself; first one wins
-  cli::Progress progress("verify");
+  auto progress = options_.env->StartProgress("verify");
   const size_t jobs = static_cast<size_t>(std::max(1, options_.jobs));
 
   auto worker = [&] {
@@ -273,10 +270,10 @@ Status Runner::Run(RunSummary* summary) {
         queue.pop_front();
         cv.notify_all();
       }
-      if (cli::StopRequested()) continue;  // drain: left for a later run, sandbox held
+      if (options_.env->stop().requested()) continue;  // drain: left for a later run, sandbox held
       auto verified = VerifyOne(r.json);
       if (!verified.ok()) {
-        cli::Error(r.where() + ": " + verified.status().message());
+        options_.env->Error(r.where() + ": " + verified.status().message());
         std::lock_guard<std::mutex> lock(mutex);
         ++summary->skipped;
         if (failure.ok() && !failure.output_closed() &&
@@ -294,26 +291,17 @@ Status Runner::Run(RunSummary* summary) {
         ++summary->verified;
         ++summary->outcomes[outcome];
         if (outcome == "passed") ++summary->passed; else ++summary->negative;
-        progress.Advance();
-        progress.SetDetail(fmt::format("{} passed, {} not", summary->passed, summary->negative));
+        progress->Advance();
+        progress->SetDetail(fmt::format("{} passed, {} not", summary->passed, summary->negative));
       }
       Finish(*verified);
     }
   };
   std::vector<std::thread> workers;
   for (size_t i = 0; i < jobs; ++i) workers.emplace_back(worker);
-  // Signals reach running verifiers through the sandbox's cancel flag.
-  std::atomic<bool> watching{true};
-  std::thread watcher([&] {
-    while (watching.load()) {
-      if (cli::StopRequested()) cancel_.store(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
-
   records::ReaderOptions reader;
   reader.strict = options_.strict;
-  Status read = records::ForEachRecord(options_.inputs, reader, [&](records::Record& r) -> Status {
+  Status read = records::ForEachRecord(options_.inputs, *options_.env, reader, [&](records::Record& r) -> Status {
     std::unique_lock<std::mutex> lock(mutex);
     cv.wait(lock, [&] { return queue.size() < 2 * jobs; });
     if (failure.output_closed()) return Status::OutputClosed();
@@ -327,11 +315,9 @@ Status Runner::Run(RunSummary* summary) {
   }
   cv.notify_all();
   for (auto& t : workers) t.join();
-  watching.store(false);
-  watcher.join();
-  progress.Finish();
+  progress->Finish();
 
-  if (cli::StopRequested()) return Status::Cancelled("stopped by a signal");
+  if (options_.env->stop().requested()) return Status::Cancelled("stopped by a signal");
   if (!failure.ok() || failure.output_closed()) return failure;
   if (!read.ok()) return read;
   if (summary->skipped > 0) {

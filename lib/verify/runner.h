@@ -23,6 +23,7 @@
 namespace forge::verify {
 
 struct RunOptions {
+  Env* env = nullptr;  // required: reports, progress, the stop, the environment
   std::vector<std::string> inputs = {"-"};
   std::vector<std::string> task_files;  // JSONL task records, looked up by id
   double threshold = 1.0;
@@ -51,7 +52,7 @@ class Runner {
   Backends& backends() { return backends_; }
   Judge& judge() { return judge_; }
 
-  // Runs to the end of the input or a stop signal. The Status is the worst
+  // Runs to the end of the input or a stop. The Status is the worst
   // failure of forge itself (bad input lines, store writes, closed stdout);
   // the verdicts are in the summary.
   Status Run(RunSummary* summary);
@@ -80,7 +81,6 @@ class Runner {
   Backends backends_;
   Judge judge_;
   std::map<std::string, records::Json> tasks_;
-  std::atomic<bool> cancel_{false};
 };
 
 // The final assistant text of a rollout from its recorded calls: the last

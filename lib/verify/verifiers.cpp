@@ -53,23 +53,23 @@ Verdict& Infra(Verdict& v, const std::string& step, const Status& status) {
 
 namespace {
 
-Result<VerifierSpec> ReadVerifierSpec(const Json& task);
+Result<VerifierSpec> ReadVerifierSpec(const Json& task, const Env& env);
 
 }  // namespace
 
-Result<VerifierSpec> VerifierSpecFromTask(const Json& task) {
-  auto spec = ReadVerifierSpec(task);
+Result<VerifierSpec> VerifierSpecFromTask(const Json& task, const Env& env) {
+  auto spec = ReadVerifierSpec(task, env);
   if (!spec.ok()) return spec;
   // verifier.env's ${VAR} templates, from forge-verify's environment (as Harbor).
-  auto env = tasks::ResolveEnvTemplates(spec->env, "verifier.env");
-  if (!env.ok()) return env.status();
-  spec->env = std::move(*env);
+  auto resolved = tasks::ResolveEnvTemplates(spec->env, "verifier.env", tasks::HostEnvLookup(env));
+  if (!resolved.ok()) return resolved.status();
+  spec->env = std::move(*resolved);
   return spec;
 }
 
 namespace {
 
-Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
+Result<VerifierSpec> ReadVerifierSpec(const Json& task, const Env& env) {
   if (!task.is_object()) return Status::InvalidData("task: expected an object");
   auto vit = task.find("verifier");
   if (vit == task.end() || !vit->is_object()) {
@@ -79,7 +79,7 @@ Result<VerifierSpec> ReadVerifierSpec(const Json& task) {
     std::error_code ec;
     if (!dir.empty() && fs::is_regular_file(fs::path(dir) / "tests" / "test.sh", ec)) {
       std::vector<std::string> warnings;
-      auto harbor = tasks::ReadHarborTask(dir, &warnings);
+      auto harbor = tasks::ReadHarborTask(dir, env, &warnings);
       if (!harbor.ok()) return harbor.status();
       return harbor->verifier;
     }
@@ -174,7 +174,7 @@ std::string ReadHostFile(const std::string& path) {
 }  // namespace
 
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                  const std::atomic<bool>* cancel, const Json* previous_tamper) {
+                  const StopToken* cancel, const Json* previous_tamper) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
   Preparation prep;
@@ -254,7 +254,7 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
 }
 
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                   const std::atomic<bool>* cancel, const Json* previous_tamper) {
+                   const StopToken* cancel, const Json* previous_tamper) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
   Preparation prep;

@@ -30,21 +30,21 @@ using VerifierSpec = tasks::Verifier;
 // task directory in "path" and no verifier, that directory's tests/test.sh.
 // Errors are InvalidData naming the field. A relative tests_dir resolves against
 // the task's directory ("path" or "source") when it has one.
-Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task);
+Result<VerifierSpec> VerifierSpecFromTask(const records::Json& task, const Env& env);
 
 // Where Harbor's contract puts things inside the sandbox.
 inline constexpr const char* kTestsDir = "/tests";
 inline constexpr const char* kVerifierLogs = "/logs/verifier";
 inline constexpr size_t kMaxRewardBytes = 64 * 1024;
 
-// cancel, when set and it becomes true, kills a running test.sh or command
+// cancel, when set and a stop is requested, kills a running test.sh or command
 // (the verdict is then `cancelled`). Both prepare the sandbox first
 // (hardening.h); previous_tamper is the "tamper" object of an earlier
 // verification of the same sandbox, which stands.
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                  const std::atomic<bool>* cancel = nullptr, const Json* previous_tamper = nullptr);
+                  const StopToken* cancel = nullptr, const Json* previous_tamper = nullptr);
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
-                   const std::atomic<bool>* cancel = nullptr, const Json* previous_tamper = nullptr);
+                   const StopToken* cancel = nullptr, const Json* previous_tamper = nullptr);
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold);
 
 // The last max_bytes of stdout and stderr, for the verdict's log_tail.

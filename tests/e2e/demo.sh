@@ -4,6 +4,8 @@
 # forge-proxy --replay), checked file by file.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 
 out=$WORK/demo-out
 FORGE_BUILD_DIR=$FORGE_BIN FORGE_DEMO_OUT=$out bash "$FORGE_SRC/scripts/demo.sh" >"$OUT" 2>"$ERR"

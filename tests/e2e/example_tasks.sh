@@ -6,7 +6,8 @@
 set -euo pipefail
 : "${FORGE_SRC:?FORGE_SRC must name the source directory}"
 
-docker info >/dev/null 2>&1 || { echo "example_tasks: no Docker engine (scripts/start-dockerd.sh)" >&2; exit 1; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 
 image="forge-busybox:e2e-tasks-$$"
 work="$(mktemp -d)"

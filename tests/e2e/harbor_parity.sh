@@ -12,7 +12,8 @@
 # Talks only to 127.0.0.0/8.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-docker info >/dev/null 2>&1 || { echo "no Docker engine" >&2; exit 1; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 [ "$(id -u)" -eq 0 ] || { echo "harbor_parity: needs root to build forge-apt:bookworm (debootstrap); skipped" >&2; exit 77; }
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 bash "$FORGE_SRC/scripts/make-apt-image.sh" || exit 1

@@ -11,7 +11,8 @@
 set -euo pipefail
 BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
 LAUNCH="$BIN/forge-launch"; VERIFY="$BIN/forge-verify"
-docker info >/dev/null 2>&1 || { echo "SKIP: no Docker engine"; exit 77; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 bash "$SRC/scripts/make-busybox-image.sh"
 data="$SRC/tests/data/harbor"
 work="$(mktemp -d)"

@@ -117,10 +117,8 @@ jq -e '.outcome == "infra_error" and .error_kind == "no_xvfb" and .infra_retries
 grep -q '^forge-launch: .*nox attempt 0: the host (local backend) has no Xvfb' "$work/nox.err" ||
   fail "no Xvfb (local): stderr does not say so: $(cat "$work/nox.err")"
 
-if ! docker info >/dev/null 2>&1; then
-  echo "SKIP: docker parts (no engine)"
-  exit 77
-fi
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker "the docker parts of launch_display"
 source "$SRC/tests/e2e/verify/image.sh"
 ensure_busybox_image "$busybox"
 

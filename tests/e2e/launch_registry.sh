@@ -8,7 +8,8 @@
 # and for a build FROM it; gc --images removes what the run pulled and built.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-docker info >/dev/null 2>&1 || { echo "no Docker engine" >&2; exit 1; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 [ -x /usr/bin/docker-registry ] || { echo "launch_registry: no docker-registry (scripts/bootstrap.sh installs it); skipped" >&2; exit 77; }
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 LAUNCH="$FORGE_BIN/forge-launch"

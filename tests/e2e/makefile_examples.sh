@@ -6,6 +6,8 @@
 # without redoing any attempt; gc leaves no container of the run.
 set -euo pipefail
 BIN="${FORGE_BIN:?}"; SRC="${FORGE_SRC:?}"
+source "$SRC/tests/support/require_docker.sh"
+require_docker
 bash "$SRC/scripts/make-busybox-image.sh" >/dev/null
 work="$(mktemp -d)"
 run_id="mk-$$-$RANDOM"

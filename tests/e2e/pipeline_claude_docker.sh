@@ -12,7 +12,8 @@ source "$FORGE_SRC/tests/support/scripted_model.sh"
 install_dir="${FORGE_HARNESS_INSTALL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forge/harnesses}"
 claude="$install_dir/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 [[ -x "$claude" ]] || { echo "FAIL: $claude missing: run scripts/install-harnesses.sh" >&2; exit 1; }
-docker info >/dev/null 2>&1 || { echo "FAIL: no Docker engine (scripts/start-dockerd.sh)" >&2; exit 1; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 image="${FORGE_NODE_IMAGE:-forge-node:bookworm}"
 
 harness_test forge-ccd "cc-docker-$$" docker launch.err verify.err pack.err proxy.err

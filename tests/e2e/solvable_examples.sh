@@ -4,7 +4,8 @@
 # the no-op harness passes none, and forge-verify solvable raises no flag.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-docker info >/dev/null 2>&1 || { echo "no Docker engine"; exit 1; }
+source "$FORGE_SRC/tests/support/require_docker.sh"
+require_docker
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null
 store=$WORK/forge.db
 run="solvable-$$"

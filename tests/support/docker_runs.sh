@@ -19,7 +19,10 @@ remove_run_containers() {
 # removes the prefix's containers and $work. It defines fail, count_run RUN
 # (containers labelled with RUN), $common (the flags every call shares) and
 # L ARGS... (forge-launch with them).
+source "${FORGE_SRC:?}/tests/support/require_docker.sh"
+
 docker_launch_test() {
+  require_docker
   LAUNCH="${FORGE_BIN:?}/forge-launch"
   bash "${FORGE_SRC:?}/scripts/make-busybox-image.sh" >/dev/null
   IMAGE=forge-busybox:latest

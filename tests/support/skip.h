@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 namespace forge::testing {
 
 inline int& SkippedTestCases() {
@@ -22,4 +24,17 @@ inline int& SkippedTestCases() {
     MESSAGE("SKIP: " reason);                   \
     ++::forge::testing::SkippedTestCases();     \
     return;                                     \
+  } while (false)
+
+// A case that needs the Docker engine (in the suite "host", with a ctest entry
+// of its own): a skip when `backend` gets no answer, unless
+// FORGE_REQUIRE_DOCKER is set (.ci/run sets it after starting dockerd), where
+// the missing engine fails the case.
+#define FORGE_REQUIRE_DOCKER(backend)                                                     \
+  do {                                                                                    \
+    if (!(backend).Ping().ok()) {                                                         \
+      REQUIRE_MESSAGE(std::getenv("FORGE_REQUIRE_DOCKER") == nullptr,                     \
+                      "no Docker engine, and FORGE_REQUIRE_DOCKER is set");               \
+      FORGE_SKIP("no Docker engine on the socket (scripts/start-dockerd.sh starts one)"); \
+    }                                                                                     \
   } while (false)

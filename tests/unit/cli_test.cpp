@@ -1,12 +1,13 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
-#include "cli/signals.h"
+#include "cli/flags.h"
 #include "cli/tool.h"
+#include "support/fake_env.h"
 
 using forge::Status;
 
-namespace {
+namespace cli_test {
 
 int RunTool(std::vector<std::string> args, const std::function<Status()>& body) {
   forge::cli::Tool tool("forge-test", "A tool for tests.");
@@ -17,23 +18,25 @@ int RunTool(std::vector<std::string> args, const std::function<Status()>& body) 
   return tool.Run(static_cast<int>(argv.size()), argv.data(), body);
 }
 
-}  // namespace
+int ExitCodeFor(const Status& status) {
+  forge::testing::FakeEnv env;
+  return forge::cli::ExitCodeFor(status, env);
+}
 
 TEST_CASE("each kind of failure maps to its documented exit code") {
-  forge::cli::ResetStopForTesting();
-  CHECK(forge::cli::ExitCodeFor(Status::Ok()) == 0);
-  CHECK(forge::cli::ExitCodeFor(Status::Negative("task failed")) == 1);
-  CHECK(forge::cli::ExitCodeFor(Status::InvalidArgument("u")) == 64);
-  CHECK(forge::cli::ExitCodeFor(Status::InvalidData("d")) == 65);
-  CHECK(forge::cli::ExitCodeFor(Status::NotFound("n")) == 66);
-  CHECK(forge::cli::ExitCodeFor(Status::Unavailable("u")) == 69);
-  CHECK(forge::cli::ExitCodeFor(Status::Internal("i")) == 70);
-  CHECK(forge::cli::ExitCodeFor(Status::CannotCreate("c")) == 73);
-  CHECK(forge::cli::ExitCodeFor(Status::IoError("i")) == 74);
-  CHECK(forge::cli::ExitCodeFor(Status::Busy("t")) == 75);
-  CHECK(forge::cli::ExitCodeFor(Status::Protocol("p")) == 76);
-  CHECK(forge::cli::ExitCodeFor(Status::BadConfig("c")) == 78);
-  CHECK(forge::cli::ExitCodeFor(Status::OutputClosed()) == 0);
+  CHECK(ExitCodeFor(Status::Ok()) == 0);
+  CHECK(ExitCodeFor(Status::Negative("task failed")) == 1);
+  CHECK(ExitCodeFor(Status::InvalidArgument("u")) == 64);
+  CHECK(ExitCodeFor(Status::InvalidData("d")) == 65);
+  CHECK(ExitCodeFor(Status::NotFound("n")) == 66);
+  CHECK(ExitCodeFor(Status::Unavailable("u")) == 69);
+  CHECK(ExitCodeFor(Status::Internal("i")) == 70);
+  CHECK(ExitCodeFor(Status::CannotCreate("c")) == 73);
+  CHECK(ExitCodeFor(Status::IoError("i")) == 74);
+  CHECK(ExitCodeFor(Status::Busy("t")) == 75);
+  CHECK(ExitCodeFor(Status::Protocol("p")) == 76);
+  CHECK(ExitCodeFor(Status::BadConfig("c")) == 78);
+  CHECK(ExitCodeFor(Status::OutputClosed()) == 0);
 }
 
 TEST_CASE("a Status says its kind and whether a retry may pass; the code that meets it can say otherwise") {
@@ -56,19 +59,27 @@ TEST_CASE("a Status says its kind and whether a retry may pass; the code that me
   CHECK_FALSE(prefixed.transient());
   CHECK(prefixed.message() == "pull x: registry 404");
   // The exit status follows the kind alone.
-  CHECK(forge::cli::ExitCodeFor(registry_404) == 75);
+  CHECK(ExitCodeFor(registry_404) == 75);
 }
 
-TEST_CASE("a stop signal decides the exit code: 130 for SIGINT, 143 for SIGTERM") {
-  forge::cli::RequestStop(SIGINT);
-  CHECK(forge::cli::ExitCodeFor(Status::Cancelled("stopped")) == 130);
-  forge::cli::RequestStop(SIGTERM);
-  CHECK(forge::cli::ExitCodeFor(Status::Ok()) == 143);
-  forge::cli::ResetStopForTesting();
+TEST_CASE("a stop signal decides the exit code: 130 for SIGINT, 143 for SIGTERM; the error is still reported") {
+  forge::testing::FakeEnv interrupted;
+  interrupted.stop().Request(SIGINT);
+  CHECK(forge::cli::ExitCodeFor(Status::Cancelled("stopped"), interrupted) == 130);
+  CHECK(interrupted.messages().empty());  // a cancel is what the signal asked for
+  forge::testing::FakeEnv terminated;
+  terminated.stop().Request(SIGTERM);
+  CHECK(forge::cli::ExitCodeFor(Status::Ok(), terminated) == 143);
+  CHECK(forge::cli::ExitCodeFor(Status::IoError("disk full"), terminated) == 143);
+  CHECK(terminated.Texts("error") == std::vector<std::string>{"disk full"});
+  // A stage that stopped itself (its reader went away) keeps its own code.
+  forge::testing::FakeEnv by_caller;
+  by_caller.stop().Request();
+  CHECK(forge::cli::ExitCodeFor(Status::InvalidData("bad line"), by_caller) == 65);
+  CHECK(by_caller.Reported("error", "bad line"));
 }
 
 TEST_CASE("command-line errors are usage errors (64); --help and --version are not") {
-  forge::cli::ResetStopForTesting();
   bool ran = false;
   auto body = [&] {
     ran = true;
@@ -85,7 +96,6 @@ TEST_CASE("command-line errors are usage errors (64); --help and --version are n
 }
 
 TEST_CASE("a repeatable option takes one value per occurrence and leaves the inputs alone") {
-  forge::cli::ResetStopForTesting();
   forge::cli::Tool tool("forge-test", "A tool for tests.");
   std::vector<std::string> fields, inputs;
   tool.app().add_option("--field", fields, "fields");
@@ -99,7 +109,54 @@ TEST_CASE("a repeatable option takes one value per occurrence and leaves the inp
 }
 
 TEST_CASE("an exception escaping a tool's body is an internal error (70)") {
-  forge::cli::ResetStopForTesting();
   CHECK(RunTool({"forge-test"}, []() -> Status { throw std::runtime_error("bug"); }) == 70);
-  forge::cli::ResetStopForTesting();
 }
+
+}  // namespace cli_test
+
+namespace cli_flags_test {
+
+TEST_CASE("a flag table builds the parser, --help and the man page entries from one row per flag") {
+  CLI::App app("test", "forge-test");
+  int jobs = 4;
+  bool hold = false;
+  std::vector<std::string> inputs;
+  forge::cli::FlagTable table;
+  table.Add(app, "options", {
+      {.names = "inputs", .value = "FILE", .bind = forge::cli::Bind(inputs), .help = "files"},
+      {.names = "-j,--jobs", .value = "N", .bind = forge::cli::Bind(jobs), .show_default = true,
+       .more = [](CLI::Option& f) { f.check(CLI::Range(1, 8)); },
+       .help = "Rollouts at once"},
+      {.names = "--hold", .bind = forge::cli::Bind(hold), .help = "Keep the sandbox",
+       .doc = "Keep each sandbox; the record's \\fBsandbox\\fR names it.\n.IP\nThen verify it."},
+  });
+  // The man page: positional arguments left to the SYNOPSIS, the default shown.
+  auto roff = table.Roff("options");
+  REQUIRE(roff.ok());
+  CHECK(*roff ==
+        ".TP\n\\fB\\-j\\fR, \\fB\\-\\-jobs\\fR \\fIN\\fR\nRollouts at once.\nDefault: \\fB4\\fR.\n"
+        ".TP\n\\fB\\-\\-hold\\fR\nKeep each sandbox; the record's \\fBsandbox\\fR names it.\n.IP\nThen verify it.\n");
+  auto markdown = table.Markdown("options");
+  REQUIRE(markdown.ok());
+  CHECK(*markdown == "- `-j, --jobs N`: Rollouts at once. Default: `4`.\n"
+                     "- `--hold`: Keep each sandbox; the record's `sandbox` names it. Then verify it.\n");
+  CHECK_FALSE(table.Roff("gc").ok());
+  // The parser: the same rows, their checks and defaults.
+  CHECK(app.get_option("--jobs")->get_default_str() == "4");
+  const char* argv[] = {"forge-test", "-j", "6", "--hold", "a.jsonl"};
+  app.parse(5, argv);
+  CHECK(jobs == 6);
+  CHECK(hold);
+  CHECK(inputs == std::vector<std::string>{"a.jsonl"});
+  const char* bad[] = {"forge-test", "-j", "9"};
+  CHECK_THROWS_AS(app.parse(3, bad), CLI::ValidationError);
+}
+
+TEST_CASE("roff escapes: dashes, backslashes, and a line that would be a request") {
+  CHECK(forge::cli::RoffEscape("--k8s-qps") == "\\-\\-k8s\\-qps");
+  CHECK(forge::cli::RoffEscape("a\\b") == "a\\eb");
+  CHECK(forge::cli::RoffEscape(".hidden") == "\\&.hidden");
+  CHECK(forge::cli::RoffEscape("x.y") == "x.y");
+}
+
+}  // namespace cli_flags_test

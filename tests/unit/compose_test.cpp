@@ -18,6 +18,7 @@
 #include "tasks/compose.h"
 #include "tasks/harbor.h"
 #include "forge_paths.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -38,7 +39,7 @@ std::string Normalized(std::string text) {
 // warnings or the error, one per line; paths under tests/data/harbor as {data}.
 std::pair<std::string, std::string> ReadTaskOutput(const std::string& name) {
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask((kData / name).string(), &warnings);
+  auto task = forge::tasks::ReadHarborTask((kData / name).string(), forge::testing::FakeEnv(), &warnings);
   std::string record, stderr_text;
   if (task.ok()) {
     record = Normalized(task->ToJson().dump(2)) + "\n";
@@ -91,7 +92,7 @@ TEST_CASE("a refused compose key is named with file, line and key") {
 
 TEST_CASE("the two-service compose task's pod: volumes, conditions, interpolation, start order") {
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask((kData / "compose-two-services").string(), &warnings);
+  auto task = forge::tasks::ReadHarborTask((kData / "compose-two-services").string(), forge::testing::FakeEnv(), &warnings);
   REQUIRE(task.ok());
   const Json& pod = task->extra["pod"];
   CHECK(pod["main"]["depends_on"]["api"] == "service_healthy");
@@ -112,10 +113,9 @@ TEST_CASE("the two-service compose task's pod: volumes, conditions, interpolatio
 }
 
 TEST_CASE("a compose environment stays a template in the record; its secret is resolved per sandbox") {
-  ::setenv("FORGE_CORPUS_SECRET", "s3cr3t-value", 1);
+  forge::testing::FakeEnv host({{"FORGE_CORPUS_SECRET", std::string("s3cr3t-value")}});
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask((kData / "compose-secret").string(), &warnings);
-  ::unsetenv("FORGE_CORPUS_SECRET");
+  auto task = forge::tasks::ReadHarborTask((kData / "compose-secret").string(), host, &warnings);
   REQUIRE(task.ok());
   const std::string record = task->ToJson().dump();
   CHECK(record.find("s3cr3t-value") == std::string::npos);
@@ -194,7 +194,7 @@ std::vector<forge::tasks::McpServer> TwoServers() {
 Json FilledConfig(const std::string& harness, const std::string& path) {
   auto profile = forge::launch::LoadHarness((fs::path(FORGE_SOURCE_DIR) / "harnesses").string(), harness);
   REQUIRE(profile.ok());
-  auto servers = forge::launch::RenderMcpServers(profile->mcp_format, TwoServers());
+  auto servers = forge::launch::RenderMcpServers(*profile->mcp_format, TwoServers());
   REQUIRE(servers.ok());
   std::map<std::string, std::string> vars = {{"mcp_servers", *servers}, {"model", "m"}, {"proxy", "http://p"},
                                              {"secret", "s"}, {"root", ""}};
@@ -206,6 +206,7 @@ Json FilledConfig(const std::string& harness, const std::string& path) {
 }  // namespace
 
 TEST_CASE("every MCP-speaking harness gets the task's servers in its own config") {
+  using forge::launch::McpFormat;
   Json gemini = FilledConfig("gemini-cli", "/forge/gemini-home/.gemini/settings.json");
   CHECK(gemini["mcpServers"]["codes"] == Json{{"httpUrl", "http://mcp-server:8000/mcp"}});
   CHECK(gemini["mcpServers"]["local"]["args"][0] == "/srv/server.py");
@@ -221,30 +222,32 @@ TEST_CASE("every MCP-speaking harness gets the task's servers in its own config"
 
   auto claude = forge::launch::LoadHarness((fs::path(FORGE_SOURCE_DIR) / "harnesses").string(), "claude-code");
   REQUIRE(claude.ok());
-  auto claude_json = forge::launch::RenderMcpServers(claude->mcp_format, TwoServers());
+  auto claude_json = forge::launch::RenderMcpServers(*claude->mcp_format, TwoServers());
   REQUIRE(claude_json.ok());
   Json mcp = Json::parse(*claude_json);
   CHECK(mcp["mcpServers"]["codes"] == Json{{"type", "http"}, {"url", "http://mcp-server:8000/mcp"}});
   CHECK(mcp["mcpServers"]["local"]["type"] == "stdio");
   CHECK(forge::launch::UsesPlaceholder(*claude, "mcp_servers"));
 
-  auto codex = forge::launch::RenderMcpServers("codex", TwoServers());
+  auto codex = forge::launch::RenderMcpServers(McpFormat::kCodex, TwoServers());
   REQUIRE(codex.ok());
   CHECK(*codex == "\n[mcp_servers.\"codes\"]\nurl = \"http://mcp-server:8000/mcp\"\n"
                   "\n[mcp_servers.\"local\"]\ncommand = \"python3\"\nargs = [\"/srv/server.py\", \"--quiet\"]\n");
   auto sse = TwoServers();
   sse[0].transport = "sse";
-  CHECK(forge::launch::RenderMcpServers("codex", sse).status().kind() == Kind::kInvalidArgument);
+  CHECK(forge::launch::RenderMcpServers(McpFormat::kCodex, sse).status().kind() == Kind::kInvalidArgument);
   // No servers: every form is still valid where the profile puts it.
-  CHECK(*forge::launch::RenderMcpServers("gemini", {}) == "{}");
-  CHECK(*forge::launch::RenderMcpServers("claude", {}) == "{\"mcpServers\":{}}");
-  CHECK(forge::launch::RenderMcpServers("codex", {})->empty());
-  CHECK(forge::launch::RenderMcpServers("cursor", {}).status().kind() == Kind::kBadConfig);
+  CHECK(*forge::launch::RenderMcpServers(McpFormat::kGemini, {}) == "{}");
+  CHECK(*forge::launch::RenderMcpServers(McpFormat::kClaude, {}) == "{\"mcpServers\":{}}");
+  CHECK(forge::launch::RenderMcpServers(McpFormat::kCodex, {})->empty());
+  // A name no harness reads is no format at all.
+  CHECK_FALSE(forge::launch::McpFormatOf("cursor").has_value());
+  CHECK(forge::launch::McpFormatOf("codex") == McpFormat::kCodex);
 }
 
 TEST_CASE("a compose task's pod becomes one multi-container Kubernetes Pod") {
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask((kData / "compose-two-services").string(), &warnings);
+  auto task = forge::tasks::ReadHarborTask((kData / "compose-two-services").string(), forge::testing::FakeEnv(), &warnings);
   REQUIRE(task.ok());
   auto pod = forge::launch::PodFromJson(task->extra["pod"]);
   REQUIRE(pod.ok());
@@ -272,7 +275,7 @@ TEST_CASE("a compose task's pod becomes one multi-container Kubernetes Pod") {
   CHECK(s["initContainers"][1]["volumeMounts"][0]["readOnly"] == true);
 
   // The other corpus tasks build their services' images: Kubernetes cannot.
-  auto mcp_task = forge::tasks::ReadHarborTask((kData / "mcp-server").string(), &warnings);
+  auto mcp_task = forge::tasks::ReadHarborTask((kData / "mcp-server").string(), forge::testing::FakeEnv(), &warnings);
   REQUIRE(mcp_task.ok());
   auto mcp_pod = forge::launch::PodFromJson(mcp_task->extra["pod"]);
   REQUIRE(mcp_pod.ok());
@@ -284,12 +287,12 @@ TEST_CASE("a compose task's pod becomes one multi-container Kubernetes Pod") {
 
 TEST_CASE("a compose task's Pod against the fake Kubernetes API server: one Pod, every container") {
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask((kData / "compose-two-services").string(), &warnings);
+  auto task = forge::tasks::ReadHarborTask((kData / "compose-two-services").string(), forge::testing::FakeEnv(), &warnings);
   REQUIRE(task.ok());
   auto pod = forge::launch::PodFromJson(task->extra["pod"]);
   REQUIRE(pod.ok());
   forge::testing::FakeK8s fake;
-  auto backend = forge::sandbox::k8s::MakeK8sBackend(fake.Options());
+  auto backend = forge::sandbox::k8s::MakeK8sBackend(fake.Options(), forge::testing::HostEnv());
   REQUIRE(backend.ok());
   forge::sandbox::Spec spec;
   spec.run_id = "compose-run";

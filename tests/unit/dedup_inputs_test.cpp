@@ -14,11 +14,18 @@
 #include "dedup/embedder.h"
 #include "dedup/exact_search.h"
 #include "dedup/vector_input.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 // A namespace of its own, so that its using-directive reaches no other file of
 // a unity build.
 namespace dedup_inputs_test {
+
+// The searches report progress and poll the stop here.
+forge::Env& TestEnv() {
+  static forge::testing::FakeEnv env;
+  return env;
+}
 using namespace forge::dedup;
 using forge::Kind;
 using forge::records::Json;
@@ -94,7 +101,7 @@ std::vector<SimilarPair> DefaultPairs(EmbeddingKind kind, const std::vector<std:
   REQUIRE(m.ok());
   SearchOptions search;
   search.min_threshold = *ParseThreshold("", kind, false);
-  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, search);
+  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, search, TestEnv());
   REQUIRE(graph.ok());
   return graph->pairs;
 }

@@ -17,11 +17,18 @@
 #include "dedup/text.h"
 #include "dedup/trajectory.h"
 #include "store/store.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 // A namespace of its own, so that its using-directive reaches no other file of
 // a unity build.
 namespace dedup_test {
+
+// The searches report progress and poll the stop here.
+forge::Env& TestEnv() {
+  static forge::testing::FakeEnv env;
+  return env;
+}
 using namespace forge::dedup;
 using forge::records::Json;
 
@@ -132,7 +139,7 @@ TEST_CASE("dedup: blocked exact search finds exactly the brute-force pairs, any 
       o.tile = tile;
       o.threads = threads;
       o.prefix_bound = bound;
-      auto graph = ExactSearch(VectorSet{x.data(), n, d}, o);
+      auto graph = ExactSearch(VectorSet{x.data(), n, d}, o, TestEnv());
       REQUIRE(graph.ok());
       REQUIRE(graph->pairs.size() == expected.size());
       SortPairs(expected);
@@ -160,7 +167,7 @@ TEST_CASE("dedup: blocked exact search finds exactly the brute-force pairs, any 
   SearchOptions tight;
   tight.min_threshold = -1.0f;
   tight.max_pairs = 100;
-  CHECK_FALSE(ExactSearch(VectorSet{x.data(), n, d}, tight).ok());
+  CHECK_FALSE(ExactSearch(VectorSet{x.data(), n, d}, tight, TestEnv()).ok());
   }
 }
 
@@ -218,9 +225,9 @@ TEST_CASE("dedup: HNSW finds the planted pairs and reports its recall") {
   HnswOptions h;
   h.recall_sample = 400;
   HnswStats stats;
-  auto graph = HnswSearch(VectorSet{x.data(), n, d}, o, h, &stats);
+  auto graph = HnswSearch(VectorSet{x.data(), n, d}, o, h, &stats, TestEnv());
   REQUIRE(graph.ok());
-  auto exact = ExactSearch(VectorSet{x.data(), n, d}, o);
+  auto exact = ExactSearch(VectorSet{x.data(), n, d}, o, TestEnv());
   REQUIRE(exact.ok());
   CHECK(exact->pairs.size() == 200);
   CHECK(graph->pairs.size() >= 196);
@@ -336,7 +343,7 @@ TEST_CASE("dedup: MinHash embedding with the exact search finds the built duplic
   REQUIRE(m.ok());
   SearchOptions o;
   o.min_threshold = 0.6f;  // the edits' exact Jaccard is 0.79 and 0.81, the rest below 0.1
-  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, o);
+  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, o, TestEnv());
   REQUIRE(graph.ok());
   REQUIRE(graph->pairs.size() == 3);
   CHECK(graph->pairs[0].earlier == 3);
@@ -431,7 +438,7 @@ TEST_CASE("dedup trajectory fixture: rollouts' trajectories rendered from the st
   REQUIRE(m.ok());
   SearchOptions o;
   o.min_threshold = 0.9f;
-  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, o);
+  auto graph = ExactSearch(VectorSet{m->data.data(), m->rows, m->dim}, o, TestEnv());
   REQUIRE(graph.ok());
   REQUIRE(graph->pairs.size() == 1);
   CHECK(graph->pairs[0].earlier == 0);
@@ -464,9 +471,9 @@ TEST_CASE("dedup: HNSW grows the beam until every pair of a large cluster is fou
   h.k = 8;
   h.recall_sample = 0;
   HnswStats stats;
-  auto graph = HnswSearch(VectorSet{x.data(), n, d}, o, h, &stats);
+  auto graph = HnswSearch(VectorSet{x.data(), n, d}, o, h, &stats, TestEnv());
   REQUIRE(graph.ok());
-  auto exact = ExactSearch(VectorSet{x.data(), n, d}, o);
+  auto exact = ExactSearch(VectorSet{x.data(), n, d}, o, TestEnv());
   REQUIRE(exact.ok());
   CHECK(exact->pairs.size() >= 150 * 149 / 2);
   CHECK(stats.regrown > 0);

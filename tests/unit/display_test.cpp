@@ -17,6 +17,7 @@
 #include "sandbox/local/local_backend.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
+#include "support/fake_env.h"
 
 using forge::Kind;
 using forge::sandbox::Display;
@@ -113,7 +114,7 @@ TEST_CASE("display: the harness sees the screen it asked for; two at once get tw
           doctest::test_suite("host")) {
   if (!HostHasXvfb()) FORGE_SKIP("no Xvfb/xdpyinfo on this host (apt-get install xvfb x11-utils)");
   forge::testing::TempDir dir;
-  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"));
   auto a = NewLocalSandbox(backend, "a");
   auto b = NewLocalSandbox(backend, "b");
   // Each harness holds its display for a moment so the two overlap.
@@ -155,7 +156,7 @@ TEST_CASE("display: the harness sees the screen it asked for; two at once get tw
 
 TEST_CASE("display: no Xvfb on PATH ends at once with the marker; the harness never runs") {
   forge::testing::TempDir dir;
-  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"));
   auto box = NewLocalSandbox(backend, "none");
   auto request = Shell("touch ran");
   request.argv = WithDisplay(Display{}, request.argv);
@@ -179,7 +180,7 @@ TEST_CASE("display: an Xvfb that dies at start is reported with its message, not
     fake << "#!/bin/sh\necho 'Fatal server error: no screens found' >&2\nexit 1\n";
   }
   std::filesystem::permissions(dir.File("bin/Xvfb"), std::filesystem::perms::owner_all);
-  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"));
   auto box = NewLocalSandbox(backend, "dies");
   auto request = Shell("touch ran");
   request.argv = WithDisplay(Display{}, request.argv);

@@ -11,15 +11,14 @@
 #include "sandbox/docker/docker_backend.h"
 #include "support/temp_dir.h"
 #include "forge_paths.h"
+#include "support/fake_env.h"
+#include "support/skip.h"
 
 using forge::Kind;
 
-TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect") {
-  forge::sandbox::docker::DockerBackend backend;
-  if (!backend.Ping().ok()) {
-    MESSAGE("no Docker engine on the socket; skipped");
-    return;
-  }
+TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect" * doctest::test_suite("host")) {
+  forge::sandbox::docker::DockerBackend backend(forge::testing::HostEnv());
+  FORGE_REQUIRE_DOCKER(backend);
   REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh") == 0);
   forge::sandbox::Spec spec;
   spec.run_id = "unit-" + forge::RandomHex(4);
@@ -80,9 +79,9 @@ TEST_CASE("docker backend: copy in, exec, read back, attach, release, collect") 
   CHECK(*backend.Collect(spec.run_id, 0) == 0);
 }
 
-TEST_CASE("docker backend: a missing image is NotFound naming it (not retried); an engine that is not there Unavailable") {
-  forge::sandbox::docker::DockerBackend backend;
-  if (!backend.Ping().ok()) return;
+TEST_CASE("docker backend: a missing image is NotFound naming it (not retried)" * doctest::test_suite("host")) {
+  forge::sandbox::docker::DockerBackend backend(forge::testing::HostEnv());
+  FORGE_REQUIRE_DOCKER(backend);
   forge::sandbox::Spec spec;
   spec.run_id = "unit-missing";
   spec.rollout_id = forge::RandomHex(8);
@@ -90,8 +89,11 @@ TEST_CASE("docker backend: a missing image is NotFound naming it (not retried); 
   auto created = backend.Create(spec);
   CHECK(created.status().kind() == Kind::kNotFound);
   CHECK(created.status().message().find("forge-no-such-image") != std::string::npos);
-  forge::sandbox::docker::DockerBackend nowhere(
-      std::make_shared<forge::sandbox::docker::Engine>("/nonexistent/docker.sock"));
+}
+
+TEST_CASE("docker backend: the engine is the one $DOCKER_HOST names; one that is not there is Unavailable") {
+  forge::testing::FakeEnv env({{"DOCKER_HOST", std::string("unix:///nonexistent/docker.sock")}});
+  forge::sandbox::docker::DockerBackend nowhere(env);
   auto ping = nowhere.Ping();
   CHECK(ping.kind() == Kind::kUnavailable);
   CHECK(ping.message().find("/nonexistent/docker.sock") != std::string::npos);

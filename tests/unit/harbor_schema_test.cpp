@@ -21,6 +21,7 @@
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "tasks/harbor_schema.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ void ReplaceAll(std::string& text, const std::string& from, const std::string& t
 // record (pretty JSON, or nothing when it is refused) and the stderr lines.
 std::pair<std::string, std::string> ReadCorpusTask(const fs::path& dir) {
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+  auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
   std::string record = task.ok() ? task->ToJson().dump(2) + "\n" : "";
   std::string err;
   for (const auto& w : warnings) err += "warning: " + w + "\n";
@@ -106,7 +107,7 @@ TEST_CASE("every refused field has a corpus task refused with its file, line and
     const fs::path dir = kCorpus / ("refused-" + name);
     CAPTURE(dir.string());
     REQUIRE(fs::exists(dir / "task.toml"));
-    auto task = forge::tasks::ReadHarborTask(dir.string(), nullptr);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), nullptr);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().kind() == Kind::kInvalidData);
     const std::string where = (dir / "task.toml").string() + ":";

@@ -13,8 +13,10 @@
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/local/local_backend.h"
 #include "store/store.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 #include "forge_paths.h"
+#include "support/skip.h"
 
 using forge::Kind;
 using forge::records::Json;
@@ -65,12 +67,9 @@ TEST_CASE("docker bind mounts: read-only by default, absolute paths only") {
   CHECK(forge::sandbox::docker::BindMounts({{"/a", "opt", true}}).status().kind() == Kind::kBadConfig);
 }
 
-TEST_CASE("docker backend: a read-only mount is seen in the container and cannot be written") {
-  forge::sandbox::docker::DockerBackend backend;
-  if (!backend.Ping().ok()) {
-    MESSAGE("no Docker engine on the socket; skipped");
-    return;
-  }
+TEST_CASE("docker backend: a read-only mount is seen in the container and cannot be written" * doctest::test_suite("host")) {
+  forge::sandbox::docker::DockerBackend backend(forge::testing::HostEnv());
+  FORGE_REQUIRE_DOCKER(backend);
   REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh") == 0);
   forge::testing::TempDir dir;
   std::filesystem::create_directories(dir.path() / "h/claude-code");
@@ -116,8 +115,10 @@ TEST_CASE("launcher: a profile needing {harnesses} with no install dir is one cl
   REQUIRE(store.ok());
   auto out = forge::records::JsonlWriter::Create(dir.File("rollouts.jsonl"));
   REQUIRE(out.ok());
-  forge::sandbox::local::LocalBackend backend(dir.File("local"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("local"));
+  forge::testing::FakeEnv env;
   forge::launch::LaunchOptions options;
+  options.env = &env;
   options.inputs = {dir.File("tasks.jsonl")};
   options.run_id = "unit-needs";
   options.harness = "needs";

@@ -17,6 +17,7 @@
 #include "sandbox/k8s/rate_limiter.h"
 #include "sandbox/k8s/websocket.h"
 #include "verify/backends.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -40,8 +41,14 @@ Spec TestSpec(const std::string& run, const std::string& rollout,
   return spec;
 }
 
-std::unique_ptr<k8s::K8sBackend> Backend(const k8s::K8sOptions& options) {
-  auto backend = k8s::MakeK8sBackend(options);
+// The variables and the stop the backends get, unless a test gives its own.
+forge::Env& TestEnv() {
+  static forge::testing::FakeEnv env;
+  return env;
+}
+
+std::unique_ptr<k8s::K8sBackend> Backend(const k8s::K8sOptions& options, const forge::Env& env = TestEnv()) {
+  auto backend = k8s::MakeK8sBackend(options, env);
   REQUIRE(backend.ok());
   return std::move(*backend);
 }
@@ -151,21 +158,14 @@ TEST_CASE("in-cluster config: service account token, CA and namespace") {
   WriteFile(dir.path() / "token", "sa-token\n");
   WriteFile(dir.path() / "ca.crt", "PEM");
   WriteFile(dir.path() / "namespace", "rollouts\n");
-  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-  const char* kubeconfig_env = std::getenv("KUBECONFIG");
-  std::string saved = kubeconfig_env ? kubeconfig_env : "";
-  unsetenv("KUBECONFIG");
-  std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
-  setenv("HOME", dir.path().c_str(), 1);  // no ~/.kube/config
+  // A pod's environment: no KUBECONFIG, no ~/.kube/config.
+  forge::testing::FakeEnv env({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                               {"KUBERNETES_SERVICE_PORT", "443"},
+                               {"HOME", dir.path().string()}});
 
   k8s::K8sOptions options;
   options.service_account_dir = dir.path().string();
-  auto cluster = k8s::ResolveCluster(options);
-  unsetenv("KUBERNETES_SERVICE_HOST");
-  unsetenv("KUBERNETES_SERVICE_PORT");
-  setenv("HOME", home.c_str(), 1);
-  if (!saved.empty()) setenv("KUBECONFIG", saved.c_str(), 1);
+  auto cluster = k8s::ResolveCluster(options, env);
 
   REQUIRE(cluster.ok());
   CHECK(cluster->server == "https://10.96.0.1:443");
@@ -527,7 +527,7 @@ TEST_CASE("k8s: forge-verify's backends reach the cluster its flags name") {
   FakeK8s fake;
   auto sandbox = Backend(fake.Options())->Create(TestSpec("run-v", "r"));
   REQUIRE(sandbox.ok());
-  forge::verify::Backends named(fake.Options());  // as from --k8s-server, --k8s-token, ...
+  forge::verify::Backends named(fake.Options(), TestEnv());  // as from --k8s-server, --k8s-token, ...
   auto backend = named.Get("k8s");
   REQUIRE_MESSAGE(backend.ok(), backend.status().message());
   auto attached = (*backend)->Attach((*sandbox)->handle());
@@ -536,7 +536,7 @@ TEST_CASE("k8s: forge-verify's backends reach the cluster its flags name") {
 
   k8s::K8sOptions missing;
   missing.kubeconfig = "/nonexistent/forge-kubeconfig";
-  forge::verify::Backends misdirected(missing);
+  forge::verify::Backends misdirected(missing, TestEnv());
   auto none = misdirected.Get("k8s");
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().message().find("/nonexistent/forge-kubeconfig") != std::string::npos);
@@ -560,7 +560,7 @@ TEST_CASE("k8s: a kubeconfig file leads to the fake server") {
 
   k8s::K8sOptions broken;
   broken.kubeconfig = (dir.path() / "missing").string();
-  auto none = k8s::MakeK8sBackend(broken);
+  auto none = k8s::MakeK8sBackend(broken, TestEnv());
   CHECK(none.status().kind() == Kind::kBadConfig);
 }
 
@@ -636,14 +636,14 @@ TEST_CASE("k8s over TLS: kubeconfig with CA and client certificate data (x509 au
 TEST_CASE("k8s: a stop request ends a pod start and an exec, and the pod is not left behind") {
   FakeK8s fake;
   fake.Configure({{"start_delay", 30}});  // pods stay Pending
-  std::atomic<bool> stop{false};
+  // The stop token of the backend's Env, as SIGINT requests it in a tool.
+  forge::testing::FakeEnv env;
   k8s::K8sOptions options = fake.Options();
   options.start_timeout_seconds = 60;
-  options.stop_requested = [&] { return stop.load(); };
-  auto backend = Backend(options);
+  auto backend = Backend(options, env);
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    stop = true;
+    env.stop().Request();
   });
   auto start = std::chrono::steady_clock::now();
   auto sandbox = backend->Create(TestSpec("run-stop", "r"));
@@ -654,13 +654,13 @@ TEST_CASE("k8s: a stop request ends a pod start and an exec, and the pod is not 
   CHECK(waited < 5);
   CHECK(fake.Pods().empty());
 
-  stop = false;
+  env.stop().ResetForTesting();
   fake.Configure({{"start_delay", 0.05}});
   auto running = backend->Create(TestSpec("run-stop", "r2"));
   REQUIRE(running.ok());
   std::thread stopper2([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    stop = true;
+    env.stop().Request();
   });
   auto exec = (*running)->Exec(Command({"sleep", "10"}));
   stopper2.join();

@@ -10,6 +10,7 @@
 #include "launch/healthcheck.h"
 #include "launch/network.h"
 #include "support/temp_dir.h"
+#include "support/fake_env.h"
 
 using forge::Kind;
 using forge::records::Json;
@@ -31,9 +32,12 @@ HarnessProfile Profile() {
 }
 
 Attempt MakeAttempt(const LaunchOptions& options, const TaskSpec& task, const HarnessProfile& profile,
-                    const std::string& backend) {
+                    forge::sandbox::BackendKind backend) {
   return Attempt{options, task, profile, backend, "r-1", 2, "forge-secret"};
 }
+
+constexpr auto kDocker = forge::sandbox::BackendKind::kDocker;
+constexpr auto kLocal = forge::sandbox::BackendKind::kLocal;
 
 const WriteScratch kNoScratch = [](const std::string&, const std::string&) -> forge::Result<std::string> {
   return forge::Status::Internal("no scratch in this test");
@@ -42,7 +46,9 @@ const WriteScratch kNoScratch = [](const std::string&, const std::string&) -> fo
 }  // namespace
 
 TEST_CASE("attempt spec: the task's limits and env win over the run's; network from the task's allow_internet") {
+  forge::testing::FakeEnv env;
   LaunchOptions options;
+  options.env = &env;
   options.run_id = "run";
   options.image = "run-image";
   options.proxy = "http://127.0.0.1:9";
@@ -54,10 +60,10 @@ TEST_CASE("attempt spec: the task's limits and env win over the run's; network f
   task.memory_bytes = 1 << 30;
   task.agent_timeout_seconds = 30;
   task.allow_internet = false;
-  ::setenv("FORGE_ATTEMPT_TEST_KEY", "from-host", 1);
+  env.SetVar("FORGE_ATTEMPT_TEST_KEY", "from-host");
   task.env = {{"JUDGE", "${FORGE_ATTEMPT_TEST_KEY}"}};
   HarnessProfile profile = Profile();
-  auto spec = SandboxSpec(MakeAttempt(options, task, profile, "docker"));
+  auto spec = SandboxSpec(MakeAttempt(options, task, profile, kDocker));
   REQUIRE_MESSAGE(spec.ok(), spec.status().message());
   CHECK(spec->image == "run-image");
   CHECK(spec->limits.memory_bytes == 1 << 30);
@@ -67,13 +73,15 @@ TEST_CASE("attempt spec: the task's limits and env win over the run's; network f
   CHECK(spec->labels.at("forge.attempt") == "2");
   CHECK(spec->lifetime_seconds == 30 + 600 + 100);
   task.env = {{"JUDGE", "${FORGE_ATTEMPT_TEST_UNSET_KEY}"}};
-  auto unset = SandboxSpec(MakeAttempt(options, task, profile, "docker"));
+  auto unset = SandboxSpec(MakeAttempt(options, task, profile, kDocker));
   CHECK_FALSE(unset.ok());
   CHECK(unset.status().message().find("FORGE_ATTEMPT_TEST_UNSET_KEY") != std::string::npos);
 }
 
 TEST_CASE("attempt mounts: harnesses in docker only; proxy-only's relay at sandbox or host paths") {
+  forge::testing::FakeEnv env;
   LaunchOptions options;
+  options.env = &env;
   options.proxy = "http://127.0.0.1:9";
   options.network = "proxy-only";
   TaskSpec task;
@@ -81,24 +89,26 @@ TEST_CASE("attempt mounts: harnesses in docker only; proxy-only's relay at sandb
   HarnessProfile profile = Profile();
   const HostPaths host{"/opt/harnesses", "/usr/bin/forge-relay", "/tmp/relay-dir"};
   forge::sandbox::Spec docker;
-  RelayPaths in_docker = AddHostMounts(MakeAttempt(options, task, profile, "docker"), host, docker);
+  RelayPaths in_docker = AddHostMounts(MakeAttempt(options, task, profile, kDocker), host, docker);
   REQUIRE(docker.mounts.size() == 3);
   CHECK(docker.mounts[0].host_path == "/opt/harnesses");
   CHECK(in_docker.relay == kRelaySandboxPath);
   CHECK(in_docker.socket == std::string(kRelaySocketDir) + "/" + kRelaySocketName);
   forge::sandbox::Spec local;
-  RelayPaths on_host = AddHostMounts(MakeAttempt(options, task, profile, "local"), host, local);
+  RelayPaths on_host = AddHostMounts(MakeAttempt(options, task, profile, kLocal), host, local);
   CHECK(local.mounts.size() == 2);  // no harness mount: the local backend runs on the host's files
   CHECK(on_host.relay == "/usr/bin/forge-relay");
   CHECK(on_host.socket == "/tmp/relay-dir/proxy.sock");
   options.network = "host";
   forge::sandbox::Spec plain;
-  CHECK(AddHostMounts(MakeAttempt(options, task, profile, "docker"), host, plain).relay.empty());
+  CHECK(AddHostMounts(MakeAttempt(options, task, profile, kDocker), host, plain).relay.empty());
   CHECK(plain.mounts.size() == 1);
 }
 
 TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox paths, secret only in env and files") {
+  forge::testing::FakeEnv env;
   LaunchOptions options;
+  options.env = &env;
   options.proxy = "http://127.0.0.1:9";
   options.run_id = "run";
   TaskSpec task;
@@ -106,8 +116,8 @@ TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox p
   task.instruction = "fix {workdir}";  // the task's own text: never filled
   HarnessProfile profile = Profile();
   const HostPaths host{"/opt/harnesses", "", ""};
-  for (const std::string backend : {"docker", "local"}) {
-    CAPTURE(backend);
+  for (const auto backend : {forge::sandbox::BackendKind::kDocker, forge::sandbox::BackendKind::kLocal}) {
+    CAPTURE(forge::sandbox::BackendName(backend));
     const Attempt a = MakeAttempt(options, task, profile, backend);
     auto vars = Placeholders(a, host, "/app", "");
     forge::sandbox::OneShot plan;
@@ -115,11 +125,11 @@ TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox p
     REQUIRE(plan.files.size() == 2);
     CHECK(plan.files[0] == std::pair<std::string, std::string>{"/forge/instruction.md", "fix {workdir}"});
     CHECK(plan.files[1].first == "/app/.h/config.json");  // a sandbox path on either backend
-    const std::string root = backend == "local" ? "{root}" : "";
+    const std::string root = backend == forge::sandbox::BackendKind::kLocal ? "{root}" : "";
     CHECK(plan.files[1].second == R"({"url": "http://127.0.0.1:9", "cwd": ")" + root + R"(/app"})");
     auto exec = HarnessExec(a, vars, RelayPaths{}, forge::net::Endpoint{}, std::nullopt, std::nullopt);
     REQUIRE(exec.ok());
-    CHECK(exec->argv[0] == (backend == "docker" ? options.harness_mount : "/opt/harnesses") + "/h/bin");
+    CHECK(exec->argv[0] == (backend == kDocker ? options.harness_mount : "/opt/harnesses") + "/h/bin");
     CHECK(exec->argv[2] == "fix {workdir}");
     CHECK(exec->argv[4] == root + "/app");
     CHECK(exec->env.at("KEY") == "forge-secret");
@@ -132,13 +142,15 @@ TEST_CASE("attempt plan and exec: placeholders filled, config files at sandbox p
 
 TEST_CASE("attempt plan: the oracle's solution, inline or a directory; none is an error naming the task") {
   forge::testing::TempDir dir;
+  forge::testing::FakeEnv env;
   LaunchOptions options;
+  options.env = &env;
   TaskSpec task;
   task.id = "t";
   HarnessProfile oracle = Profile();
   oracle.solution_dir = "/solution";
   const HostPaths host{"/opt/harnesses", "", ""};
-  const Attempt a = MakeAttempt(options, task, oracle, "docker");
+  const Attempt a = MakeAttempt(options, task, oracle, kDocker);
   auto vars = Placeholders(a, host, "/app", "");
   forge::sandbox::OneShot none;
   auto missing = AddCopies(a, "/app", vars, kNoScratch, none);
@@ -157,14 +169,16 @@ TEST_CASE("attempt plan: the oracle's solution, inline or a directory; none is a
 }
 
 TEST_CASE("attempt run: wrappers that failed before the harness are infra errors; the harness's own exit is its outcome") {
+  forge::testing::FakeEnv env;
   LaunchOptions options;
+  options.env = &env;
   options.proxy = "http://127.0.0.1:9";
   options.network = "proxy-only";
   TaskSpec task;
   task.id = "t";
   task.agent_timeout_seconds = 5;
   HarnessProfile profile = Profile();
-  const Attempt a = MakeAttempt(options, task, profile, "docker");
+  const Attempt a = MakeAttempt(options, task, profile, kDocker);
   forge::sandbox::ExecResult relay_failed;
   relay_failed.exit_code = kRelayStartExit;
   relay_failed.stderr_data = "noise\nforge-relay: cannot bind 127.0.0.1:9\nmore";
@@ -223,30 +237,33 @@ TEST_CASE("readiness: the task's healthcheck, else compose main's, else the imag
 }
 
 TEST_CASE("a compose pod on docker gets a namespace of its own where host would apply, the proxy through the relay") {
+  forge::testing::FakeEnv env;
   LaunchOptions options;
+  options.env = &env;
   options.proxy = "http://127.0.0.1:9";
   TaskSpec plain, pod;
   pod.pod = std::make_shared<forge::sandbox::Pod>();
-  CHECK(TaskNetwork(options, plain, "docker") == "host");
-  CHECK(TaskNetwork(options, pod, "docker") == "own");
-  CHECK(TaskNetwork(options, pod, "k8s") == "host");  // a Kubernetes pod is its own namespace already
+  CHECK(TaskNetwork(options, plain, kDocker) == "host");
+  CHECK(TaskNetwork(options, pod, kDocker) == "own");
+  // A Kubernetes pod is its own namespace already.
+  CHECK(TaskNetwork(options, pod, forge::sandbox::BackendKind::kK8s) == "host");
   CHECK(RelaysProxy("own", options.proxy));
   CHECK_FALSE(RelaysProxy("own", ""));
   CHECK_FALSE(RelaysProxy("host", options.proxy));
   pod.allow_internet = false;
-  CHECK(TaskNetwork(options, pod, "docker") == "proxy-only");
+  CHECK(TaskNetwork(options, pod, kDocker) == "proxy-only");
   options.proxy.clear();
   options.network = "host";
   pod.allow_internet.reset();
-  CHECK(TaskNetwork(options, pod, "docker") == "own");
+  CHECK(TaskNetwork(options, pod, kDocker) == "own");
   CHECK(*ParseNetwork("own") == forge::sandbox::NetworkPolicy::kOwn);
   // The spec: a pod on the local backend is refused, naming the task.
   HarnessProfile profile = Profile();
   pod.id = "p";
-  auto local = SandboxSpec(MakeAttempt(options, pod, profile, "local"));
+  auto local = SandboxSpec(MakeAttempt(options, pod, profile, kLocal));
   REQUIRE_FALSE(local.ok());
   CHECK(local.status().message().find("task p has services") == 0);
-  auto docker = SandboxSpec(MakeAttempt(options, pod, profile, "docker"));
+  auto docker = SandboxSpec(MakeAttempt(options, pod, profile, kDocker));
   REQUIRE(docker.ok());
   CHECK(docker->network == forge::sandbox::NetworkPolicy::kOwn);
 }

@@ -10,6 +10,7 @@
 #include "records/jsonl.h"
 #include "sandbox/local/local_backend.h"
 #include "store/store.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 using forge::records::Json;
@@ -28,10 +29,12 @@ TEST_CASE("local backend: a profile's {root} config file is where its env points
 
   auto store = forge::store::Store::Open(dir.File("forge.db"));
   REQUIRE(store.ok());
-  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"));
   auto out = forge::records::JsonlWriter::Create(dir.File("rollouts.jsonl"));
   REQUIRE(out.ok());
+  forge::testing::FakeEnv env;
   forge::launch::LaunchOptions options;
+  options.env = &env;
   options.inputs = {dir.File("tasks.jsonl")};
   options.run_id = "cfg-run";
   options.harness = "cfgcheck";

@@ -19,6 +19,7 @@
 #include "sandbox/tar.h"
 #include "tasks/load.h"
 #include "tasks/task.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 #include "forge_paths.h"
 
@@ -201,7 +202,7 @@ TEST_CASE("rollout ids are stable per (run, task, attempt) and distinct otherwis
 
 TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills the group, gc") {
   forge::testing::TempDir dir;
-  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"));
   forge::sandbox::Spec spec;
   spec.run_id = "run1";
   spec.rollout_id = "r1";
@@ -274,13 +275,13 @@ TEST_CASE("local backend: work dir, copy in, exec with output, deadline kills th
   CHECK(louder->truncated);
 
   // Cancel: as a timeout, but reported as Cancelled.
-  std::atomic<bool> cancel{false};
+  forge::StopToken cancel;
   forge::sandbox::ExecRequest waiting;
   waiting.argv = {"sleep", "30"};
   waiting.cancel = &cancel;
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    cancel = true;
+    cancel.Request();
   });
   auto cancelled = (*box)->Exec(waiting);
   stopper.join();
@@ -330,7 +331,8 @@ TEST_CASE("a task's skills field is a directory relative to its file; a missing 
                                          << "{\"id\":\"b\",\"instruction\":\"x\",\"skills\":\"nope\"}\n";
   std::vector<forge::launch::TaskSpec> specs;
   std::vector<std::string> errors;
-  forge::Status loaded = forge::tasks::LoadTasks({dir.File("tasks.jsonl")}, {}, [&](forge::tasks::Task& task) {
+  forge::testing::FakeEnv load_env;
+  forge::Status loaded = forge::tasks::LoadTasks({dir.File("tasks.jsonl")}, load_env, {}, [&](forge::tasks::Task& task) {
     auto spec = forge::launch::SpecFromTask(task);
     if (spec.ok()) specs.push_back(*spec); else errors.push_back(spec.status().message());
     return forge::Status::Ok();

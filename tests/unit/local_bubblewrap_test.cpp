@@ -13,6 +13,7 @@
 
 #include "launch/launcher.h"
 #include "sandbox/local/local_backend.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -64,7 +65,7 @@ TEST_CASE("bubblewrap: the host is read-only, the sandbox and its private /tmp a
     return;
   }
   forge::testing::TempDir dir;
-  local::LocalBackend backend(dir.File("root"), /*bubblewrap=*/true);
+  local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"), /*bubblewrap=*/true);
   auto box = backend.Create(SpecFor("r1", NetworkPolicy::kHost));
   REQUIRE(box.ok());
   // Outside the sandbox and outside /tmp (which the sandbox has its own of).
@@ -95,7 +96,7 @@ TEST_CASE("bubblewrap: --network none reaches nothing on the host's loopback; ho
   int listener = ListenOnLoopback(&port);
   REQUIRE(listener >= 0);
   forge::testing::TempDir dir;
-  local::LocalBackend backend(dir.File("root"), true);
+  local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"), true);
   const std::string connect = "if exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) +
                               "; then echo CONNECTED; else echo REFUSED; fi";
   auto isolated = backend.Create(SpecFor("none", NetworkPolicy::kNone));
@@ -110,7 +111,7 @@ TEST_CASE("bubblewrap: --network none reaches nothing on the host's loopback; ho
 TEST_CASE("bubblewrap: the deadline kills the sandboxed command and everything it started") {
   if (!HaveBubblewrap()) return;
   forge::testing::TempDir dir;
-  local::LocalBackend backend(dir.File("root"), true);
+  local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"), true);
   auto box = backend.Create(SpecFor("slow"));
   REQUIRE(box.ok());
   const std::string marker = "forge-bwrap-sleeper-" + std::to_string(getpid());
@@ -125,7 +126,8 @@ TEST_CASE("bubblewrap: the deadline kills the sandboxed command and everything i
 }
 
 TEST_CASE("bubblewrap: asked for on another backend, a usage error") {
-  auto made = forge::launch::MakeBackend("k8s", {}, /*bubblewrap=*/true);
+  forge::testing::FakeEnv env;
+  auto made = forge::launch::MakeBackend(forge::sandbox::BackendKind::kK8s, env, {}, /*bubblewrap=*/true);
   REQUIRE(!made.ok());
   CHECK(made.status().kind() == forge::Kind::kInvalidArgument);
   CHECK(made.status().message().find("--bubblewrap") != std::string::npos);

@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "sandbox/local/local_backend.h"
 #include "sandbox/one_shot_script.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 using forge::Kind;
@@ -88,11 +89,10 @@ TEST_CASE("network: the wrapper starts the relay first, and a relay that fails s
 
 TEST_CASE("network: the host relay's socket directory is reachable by others and goes away") {
   forge::testing::TempDir dir;
-  setenv("TMPDIR", dir.path().c_str(), 1);
+  forge::testing::FakeEnv env({{"TMPDIR", dir.path().string()}});
   std::string socket_dir;
   {
-    auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"));
-    unsetenv("TMPDIR");
+    auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"), env);
     REQUIRE(host.ok());
     socket_dir = (*host)->dir();
     struct stat st;
@@ -107,7 +107,7 @@ TEST_CASE("network: the host relay's socket directory is reachable by others and
 
 TEST_CASE("network: gc removes the relay socket directories of killed runs only") {
   forge::testing::TempDir dir;
-  setenv("TMPDIR", dir.path().c_str(), 1);
+  forge::testing::FakeEnv env({{"TMPDIR", dir.path().string()}});
   // A PID that is surely gone: a child that has exited and been reaped.
   pid_t child = fork();
   if (child == 0) _exit(0);
@@ -118,12 +118,11 @@ TEST_CASE("network: gc removes the relay socket directories of killed runs only"
   const auto other = dir.path() / "forge-relay-notapid";
   for (const auto& d : {killed, mine, other}) std::filesystem::create_directories(d);
   std::ofstream(killed / launch::kRelaySocketName) << "";
-  auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"));
+  auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"), env);
   REQUIRE(host.ok());
   CHECK((*host)->dir().find("/forge-relay-" + std::to_string(getpid()) + "-") != std::string::npos);
 
-  auto removed = launch::RemoveStaleRelayDirs();
-  unsetenv("TMPDIR");
+  auto removed = launch::RemoveStaleRelayDirs(env);
   REQUIRE(removed.ok());
   CHECK(*removed == 1);
   CHECK(!std::filesystem::exists(killed));
@@ -134,10 +133,10 @@ TEST_CASE("network: gc removes the relay socket directories of killed runs only"
 
 TEST_CASE("network: a relay directory kept for held sandboxes outlives its run until its time") {
   forge::testing::TempDir dir;
-  setenv("TMPDIR", dir.path().c_str(), 1);
+  forge::testing::FakeEnv env({{"TMPDIR", dir.path().string()}});
   std::string kept;
   {
-    auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"));
+    auto host = launch::HostRelay::Start(*forge::net::ParseEndpoint("127.0.0.1:9"), env);
     REQUIRE(host.ok());
     kept = (*host)->dir();
     REQUIRE((*host)->KeepFor(3600).ok());
@@ -154,13 +153,12 @@ TEST_CASE("network: a relay directory kept for held sandboxes outlives its run u
   REQUIRE(waitpid(child, nullptr, 0) == child);
   const auto orphan = dir.path() / ("forge-relay-" + std::to_string(child) + "-kEpT01");
   std::filesystem::rename(kept, orphan);
-  auto first = launch::RemoveStaleRelayDirs();
+  auto first = launch::RemoveStaleRelayDirs(env);
   REQUIRE(first.ok());
   CHECK(*first == 0);
   CHECK(std::filesystem::exists(orphan));
   std::ofstream(orphan / "held-until") << std::time(nullptr) - 1 << "\n";
-  auto second = launch::RemoveStaleRelayDirs();
-  unsetenv("TMPDIR");
+  auto second = launch::RemoveStaleRelayDirs(env);
   REQUIRE(second.ok());
   CHECK(*second == 1);
   CHECK(!std::filesystem::exists(orphan));
@@ -168,7 +166,7 @@ TEST_CASE("network: a relay directory kept for held sandboxes outlives its run u
 
 TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo is up") {
   forge::testing::TempDir dir;
-  forge::sandbox::local::LocalBackend backend(dir.File("root"));
+  forge::sandbox::local::LocalBackend backend(forge::testing::HostEnv(), dir.File("root"));
   forge::sandbox::Spec spec;
   spec.run_id = "net";
   spec.rollout_id = "r1";
@@ -202,11 +200,11 @@ TEST_CASE("network: the local backend's proxy-only sandbox has only lo, and lo i
 
 namespace {
 
-// A backend that only has a name: Launch must refuse before using it.
+// A backend that only has a kind: Launch must refuse before using it.
 class NamedBackend : public forge::sandbox::Backend {
  public:
-  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
-  std::string name() const override { return name_; }
+  explicit NamedBackend(forge::sandbox::BackendKind kind) : kind_(kind) {}
+  forge::sandbox::BackendKind kind() const override { return kind_; }
   forge::Result<std::unique_ptr<forge::sandbox::Sandbox>> Create(const forge::sandbox::Spec&) override {
     ++created;
     return forge::Status::Internal("not here");
@@ -218,7 +216,7 @@ class NamedBackend : public forge::sandbox::Backend {
   int created = 0;
 
  private:
-  std::string name_;
+  forge::sandbox::BackendKind kind_;
 };
 
 }  // namespace
@@ -230,18 +228,20 @@ TEST_CASE("network: proxy-only is refused before any sandbox where it cannot wor
   auto out = forge::records::JsonlWriter::Create(dir.File("out.jsonl"));
   REQUIRE(out.ok());
   std::ofstream(dir.File("tasks.jsonl")) << "{\"id\":\"t\",\"instruction\":\"x\"}\n";
+  forge::testing::FakeEnv env;
   launch::LaunchOptions options;
+  options.env = &env;
   options.inputs = {dir.File("tasks.jsonl")};
   options.run_id = "net-refused";
   options.network = "proxy-only";
   options.proxy = "http://127.0.0.1:8080";
   options.relay_binary = "/bin/true";  // executable; never run here
-  NamedBackend k8s("k8s");
+  NamedBackend k8s(forge::sandbox::BackendKind::kK8s);
   forge::Status refused = launch::Launch(options, k8s, **store, **out);
   CHECK(refused.kind() == Kind::kInvalidArgument);
   CHECK(refused.message().find("needs --backend docker or local") != std::string::npos);
   options.proxy.clear();
-  NamedBackend docker("docker");
+  NamedBackend docker(forge::sandbox::BackendKind::kDocker);
   refused = launch::Launch(options, docker, **store, **out);
   CHECK(refused.kind() == Kind::kInvalidArgument);
   CHECK(refused.message().find("needs --proxy") != std::string::npos);

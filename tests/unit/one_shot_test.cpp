@@ -20,6 +20,8 @@
 #include "sandbox/one_shot_script.h"
 #include "support/temp_dir.h"
 #include "forge_paths.h"
+#include "support/fake_env.h"
+#include "support/skip.h"
 
 using forge::Kind;
 using forge::sandbox::OneShot;
@@ -89,13 +91,13 @@ OneShot MemoryHogJob() {
 forge::Result<forge::sandbox::ExecResult> RunCancelled(forge::sandbox::docker::DockerBackend& backend,
                                                         const forge::sandbox::Spec& spec,
                                                         std::unique_ptr<forge::sandbox::Sandbox>* hold) {
-  std::atomic<bool> cancel{false};
+  forge::StopToken cancel;
   OneShot job;
   job.exec.argv = {"/bin/sh", "-c", "sleep 1000"};
   job.exec.cancel = &cancel;
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    cancel.store(true);
+    cancel.Request();
   });
   auto ran = backend.RunOnce(spec, job, hold);
   stopper.join();
@@ -174,12 +176,9 @@ TEST_CASE("chunked bodies are de-chunked; a cut one is an error") {
   CHECK(forge::sandbox::docker::Dechunk("zz\r\n").status().kind() == Kind::kProtocol);
 }
 
-TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no secret in the config") {
-  forge::sandbox::docker::DockerBackend backend;
-  if (!backend.Ping().ok()) {
-    MESSAGE("no Docker engine on the socket; skipped");
-    return;
-  }
+TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no secret in the config" * doctest::test_suite("host")) {
+  forge::sandbox::docker::DockerBackend backend(forge::testing::HostEnv());
+  FORGE_REQUIRE_DOCKER(backend);
   REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh >/dev/null") == 0);
   forge::sandbox::Spec spec = BusyboxSpec("unit-oneshot-", 64LL << 20);
   spec.rollout_id = forge::RandomHex(8);
@@ -220,12 +219,9 @@ TEST_CASE("docker RunOnce: files, env, secret, output, status; nothing left, no 
   CHECK(CountContainers(spec.run_id) == 0);
 }
 
-TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each time") {
-  forge::sandbox::docker::DockerBackend backend;
-  if (!backend.Ping().ok()) {
-    MESSAGE("no Docker engine on the socket; skipped");
-    return;
-  }
+TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each time" * doctest::test_suite("host")) {
+  forge::sandbox::docker::DockerBackend backend(forge::testing::HostEnv());
+  FORGE_REQUIRE_DOCKER(backend);
   forge::sandbox::Spec spec = BusyboxSpec("unit-oneshot-", 32LL << 20);
 
   SUBCASE("deadline") {
@@ -265,12 +261,9 @@ TEST_CASE("docker RunOnce: deadline, cancel and OOM; the container goes each tim
 
 // Held: the harness is still the container's own process, but the container
 // stays, running, for the verifier.
-TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays for exec, then goes") {
-  forge::sandbox::docker::DockerBackend backend;
-  if (!backend.Ping().ok()) {
-    MESSAGE("no Docker engine on the socket; skipped");
-    return;
-  }
+TEST_CASE("docker RunOnce held: status and output come back, the sandbox stays for exec, then goes" * doctest::test_suite("host")) {
+  forge::sandbox::docker::DockerBackend backend(forge::testing::HostEnv());
+  FORGE_REQUIRE_DOCKER(backend);
   REQUIRE(std::system("bash " FORGE_SOURCE_DIR "/scripts/make-busybox-image.sh >/dev/null") == 0);
   forge::sandbox::Spec spec = BusyboxSpec("unit-held-", 32LL << 20);
   std::unique_ptr<forge::sandbox::Sandbox> held;

@@ -18,6 +18,7 @@
 #include "pack/safetensors.h"
 #include "pack/validate.h"
 #include "store/store.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 using forge::pack::AssemblyCounts;
@@ -417,7 +418,9 @@ TEST_CASE("pack: micro-batches written on two threads equal those written one by
     CHECK(failed.status().message().find("batch-00000") != std::string::npos);
   }
   SUBCASE("a stop request ends the writing with Cancelled") {
-    auto stopped = forge::pack::WriteRlBatches(batches, o, [] { return true; });
+    forge::StopToken stop;
+    stop.Request();
+    auto stopped = forge::pack::WriteRlBatches(batches, o, &stop);
     REQUIRE(!stopped.ok());
     CHECK(stopped.status().kind() == forge::Kind::kCancelled);
   }
@@ -642,7 +645,9 @@ TEST_CASE("pack fixture: recorded calls in a store, packed through RunPack") {
   expect("b0/1", {1, 2, 9, 41, kEnd}, {0, 0, 0, 1, 1}, 0.5);
   std::ofstream(dir / "expected.json") << expected.dump(1) << "\n";
 
+  forge::testing::FakeEnv fake_env;
   forge::pack::PackOptions o;
+  o.env = &fake_env;
   o.inputs = {(dir / "rollouts.jsonl").string()};
   o.stores = {(dir / "forge.db").string()};
   o.format = forge::pack::Format::kSftMessages;
@@ -722,7 +727,9 @@ TEST_CASE("pack: rollouts read ahead on a second thread come out whole, and a la
   }
   records.close();
 
+  forge::testing::FakeEnv env;
   forge::pack::PackOptions o;
+  o.env = &env;
   o.inputs = {dir.File("verdicts.jsonl")};
   o.stores = {db};
   o.format = forge::pack::Format::kSftTokens;

@@ -18,6 +18,7 @@
 #include "proxy/recorder.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
+#include "support/fake_env.h"
 
 using forge::store::CallRecord;
 
@@ -58,12 +59,13 @@ struct Recording {
   forge::testing::TempDir dir;
   std::unique_ptr<forge::store::Store> store;
   forge::proxy::Metrics metrics;
+  forge::testing::FakeEnv env;
   std::unique_ptr<forge::proxy::Recorder> recorder;
   Recording() {
     auto opened = forge::store::Store::Open(dir.File("forge.db"));
     REQUIRE_MESSAGE(opened.ok(), opened.status().message());
     store = std::move(*opened);
-    auto made = forge::proxy::Recorder::Create(*store, metrics);
+    auto made = forge::proxy::Recorder::Create(*store, metrics, env);
     REQUIRE_MESSAGE(made.ok(), made.status().message());
     recorder = std::move(*made);
   }
@@ -77,7 +79,8 @@ TEST_CASE("the recorder moves logged calls into the database and keeps its log s
   auto store = forge::store::Store::Open(db);
   REQUIRE(store.ok());
   forge::proxy::Metrics metrics;
-  auto recorder = forge::proxy::Recorder::Create(**store, metrics);
+  forge::testing::FakeEnv env;
+  auto recorder = forge::proxy::Recorder::Create(**store, metrics, env);
   REQUIRE_MESSAGE(recorder.ok(), recorder.status().message());
   // 60 calls of 200 KB: past the size at which a taken log is replaced.
   constexpr int kCalls = 60;

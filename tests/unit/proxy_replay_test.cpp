@@ -9,6 +9,7 @@
 #include "proxy/replay.h"
 #include "proxy/upstream.h"
 #include "support/temp_dir.h"
+#include "support/fake_env.h"
 
 // A namespace of its own, so that its using-directive reaches no other file of
 // a unity build.
@@ -136,19 +137,24 @@ TEST_CASE("replay: a recorded-exchange file with bad lines loads the good ones")
         << "\n"
         << RecordedCall("two", "2").dump() << "\n";
   }
-  auto index = ReplayIndex::Load(path);  // not SQLite: read as JSON Lines
+  forge::testing::FakeEnv env;
+  auto index = ReplayIndex::Load(path, env);  // not SQLite: read as JSON Lines
   REQUIRE_MESSAGE(index.ok(), index.status().message());
   CHECK((*index)->size() == 2);
   CHECK((*index)->bad_lines() == 2);
+  // Both named with their line: the malformed one by the reader, the one that
+  // cannot be served by the index.
+  CHECK(env.Reported("error", path + ":2: "));
+  CHECK(env.Reported("warning", path + ":3: "));
   CHECK((*index)->Next(KeyOf(RecordedCall("two", "2"))) != nullptr);
 
   std::string useless = dir.File("useless.jsonl");
   std::ofstream(useless) << "[1]\n";
-  auto none = ReplayIndex::Load(useless);
+  auto none = ReplayIndex::Load(useless, env);
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().kind() == Kind::kInvalidData);
   CHECK(none.status().message().find("useless.jsonl") != std::string::npos);
-  auto missing = ReplayIndex::Load(dir.File("missing.jsonl"));
+  auto missing = ReplayIndex::Load(dir.File("missing.jsonl"), env);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().kind() == Kind::kNotFound);
 }

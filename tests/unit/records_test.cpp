@@ -5,6 +5,7 @@
 
 #include "records/jsonl.h"
 #include "records/schema.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 using forge::records::Json;
@@ -28,7 +29,8 @@ TEST_CASE("a malformed line is reported and skipped while the other lines flow")
                                "\n"
                                "[1, 2]\n"
                                "{\"id\": 3, \"unknown\": {\"kept\": true}}\n");
-  auto reader = forge::records::JsonlReader::Open(path);
+  forge::testing::FakeEnv env;
+  auto reader = forge::records::JsonlReader::Open(path, env);
   REQUIRE(reader.ok());
   std::vector<Json> seen;
   std::vector<size_t> lines;
@@ -45,12 +47,36 @@ TEST_CASE("a malformed line is reported and skipped while the other lines flow")
   CHECK(seen[1]["unknown"]["kept"] == true);  // unknown fields pass through untouched
   CHECK(lines == std::vector<size_t>{1, 5});
   CHECK((*reader)->bad_lines() == 2);
+  // Each bad line is reported as file:line: reason, and nothing else is.
+  auto errors = env.Texts("error");
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0].rfind(path + ":2: ", 0) == 0);
+  CHECK(errors[0].find("(line skipped)") != std::string::npos);
+  CHECK(errors[1] == path + ":4: expected a JSON object, got array (line skipped)");
+  CHECK(env.messages().size() == 2);
+}
+
+TEST_CASE("a stop ends the input early with Cancelled, naming the input") {
+  forge::testing::TempDir dir;
+  std::string path = WriteFile(dir, "in.jsonl", "{\"id\": 1}\n{\"id\": 2}\n");
+  forge::testing::FakeEnv env;
+  auto reader = forge::records::JsonlReader::Open(path, env);
+  REQUIRE(reader.ok());
+  auto first = (*reader)->Next();
+  REQUIRE(first.ok());
+  CHECK(first->has_value());
+  env.stop().Request();
+  auto second = (*reader)->Next();
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().Is(forge::Kind::kCancelled));
+  CHECK(second.status().message() == "stopped while reading " + path);
 }
 
 TEST_CASE("a record's text is its line as read: a CRLF line keeps its \\r") {
   forge::testing::TempDir dir;
   std::string path = WriteFile(dir, "in.jsonl", "{\"id\": 1}\r\n\r\n{\"id\":2}\n{ \"id\": 3 }");
-  auto reader = forge::records::JsonlReader::Open(path);
+  forge::testing::FakeEnv env;
+  auto reader = forge::records::JsonlReader::Open(path, env);
   REQUIRE(reader.ok());
   std::vector<std::string> texts;
   for (;;) {
@@ -70,7 +96,8 @@ TEST_CASE("strict mode stops at the first bad line and names file and line") {
   std::string path = WriteFile(dir, "in.jsonl", "{\"a\": 1}\nnot json\n{\"a\": 2}\n");
   forge::records::ReaderOptions options;
   options.strict = true;
-  auto reader = forge::records::JsonlReader::Open(path, options);
+  forge::testing::FakeEnv env;
+  auto reader = forge::records::JsonlReader::Open(path, env, options);
   REQUIRE(reader.ok());
   auto first = (*reader)->Next();
   REQUIRE(first.ok());
@@ -78,6 +105,7 @@ TEST_CASE("strict mode stops at the first bad line and names file and line") {
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().kind() == forge::Kind::kInvalidData);
   CHECK(second.status().message().rfind(path + ":2: ", 0) == 0);
+  CHECK(env.messages().empty());  // returned, not reported
 }
 
 TEST_CASE("ForEachRecord reads every input and reports skipped lines at the end") {
@@ -85,7 +113,8 @@ TEST_CASE("ForEachRecord reads every input and reports skipped lines at the end"
   std::string a = WriteFile(dir, "a.jsonl", "{\"n\": 1}\n{oops}\n");
   std::string b = WriteFile(dir, "b.jsonl", "{\"n\": 2}\n");
   std::vector<int> seen;
-  forge::Status s = forge::records::ForEachRecord({a, b}, {}, [&](forge::records::Record& r) {
+  forge::testing::FakeEnv env;
+  forge::Status s = forge::records::ForEachRecord({a, b}, env, {}, [&](forge::records::Record& r) {
     seen.push_back(r.json["n"].get<int>());
     return forge::Status::Ok();
   });
@@ -95,7 +124,8 @@ TEST_CASE("ForEachRecord reads every input and reports skipped lines at the end"
 }
 
 TEST_CASE("a missing input file is NotFound") {
-  auto reader = forge::records::JsonlReader::Open("/nonexistent/forge/input.jsonl");
+  forge::testing::FakeEnv env;
+  auto reader = forge::records::JsonlReader::Open("/nonexistent/forge/input.jsonl", env);
   REQUIRE_FALSE(reader.ok());
   CHECK(reader.status().kind() == forge::Kind::kNotFound);
 }

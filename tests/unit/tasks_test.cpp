@@ -14,6 +14,7 @@
 #include "tasks/load.h"
 #include "tasks/task.h"
 #include "forge_paths.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -28,37 +29,6 @@ void Write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
 }
-
-// Collects what the loader writes to stderr (broken tasks, warnings).
-class StderrCapture {
- public:
-  StderrCapture() {
-    std::fflush(stderr);
-    saved_ = dup(STDERR_FILENO);
-    file_ = std::tmpfile();
-    dup2(fileno(file_), STDERR_FILENO);
-  }
-  ~StderrCapture() { Restore(); }
-  std::string Text() {
-    Restore();
-    std::rewind(file_);
-    std::string text;
-    char buffer[4096];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;) text.append(buffer, n);
-    return text;
-  }
-
- private:
-  void Restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, STDERR_FILENO);
-    close(saved_);
-    saved_ = -1;
-  }
-  int saved_ = -1;
-  std::FILE* file_ = nullptr;
-};
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -112,13 +82,16 @@ const char* kEquivalentJsonl = R"({"schema": "forge.task/1", "id": "fix-bug",)"
     R"( "harbor": {"source": "demo-dataset"}})"
     "\n";
 
+// What the loader reported (broken tasks, warnings) is in *env, when given.
 std::vector<Task> LoadAll(const std::vector<std::string>& inputs, Status* status,
-                          bool strict = false, forge::tasks::LoadStats* stats = nullptr) {
+                          bool strict = false, forge::tasks::LoadStats* stats = nullptr,
+                          forge::testing::FakeEnv* env = nullptr) {
   std::vector<Task> tasks;
   forge::tasks::LoadOptions options;
   options.strict = strict;
+  forge::testing::FakeEnv unread;
   *status = forge::tasks::LoadTasks(
-      inputs, options,
+      inputs, env != nullptr ? *env : unread, options,
       [&](Task& task) {
         tasks.push_back(task);
         return Status::Ok();
@@ -233,7 +206,7 @@ TEST_CASE("unknown task.toml keys are warnings naming file, line and key, not er
   forge::testing::TempDir tmp;
   WriteHarborTask(tmp.path() / "fix-bug", "shiny_new_knob = 3\n\n[future]\nthing = true\n");
   std::vector<std::string> warnings;
-  auto task = forge::tasks::ReadHarborTask(tmp.File("fix-bug"), &warnings);
+  auto task = forge::tasks::ReadHarborTask(tmp.File("fix-bug"), forge::testing::FakeEnv(), &warnings);
   REQUIRE(task.ok());
   REQUIRE(warnings.size() == 2);
   const std::string toml = tmp.File("fix-bug/task.toml");
@@ -244,16 +217,17 @@ TEST_CASE("unknown task.toml keys are warnings naming file, line and key, not er
   CHECK(j["harbor"]["environment"]["shiny_new_knob"] == 3);
   CHECK(j["harbor"]["future"]["thing"] == true);
 
-  // Through LoadTasks the warning reaches stderr and the task still loads.
-  StderrCapture capture;
+  // Through LoadTasks the warnings are reported as warnings and the task still loads.
+  forge::testing::FakeEnv env;
   forge::tasks::LoadStats stats;
   Status status;
-  std::vector<Task> tasks = LoadAll({tmp.File("fix-bug")}, &status, false, &stats);
-  std::string err = capture.Text();
+  std::vector<Task> tasks = LoadAll({tmp.File("fix-bug")}, &status, false, &stats, &env);
   CHECK(status.ok());
   CHECK(tasks.size() == 1);
   CHECK(stats.warnings == 2);
-  CHECK(Contains(err, "warning: " + toml + ":27: unknown key environment.shiny_new_knob"));
+  CHECK(env.Reported("warning", toml + ":27: unknown key environment.shiny_new_knob"));
+  CHECK(env.Texts("warning").size() == 2);
+  CHECK(env.Texts("error").empty());
 }
 
 TEST_CASE("broken Harbor tasks give errors naming file and field") {
@@ -265,7 +239,7 @@ TEST_CASE("broken Harbor tasks give errors naming file and field") {
   SUBCASE("missing instruction.md") {
     WriteHarborTask(dir);
     fs::remove(dir / "instruction.md");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().kind() == Kind::kInvalidData);
     CHECK(Contains(task.status().message(), (dir / "instruction.md").string() + ": missing"));
@@ -273,7 +247,7 @@ TEST_CASE("broken Harbor tasks give errors naming file and field") {
   SUBCASE("TOML syntax error") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[agent]\ntimeout_sec = 10\n[verifier\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().kind() == Kind::kInvalidData);
     CHECK(Contains(task.status().message(), toml + ":3:"));
@@ -281,7 +255,7 @@ TEST_CASE("broken Harbor tasks give errors naming file and field") {
   SUBCASE("wrong type, named by its TOML key and line") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[environment]\ncpus = 2\ndocker_image = 7\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().message() ==
           toml + ":3: environment.docker_image: expected a string, got number");
@@ -289,56 +263,56 @@ TEST_CASE("broken Harbor tasks give errors naming file and field") {
   SUBCASE("out of range") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[agent]\ntimeout_sec = -5\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().message() == toml + ":2: agent.timeout_sec: must be greater than 0");
   }
   SUBCASE("a verifier env value that is not a string") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[verifier]\nenv = { A = 1 }\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().message() == toml + ":2: verifier.env.A: expected a string, got number");
   }
   SUBCASE("a section that is not a table") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "agent = 3\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(task.status().message() == toml + ":1: agent: expected a table, got integer");
   }
   SUBCASE("bad deprecated size string") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[environment]\nmemory = \"4X\"\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(Contains(task.status().message(), toml + ":2: environment.memory: invalid size"));
   }
   SUBCASE("deprecated and new size disagree") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[environment]\nmemory = \"1G\"\nmemory_mb = 2048\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(Contains(task.status().message(), "disagree"));
   }
   SUBCASE("no Dockerfile and no docker_image") {
     WriteHarborTask(dir);
     fs::remove(dir / "environment" / "Dockerfile");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(Contains(task.status().message(), (dir / "environment/Dockerfile").string()));
   }
   SUBCASE("no tests/test.sh") {
     WriteHarborTask(dir);
     fs::remove(dir / "tests" / "test.sh");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(Contains(task.status().message(), (dir / "tests/test.sh").string() + ": missing"));
   }
   SUBCASE("multi-step tasks are refused, not half-run") {
     WriteHarborTask(dir);
     Write(dir / "task.toml", "[[steps]]\nname = \"one\"\n");
-    auto task = forge::tasks::ReadHarborTask(dir.string(), &warnings);
+    auto task = forge::tasks::ReadHarborTask(dir.string(), forge::testing::FakeEnv(), &warnings);
     REQUIRE_FALSE(task.ok());
     CHECK(Contains(task.status().message(), "multi-step"));
   }
@@ -366,11 +340,10 @@ TEST_CASE("a malformed JSONL line is skipped with file:line while the other task
         R"({"id": "e", "instruction": "x", "verifier": {"kind": "magic"}})" "\n"
         R"({"id": "a", "instruction": "again"})" "\n"                   // duplicate id
         R"({"id": "f", "instruction": "x"})" "\n");
-  StderrCapture capture;
+  forge::testing::FakeEnv env;
   forge::tasks::LoadStats stats;
   Status status;
-  std::vector<Task> tasks = LoadAll({path}, &status, false, &stats);
-  std::string err = capture.Text();
+  std::vector<Task> tasks = LoadAll({path}, &status, false, &stats, &env);
 
   REQUIRE(tasks.size() == 2);
   CHECK(tasks[0].id == "a");
@@ -379,11 +352,14 @@ TEST_CASE("a malformed JSONL line is skipped with file:line while the other task
   CHECK(status.message() == "5 broken tasks skipped");
   CHECK(stats.broken == 5);
   CHECK(stats.loaded == 2);
-  CHECK(Contains(err, path + ":2: "));
-  CHECK(Contains(err, path + ":3: environment.cpus: expected a number, got string (task skipped)"));
-  CHECK(Contains(err, path + ":4: instruction: missing"));
-  CHECK(Contains(err, path + ":5: verifier.kind: unknown kind \"magic\""));
-  CHECK(Contains(err, path + ":6: id: duplicate task id \"a\" (first read from " + path + ":1)"));
+  // Each broken one is reported once, as an error naming file, line and field.
+  const std::vector<std::string> errors = env.Texts("error");
+  REQUIRE(errors.size() == 5);
+  CHECK(Contains(errors[0], path + ":2: "));
+  CHECK(errors[1] == path + ":3: environment.cpus: expected a number, got string (task skipped)");
+  CHECK(Contains(errors[2], path + ":4: instruction: missing"));
+  CHECK(Contains(errors[3], path + ":5: verifier.kind: unknown kind \"magic\""));
+  CHECK(Contains(errors[4], path + ":6: id: duplicate task id \"a\" (first read from " + path + ":1)"));
 }
 
 TEST_CASE("strict mode stops at the first broken task") {
@@ -413,18 +389,17 @@ TEST_CASE("a directory of Harbor tasks loads them all, in name order, skipping a
   fs::remove(tmp.path() / "set" / "c-broken" / "instruction.md");
   fs::create_directories(tmp.path() / "set" / "notes");  // no task.toml: skipped with a warning
 
-  StderrCapture capture;
+  forge::testing::FakeEnv env;
   forge::tasks::LoadStats stats;
   Status status;
-  std::vector<Task> tasks = LoadAll({tmp.File("set")}, &status, false, &stats);
-  std::string err = capture.Text();
+  std::vector<Task> tasks = LoadAll({tmp.File("set")}, &status, false, &stats, &env);
   REQUIRE(tasks.size() == 2);
   CHECK(tasks[0].id == "a-task");
   CHECK(tasks[1].id == "b-task");
   CHECK(status.kind() == Kind::kInvalidData);
   CHECK(stats.broken == 1);
-  CHECK(Contains(err, "c-broken/instruction.md: missing"));
-  CHECK(Contains(err, "notes: no task.toml"));
+  CHECK(env.Reported("error", "c-broken/instruction.md: missing"));
+  CHECK(env.Reported("warning", "notes: no task.toml"));
 
   // Strict: the broken one stops the load.
   tasks = LoadAll({tmp.File("set")}, &status, /*strict=*/true);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "store/store.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 #include "verify/attempts.h"
 #include "verify/behaviour.h"
@@ -255,7 +256,8 @@ TEST_CASE("report --by: groups from record fields and from a store's calls") {
   auto source = forge::verify::CallSource::Open({db});
   REQUIRE(source.ok());
   std::vector<forge::verify::Attempt> attempts;
-  REQUIRE(forge::verify::ReadAttempts({records}, {"policy_version", &*source}, &attempts).ok());
+  forge::testing::FakeEnv env;
+  REQUIRE(forge::verify::ReadAttempts({records}, {"policy_version", &*source}, env, &attempts).ok());
   auto report = forge::verify::BuildGroupedReport(attempts, "policy_version", {1}, true);
   REQUIRE(report.ok());
   REQUIRE(report->groups.size() == 2);
@@ -267,7 +269,7 @@ TEST_CASE("report --by: groups from record fields and from a store's calls") {
   CHECK(report->all.behaviour->self_verified == 3);
 
   attempts.clear();
-  REQUIRE(forge::verify::ReadAttempts({records}, {"model", &*source}, &attempts).ok());
+  REQUIRE(forge::verify::ReadAttempts({records}, {"model", &*source}, env, &attempts).ok());
   report = forge::verify::BuildGroupedReport(attempts, "model", {1}, true);
   REQUIRE(report.ok());
   CHECK(report->groups[0].name == "large");
@@ -276,7 +278,7 @@ TEST_CASE("report --by: groups from record fields and from a store's calls") {
 
   // Without the calls, a field the records lack is one group, "(none)".
   attempts.clear();
-  REQUIRE(forge::verify::ReadAttempts({records}, {"model", nullptr}, &attempts).ok());
+  REQUIRE(forge::verify::ReadAttempts({records}, {"model", nullptr}, env, &attempts).ok());
   report = forge::verify::BuildGroupedReport(attempts, "model", {1}, false);
   REQUIRE(report.ok());
   REQUIRE(report->groups.size() == 1);
@@ -285,7 +287,7 @@ TEST_CASE("report --by: groups from record fields and from a store's calls") {
 
   // A k larger than a group's task's trials is refused with the group named.
   attempts.clear();
-  REQUIRE(forge::verify::ReadAttempts({records}, {"policy_version", &*source}, &attempts).ok());
+  REQUIRE(forge::verify::ReadAttempts({records}, {"policy_version", &*source}, env, &attempts).ok());
   auto refused = forge::verify::BuildGroupedReport(attempts, "policy_version", {2}, true);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("policy_version=10: k=2 is larger") != std::string::npos);
@@ -293,4 +295,5 @@ TEST_CASE("report --by: groups from record fields and from a store's calls") {
   auto whole = forge::verify::BuildGroupedReport(attempts, "", {1}, true);
   REQUIRE(whole.ok());
   CHECK(whole->all.curve.size() == 2);
+  CHECK(env.messages().empty());  // every record had a verdict, none twice
 }

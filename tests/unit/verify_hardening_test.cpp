@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "sandbox/local/local_backend.h"
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 #include "verify/fold.h"
 #include "verify/hardening.h"
@@ -157,7 +159,10 @@ TEST_CASE("attribution: a step that fails in a sandbox that answers is the agent
   CHECK(AgentCause(box, Status::Unavailable("engine down")).empty());
   CHECK(AgentCause(box, Status::NotFound("pod gone")).empty());
   CHECK(!AgentCause(box, Status::IoError("no space left on device")).empty());
-  CHECK(AgentCauseOfLostSandbox({"fake", "x"}, Status::Unavailable("gone")).empty());
+  // A lost sandbox of a backend without an engine to ask is the infrastructure's.
+  forge::testing::FakeEnv env;
+  forge::sandbox::local::LocalBackend local(env, "/nonexistent/forge-local");
+  CHECK(AgentCauseOfLostSandbox(local, {"fake", "x"}, Status::Unavailable("gone")).empty());
 }
 
 TEST_CASE("RunHarbor: a sandbox the agent left unfit is failed, never infra_error") {
@@ -267,11 +272,11 @@ TEST_CASE("the last verdict of each rollout counts; rollouts without an id are a
 
 TEST_CASE("verifier.keep_processes is read, kept, and checked") {
   Json task = {{"id", "t"}, {"verifier", {{"kind", "command"}, {"command", "true"}, {"keep_processes", true}}}};
-  auto spec = VerifierSpecFromTask(task);
+  auto spec = VerifierSpecFromTask(task, forge::testing::FakeEnv());
   REQUIRE(spec.ok());
   CHECK(spec->keep_processes);
   task["verifier"]["keep_processes"] = "yes";
-  auto bad = VerifierSpecFromTask(task);
+  auto bad = VerifierSpecFromTask(task, forge::testing::FakeEnv());
   REQUIRE(!bad.ok());
   CHECK(bad.status().message().find("verifier.keep_processes") != std::string::npos);
 }

@@ -55,25 +55,25 @@ TEST_CASE("judge replies: JSON inside prose, and the refusals") {
 
 TEST_CASE("verifier specs from task records name the bad field") {
   auto spec = forge::verify::VerifierSpecFromTask(
-      Json::parse(R"({"id":"t","verifier":{"kind":"files","timeout_sec":5,"expect":[{"path":"/a","contains":"x"}]}})"));
+      Json::parse(R"({"id":"t","verifier":{"kind":"files","timeout_sec":5,"expect":[{"path":"/a","contains":"x"}]}})"), forge::testing::FakeEnv());
   REQUIRE(spec.ok());
   CHECK(spec->timeout_sec == 5);
   CHECK(*spec->expect[0].contains == "x");
-  auto bad_kind = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"vibes"}})"));
+  auto bad_kind = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"vibes"}})"), forge::testing::FakeEnv());
   CHECK(bad_kind.status().message().find("verifier.kind: unknown kind \"vibes\"") != std::string::npos);
-  auto relative = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"files","expect":[{"path":"a"}]}})"));
+  auto relative = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"files","expect":[{"path":"a"}]}})"), forge::testing::FakeEnv());
   CHECK(relative.status().message().find("verifier.expect[0].path: must be an absolute path") != std::string::npos);
-  auto no_tests = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"harbor"}})"));
+  auto no_tests = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"harbor"}})"), forge::testing::FakeEnv());
   CHECK(no_tests.status().message().find("verifier.tests_dir: missing") != std::string::npos);
-  auto timeout = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"command","command":"true","timeout_sec":-1}})"));
+  auto timeout = forge::verify::VerifierSpecFromTask(Json::parse(R"({"verifier":{"kind":"command","command":"true","timeout_sec":-1}})"), forge::testing::FakeEnv());
   CHECK(timeout.status().message().find("timeout_sec") != std::string::npos);
   auto judge = forge::verify::VerifierSpecFromTask(
-      Json::parse(R"({"verifier":{"kind":"judge","rubric":"r","files":["/work/a.txt"]}})"));
+      Json::parse(R"({"verifier":{"kind":"judge","rubric":"r","files":["/work/a.txt"]}})"), forge::testing::FakeEnv());
   REQUIRE(judge.ok());
   CHECK(judge->kind == forge::tasks::VerifierKind::kJudge);
   CHECK(judge->files == std::vector<std::string>{"/work/a.txt"});
   auto relative_file = forge::verify::VerifierSpecFromTask(
-      Json::parse(R"({"verifier":{"kind":"judge","rubric":"r","files":["a.txt"]}})"));
+      Json::parse(R"({"verifier":{"kind":"judge","rubric":"r","files":["a.txt"]}})"), forge::testing::FakeEnv());
   CHECK(relative_file.status().message().find("verifier.files[0]: must be an absolute path") !=
         std::string::npos);
 }
@@ -139,6 +139,7 @@ TEST_CASE("tool use: calls counted from responses, failed results once per id") 
   CHECK(h.ToJson()["error_recovery_rate"].get<double>() == 0.5);
 }
 
+#include "support/fake_env.h"
 #include "support/temp_dir.h"
 
 TEST_CASE("tool use and the final answer read back through a real store") {

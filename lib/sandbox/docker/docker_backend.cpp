@@ -45,7 +45,7 @@ struct ExecStop {
         deadline(started + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(has_deadline ? request.timeout_seconds : 0))) {}
   bool KeepGoing() {
-    if (request.cancel && request.cancel->load()) {
+    if (request.cancel && request.cancel->requested()) {
       cancelled = true;
       return false;
     }
@@ -121,11 +121,12 @@ class DockerSandbox : public Sandbox {
   DockerSandbox(std::shared_ptr<Engine> engine, std::string id, std::string workdir,
                 std::string user, std::string pod = "")
       : engine_(std::move(engine)), workdir_(std::move(workdir)), user_(std::move(user)), pod_(std::move(pod)) {
-    handle_.backend = "docker";
+    handle_.backend = BackendName(BackendKind::kDocker);
     handle_.id = std::move(id);
   }
 
   const Handle& handle() const override { return handle_; }
+  Engine& engine() { return *engine_; }
 
   Result<ExecResult> Exec(const ExecRequest& request) override;
   Status CopyIn(const std::string& host_path, const std::string& dest_dir) override;
@@ -307,7 +308,8 @@ Status DockerSandbox::Release() {
 
 }  // namespace
 
-DockerBackend::DockerBackend(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
+DockerBackend::DockerBackend(const Env& env)
+    : engine_(std::make_shared<Engine>(EngineSocket(env))), docker_config_(DefaultDockerConfig(env)) {}
 
 int DockerBackend::HostCpus() {
   std::lock_guard<std::mutex> lock(info_mutex_);
@@ -713,7 +715,7 @@ Status DockerBackend::PutCopies(const std::string& id,
 }
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Attach(const Handle& handle) {
-  if (handle.backend != "docker") {
+  if (!handle.Is(BackendKind::kDocker)) {
     return Status::BadConfig("sandbox handle is for backend '" + handle.backend + "', not docker");
   }
   auto inspect = engine_->CallJson("GET", "/containers/" + Engine::Escape(handle.id) + "/json");
@@ -957,6 +959,16 @@ std::string DockerBackend::NetworkMode(NetworkPolicy policy) {
   if (policy == NetworkPolicy::kHost) return "host";
   if (policy == NetworkPolicy::kOwn && HasBridge()) return "bridge";
   return "none";
+}
+
+Engine* EngineOf(Backend& backend) {
+  auto* docker = dynamic_cast<DockerBackend*>(&backend);
+  return docker != nullptr ? &docker->engine() : nullptr;
+}
+
+Engine* EngineOf(Sandbox& sandbox) {
+  auto* docker = dynamic_cast<DockerSandbox*>(&sandbox);
+  return docker != nullptr ? &docker->engine() : nullptr;
 }
 
 }  // namespace forge::sandbox::docker

@@ -44,9 +44,11 @@ inline constexpr size_t kCollectParallelism = 16;
 
 class DockerBackend : public Backend {
  public:
-  explicit DockerBackend(std::shared_ptr<Engine> engine = std::make_shared<Engine>());
+  // The engine at $DOCKER_HOST, registry credentials from $DOCKER_CONFIG or
+  // ~/.docker, as env has them.
+  explicit DockerBackend(const Env& env);
 
-  std::string name() const override { return "docker"; }
+  BackendKind kind() const override { return BackendKind::kDocker; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
   // create, wait (sent first, read last), attach with the script on stdin,
   // start: the same four engine calls as `docker run --rm -i` (plus one
@@ -82,6 +84,7 @@ class DockerBackend : public Backend {
 
   // Checks that the engine answers; Unavailable with the socket path if not.
   Status Ping();
+  Engine& engine() { return *engine_; }
 
  private:
   // Creates (does not start) the container: kept (keep-alive PID 1, exec'd
@@ -126,7 +129,12 @@ class DockerBackend : public Backend {
   std::mutex reap_mutex_;
   std::set<std::string> reaped_runs_;
   std::mutex pull_mutex_;   // one pull at a time: rollouts of a task want the same image
-  std::string docker_config_ = DefaultDockerConfig();  // registry credentials
+  std::string docker_config_;  // registry credentials
 };
+
+// The engine of a docker backend or sandbox; null for another backend's
+// (forge-verify asks it what the agent changed, and why a sandbox is gone).
+Engine* EngineOf(Backend& backend);
+Engine* EngineOf(Sandbox& sandbox);
 
 }  // namespace forge::sandbox::docker

@@ -35,13 +35,6 @@ CURL* ThreadHandle() {
   return handle.get();
 }
 
-std::string DefaultSocket() {
-  if (const char* host = std::getenv("DOCKER_HOST"); host && std::string_view(host).starts_with("unix://")) {
-    return std::string(host + 7);
-  }
-  return "/var/run/docker.sock";
-}
-
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
   static_cast<std::string*>(user)->append(data, size * count);
   return size * count;
@@ -97,9 +90,14 @@ void CommonOptions(CURL* curl, const std::string& socket, const std::string& url
 
 }  // namespace
 
+std::string EngineSocket(const Env& env) {
+  const std::string host = env.VarOr("DOCKER_HOST", "");
+  if (std::string_view(host).starts_with("unix://")) return host.substr(7);
+  return Engine::kDefaultSocket;
+}
+
 Engine::Engine(std::string socket_path, std::string api_version)
-    : socket_path_(socket_path.empty() ? DefaultSocket() : std::move(socket_path)),
-      api_version_(std::move(api_version)) {}
+    : socket_path_(std::move(socket_path)), api_version_(std::move(api_version)) {}
 
 std::string Engine::Url(const std::string& path) const {
   return "http://docker/" + api_version_ + path;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/env.h"
 #include "base/status.h"
 
 namespace forge::sandbox::docker {
@@ -28,8 +29,8 @@ struct CallOptions {
 
 class Engine {
  public:
-  // socket_path empty: $DOCKER_HOST when it is unix://..., else /var/run/docker.sock.
-  explicit Engine(std::string socket_path = "", std::string api_version = "v1.41");
+  explicit Engine(std::string socket_path = kDefaultSocket, std::string api_version = "v1.41");
+  static constexpr const char* kDefaultSocket = "/var/run/docker.sock";
 
   const std::string& socket_path() const { return socket_path_; }
   const std::string& api_version() const { return api_version_; }
@@ -64,6 +65,9 @@ class Engine {
   std::string socket_path_;
   std::string api_version_;
 };
+
+// The engine's socket: $DOCKER_HOST when it is unix://..., else the default.
+std::string EngineSocket(const Env& env);
 
 // Maps an engine error status to a Status: 404 NotFound, 409/429/5xx Busy
 // (an infrastructure hiccup worth a retry), other 4xx BadConfig. The message

@@ -61,10 +61,9 @@ ImageRef ParseImageRef(const std::string& image) {
   return ref;
 }
 
-std::string DefaultDockerConfig() {
-  if (const char* dir = std::getenv("DOCKER_CONFIG"); dir != nullptr && *dir) return std::string(dir) + "/config.json";
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "") + "/.docker/config.json";
+std::string DefaultDockerConfig(const Env& env) {
+  if (std::string dir = env.VarOr("DOCKER_CONFIG", ""); !dir.empty()) return dir + "/config.json";
+  return env.Var("HOME").value_or("") + "/.docker/config.json";
 }
 
 namespace {

@@ -26,7 +26,7 @@ struct ImageRef {
 ImageRef ParseImageRef(const std::string& image);
 
 // The docker config file: $DOCKER_CONFIG/config.json, else ~/.docker/config.json.
-std::string DefaultDockerConfig();
+std::string DefaultDockerConfig(const Env& env);
 
 // The X-Registry-Auth header value for image's registry from the user's
 // Docker config, looked up as the docker CLI does: the registry's

@@ -47,7 +47,7 @@ Result<std::string> TarOf(const std::string& host_path) {
 class K8sSandbox : public Sandbox {
  public:
   K8sSandbox(K8sBackend& backend, std::string namespace_, std::string pod)
-      : backend_(backend), handle_{"k8s", namespace_ + "/" + pod}, namespace_(namespace_),
+      : backend_(backend), handle_{std::string(BackendName(BackendKind::kK8s)), namespace_ + "/" + pod}, namespace_(namespace_),
         pod_(std::move(pod)) {}
 
   const Handle& handle() const override { return handle_; }
@@ -213,7 +213,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
 }
 
 Result<std::unique_ptr<Sandbox>> K8sBackend::Attach(const Handle& handle) {
-  if (handle.backend != "k8s") {
+  if (!handle.Is(BackendKind::kK8s)) {
     return Status::InvalidArgument("handle of backend '" + handle.backend + "' given to the k8s backend");
   }
   std::string ns = cluster().namespace_;
@@ -297,10 +297,12 @@ Result<int> K8sBackend::Collect(const std::string& run_id, int64_t older_than_se
   return removed;
 }
 
-Result<std::unique_ptr<K8sBackend>> MakeK8sBackend(const K8sOptions& options) {
-  Result<Cluster> cluster = ResolveCluster(options);
+Result<std::unique_ptr<K8sBackend>> MakeK8sBackend(const K8sOptions& options, const Env& env) {
+  Result<Cluster> cluster = ResolveCluster(options, env);
   if (!cluster.ok()) return cluster.status();
-  return std::make_unique<K8sBackend>(std::move(*cluster), options);
+  K8sOptions settled = options;
+  if (!settled.stop_requested) settled.stop_requested = [&env] { return env.stop().requested(); };
+  return std::make_unique<K8sBackend>(std::move(*cluster), std::move(settled));
 }
 
 }  // namespace forge::sandbox::k8s

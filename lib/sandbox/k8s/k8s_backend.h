@@ -1,7 +1,7 @@
 // The Kubernetes backend: one bare Pod per rollout, created through the REST
 // API, watched by one watch per run, entered by exec over WebSocket.
 //
-//   auto backend = forge::sandbox::k8s::MakeK8sBackend(options);
+//   auto backend = forge::sandbox::k8s::MakeK8sBackend(options, env);
 //   auto sandbox = (*backend)->Create(spec);   // waits until the pod runs
 //
 // Handles are "namespace/pod-name", so forge-verify can attach to a pod
@@ -27,7 +27,7 @@ class K8sBackend : public Backend {
   K8sBackend(Cluster cluster, K8sOptions options);
   ~K8sBackend() override;
 
-  std::string name() const override { return "k8s"; }
+  BackendKind kind() const override { return BackendKind::kK8s; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
@@ -61,7 +61,9 @@ class K8sBackend : public Backend {
   std::string exec_protocol_;
 };
 
-// The factory forge-launch and forge-verify call for `--backend k8s`.
-Result<std::unique_ptr<K8sBackend>> MakeK8sBackend(const K8sOptions& options);
+// The factory forge-launch and forge-verify call for `--backend k8s`: the
+// cluster from the options and env's variables; waits end on env's stop
+// unless options.stop_requested says otherwise (env must outlive the backend).
+Result<std::unique_ptr<K8sBackend>> MakeK8sBackend(const K8sOptions& options, const Env& env);
 
 }  // namespace forge::sandbox::k8s

@@ -311,7 +311,7 @@ Result<Cluster> ClusterFromKubeconfig(std::string_view text, const std::string& 
   return out;
 }
 
-Result<Cluster> ResolveCluster(const K8sOptions& options) {
+Result<Cluster> ResolveCluster(const K8sOptions& options, const Env& env) {
   Cluster cluster;
   std::string kubeconfig = options.kubeconfig;
   bool explicit_kubeconfig = !kubeconfig.empty();
@@ -319,19 +319,19 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
     return Status::InvalidArgument("in-cluster and a kubeconfig path exclude each other");
   }
   if (kubeconfig.empty() && options.server.empty() && !options.in_cluster) {
-    if (const char* env = std::getenv("KUBECONFIG"); env && *env) {
-      kubeconfig = env;
+    if (std::string from_env = env.VarOr("KUBECONFIG", ""); !from_env.empty()) {
+      kubeconfig = from_env;
       if (size_t colon = kubeconfig.find(':'); colon != std::string::npos) {
         kubeconfig = kubeconfig.substr(0, colon);  // the first file decides
       }
       explicit_kubeconfig = true;
-    } else if (const char* home = std::getenv("HOME"); home && *home) {
-      std::string path = std::string(home) + "/.kube/config";
+    } else if (std::string home = env.VarOr("HOME", ""); !home.empty()) {
+      std::string path = home + "/.kube/config";
       if (std::ifstream(path).good()) kubeconfig = path;
     }
   }
 
-  const char* service_host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const std::string service_host = env.VarOr("KUBERNETES_SERVICE_HOST", "");
   if (!kubeconfig.empty()) {
     Result<std::string> text = ReadWholeFile(kubeconfig);
     if (!text.ok()) {
@@ -345,15 +345,14 @@ Result<Cluster> ResolveCluster(const K8sOptions& options) {
     if (!from_file.ok()) return from_file.status().Prefixed(kubeconfig);
     cluster = std::move(*from_file);
     cluster.source = kubeconfig + " (" + cluster.source + ")";
-  } else if (options.server.empty() && options.in_cluster && !(service_host && *service_host)) {
+  } else if (options.server.empty() && options.in_cluster && service_host.empty()) {
     return Status::BadConfig("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod)");
-  } else if (options.server.empty() && service_host && *service_host) {
+  } else if (options.server.empty() && !service_host.empty()) {
     // In-cluster: the service account the pod runs as.
     const std::string& dir = options.service_account_dir;
-    const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
     std::string host = service_host;
     if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6
-    cluster.server = "https://" + host + ":" + (port && *port ? port : "443");
+    cluster.server = "https://" + host + ":" + env.VarOr("KUBERNETES_SERVICE_PORT", "443");
     cluster.token_file = dir + "/token";
     cluster.ca_file = dir + "/ca.crt";
     if (Result<std::string> ns = ReadWholeFile(dir + "/namespace"); ns.ok()) {

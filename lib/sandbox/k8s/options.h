@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/env.h"
 #include "base/status.h"
 
 namespace forge::sandbox::k8s {
@@ -43,7 +44,7 @@ struct K8sOptions {
   int watch_timeout_seconds = 300;     // server-side end of one watch request
 
   // Polled while waiting for a pod or an exec, so SIGINT does not wait out a
-  // start timeout; forge-launch passes forge::cli::StopRequested.
+  // start timeout; empty: MakeK8sBackend polls its Env's stop token.
   std::function<bool()> stop_requested;
 };
 
@@ -70,7 +71,8 @@ Result<nlohmann::json> ParseYamlSubset(std::string_view text);
 Result<Cluster> ClusterFromKubeconfig(std::string_view text, const std::string& context,
                                       const std::string& base_dir);
 
-// Explicit options, then the kubeconfig, then the in-cluster service account.
-Result<Cluster> ResolveCluster(const K8sOptions& options);
+// Explicit options, then the kubeconfig ($KUBECONFIG, ~/.kube/config), then
+// the in-cluster service account ($KUBERNETES_SERVICE_HOST), from env.
+Result<Cluster> ResolveCluster(const K8sOptions& options, const Env& env);
 
 }  // namespace forge::sandbox::k8s

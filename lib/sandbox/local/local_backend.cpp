@@ -36,10 +36,18 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kMetaFile = ".forge-sandbox.json";
 
-std::string DefaultRoot() {
-  if (const char* root = std::getenv("FORGE_LOCAL_ROOT"); root && *root) return root;
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp && *tmp ? tmp : "/tmp") + "/forge-local";
+std::string DefaultRoot(const Env& env) {
+  if (std::string root = env.VarOr("FORGE_LOCAL_ROOT", ""); !root.empty()) return root;
+  return env.VarOr("TMPDIR", "/tmp") + "/forge-local";
+}
+
+// The host variables a command keeps (the rest of the environment is the spec's).
+std::map<std::string, std::string> HostEnv(const Env& env) {
+  std::map<std::string, std::string> kept;
+  for (const char* name : {"PATH", "LANG", "TERM", "TMPDIR"}) {
+    if (auto value = env.Var(name)) kept[name] = *value;
+  }
+  return kept;
 }
 
 bool SafeName(const std::string& s) {
@@ -79,8 +87,9 @@ struct ChildPlan;
 
 class LocalSandbox : public Sandbox {
  public:
-  LocalSandbox(std::string dir, Json meta) : meta_(std::move(meta)) {
-    handle_.backend = "local";
+  LocalSandbox(std::string dir, Json meta, std::map<std::string, std::string> host_env)
+      : meta_(std::move(meta)), host_env_(std::move(host_env)) {
+    handle_.backend = BackendName(BackendKind::kLocal);
     handle_.id = std::move(dir);
   }
   const Handle& handle() const override { return handle_; }
@@ -94,6 +103,7 @@ class LocalSandbox : public Sandbox {
 
   Handle handle_;
   Json meta_;
+  std::map<std::string, std::string> host_env_;
 };
 
 bool WriteAll(const char* path, const char* text) {
@@ -253,7 +263,7 @@ bool CollectOutput(pid_t pid, const ChildPipes& pipes, const ExecRequest& reques
       if (fds[0].revents) Drain(pipes.out[0], result.stdout_data, request.max_output_bytes, result.truncated, out_open);
       if (fds[1].revents) Drain(pipes.err[0], result.stderr_data, request.max_output_bytes, result.truncated, err_open);
     }
-    const bool cancelled = request.cancel && request.cancel->load();
+    const bool cancelled = request.cancel && request.cancel->requested();
     if (has_deadline && Clock::now() >= deadline) result.timed_out = true;
     if (cancelled || result.timed_out) {
       kill(-pid, SIGKILL);
@@ -269,10 +279,7 @@ void LocalSandbox::PlanChild(const ExecRequest& request, ChildPlan& plan) const 
   plan.workdir = HostPath(handle_.id, request.workdir.empty() ? meta_.value("workdir", "/work") : request.workdir);
   std::error_code ec;
   fs::create_directories(plan.workdir, ec);
-  std::map<std::string, std::string> env;
-  for (const char* name : {"PATH", "LANG", "TERM", "TMPDIR"}) {
-    if (const char* v = std::getenv(name)) env[name] = v;
-  }
+  std::map<std::string, std::string> env = host_env_;
   env["HOME"] = plan.workdir;
   env["FORGE_SANDBOX_ROOT"] = handle_.id + "/fs";
   const Json spec_env = meta_.value("env", Json::object());  // kept: items() refers to it
@@ -384,8 +391,8 @@ Result<Json> ReadMeta(const std::string& dir) {
 
 }  // namespace
 
-LocalBackend::LocalBackend(std::string root, bool bubblewrap)
-    : root_(root.empty() ? DefaultRoot() : std::move(root)), bubblewrap_(bubblewrap) {}
+LocalBackend::LocalBackend(const Env& env, std::string root, bool bubblewrap)
+    : root_(root.empty() ? DefaultRoot(env) : std::move(root)), bubblewrap_(bubblewrap), host_env_(HostEnv(env)) {}
 
 Status LocalBackend::ProbeBubblewrap() {
   std::string output;
@@ -431,16 +438,16 @@ Result<std::unique_ptr<Sandbox>> LocalBackend::Create(const Spec& spec) {
   std::ofstream out(dir + "/" + kMetaFile);
   out << meta.dump() << "\n";
   if (!out) return Status::CannotCreate(dir + "/" + kMetaFile + ": write failed");
-  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(dir, std::move(meta)));
+  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(dir, std::move(meta), host_env_));
 }
 
 Result<std::unique_ptr<Sandbox>> LocalBackend::Attach(const Handle& handle) {
-  if (handle.backend != "local") {
+  if (!handle.Is(BackendKind::kLocal)) {
     return Status::BadConfig("sandbox handle is for backend '" + handle.backend + "', not local");
   }
   auto meta = ReadMeta(handle.id);
   if (!meta.ok()) return meta.status();
-  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(handle.id, std::move(*meta)));
+  return std::unique_ptr<Sandbox>(std::make_unique<LocalSandbox>(handle.id, std::move(*meta), host_env_));
 }
 
 Result<int> LocalBackend::Collect(const std::string& run_id, int64_t older_than_seconds) {

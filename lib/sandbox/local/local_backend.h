@@ -22,23 +22,26 @@
 // outside its sandbox.
 #pragma once
 
+#include <map>
 #include <string>
 
+#include "base/env.h"
 #include "sandbox/sandbox.h"
 
 namespace forge::sandbox::local {
 
 class LocalBackend : public Backend {
  public:
-  // root empty: $FORGE_LOCAL_ROOT, else $TMPDIR/forge-local (TMPDIR default /tmp).
-  explicit LocalBackend(std::string root = "", bool bubblewrap = false);
+  // root empty: $FORGE_LOCAL_ROOT, else $TMPDIR/forge-local (TMPDIR default
+  // /tmp), from env, as are the PATH, LANG, TERM and TMPDIR commands get.
+  explicit LocalBackend(const Env& env, std::string root = "", bool bubblewrap = false);
 
   // Runs a trivial command under bwrap with the options sandboxes use: a
   // missing bwrap or a kernel without the namespaces it needs is a
   // configuration error naming the cause, before any rollout starts.
   static Status ProbeBubblewrap();
 
-  std::string name() const override { return "local"; }
+  BackendKind kind() const override { return BackendKind::kLocal; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
@@ -48,6 +51,7 @@ class LocalBackend : public Backend {
  private:
   std::string root_;
   bool bubblewrap_ = false;
+  std::map<std::string, std::string> host_env_;  // passed to every command
 };
 
 }  // namespace forge::sandbox::local

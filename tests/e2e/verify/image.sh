@@ -1,6 +1,10 @@
 # ensure_busybox_image IMAGE: the launch stage's script builds it; without
-# that script, a busybox rootfs is imported here the same way.
+# that script, a busybox rootfs is imported here the same way. Without a
+# Docker engine the test is a skip (require_docker.sh).
+source "$FORGE_SRC/tests/support/require_docker.sh"
+
 ensure_busybox_image() {
+  require_docker
   local image="$1"
   docker image inspect "$image" >/dev/null 2>&1 && return 0
   if [[ -x "$FORGE_SRC/scripts/make-busybox-image.sh" ]]; then
