@@ -11,6 +11,15 @@
 #include "store/content.h"
 
 namespace forge::store {
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
 
 BlobsTable::BlobsTable(StoreDatabase& db) : db_(db) { db_.AddObserver(this); }
 
@@ -46,7 +55,10 @@ Result<std::string> BlobsTable::PutPart(std::string_view part) {
   Fingerprint seen = FingerprintOf(part);
   if (auto known = committed_blobs_.find(seen); known != committed_blobs_.end()) return std::to_string(known->second);
   if (auto known = committed_parts_.find(seen); known != committed_parts_.end()) return known->second;
-  auto ref = StorePart(part, [this](std::string_view data) { return PutBlob(data); });
+  // The part itself (no images in it) is fingerprinted already.
+  auto ref = StorePart(part, [&](std::string_view data) {
+    return data.data() == part.data() && data.size() == part.size() ? PutBlob(data, seen) : PutBlob(data);
+  });
   if (ref.ok() && !ref->empty() && ref->front() == '{') pending_parts_.emplace_back(seen, *ref);
   return ref;
 }
@@ -62,21 +74,29 @@ Result<std::string> BlobsTable::HashOf(int64_t id) {
   return std::string(stmt->BlobView(0));
 }
 
-Result<std::string> BlobsTable::BlobByHash(std::string_view digest) {
+Result<std::string> BlobsTable::BlobByHash(std::string_view hex) {
+  std::string digest;
+  for (size_t at = 0; hex.size() == 64 && at < hex.size(); at += 2) {
+    int high = HexDigit(hex[at]), low = HexDigit(hex[at + 1]);
+    if (high < 0 || low < 0) break;
+    digest += static_cast<char>(high * 16 + low);
+  }
+  if (digest.size() != 32) return Status::InvalidArgument("not a SHA-256 in hex: " + std::string(hex));
   std::lock_guard<std::recursive_mutex> lock(db_.mutex());
   auto stmt = db_.connection().PrepareCached("SELECT data FROM blobs WHERE hash = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->BindBlob(1, digest);
   auto row = stmt->Step();
   if (!row.ok()) return row.status();
-  if (!*row) return Status::NotFound(db_.path() + ": no blob " + Hex(digest));
+  if (!*row) return Status::NotFound(db_.path() + ": no blob " + std::string(hex));
   auto data = UnpackBlob(stmt->Blob(0));
-  if (!data.ok()) return data.status().Prefixed(db_.path() + ": blob " + Hex(digest));
+  if (!data.ok()) return data.status().Prefixed(db_.path() + ": blob " + std::string(hex));
   return data;
 }
 
-Result<int64_t> BlobsTable::PutBlob(std::string_view data) {
-  Fingerprint seen = FingerprintOf(data);
+Result<int64_t> BlobsTable::PutBlob(std::string_view data) { return PutBlob(data, FingerprintOf(data)); }
+
+Result<int64_t> BlobsTable::PutBlob(std::string_view data, Fingerprint seen) {
   if (auto known = committed_blobs_.find(seen); known != committed_blobs_.end()) return known->second;
   auto id = InsertBlob(Sha256(data), data);
   if (id.ok()) pending_blobs_.emplace_back(seen, *id);

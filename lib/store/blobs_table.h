@@ -37,9 +37,9 @@ class BlobsTable : private TransactionObserver {
   Result<nlohmann::json> GetContent(const std::string& skeleton);
   // An image blob's SHA-256 digest (its 32 bytes), by the id a skeleton names it by.
   Result<std::string> HashOf(int64_t id);
-  // A blob's bytes (an image's: its file), by its SHA-256 digest's 32 bytes;
-  // NotFound when the store has none.
-  Result<std::string> BlobByHash(std::string_view digest);
+  // A blob's bytes (an image's: its file), by its SHA-256 in hex (as
+  // CallRecord::images names it); NotFound when the store has none.
+  Result<std::string> BlobByHash(std::string_view hex);
 
  private:
   // Stores one part of a document (content.h: StorePart), its ref remembered
@@ -74,6 +74,7 @@ class BlobsTable : private TransactionObserver {
   std::unordered_map<Fingerprint, std::string, FingerprintHash> committed_parts_;
   std::vector<std::pair<Fingerprint, std::string>> pending_parts_;
   Fingerprint FingerprintOf(std::string_view data) const;
+  Result<int64_t> PutBlob(std::string_view data, Fingerprint seen);  // seen: its fingerprint
   const uint64_t blob_seed_ = forge::RandomSeed();
 };
 
