@@ -157,6 +157,12 @@ Result<ProcessedSize> Process(const ProcessorSpec& spec, int64_t height, int64_t
   return out;
 }
 
+Json PlaceholdersJson(std::span<const Placeholder> ranges) {
+  Json out = Json::array();
+  for (const Placeholder& r : ranges) out.push_back({r.offset, r.length});
+  return out;
+}
+
 Result<std::vector<Placeholder>> LocatePlaceholders(std::span<const int32_t> prompt, std::span<const int64_t> expected,
                                                     const ProcessorSpec& spec) {
   std::vector<Placeholder> found;

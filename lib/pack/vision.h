@@ -53,6 +53,9 @@ struct Placeholder {
   size_t offset = 0, length = 0;  // into the prompt ids
 };
 
+// [[offset, length]...], as forge-pack writes them.
+nlohmann::json PlaceholdersJson(std::span<const Placeholder> ranges);
+
 // Where each image's placeholder tokens are in a prompt: the runs of
 // image_token_id, in order, each between vision_start_id and vision_end_id;
 // there must be exactly one run per image, of exactly its expected length.
