@@ -4,7 +4,8 @@
   store_images.py PORT FORMAT ROLLOUT [TURNS [EVERY]]
 
 TURNS calls (default 30), each resending the whole conversation as a harness
-does; every EVERY-th turn (default 3) adds a new screenshot: a 1280x800 PNG
+does; every EVERY-th turn (default 3; 0: never, the text-only baseline of
+the same shape) adds a new screenshot: a 1280x800 PNG
 drawn like a desktop (flat windows, text-like rows, a noisy photo region), a
 different one each time (so TURNS/EVERY distinct images). FORMAT is the
 client's wire format, each with the image where that harness puts it:
@@ -15,7 +16,9 @@ client's wire format, each with the image where that harness puts it:
              that held the marker is sent again without it)
   responses  a user message item with an input_image part (data: URL)
   gemini     a user content with an inlineData part
-Prints the bytes of the distinct images sent (the PNG files) on stdout.
+Prints, on stdout: the bytes of the distinct images (the PNG files), their
+count, the calls made, and the image bytes summed over every request (what
+storing each request whole would store).
 Talks to 127.0.0.1 only.
 """
 import base64
@@ -67,14 +70,14 @@ def post(port, rollout, path, body, headers):
 
 
 def run(port, fmt, rollout, turns, every):
-    images, sent = [], 0
+    images, sent, resent_bytes = [], 0, 0
     chat = [{"role": "system", "content": "You operate a desktop. Look at each screenshot and act."}]
     claude = []
     items = []
     contents = []
     for turn in range(turns):
         image = None
-        if turn % every == 0:
+        if every and turn % every == 0:
             image = screenshot(1000 + turn)
             images.append(image)
         b64 = base64.b64encode(image).decode() if image else None
@@ -127,15 +130,15 @@ def run(port, fmt, rollout, turns, every):
         else:
             raise SystemExit(f"unknown format {fmt}")
         sent += 1
-    return sum(len(i) for i in images), len(images), sent
+        resent_bytes += sum(len(i) for i in images)
+    return sum(len(i) for i in images), len(images), sent, resent_bytes
 
 
 def main():
     port, fmt, rollout = sys.argv[1], sys.argv[2], sys.argv[3]
     turns = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     every = int(sys.argv[5]) if len(sys.argv) > 5 else 3
-    image_bytes, distinct, calls = run(port, fmt, rollout, turns, every)
-    print(image_bytes, distinct, calls)
+    print(*run(port, fmt, rollout, turns, every))
 
 
 if __name__ == "__main__":
