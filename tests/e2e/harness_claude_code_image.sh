@@ -33,16 +33,14 @@ cat >"$work/scenario.json" <<EOF
   {"tool_call": {"name": "Read", "arguments": {"file_path": "$work/cwd/shot.png"}}},
   {"text": "The screenshot shows a gradient."}
 ]}
-{"steps": [
-  {"tool_call": {"name": "Read", "arguments": {"file_path": "$work/cwd/shot.png"}}},
-  {"text": "The screenshot shows a gradient."}
-]}
 EOF
-start_scripted_model "$work" --open
+start_scripted_model "$work" --open --max-tokens-cap 4096
 
 echo "== claude -p reads a PNG"
+# The environment harnesses/claude-code.json gives it.
 (cd "$work/cwd" && IS_SANDBOX=1 ANTHROPIC_BASE_URL="$proxy/r/cc-image" ANTHROPIC_API_KEY=forge-test \
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_AUTOUPDATER=1 \
+  ANTHROPIC_MODEL=forge-policy ANTHROPIC_SMALL_FAST_MODEL=forge-policy ANTHROPIC_DEFAULT_HAIKU_MODEL=forge-policy \
+  DISABLE_BUG_COMMAND=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_AUTOUPDATER=1 \
   HOME="$work/home" timeout 180 "$claude" -p "Look at shot.png and describe it." \
   --dangerously-skip-permissions --output-format json) >"$work/claude.json" 2>"$work/claude.err" ||
   fail "claude exit $?: $(head -c 1000 "$work/claude.json")"
