@@ -4,7 +4,11 @@
 # shellcheck shell=bash
 pids=()
 on_exit=:  # a caller's own cleanup, run after the servers are stopped
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; eval "$on_exit"; }
+cleanup() {  # the servers are waited for, so their CPU time counts in the caller's (bash's `times`)
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  eval "$on_exit"
+}
 trap cleanup EXIT
 
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

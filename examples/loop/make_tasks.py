@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Writes the loop's task family: "write the number N into the file F".
 
-  make_tasks.py OUT_DIR [--train 256] [--heldout 32]
+  make_tasks.py OUT_DIR [--train 256] [--validation 32] [--heldout 32]
 
-OUT_DIR/train/<id>/ and OUT_DIR/heldout/<id>/ are Harbor task directories
-(task.toml, instruction.md, tests/test.sh, solution/solve.sh), runnable as
-they are on the Docker backend (forge-busybox:latest). OUT_DIR/train.jsonl and
-OUT_DIR/heldout.jsonl are the same tasks as forge JSONL for the local backend:
+OUT_DIR/SPLIT/<id>/ (SPLIT: train, validation, heldout) are Harbor task
+directories (task.toml, instruction.md, tests/test.sh, solution/solve.sh),
+runnable as they are on the Docker backend (forge-busybox:latest).
+OUT_DIR/SPLIT.jsonl are the same tasks as forge JSONL for the local backend:
 its sandbox's / is a host directory, so the verifier is a `command`: the text
 of the task's own tests/test.sh (not its path: under bubblewrap the host's /tmp
 is out of sight), which finds the sandbox's files under $FORGE_SANDBOX_ROOT
 (unset in a container, where the paths are the real ones).
 
-The numbers are four digits, the held-out split's disjoint from the train
-split's; the file is one of a few names. The family is fixed (seed 37), so the
-splits are the same for every run and every seed of the policy."""
+The numbers are four digits, no number in two splits; the file is one of a
+few names. The family is fixed (seed 37), so the splits are the same for every
+run and every seed of the policy (and a split's first tasks do not change when
+another split grows). The validation split decides when SFT stops; the
+held-out split measures every stage."""
 import argparse
 import json
 import os
@@ -88,16 +90,23 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out_dir")
     p.add_argument("--train", type=int, default=256)
+    p.add_argument("--validation", type=int, default=32)
     p.add_argument("--heldout", type=int, default=32)
     a = p.parse_args()
     root = os.path.abspath(a.out_dir)
-    rng = random.Random(37)
-    numbers = rng.sample(range(1000, 10000), a.train + a.heldout)
-    splits = {"train": numbers[:a.train], "heldout": numbers[a.train:]}
+    # One shuffle of every number; each split takes its own third of it, and
+    # its file names from its own generator, so its tasks depend only on its size.
+    numbers = list(range(1000, 10000))
+    random.Random(37).shuffle(numbers)
+    third = len(numbers) // 3
+    sizes = {"train": a.train, "validation": a.validation, "heldout": a.heldout}
     os.makedirs(root, exist_ok=True)
-    for split, chosen in splits.items():
+    for k, (split, size) in enumerate(sizes.items()):
+        if size > third:
+            p.error("--%s %d: at most %d tasks" % (split, size, third))
+        rng = random.Random("37-" + split)
         with open(os.path.join(root, split + ".jsonl"), "w") as f:
-            for i, number in enumerate(chosen):
+            for i, number in enumerate(numbers[k * third:k * third + size]):
                 record = task_dir(root, split, "%s-%03d" % (split, i), number, rng.choice(NAMES))
                 f.write(json.dumps(record) + "\n")
 

@@ -3,7 +3,7 @@
 with vLLM's token fields, on 127.0.0.1.
 
   policy_server.py --port-file FILE [--port N] (--weights FILE | --init-seed S)
-                   [--teacher [--teacher-error P]] [--seed S] [--max-tokens N]
+                   [--teacher [--teacher-error P]] [--seed S] [--max-tokens N] [--slots N]
 
 Requests: POST /v1/chat/completions with messages, max_tokens (or
 max_completion_tokens), temperature, stream (+ stream_options.include_usage),
@@ -13,9 +13,11 @@ prompt_token_ids (in the first chunk when streaming), each choice's token_ids
 logprobs.content[] with token, logprob, bytes, top_logprobs. A prompt that fills
 the context gets 400, as vLLM's "maximum context length" error.
 
-The logprobs are the model's (temperature 1 is the sampling distribution),
-computed after sampling by policy.token_logprobs over prompt + completion:
-the trainer's own forward, float32, one thread.
+Concurrent requests are decoded together (engine.py: continuous batching over
+a KV cache, --slots at once). The logprobs are the model's (temperature 1 is the
+sampling distribution), the ones each token was sampled with, as vLLM reports
+them: float32, one thread, equal to the trainer's full forward up to rounding
+(trainer.py check-logprobs measures the difference).
 
 --teacher answers with the scripted solution instead of sampling ("echo N > FILE"
 for the task's first turn, then DONE), ids and logprobs built the same way;
@@ -36,11 +38,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
 
+import engine
 import policy
 
-LOCK = threading.Lock()
+LOCK = threading.Lock()  # the call count, the teacher's random numbers, the served weights' name
 STATE = {"model": None, "weights": None, "meta": {}, "calls": 0}
 ARGS = None
+ENGINE = None
 
 
 class BadRequest(Exception):
@@ -61,23 +65,9 @@ def teacher_answer(messages, rng):
     return "echo %s > %s" % (number, found.group(2))
 
 
-def sample(model, prompt, max_tokens, temperature, gen):
-    ids = list(prompt)
-    for _ in range(max_tokens):
-        logits = model(torch.as_tensor([ids]))[0, -1]
-        if temperature <= 0:
-            nxt = int(policy.masked_log_softmax(logits).argmax())
-        else:
-            probs = policy.masked_log_softmax(logits / temperature).exp()
-            nxt = int(torch.multinomial(probs, 1, generator=gen))
-        ids.append(nxt)
-        if nxt == policy.END:
-            break
-    return ids[len(prompt):]
-
-
 def generate(body):
-    """(prompt ids, completion ids, logprobs, finish reason) for a request body."""
+    """(the call's number, the engine's answer: prompt ids, completion ids, logprobs, alternatives)
+    for a request body."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages: expected a non-empty array")
@@ -89,38 +79,30 @@ def generate(body):
     if len(prompt) >= max_len:
         raise BadRequest("This model's maximum context length is %d tokens. However, you requested %d tokens "
                          "in the messages." % (max_len, len(prompt)))
-    want = body.get("max_completion_tokens") or body.get("max_tokens") or ARGS.max_tokens
-    if not isinstance(want, int) or want < 1:
-        raise BadRequest("max_tokens: expected a positive integer")
-    room = min(want, max_len - len(prompt))
+    want = next((body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None), ARGS.max_tokens)
+    if not isinstance(want, int) or isinstance(want, bool) or want < 1:
+        raise BadRequest("max_tokens: expected a positive integer, got %s" % json.dumps(want))
     temperature = body.get("temperature", 1.0)
     if not isinstance(temperature, (int, float)):
         raise BadRequest("temperature: expected a number")
-    with LOCK, torch.no_grad():
-        model = STATE["model"]
+    top = body.get("top_logprobs") or 0
+    if not isinstance(top, int) or not 0 <= top <= policy.VOCAB:
+        raise BadRequest("top_logprobs: expected an integer from 0 to %d" % policy.VOCAB)
+    room = min(want, max_len - len(prompt))
+    fixed = None
+    with LOCK:
         STATE["calls"] += 1
+        call = STATE["calls"]
         if ARGS.teacher:
-            text = teacher_answer(messages, STATE["rng"])
-            completion = (list(text.encode()) + [policy.END])[:room]
-        else:
-            completion = sample(model, prompt, room, float(temperature), STATE["gen"])
-        logprobs = policy.token_logprobs(model, [prompt + completion])[0, len(prompt):]
-        top = None
-        if body.get("top_logprobs"):
-            full = policy.masked_log_softmax(model(torch.as_tensor([prompt + completion])))[0]
-            top = full[len(prompt) - 1:-1].topk(int(body["top_logprobs"]), dim=-1)
-    finish = "stop" if completion and completion[-1] == policy.END else "length"
-    return prompt, completion, [float(x) for x in logprobs], finish, top
+            fixed = (list(teacher_answer(messages, STATE["rng"]).encode()) + [policy.END])[:room]
+    return call, ENGINE.generate(engine.Request(prompt, room, float(temperature), top, fixed))
 
 
-def logprob_entry(token, logprob, top, i):
+def logprob_entry(token, logprob, alternatives):
     text = policy.token_text(token)
-    alternatives = []
-    if top is not None:
-        alternatives = [{"token": policy.token_text(int(t)), "logprob": float(v),
-                         "bytes": list(policy.token_text(int(t)).encode())}
-                        for v, t in zip(top.values[i], top.indices[i])]
-    return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": alternatives}
+    top = [{"token": policy.token_text(t), "logprob": v, "bytes": list(policy.token_text(t).encode())}
+           for t, v in alternatives]
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": top}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -186,6 +168,8 @@ class Handler(BaseHTTPRequestHandler):
             except (OSError, ValueError, KeyError, RuntimeError) as e:
                 raise BadRequest("%s: cannot load weights: %s" % (path, e))
             loaded = {"model": model, "weights": path, "meta": meta}
+        if loaded:
+            ENGINE.swap(loaded["model"])
         with LOCK:
             STATE.update(loaded)
             if teacher is not None:
@@ -193,13 +177,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, {"weights": STATE["weights"], "meta": STATE["meta"], "teacher": ARGS.teacher})
 
     def chat(self, body):
-        prompt, completion, logprobs, finish, top = generate(body)
+        call, answer = generate(body)
+        prompt, completion = answer.prompt, answer.completion
+        finish = "stop" if completion and completion[-1] == policy.END else "length"
         want_ids = bool(body.get("return_token_ids"))
         want_lp = bool(body.get("logprobs"))
-        head = {"id": "chatcmpl-%d" % STATE["calls"], "created": int(time.time()), "model": body.get("model", "policy")}
+        head = {"id": "chatcmpl-%d" % call, "created": int(time.time()), "model": body.get("model", "policy")}
         usage = {"prompt_tokens": len(prompt), "completion_tokens": len(completion),
                  "total_tokens": len(prompt) + len(completion)}
-        entries = [logprob_entry(t, lp, top, i) for i, (t, lp) in enumerate(zip(completion, logprobs))]
+        alternatives = answer.alternatives or [[]] * len(completion)
+        entries = [logprob_entry(*e) for e in zip(completion, answer.logprobs, alternatives)]
         if not body.get("stream"):
             choice = {"index": 0, "message": {"role": "assistant", "content": policy.decode(completion)},
                       "logprobs": {"content": entries} if want_lp else None, "finish_reason": finish,
@@ -241,7 +228,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global ARGS
+    global ARGS, ENGINE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file", required=True, help="the bound port is written here once listening")
@@ -251,8 +238,10 @@ def main():
     p.add_argument("--max-tokens", type=int, default=32, help="completion length when the request sets none")
     p.add_argument("--teacher", action="store_true")
     p.add_argument("--teacher-error", type=float, default=0.0)
+    p.add_argument("--slots", type=int, default=8, help="completions decoded at once (more wait their turn)")
     ARGS = p.parse_args()
     torch.set_num_threads(1)
+    policy.keep_freed_memory()
     if ARGS.weights:
         try:
             model, meta = policy.load_policy(ARGS.weights)
@@ -261,8 +250,8 @@ def main():
         STATE.update(model=model, weights=ARGS.weights, meta=meta)
     else:
         STATE.update(model=policy.new_policy(ARGS.init_seed), meta={"init_seed": str(ARGS.init_seed)})
-    STATE["gen"] = torch.Generator().manual_seed(ARGS.seed)
     STATE["rng"] = random.Random(ARGS.seed)
+    ENGINE = engine.Engine(STATE["model"], torch.Generator().manual_seed(ARGS.seed), ARGS.slots)
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     # The port file appears whole, once the server listens.

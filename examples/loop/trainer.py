@@ -2,17 +2,18 @@
 """The loop's trainer: reads what forge-pack writes and updates examples/loop/policy.py.
 
   trainer.py init --seed S --out W                  a fresh model
-  trainer.py sft  --weights W --data SFT.jsonl --steps N --out W2
+  trainer.py sft  --weights W --data SFT.jsonl --steps N --out W2 [--resume S] [--save-state S2]
                                                     forge-pack --format sft-tokens rows
   trainer.py rl   --weights W --index INDEX.jsonl --out W2
                                                     forge-pack --format rl micro-batches
   trainer.py check-logprobs --weights W --index INDEX.jsonl [--tolerance 1e-4]
 
 sft: cross-entropy on the tokens whose loss_mask is 1 (the labels are the ids
-there, -100 elsewhere), minibatches drawn with the seed, Adam. --stop-at X holds
-back the rows of some tasks and stops once their success probability (the mean
-of exp(sum of completion logprobs): how often sampling would reproduce them)
-reaches X, so that SFT ends early, with room left for RL.
+there, -100 elsewhere), minibatches drawn with the seed, Adam. --save-state
+keeps Adam's moments and the minibatch sampler beside the weights written, and
+--resume goes on from them: run.sh trains in pieces, measures each piece's
+checkpoint as it measures the held-out split, and goes back to an earlier
+piece when one overshoots.
 
 rl: the policy-gradient loss of GRPO / Dr. GRPO / RLOO (which one is forge-pack's
 --advantage; the trainer takes the per-token advantages as written) with PPO's
@@ -59,7 +60,7 @@ def read_jsonl(path):
 
 
 def load_sft(path):
-    rows, keys = [], []
+    rows = []
     for n, r in enumerate(read_jsonl(path), 1):
         ids, mask = r.get("input_ids"), r.get("loss_mask")
         if not isinstance(ids, list) or not isinstance(mask, list) or len(ids) != len(mask):
@@ -69,8 +70,7 @@ def load_sft(path):
                                       for i, l, m in zip(ids, labels, mask)):
             die(65, "%s:%d: labels disagree with input_ids and loss_mask" % (path, n))
         rows.append((ids, mask))
-        keys.append(str(r.get("task_id", n)))
-    return rows, keys
+    return rows
 
 
 def load_rl(index_path):
@@ -107,6 +107,8 @@ def load_rl(index_path):
                          "old": torch.from_numpy(t["rollout_log_probs"][a:b].copy()),
                          "adv": torch.from_numpy(t["advantages"][a:b].copy()),
                          "uid": uids[i] if i < len(uids) else None,
+                         "reward": float(t["rewards"][i]) if "rewards" in t else None,
+                         "row_adv": float(t["row_advantages"][i]) if "row_advantages" in t else None,
                          "calls": int(np.sum(np.diff(np.concatenate([[0], mask.astype(np.int8)])) == 1))})
     return rows
 
@@ -152,6 +154,55 @@ def rl_loss(model, group, clip, norm):
     return total, clipped
 
 
+def advantage_mismatches(rows):
+    """Rows whose advantage disagrees with their reward: within a task's group, pairs
+    ordered one way by reward and the other by advantage (or equal rewards with
+    unequal advantages), and, for rewards in [0, 1], a reward of 1 with A < 0 or of 0
+    with A > 0. forge-pack's baseline also counts attempts dropped from the batch
+    (a truncated attempt is still an outcome), so a group's packed rows alone need
+    not average to 0; these two hold whatever the baseline."""
+    groups, order, sign = {}, 0, 0
+    for r in rows:
+        groups.setdefault(r["uid"], []).append((r["reward"], r["row_adv"]))
+        sign += int(r["reward"] >= 1 and r["row_adv"] < 0 or r["reward"] <= 0 and r["row_adv"] > 0)
+    for group in groups.values():
+        for i, (ri, ai) in enumerate(group):
+            for rj, aj in group[i + 1:]:
+                order += int((ri - rj) * (ai - aj) < 0 or (ri == rj and abs(ai - aj) > 1e-6))
+    return order, sign
+
+
+def update_signal(model, rows, size=16):
+    """Whether the round's data says what it should and the update moved the policy that way.
+
+    Before: advantages against rewards (advantage_mismatches) and against the mask
+    (the row's advantage on mask-1 tokens, 0 elsewhere: `advantage_off_mask` counts
+    the tokens that are not). After: the mean change of log-probability (new -
+    recorded) on the completion tokens of rows with A > 0 and of rows with A < 0,
+    per token and per row's sum: the first should rise, the second fall."""
+    out = {"rows_positive": 0, "rows_negative": 0, "advantage_off_mask": 0}
+    if all(r["reward"] is not None and r["row_adv"] is not None for r in rows):
+        out["order_mismatches"], out["sign_mismatches"] = advantage_mismatches(rows)
+    sums = {"positive": [0.0, 0], "negative": [0.0, 0]}  # sum of the tokens' changes, tokens
+    with torch.no_grad():
+        for group in batches(rows, size):
+            new = policy.token_logprobs(model, [r["ids"] for r in group])
+            for j, r in enumerate(group):
+                m = torch.from_numpy(r["mask"])
+                a = r["row_adv"] if r["row_adv"] is not None else float(r["adv"][m][0]) if m.any() else 0.0
+                out["advantage_off_mask"] += int((r["adv"][m] != a).sum()) + int((r["adv"][~m] != 0).sum())
+                if a == 0:
+                    continue
+                kind = "positive" if a > 0 else "negative"
+                out["rows_" + kind] += 1
+                sums[kind][0] += float((new[j, :len(r["ids"])][m] - r["old"][m]).sum())
+                sums[kind][1] += int(m.sum())
+    for kind, (total, count) in sums.items():
+        out["token_delta_" + kind] = total / count if count else None
+        out["row_delta_" + kind] = total / out["rows_" + kind] if out["rows_" + kind] else None
+    return out
+
+
 def cmd_init(a):
     torch.manual_seed(a.seed)
     model = policy.new_policy(a.seed)
@@ -159,41 +210,23 @@ def cmd_init(a):
     print(json.dumps({"out": a.out, "parameters": sum(p.numel() for p in model.parameters())}))
 
 
-def success_probability(model, rows):
-    """Mean over rows of exp(sum of the masked tokens' logprobs): the chance that
-    sampling at temperature 1 reproduces the row's completions (its pass@1 when
-    the row is a passing trajectory and the prompts between turns are fixed)."""
-    with torch.no_grad():
-        logp = policy.token_logprobs(model, [ids for ids, _ in rows])
-        total = 0.0
-        for j, (_, m) in enumerate(rows):
-            total += float(torch.exp(logp[j, :len(m)][torch.as_tensor(m, dtype=torch.bool)].sum()))
-    return total / len(rows)
-
-
-def split_rows(rows, keyed, fraction):
-    """(train, validation): every row of a task goes to one side (by a hash of its task id)."""
-    def held(key):
-        return int.from_bytes(key.encode(), "little") * 2654435761 % 1000 < fraction * 1000
-    val = [r for r, k in zip(rows, keyed) if held(k)]
-    return [r for r, k in zip(rows, keyed) if not held(k)], val
-
-
 def cmd_sft(a):
     model, _ = policy.load_policy(a.weights)
-    rows, keys = load_sft(a.data)
+    rows = load_sft(a.data)
     if not rows:
         die(65, "%s: no rows" % a.data)
-    val = []
-    if a.stop_at is not None:
-        rows, val = split_rows(rows, keys, a.validation)
-        if not rows or not val:
-            die(65, "%s: too few tasks to hold %.0f%% of them out for --stop-at" % (a.data, 100 * a.validation))
-    rng = random.Random(a.seed)
-    torch.manual_seed(a.seed)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
-    losses, estimate, step = [], None, 0
-    for step in range(1, a.steps + 1):
+    rng, done = random.Random(a.seed), 0
+    if a.resume:  # go on where the call that wrote --weights stopped
+        try:
+            state = torch.load(a.resume)
+            opt.load_state_dict(state["optimizer"])
+            rng.setstate(state["rng"])
+            done = state["step"]
+        except (OSError, KeyError, ValueError, RuntimeError) as e:
+            die(65, "%s: not a state this trainer wrote: %s" % (a.resume, e))
+    losses = []
+    for step in range(done + 1, done + a.steps + 1):
         model.train()
         group = [rows[rng.randrange(len(rows))] for _ in range(a.batch)]
         logp = policy.token_logprobs(model, [ids for ids, _ in group])
@@ -205,19 +238,16 @@ def cmd_sft(a):
         loss.backward()
         opt.step()
         losses.append(float(loss))
-        if val and step % a.check_every == 0:
-            model.eval()
-            estimate = success_probability(model, val)
-            print("trainer: sft step %d loss %.4f validation success %.3f" % (step, loss, estimate),
-                  file=sys.stderr)
-            if estimate >= a.stop_at:
-                break
-        elif step % 20 == 0:
+        if step % 20 == 0:
             print("trainer: sft step %d loss %.4f" % (step, loss), file=sys.stderr)
     model.eval()
+    step = done + a.steps
     policy.save_policy(model, a.out, {"stage": "sft", "steps": step})
-    print(json.dumps({"out": a.out, "rows": len(rows), "validation_rows": len(val), "steps": step,
-                      "first_loss": losses[0], "last_loss": losses[-1], "validation_success": estimate}))
+    if a.save_state:
+        torch.save({"optimizer": opt.state_dict(), "rng": rng.getstate(), "step": step}, a.save_state + ".tmp")
+        os.replace(a.save_state + ".tmp", a.save_state)
+    print(json.dumps({"out": a.out, "rows": len(rows), "steps": step, "first_loss": losses[0],
+                      "last_loss": losses[-1]}))
 
 
 def cmd_rl(a):
@@ -249,7 +279,7 @@ def cmd_rl(a):
                                                                             tokens), file=sys.stderr)
     model.eval()
     policy.save_policy(model, a.out, {"stage": "rl", "updates": a.updates})
-    report.update(out=a.out, rows=len(rows), tokens=tokens, updates=losses)
+    report.update(out=a.out, rows=len(rows), tokens=tokens, updates=losses, signal=update_signal(model, rows))
     print(json.dumps(report))
 
 
@@ -278,10 +308,8 @@ def main():
     s.add_argument("--batch", type=int, default=16)
     s.add_argument("--lr", type=float, default=3e-3)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--stop-at", type=float,
-                   help="stop once the held-back tasks' success probability reaches this (early stop)")
-    s.add_argument("--validation", type=float, default=0.125, help="fraction of tasks held back for --stop-at")
-    s.add_argument("--check-every", type=int, default=10)
+    s.add_argument("--resume", help="the state --save-state wrote with --weights: the steps go on from it")
+    s.add_argument("--save-state", help="write the optimizer's and the minibatch sampler's state here")
     s = sub.add_parser("rl")
     for name in ("--weights", "--index", "--out"):
         s.add_argument(name, required=True)
@@ -297,6 +325,7 @@ def main():
     s.add_argument("--tolerance", type=float, default=1e-4)
     a = p.parse_args()
     torch.set_num_threads(1)
+    policy.keep_freed_memory()
     for name in ("weights", "data", "index"):
         if getattr(a, name, None) and not os.path.exists(getattr(a, name)):
             die(66, "%s: no such file" % getattr(a, name))

@@ -1,18 +1,15 @@
-// The pass-through call path for an Anthropic-format upstream; see
-// anthropic_upstream.h. Attribution, limits and pausing happened in
-// HandleCall (call.cpp) before this is called; the exchange is opened as
-// any call's is (Server::OpenExchange).
+// The Anthropic Messages upstream (upstream_api.h; what it passes through:
+// anthropic_upstream.h). Attribution, limits and pausing happened before
+// (call_handler.h), and the exchange is opened as any call's is
+// (upstream_exchange.h).
 #include "proxy/anthropic_upstream.h"
-
-#include <limits>
 
 #include "base/json_field.h"
 #include "base/json_parse.h"
-#include "proxy/call.h"
-#include "proxy/client_stream.h"
+#include "proxy/asio.h"
 #include "proxy/http_read.h"
-#include "proxy/server.h"
-#include "proxy/sse.h"
+#include "proxy/recorder.h"
+#include "proxy/upstream_api.h"
 #include "proxy/upstream_faults.h"
 
 namespace forge::proxy {
@@ -94,14 +91,9 @@ void FillFromMessage(store::CallRecord& rec, const Json& message) {
   if (auto usage = message.find("usage"); usage != message.end()) rec.usage = *usage;
 }
 
-// The Anthropic API's error event: the client format's own.
-std::string ErrorEvent(const ClientFormat& format, const std::string& message, const std::vector<std::string>& urls) {
-  return format.NewStream()->OnError(WithoutAddresses(message, urls));
-}
-
 // What a read of the stream brought: its events, relayed into out as they
 // came; false: the stream ends (an error, the upstream's or the proxy's).
-bool RelayEvents(AnthropicRelay& s, store::CallRecord& rec, const std::string& url, std::string_view bytes,
+bool RelayAnthropicEvents(AnthropicRelay& s, store::CallRecord& rec, const std::string& url, std::string_view bytes,
                  std::string& out) {
   s.events.clear();
   if (!s.sse.Feed(bytes, s.events)) {
@@ -131,110 +123,103 @@ bool RelayEvents(AnthropicRelay& s, store::CallRecord& rec, const std::string& u
   return true;
 }
 
-}  // namespace
+class AnthropicUpstream final : public UpstreamApi {
+ public:
+  AnthropicUpstream(DecodedCall& call, const Request& req, const UpstreamServices& services)
+      : call_(call), services_(services), version_(req["anthropic-version"]), beta_(req["anthropic-beta"]) {
+    std::string_view target(req.target().data(), req.target().size());
+    path_ = call.url.format == FormatId::kAnthropicCountTokens ? "/v1/messages/count_tokens" : "/v1/messages";
+    if (size_t q = target.find('?'); q != std::string_view::npos) path_ += target.substr(q);  // ?beta=true
+    if (version_.empty()) version_ = kDefaultAnthropicVersion;
+  }
 
-Task<bool> Server::HandleAnthropicUpstream(Call& call) {
-  std::string_view target(call.req.target().data(), call.req.target().size());
-  size_t q = target.find('?');
-  std::string path = call.format->name() == "anthropic-count-tokens" ? "/v1/messages/count_tokens" : "/v1/messages";
-  if (q != std::string_view::npos) path += std::string(target.substr(q));  // ?beta=true
-  std::string version(call.req["anthropic-version"]);
-  if (version.empty()) version = kDefaultAnthropicVersion;
-  std::string beta(call.req["anthropic-beta"]);
-  const bool streaming = call.chat.stream;
+  void Prepare(std::string&& client_body, store::CallRecord& rec) override {
+    rec.model = JsonText(call_.client_request, "model");
+    rec.request = call_.client_request;
+    rec.upstream_request = std::move(call_.client_request);
+    body_ = std::move(client_body);  // untranslated: the client's bytes
+  }
 
-  store::CallRecord& rec = call.rec;
-  rec.model = JsonText(call.client_request, "model");
-  rec.request = call.client_request;
-  rec.upstream_request = std::move(call.client_request);
-
-  // Connect and send; connection failures go to the next upstream.
-  UpstreamExchange& exchange = call.exchange;
-  exchange.client = &call.client;
-  bool answered = co_await OpenExchange(exchange, rec, call.t0, [&](const Upstream& u) {
-    RequestHead up(u.base_path + path);
+  RequestHead Head(const Upstream& u) const override {
+    RequestHead up(u.base_path + path_);
     up.Set("Host", u.host);
     up.Set("Content-Type", "application/json");
-    up.Set("Accept", streaming ? "text/event-stream" : "application/json");
-    up.Set("anthropic-version", version);
-    if (!beta.empty()) up.Set("anthropic-beta", beta);
-    if (!upstreams_.api_key().empty()) up.Set("x-api-key", upstreams_.api_key());
+    up.Set("Accept", call_.chat.stream ? "text/event-stream" : "application/json");
+    up.Set("anthropic-version", version_);
+    if (!beta_.empty()) up.Set("anthropic-beta", beta_);
+    if (!services_.pool.api_key().empty()) up.Set("x-api-key", services_.pool.api_key());
     return up;
-  }, call.req.body());  // untranslated: the client's bytes
-  if (!answered) co_return co_await FailAnthropicCall(call, exchange.FailureStatus(), exchange.error);
-  std::string content_type(exchange.parser->get()[http::field::content_type]);
-  if (content_type.find("text/event-stream") == std::string::npos) {
-    co_return co_await RelayAnthropicWhole(call, content_type);
   }
-  co_return co_await RelayAnthropicStream(call);
-}
 
-Task<bool> Server::FailAnthropicCall(Call& call, int status, std::string message) {
-  store::CallRecord& rec = call.rec;
-  metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
-  rec.http_status = status;
-  rec.error = message;
-  rec.retry_key.clear();
-  EndRecord(rec, call.t0);
-  co_await Commit(std::move(rec));
-  if (status == kClientHungUpStatus) co_return false;  // no one to tell
-  // (A stream that began ends in its own way: CommitAnthropicStream.)
-  co_return co_await Reject(call, status, message);
-}
+  BodyPieces Body() const override { return body_; }
+  bool KeepsAlive() const override { return false; }
+
+  Task<Outcome> Relay(UpstreamAnswer& answer, ClientStream& client, store::CallRecord& rec) override {
+    std::string content_type(answer.parser->get()[http::field::content_type]);
+    if (content_type.find("text/event-stream") == std::string::npos) {
+      co_return co_await RelayWhole(answer, std::move(content_type), rec);
+    }
+    co_return co_await RelayStream(answer, client, rec);
+  }
+
+ private:
+  Task<Outcome> RelayWhole(UpstreamAnswer& answer, std::string content_type, store::CallRecord& rec);
+  Task<Outcome> RelayStream(UpstreamAnswer& answer, ClientStream& cs, store::CallRecord& rec);
+  Outcome EndStream(AnthropicRelay& s, UpstreamAnswer& answer, bool client_gone, store::CallRecord& rec);
+
+  DecodedCall& call_;
+  const UpstreamServices& services_;
+  std::string path_;
+  std::string version_;
+  std::string beta_;
+  std::string body_;
+};
 
 // A whole answer (or an error): relayed as the upstream sent it.
-Task<bool> Server::RelayAnthropicWhole(Call& call, std::string& content_type) {
-  UpstreamExchange& exchange = call.exchange;
-  store::CallRecord& rec = call.rec;
-  int status = exchange.parser->get().result_int();
+Task<Outcome> AnthropicUpstream::RelayWhole(UpstreamAnswer& answer, std::string content_type,
+                                            store::CallRecord& rec) {
+  int status = answer.parser->get().result_int();
+  // An error keeps the upstream's retry headers (retry-after on a 429 or a 529 overloaded_error).
+  Headers retry_headers = status >= 400 ? RetryHeaders(answer.parser->get()) : Headers();
   std::string body;
-  bool read = co_await ReadWholeAnswer(exchange, body);
-  if (!read) co_return co_await FailAnthropicCall(call, exchange.FailureStatus(), exchange.error);
+  if (!co_await ReadWholeAnswer(answer, services_.pool, body)) {
+    co_return Outcome::Failed(answer.FailureStatus(), answer.error);
+  }
   rec.first_token_at = NowSeconds();
   Json message = ParseJsonOrDiscarded(body);
   rec.response = message.is_discarded() ? Json(body) : message;
   rec.upstream_response = rec.response;
-  rec.http_status = status;
+  Outcome whole = Outcome::Whole(status, std::move(body));
   if (status >= 400) {
-    metrics_.upstream_errors.fetch_add(status >= 500 ? 1 : 0);
     const Json& e = message.is_object() ? message.value("error", Json()) : Json();
-    rec.error = "upstream answered " + std::to_string(status) + ": " +
-                (e.is_object() ? JsonText(e, "message", e.dump()) : body.substr(0, 512));
+    whole.error = "upstream answered " + std::to_string(status) + ": " +
+                  (e.is_object() ? JsonText(e, "message", e.dump()) : whole.body.substr(0, 512));
   } else {
     FillFromMessage(rec, message);
-    rec.retry_key = call.retry_key;
   }
-  EndRecord(rec, call.t0);
-  Status committed = co_await Commit(std::move(rec));
-  if (!committed.ok()) co_return co_await Reject(call, 500, "the call could not be recorded: " + committed.message());
-  // Named, not a temporary in the co_await: g++12 destroys such temporaries twice.
-  if (content_type.empty()) content_type = "application/json";
-  // An error keeps the upstream's retry headers (retry-after on a 429 or a 529 overloaded_error).
-  co_return co_await Send(call.client, call.req, static_cast<http::status>(status), std::move(body), content_type,
-                          status >= 400 ? RetryHeaders(exchange.parser->get()) : Headers());
+  whole.content_type = content_type.empty() ? "application/json" : std::move(content_type);
+  whole.headers = std::move(retry_headers);
+  co_return whole;
 }
 
 // A stream: each event goes to the client as it arrives; message_stop is
 // held until the call is committed.
-Task<bool> Server::RelayAnthropicStream(Call& call) {
-  UpstreamExchange& exchange = call.exchange;
-  ClientStream cs;
-  cs.socket = &call.client;
-  cs.version = call.req.version();
+Task<Outcome> AnthropicUpstream::RelayStream(UpstreamAnswer& answer, ClientStream& cs, store::CallRecord& rec) {
   std::vector<char> buf(16384);
   co_await WriteSseBytes(cs, "", false);  // the header
-  if (cs.failed) co_return co_await FailAnthropicCall(call, kClientHungUpStatus, "the client closed the connection");
+  if (cs.failed) co_return Outcome::Failed(kClientHungUpStatus, "the client closed the connection");
   AnthropicRelay s;
-  auto& parser = *exchange.parser;
+  const std::string& url = answer.upstream->url;
+  auto& parser = *answer.parser;
   while (!parser.is_done() && !s.assembled.stopped()) {
     beast::error_code ec;
     parser.get().body().data = buf.data();
     parser.get().body().size = buf.size();
-    co_await ReadHttp(exchange.conn->stream, exchange.conn->buffer, parser, ReadUntil::kSome, ec);
+    co_await ReadHttp(answer.conn->stream, answer.conn->buffer, parser, ReadUntil::kSome, ec);
     if (ec == http::error::need_buffer) ec = {};
     std::string_view bytes(buf.data(), buf.size() - parser.get().body().size);
     std::string out;
-    bool go_on = RelayEvents(s, call.rec, exchange.upstream->url, bytes, out);
+    bool go_on = RelayAnthropicEvents(s, rec, url, bytes, out);
     if (!out.empty()) {
       co_await WriteSseBytes(cs, std::move(out), false);
       if (cs.failed) {
@@ -244,54 +229,51 @@ Task<bool> Server::RelayAnthropicStream(Call& call) {
     }
     if (!go_on) break;
     if (ec) {
-      s.error = MidStreamError(ec, exchange.upstream->url, cs, s.upstream_broke);
+      s.error = MidStreamError(ec, url, cs.failed, s.upstream_broke);
       break;
     }
   }
   if (s.error.empty() && !s.assembled.stopped()) {
-    s.error = "upstream " + exchange.upstream->url + " ended the stream without message_stop";
+    s.error = "upstream " + url + " ended the stream without message_stop";
     s.upstream_broke = true;
   }
-  co_return co_await CommitAnthropicStream(call, cs, s);
+  co_return EndStream(s, answer, cs.failed, rec);
 }
 
-Task<bool> Server::CommitAnthropicStream(Call& call, ClientStream& cs, AnthropicRelay& s) {
-  store::CallRecord& rec = call.rec;
+Outcome AnthropicUpstream::EndStream(AnthropicRelay& s, UpstreamAnswer& answer, bool client_gone,
+                                     store::CallRecord& rec) {
   rec.response = s.assembled.Result();
   rec.upstream_response = rec.response;
   FillFromMessage(rec, rec.response);
   if (!s.error.empty()) {
-    bool upstream_sent_error = !s.assembled.error().empty();
-    rec.http_status = cs.failed ? kClientHungUpStatus : 502;
-    rec.error = s.error;
-    rec.retry_key.clear();
-    metrics_.upstream_errors.fetch_add(rec.http_status == 502 ? 1 : 0);
-    EndRecord(rec, call.t0);
-    co_await Commit(std::move(rec));
+    Outcome failed = Outcome::Failed(client_gone ? kClientHungUpStatus : 502, s.error);
+    if (client_gone) return failed;
     // A broken upstream connection breaks the client's, after what was sent
-    // (Claude Code retries a broken stream).
-    if (s.upstream_broke) co_return false;
-    // An error event the upstream sent was relayed already: the stream just
-    // ends. (Named: g++12 destroys a conditional's temporary inside co_await twice.)
-    std::string event = upstream_sent_error ? std::string() : ErrorEvent(*call.format, s.error, config_.upstreams);
-    co_await WriteSseBytes(cs, std::move(event), true);
-    co_return false;
+    // (Claude Code retries a broken stream). An error event the upstream
+    // sent was relayed already: the stream just ends.
+    failed.reply = s.upstream_broke ? Outcome::Reply::kBreak : Outcome::Reply::kStreamError;
+    if (!s.upstream_broke && s.assembled.error().empty()) {
+      failed.body = call_.format->NewStream()->OnError(WithoutAddresses(s.error, services_.urls));
+    }
+    return failed;
   }
-  UpstreamExchange& exchange = call.exchange;
-  if (exchange.parser->is_done() && exchange.parser->get().keep_alive()) {
-    upstreams_.Release(*exchange.upstream, std::move(exchange.conn));
+  if (answer.parser->is_done() && answer.parser->get().keep_alive()) {
+    services_.pool.Release(*answer.upstream, std::move(answer.conn));
   }
-  rec.http_status = s.malformed_note.empty() ? 200 : 502;
-  rec.error = s.malformed_note;
-  if (s.malformed_note.empty()) rec.retry_key = call.retry_key;
-  metrics_.upstream_errors.fetch_add(s.malformed_note.empty() ? 0 : 1);
-  EndRecord(rec, call.t0);
-  Status committed = co_await Commit(std::move(rec));
-  if (!committed.ok()) {
-    s.held = ErrorEvent(*call.format, "the call could not be recorded: " + committed.message(), config_.upstreams);
+  // The upstream's own events end the stream (null: no translator's end).
+  Outcome ended = Outcome::StreamEnd(std::move(s.held), nullptr);
+  if (!s.malformed_note.empty()) {
+    ended.status = 502;
+    ended.error = s.malformed_note;
   }
-  co_await WriteSseBytes(cs, std::move(s.held), true);
-  co_return !cs.failed && committed.ok();
+  return ended;
+}
+
+}  // namespace
+
+std::unique_ptr<UpstreamApi> NewAnthropicUpstream(DecodedCall& call, const Request& req,
+                                                  const UpstreamServices& services) {
+  return std::make_unique<AnthropicUpstream>(call, req, services);
 }
 
 }  // namespace forge::proxy

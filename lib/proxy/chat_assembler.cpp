@@ -270,4 +270,13 @@ std::string ChatAssembler::FinishReason() const {
   return reason.is_string() ? reason.get<std::string>() : "";
 }
 
+std::string FinishReasonOf(const nlohmann::json& response) {
+  if (!response.is_object() || !response.contains("choices") || !response["choices"].is_array() ||
+      response["choices"].empty()) {
+    return "";
+  }
+  const nlohmann::json& fr = response["choices"][0].value("finish_reason", nlohmann::json());
+  return fr.is_string() ? fr.get<std::string>() : "";
+}
+
 }  // namespace forge::proxy

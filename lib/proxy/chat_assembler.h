@@ -69,4 +69,7 @@ class ChatAssembler {
   std::map<int, Choice> choices_;
 };
 
+// Choice 0's finish_reason in a whole chat response, if a string, else "".
+std::string FinishReasonOf(const nlohmann::json& chat_response);
+
 }  // namespace forge::proxy

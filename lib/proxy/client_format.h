@@ -28,10 +28,21 @@ struct ChatRequest {
   Json state;
 };
 
+// The client wire formats (format_registry.cpp names each and makes it).
+enum class FormatId {
+  kOpenAIChat,
+  kOpenAICompletions,
+  kAnthropic,
+  kAnthropicCountTokens,  // /v1/messages/count_tokens
+  kResponses,
+  kGemini,
+  kGeminiCountTokens,  // models/{m}:countTokens
+};
+
 // What a call's URL says beyond its route: for most formats nothing, for
 // Gemini, which names the model and the method there, part of the request.
 struct ClientUrl {
-  std::string_view format;  // the format that serves the call (a name MakeClientFormat knows)
+  FormatId format = FormatId::kOpenAIChat;  // the format that serves the call
   Json fields;              // top-level fields the URL adds to the body; null: none
   const char* stream_content_type = "text/event-stream";
   bool keepalive_comments = true;  // a slow stream may send SSE comments before its first event

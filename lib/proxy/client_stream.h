@@ -1,18 +1,18 @@
 // The client's side of a streamed response: an HTTP/1.1 chunked body whose
-// header goes out with the first bytes. Shared by the calls the proxy
-// translates or passes through (call.cpp) and the Anthropic pass-through
-// (anthropic_upstream.cpp).
+// header goes out with the first bytes, written by the upstream APIs' relays
+// as events come (upstream_api.h) and by the call's reply once it is
+// recorded (client_reply.h); before the first event, keepalive comments.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "proxy/net.h"
+#include "proxy/asio.h"
 
 namespace forge::proxy {
 
 // A keepalive coroutine may write comments before the first event; once the
-// call writes, it stops (call.cpp).
+// call writes, it stops (StopKeepAlive).
 struct ClientStream {
   tcp::socket* socket = nullptr;
   bool headers_sent = false;
@@ -22,12 +22,23 @@ struct ClientStream {
   bool failed = false;  // the client went away
   unsigned version = 11;
   std::string content_type = "text/event-stream";
-  std::unique_ptr<net::steady_timer> keepalive_timer;
+  std::unique_ptr<asio::steady_timer> keepalive_timer;
 };
 
 // Writes bytes as one chunk (none when empty), with the header the first
 // time and the last chunk when last, in one write. Does nothing once the
 // client has gone (failed).
 Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last);
+
+// SSE comments on cs every interval seconds until the call writes (it then
+// calls StopKeepAlive) or the client goes: a streamed call waiting for its
+// first event shows a client that it is alive. The keepalive coroutine
+// shares cs.
+void StartKeepAlive(const std::shared_ptr<ClientStream>& cs, const asio::any_io_executor& executor,
+                    double interval);
+
+// The call writes to the client from here on: waits out a keepalive write in
+// progress and the keepalive coroutine (which uses the client's socket).
+Task<void> StopKeepAlive(ClientStream& cs);
 
 }  // namespace forge::proxy

@@ -1,17 +1,17 @@
-// Server::ForwardArrivingBody: a large chat or completions request goes
-// upstream while the client is still sending it, as nginx's
-// proxy_request_buffering off passes bytes on, instead of after its last
-// byte. The proxy adds its capture fields at the end of the object, so the
-// upstream's Content-Length is the client's plus room for them, and what
-// the fields leave of that room is filled with spaces (JSON allows space
-// after a value). Everything up to the last '}' that has arrived is safe to
-// send: the object's closing brace is at or after it. The body is read
-// whole and checked (ReadPassThroughRequest) before the rest goes, so a
-// malformed request never reaches the upstream complete; its connection is
-// closed with the body cut short, which a server discards.
+// How cut_through.h forwards an arriving body: the proxy adds its capture
+// fields at the end of the object, so the upstream's Content-Length is the
+// client's plus room for them, and what the fields leave of that room is
+// filled with spaces (JSON allows space after a value). Everything up to
+// the last '}' that has arrived is safe to send: the object's closing brace
+// is at or after it. The body is read whole and checked
+// (ReadPassThroughRequest) before the rest goes, so a malformed request
+// never reaches the upstream complete; its connection is closed with the
+// body cut short, which a server discards.
+#include "proxy/cut_through.h"
+
 #include <algorithm>
 
-#include "proxy/server.h"
+#include "proxy/asio.h"
 
 namespace forge::proxy {
 namespace {
@@ -22,8 +22,8 @@ constexpr size_t kCaptureRoom = 128;
 
 // What one read brings of an arriving body.
 Task<void> ReadMoreOfBody(ArrivingBody& arriving, std::string& body, beast::error_code& ec) {
-  size_t n = co_await arriving.read_some(net::buffer(body.data() + arriving.have, body.size() - arriving.have), ec);
-  if (ec == net::error::eof) ec = http::error::partial_message;
+  size_t n = co_await arriving.read_some(asio::buffer(body.data() + arriving.have, body.size() - arriving.have), ec);
+  if (ec == asio::error::eof) ec = http::error::partial_message;
   if (!ec) arriving.have += n;
 }
 
@@ -34,11 +34,8 @@ Task<void> ReadRestOfBody(ArrivingBody& arriving, std::string& body, beast::erro
   while (!ec && arriving.have < body.size()) co_await ReadMoreOfBody(arriving, body, ec);
 }
 
-Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req, ArrivingBody& arriving,
-                                       const std::function<RequestHead(const Upstream&)>& make_request,
-                                       bool completions, std::optional<PassThroughRequest>& raw, CutThrough& out,
-                                       const std::function<void()>& after_send) {
-  std::string& body = req.body();
+Task<void> ForwardArrivingBody(const ExchangeServices& services, const ExchangeRequest& request, int max_json_depth,
+                               std::string& body, ArrivingBody& arriving, DecodedCall& call, CutThrough& out) {
   const size_t length = body.size();
   out = CutThrough{};
   beast::error_code client_ec;
@@ -49,15 +46,15 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
   }
   // The splice keeps the client's object from its first byte; a body that
   // starts with space or a byte-order mark goes the usual way.
-  Upstream* upstream = length > 0 && body[0] == '{' ? upstreams_.Pick(rollout, {}) : nullptr;
+  Upstream* upstream = length > 0 && body[0] == '{' ? services.pool.Pick(request.rollout, {}) : nullptr;
   std::unique_ptr<UpstreamConn> conn;
   beast::error_code ec;
   if (upstream) {
-    conn = co_await upstreams_.Connect(*upstream, ec, out.reused);
+    conn = co_await services.pool.Connect(*upstream, ec, out.reused);
     if (!ec) {
-      conn->stream.set_timeout(config_.upstream_idle_timeout);
-      std::string header = make_request(*upstream).Text(length + kCaptureRoom);
-      co_await conn->stream.WriteAll(net::buffer(header), ec);
+      conn->stream.set_timeout(services.idle_timeout);
+      std::string header = request.head(*upstream).Text(length + kCaptureRoom);
+      co_await conn->stream.WriteAll(asio::buffer(header), ec);
     }
     if (ec) conn.reset();  // the usual way will try the upstreams in turn
   }
@@ -72,7 +69,7 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
     }
     scanned = arriving.have;
     if (conn && last_brace > sent) {
-      co_await conn->stream.WriteAll(net::buffer(body.data() + sent, last_brace - sent), ec);
+      co_await conn->stream.WriteAll(asio::buffer(body.data() + sent, last_brace - sent), ec);
       if (ec) conn.reset();
       sent = last_brace;
     }
@@ -83,24 +80,25 @@ Task<void> Server::ForwardArrivingBody(const std::string& rollout, Request& req,
       co_return;  // conn closes with the body cut short
     }
   }
-  auto read = ReadPassThroughRequest(body, completions, config_.max_json_depth);
+  auto read = ReadPassThroughRequest(body, call.route.completions(), max_json_depth);
   if (!read.ok()) {
     out.outcome = CutThrough::Outcome::kBadRequest;
     out.error = read.status().message();
     co_return;
   }
-  raw = std::move(*read);
+  call.TakeRaw(std::move(*read));
+  const PassThroughRequest* raw = &*call.raw;
   // The bytes sent must be the start of what the splice sends: not so when
   // the object was rebuilt (the client set a capture field itself) after
   // some of it went, or when a '}' came after the object (past a NUL byte).
   const size_t end = raw->kept + raw->added.size();
   if (!conn || raw->kept_from != 0 || sent > raw->kept || end > length + kCaptureRoom) co_return;  // kFallback
   std::string padding(length + kCaptureRoom - end, ' ');
-  std::array<net::const_buffer, 3> rest{net::buffer(body.data() + sent, raw->kept - sent), net::buffer(raw->added),
-                                        net::buffer(padding)};
+  std::array<asio::const_buffer, 3> rest{asio::buffer(body.data() + sent, raw->kept - sent), asio::buffer(raw->added),
+                                        asio::buffer(padding)};
   co_await conn->stream.WriteAll(rest, ec);
   if (ec) co_return;  // kFallback: sent again the usual way
-  if (after_send) after_send();
+  if (request.sent) request.sent();
   out.outcome = CutThrough::Outcome::kSent;
   out.upstream = upstream;
   out.conn = std::move(conn);

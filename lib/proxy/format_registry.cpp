@@ -12,33 +12,34 @@ namespace {
 // Client paths. OpenAI completions is the one format that is not translated
 // to chat: it goes to the upstream's own /v1/completions.
 constexpr Route kRoutes[] = {
-    {"POST", "/v1/chat/completions", "openai-chat", "/v1/chat/completions"},
-    {"POST", "/chat/completions", "openai-chat", "/v1/chat/completions"},
-    {"POST", "/v1/completions", "openai-completions", "/v1/completions"},
-    {"POST", "/completions", "openai-completions", "/v1/completions"},
-    {"POST", "/v1/messages/count_tokens", "anthropic-count-tokens", "/v1/chat/completions"},
-    {"POST", "/v1/messages", "anthropic", "/v1/chat/completions"},
-    {"POST", "/v1/responses", "responses", "/v1/chat/completions"},
-    {"POST", "/responses", "responses", "/v1/chat/completions"},
+    {"POST", "/v1/chat/completions", FormatId::kOpenAIChat, "/v1/chat/completions"},
+    {"POST", "/chat/completions", FormatId::kOpenAIChat, "/v1/chat/completions"},
+    {"POST", "/v1/completions", FormatId::kOpenAICompletions, "/v1/completions"},
+    {"POST", "/completions", FormatId::kOpenAICompletions, "/v1/completions"},
+    {"POST", "/v1/messages/count_tokens", FormatId::kAnthropicCountTokens, "/v1/chat/completions"},
+    {"POST", "/v1/messages", FormatId::kAnthropic, "/v1/chat/completions"},
+    {"POST", "/v1/responses", FormatId::kResponses, "/v1/chat/completions"},
+    {"POST", "/responses", FormatId::kResponses, "/v1/chat/completions"},
     // models/{model}:{generateContent|streamGenerateContent|countTokens}; the
-    // server picks gemini-count-tokens by the method in the URL.
-    {"POST", "/v1beta/models/*", "gemini", "/v1/chat/completions"},
-    {"POST", "/v1/models/*", "gemini", "/v1/chat/completions"},
+    // URL's method picks gemini-count-tokens (GeminiFormat::ReadUrl).
+    {"POST", "/v1beta/models/*", FormatId::kGemini, "/v1/chat/completions"},
+    {"POST", "/v1/models/*", FormatId::kGemini, "/v1/chat/completions"},
 };
 
 struct Factory {
-  std::string_view name;
+  FormatId id;
+  std::string_view name;  // the format's name()
   std::unique_ptr<ClientFormat> (*make)();
 };
 
 constexpr Factory kFactories[] = {
-    {"openai-chat", NewOpenAIChatFormat},
-    {"openai-completions", NewOpenAICompletionsFormat},
-    {"anthropic", NewAnthropicFormat},
-    {"anthropic-count-tokens", NewAnthropicCountTokensFormat},
-    {"responses", NewResponsesFormat},
-    {"gemini", NewGeminiFormat},
-    {"gemini-count-tokens", NewGeminiCountTokensFormat},
+    {FormatId::kOpenAIChat, "openai-chat", NewOpenAIChatFormat},
+    {FormatId::kOpenAICompletions, "openai-completions", NewOpenAICompletionsFormat},
+    {FormatId::kAnthropic, "anthropic", NewAnthropicFormat},
+    {FormatId::kAnthropicCountTokens, "anthropic-count-tokens", NewAnthropicCountTokensFormat},
+    {FormatId::kResponses, "responses", NewResponsesFormat},
+    {FormatId::kGemini, "gemini", NewGeminiFormat},
+    {FormatId::kGeminiCountTokens, "gemini-count-tokens", NewGeminiCountTokensFormat},
 };
 
 bool Matches(std::string_view pattern, std::string_view path) {
@@ -58,6 +59,13 @@ const Route* FindRoute(std::string_view method, std::string_view path) {
   return nullptr;
 }
 
+std::unique_ptr<ClientFormat> MakeClientFormat(FormatId format) {
+  for (const Factory& factory : kFactories) {
+    if (factory.id == format) return factory.make();
+  }
+  return nullptr;
+}
+
 std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name) {
   for (const Factory& factory : kFactories) {
     if (factory.name == name) return factory.make();
@@ -66,7 +74,7 @@ std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name) {
 }
 
 ClientUrl ReadClientUrl(const Route& route, std::string_view target) {
-  if (route.format == "gemini") return GeminiFormat::ReadUrl(target);
+  if (route.format == FormatId::kGemini) return GeminiFormat::ReadUrl(target);
   ClientUrl url;
   url.format = route.format;
   return url;
@@ -87,7 +95,7 @@ std::string_view BarePath(std::string_view path) {
 
 Json ErrorBodyForPath(std::string_view path, int http_status, const std::string& message) {
   if (const Route* route = FindRoute("POST", BarePath(path))) {
-    if (auto format = MakeClientFormat(route->format)) return format->ErrorBody(http_status, message);
+    return MakeClientFormat(route->format)->ErrorBody(http_status, message);
   }
   return OpenAIErrorBody(http_status, message);
 }

@@ -15,16 +15,20 @@ namespace forge::proxy {
 struct Route {
   std::string_view method;         // "POST"
   std::string_view path;           // "/v1/chat/completions"; a trailing '*' matches a prefix
-  std::string_view format;         // a name MakeClientFormat knows
+  FormatId format;
   std::string_view upstream_path;  // where the translated request goes upstream
   // The upstream's own formats, handled as bytes (pass_through.h), not translated.
-  bool passes_through() const { return format == "openai-chat" || format == "openai-completions"; }
+  bool passes_through() const { return format == FormatId::kOpenAIChat || completions(); }
+  bool completions() const { return format == FormatId::kOpenAICompletions; }
 };
 
 // The route for a method and path (the /r/<rollout> prefix already removed), or nullptr.
 const Route* FindRoute(std::string_view method, std::string_view path);
 
-// A new ClientFormat by name, or nullptr for an unknown name.
+// A new ClientFormat.
+std::unique_ptr<ClientFormat> MakeClientFormat(FormatId format);
+// A new ClientFormat by its name (ClientFormat::name: a recorded call's
+// client_format), or nullptr for an unknown name.
 std::unique_ptr<ClientFormat> MakeClientFormat(std::string_view name);
 
 // What a call's request target says beyond its route (see ClientUrl): the

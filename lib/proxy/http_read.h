@@ -1,5 +1,5 @@
 // Reading an HTTP message into a Beast parser from any stream with
-// `Task<size_t> ReadSome(net::mutable_buffer, beast::error_code&)`: what is
+// `Task<size_t> ReadSome(asio::mutable_buffer, beast::error_code&)`: what is
 // already buffered is parsed first and the stream is read only for more.
 // The same steps as Beast's own read, without an asynchronous operation
 // (and its trip through the scheduler) when the bytes are already there.
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include "proxy/net.h"
+#include "proxy/asio.h"
 
 namespace forge::proxy {
 
@@ -43,7 +43,7 @@ Task<void> ReadHttp(Stream& stream, beast::flat_buffer& buffer, http::basic_pars
     // (Beast reads 512 bytes at a time into a new buffer).
     size_t room = std::max<size_t>(buffer.capacity() - buffer.size(), 4096);
     size_t n = co_await stream.ReadSome(buffer.prepare(std::min(room, buffer.max_size() - buffer.size())), ec);
-    if (ec == net::error::eof) {
+    if (ec == asio::error::eof) {
       if (!parser.got_some() && buffer.size() == 0) {
         ec = http::error::end_of_stream;
         co_return;
@@ -66,11 +66,11 @@ Task<void> ReadBodyInto(Stream& stream, beast::flat_buffer& buffer, size_t lengt
                         beast::error_code& ec) {
   ec = {};
   body.resize(length);
-  size_t have = net::buffer_copy(net::buffer(body.data(), length), buffer.data());
+  size_t have = asio::buffer_copy(asio::buffer(body.data(), length), buffer.data());
   buffer.consume(have);
   while (have < length) {
-    size_t n = co_await stream.ReadSome(net::buffer(body.data() + have, length - have), ec);
-    if (ec == net::error::eof) ec = http::error::partial_message;
+    size_t n = co_await stream.ReadSome(asio::buffer(body.data() + have, length - have), ec);
+    if (ec == asio::error::eof) ec = http::error::partial_message;
     if (ec) co_return;
     have += n;
   }

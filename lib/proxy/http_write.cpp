@@ -1,5 +1,7 @@
 #include "proxy/http_write.h"
 
+#include "proxy/asio.h"
+
 namespace forge::proxy {
 namespace {
 
@@ -31,9 +33,9 @@ std::string HeaderText(const http::response_header<>& header) {
   return out;
 }
 
-RequestHead::RequestHead(std::string_view target) {
+RequestHead::RequestHead(std::string_view target, std::string_view method) {
   text_.reserve(256);
-  text_.append("POST ").append(target).append(" HTTP/1.1\r\n");
+  text_.append(method).append(" ").append(target).append(" HTTP/1.1\r\n");
 }
 
 RequestHead& RequestHead::Set(std::string_view name, std::string_view value) {
@@ -63,6 +65,18 @@ std::string ResponseHead::Text(bool keep_alive, uint64_t content_length) && {
   if (version_ < 11 && keep_alive) text_.append("Connection: keep-alive\r\n");
   text_.append("Content-Length: ").append(std::to_string(content_length)).append("\r\n\r\n");
   return std::move(text_);
+}
+
+Task<bool> SendResponse(tcp::socket& client, const Request& req, bool may_keep_alive, http::status status,
+                        std::string body, std::string_view content_type, Headers headers) {
+  ResponseHead head(status, req.version());
+  head.Set("Server", "forge-proxy").Set("Content-Type", content_type);
+  for (const auto& [name, value] : headers) head.Set(name, value);
+  bool keep_alive = req.keep_alive() && may_keep_alive;
+  std::string header = std::move(head).Text(keep_alive, body.size());
+  beast::error_code ec;
+  co_await WriteMessage(client, header, body, ec);
+  co_return !ec && keep_alive;
 }
 
 }  // namespace forge::proxy

@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/net.h"
+#include "proxy/asio.h"
+#include "proxy/outcome.h"
 #include "proxy/ready_io.h"
 #include "proxy/upstream_stream.h"
 
@@ -31,12 +32,12 @@ std::string HeaderText(const http::response_header<>& header);
 
 // An upstream request's header written straight as text, without Beast's
 // field container (an allocation and a tree insert per field, on every
-// call): POST target HTTP/1.1 (persistent, so no Connection field), the
-// fields in the order set, then Content-Length. The bytes Beast writes for
-// the same request.
+// call): METHOD target HTTP/1.1 (persistent unless a Connection field says
+// otherwise), the fields in the order set, then Content-Length. The bytes
+// Beast writes for the same request.
 class RequestHead {
  public:
-  explicit RequestHead(std::string_view target);
+  explicit RequestHead(std::string_view target, std::string_view method = "POST");
   RequestHead& Set(std::string_view name, std::string_view value);
   std::string Text(uint64_t content_length) &&;
 
@@ -62,15 +63,23 @@ class ResponseHead {
 // Writes header then body to a client; ec tells how it went.
 inline Task<void> WriteMessage(tcp::socket& client, const std::string& header, std::string_view body,
                                beast::error_code& ec) {
-  std::array<net::const_buffer, 2> pieces{net::buffer(header), net::buffer(body.data(), body.size())};
+  std::array<asio::const_buffer, 2> pieces{asio::buffer(header), asio::buffer(body.data(), body.size())};
   co_await WriteAllReady(client, pieces, 0, ec);
 }
+
+// Sends a whole response to a client: the status, the fields (Server,
+// Content-Type, then headers), and body, in one write. True when the
+// connection may serve another request: the client's request keeps it
+// alive, may_keep_alive (not draining), and the write went through.
+Task<bool> SendResponse(tcp::socket& client, const Request& req, bool may_keep_alive, http::status status,
+                        std::string body, std::string_view content_type = "application/json",
+                        Headers headers = {});
 
 // The same to an upstream, within its timeout.
 inline Task<void> WriteMessage(UpstreamStream& upstream, const std::string& header, BodyPieces body,
                                beast::error_code& ec) {
-  std::array<net::const_buffer, 3> pieces{net::buffer(header), net::buffer(body.first.data(), body.first.size()),
-                                          net::buffer(body.second.data(), body.second.size())};
+  std::array<asio::const_buffer, 3> pieces{asio::buffer(header), asio::buffer(body.first.data(), body.first.size()),
+                                          asio::buffer(body.second.data(), body.second.size())};
   co_await upstream.WriteAll(pieces, ec);
 }
 

@@ -4,18 +4,24 @@
 
 #include <thread>
 
+#include "proxy/asio.h"
 #include "proxy/server.h"
 
 namespace forge::proxy {
+
+Result<UpstreamApiKind> ParseUpstreamApi(const std::string& name) {
+  if (name == "openai") return UpstreamApiKind::kOpenAI;
+  if (name == "anthropic") return UpstreamApiKind::kAnthropic;
+  return Status::InvalidArgument("--upstream-api " + name + ": openai or anthropic");
+}
 
 Status RunProxy(const ProxyConfig& config) {
   if (config.store_path.empty()) return Status::InvalidArgument("--store is required");
   if (config.upstreams.empty() && config.replay_path.empty()) {
     return Status::InvalidArgument("give at least one --upstream URL, or --replay FILE");
   }
-  if (config.upstream_api != "openai" && config.upstream_api != "anthropic") {
-    return Status::InvalidArgument("--upstream-api " + config.upstream_api + ": openai or anthropic");
-  }
+  auto upstream_api = ParseUpstreamApi(config.upstream_api);
+  if (!upstream_api.ok()) return upstream_api.status();
   std::string api_key;
   if (!config.upstream_key_env.empty()) {
     api_key = config.env->VarOr(config.upstream_key_env, "");
@@ -43,14 +49,14 @@ Status RunProxy(const ProxyConfig& config) {
   // clients) hold coroutine frames that refer to all three, and the process is
   // about to exit anyway.
   // One io_context per thread (see server.h).
-  std::vector<net::io_context*> contexts;
-  for (int i = 0; i < threads; ++i) contexts.push_back(new net::io_context(1));
-  net::io_context& io = *contexts.front();
+  std::vector<asio::io_context*> contexts;
+  for (int i = 0; i < threads; ++i) contexts.push_back(new asio::io_context(1));
+  asio::io_context& io = *contexts.front();
   auto pool = UpstreamPool::Create(io, config.upstreams, api_key, config.upstream_ca_file);
   if (!pool.ok()) return pool.status();
   UpstreamPool* upstreams = pool->release();
 
-  auto* server_owner = new Server(config, contexts, **writer, **reader, *upstreams, replay.get());
+  auto* server_owner = new Server(config, *upstream_api, contexts, **writer, **reader, *upstreams, replay.get());
   Server& server = *server_owner;
   FORGE_RETURN_IF_ERROR(server.Open());
   server.Start();
@@ -58,12 +64,12 @@ Status RunProxy(const ProxyConfig& config) {
                    ", recording to " + config.store_path);
   std::vector<std::thread> workers;
   for (int i = 1; i < threads; ++i) {
-    net::io_context* context = contexts[static_cast<size_t>(i)];
+    asio::io_context* context = contexts[static_cast<size_t>(i)];
     // Kept running while idle: connections arrive from the acceptor's context.
     workers.emplace_back([context, i] {
       // Named, so top -H, perf and gdb tell the io threads from the writer.
       pthread_setname_np(pthread_self(), ("forge-io-" + std::to_string(i)).c_str());
-      auto guard = net::make_work_guard(*context);
+      auto guard = asio::make_work_guard(*context);
       context->run();
     });
   }

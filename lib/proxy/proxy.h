@@ -41,6 +41,11 @@ struct ProxyConfig {
   double secret_cache_ttl = 5;            // seconds a positive secret lookup is cached
 };
 
+// What the upstreams speak (--upstream-api, upstream_api.h).
+enum class UpstreamApiKind { kOpenAI, kAnthropic };
+// --upstream-api's word for it: "openai" or "anthropic".
+Result<UpstreamApiKind> ParseUpstreamApi(const std::string& name);
+
 // Runs until a stop signal; drains in-flight calls before returning.
 Status RunProxy(const ProxyConfig& config);
 

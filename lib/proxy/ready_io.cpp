@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "proxy/asio.h"
+
 namespace forge::proxy {
 
 namespace {
@@ -13,12 +15,12 @@ using Clock = std::chrono::steady_clock;
 // The timed waits of one io_context, owned by it (an asio service). A
 // context runs on one thread and a connection's coroutines on its context
 // only, so the list needs no lock.
-class WaitList : public net::execution_context::service {
+class WaitList : public asio::execution_context::service {
  public:
   using key_type = WaitList;
-  static inline net::execution_context::id id;
+  static inline asio::execution_context::id id;
 
-  explicit WaitList(net::execution_context& context) : service(context) {}
+  explicit WaitList(asio::execution_context& context) : service(context) {}
 
   SocketWait* head = nullptr;
 
@@ -32,7 +34,7 @@ class WaitList : public net::execution_context::service {
 };
 
 SocketWait::SocketWait(tcp::socket& socket, Clock::time_point deadline, const tcp::socket* watched_client)
-    : list(&net::use_service<WaitList>(socket.get_executor().context())),
+    : list(&asio::use_service<WaitList>(socket.get_executor().context())),
       socket(socket),
       deadline(deadline),
       watched_client(watched_client),
@@ -75,8 +77,8 @@ const beast::error_code& ClientHungUp() {
   return code;
 }
 
-void SweepExpiredWaits(net::execution_context& context, Clock::time_point now) {
-  for (SocketWait* wait = net::use_service<WaitList>(context).head; wait; wait = wait->next) {
+void SweepExpiredWaits(asio::execution_context& context, Clock::time_point now) {
+  for (SocketWait* wait = asio::use_service<WaitList>(context).head; wait; wait = wait->next) {
     if (wait->expired || wait->client_gone) continue;
     if (wait->deadline <= now) {
       wait->expired = true;
@@ -100,13 +102,13 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
   if (wait.expired) ec = beast::error::timeout;
 }
 
-Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec,
+Task<size_t> ReadSomeReady(tcp::socket& socket, asio::mutable_buffer buffer, double timeout, beast::error_code& ec,
                            const tcp::socket* watched_client) {
   ec = {};
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
   if (ec) co_return 0;
   size_t n = socket.read_some(buffer, ec);
-  if (ec != net::error::would_block && ec != net::error::try_again) co_return n;
+  if (ec != asio::error::would_block && ec != asio::error::try_again) co_return n;
   // Nothing yet: the reactor reads when the bytes come. (A read operation, not
   // async_wait(wait_read): Asio re-arms the descriptor with an epoll_ctl
   // system call for every async_wait; a read waits without one.)

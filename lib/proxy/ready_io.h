@@ -12,7 +12,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "proxy/net.h"
+#include "proxy/asio.h"
 
 namespace forge::proxy {
 
@@ -20,7 +20,7 @@ namespace forge::proxy {
 // operations are cancelled; the wait reports beast::error::timeout), and the
 // reads whose watched client has hung up (they report ClientHungUp()). Call
 // it on the context's own thread.
-void SweepExpiredWaits(net::execution_context& context, std::chrono::steady_clock::time_point now);
+void SweepExpiredWaits(asio::execution_context& context, std::chrono::steady_clock::time_point now);
 
 // Whether the peer of a connected socket has closed (or half-closed) it or
 // reset it: a non-blocking peek. Bytes waiting (a pipelined request) or none
@@ -64,7 +64,7 @@ Task<void> WaitReady(tcp::socket& socket, tcp::socket::wait_type what, double ti
 // hung up (ClientHungUp()): an upstream generating for a client that is
 // gone would go on for nothing (nginx aborts such a request too). The sweep
 // peeks at the client's socket, so a call that needs no wait costs nothing.
-Task<size_t> ReadSomeReady(tcp::socket& socket, net::mutable_buffer buffer, double timeout, beast::error_code& ec,
+Task<size_t> ReadSomeReady(tcp::socket& socket, asio::mutable_buffer buffer, double timeout, beast::error_code& ec,
                            const tcp::socket* watched_client = nullptr);
 
 // Writes every byte of buffers, waiting only while the socket's send buffer is full.
@@ -75,7 +75,7 @@ Task<void> WriteAllReady(tcp::socket& socket, const ConstBuffers& buffers, doubl
   beast::buffers_suffix<ConstBuffers> rest(buffers);
   while (!ec && beast::buffer_bytes(rest) > 0) {
     size_t n = socket.write_some(rest, ec);
-    if (ec == net::error::would_block || ec == net::error::try_again) {
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
       co_await WaitReady(socket, tcp::socket::wait_write, timeout, ec);
       continue;
     }

@@ -108,6 +108,10 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 Result<std::unique_ptr<Recorder>> Recorder::Create(store::Store& store, Metrics& metrics, Env& env) {
   auto log = store::CallLog::Create(store.path());
   if (!log.ok()) return log.status().Prefixed("cannot create the call log");

@@ -120,7 +120,9 @@ class Recorder {
   std::thread checkpointer_;
 };
 
-double NowSeconds();  // wall clock, seconds since the epoch
+// The clocks a call is timed by.
+double NowSeconds();        // wall clock, seconds since the epoch (a record's times)
+double MonotonicSeconds();  // the steady clock, for latencies and deadlines
 
 // Whether a thread the caller starts may, once at idle priority
 // (SCHED_IDLE), return to SCHED_BATCH. Without CAP_SYS_NICE only if

@@ -5,17 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "proxy/asio.h"
+#include "proxy/cut_through.h"
+#include "proxy/format_registry.h"
 #include "proxy/formats/openai_errors.h"
 #include "proxy/http_read.h"
 #include "proxy/http_write.h"
-#include "proxy/upstream_faults.h"
+#include "proxy/ready_io.h"
 
 namespace forge::proxy {
-
-double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 namespace {
 
 constexpr std::string_view kPolicyVersionKey = "proxy.policy_version";
@@ -41,36 +39,47 @@ std::string ModelList(const std::vector<std::string>& models) {
   return Json{{"object", "list"}, {"data", data}}.dump();
 }
 
+// The policy version the store kept from an earlier run (0: none).
+int64_t StoredPolicyVersion(store::Store& store) {
+  auto v = store.meta().Get(std::string(kPolicyVersionKey));
+  return v.ok() && v->has_value() ? std::atoll((*v)->c_str()) : 0;
+}
+
 }  // namespace
 
-Server::Server(const ProxyConfig& config, std::vector<net::io_context*> contexts, store::Store& writer_store,
-               store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay)
+Server::Server(const ProxyConfig& config, UpstreamApiKind upstream_api, std::vector<asio::io_context*> contexts,
+               store::Store& writer_store, store::Store& reader_store, UpstreamPool& upstreams, ReplayIndex* replay)
     : config_(config),
       contexts_(std::move(contexts)),
       io_(*contexts_.front()),
       reader_store_(reader_store),
+      writer_store_(writer_store),
       upstreams_(upstreams),
       replay_(replay),
-      writer_store_(writer_store),
       secrets_(reader_store, config.secret_cache_ttl),
-      acceptor_(net::make_strand(io_)) {
-  if (auto v = reader_store_.meta().Get(std::string(kPolicyVersionKey)); v.ok() && v->has_value()) {
-    policy_version_.store(std::atoll((*v)->c_str()));
-  }
-}
+      admission_(metrics_, config.max_per_rollout, StoredPolicyVersion(reader_store)),
+      token_ids_(metrics_, *config.env, config.require_token_ids),
+      upstream_api_(upstream_api),
+      acceptor_(asio::make_strand(io_)) {}
 
 Status Server::Open() {
   auto recorder = Recorder::Create(writer_store_, metrics_, *config_.env);
   if (!recorder.ok()) return recorder.status();
   recorder_ = std::move(*recorder);
+  calls_.reset(new CallServices{
+      config_, upstream_api_, stopping_, secrets_, admission_, replay_, retry_keys_, metrics_,
+      ExchangeServices{upstreams_, metrics_, config_.upstream_idle_timeout, config_.upstream_retries,
+                       config_.retry_after_max},
+      UpstreamServices{upstreams_, token_ids_, config_.upstreams},
+      CallRecording::Services{*recorder_, metrics_, admission_}});
   beast::error_code ec;
-  auto address = net::ip::make_address(config_.listen_host, ec);
+  auto address = asio::ip::make_address(config_.listen_host, ec);
   if (ec) return Status::BadConfig("--listen " + config_.listen_host + ": " + ec.message());
   tcp::endpoint endpoint(address, config_.port);
   acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return Status::Unavailable("cannot listen on " + config_.listen_host + ":" + std::to_string(config_.port) +
                                ": " + ec.message());
@@ -79,12 +88,12 @@ Status Server::Open() {
 }
 
 void Server::Start() {
-  net::co_spawn(acceptor_.get_executor(), AcceptLoop(), net::detached);
-  net::co_spawn(net::make_strand(io_), WatchStop(), net::detached);
-  for (net::io_context* context : contexts_) net::co_spawn(*context, SweepWaits(), net::detached);
+  asio::co_spawn(acceptor_.get_executor(), AcceptLoop(), asio::detached);
+  asio::co_spawn(asio::make_strand(io_), WatchStop(), asio::detached);
+  for (asio::io_context* context : contexts_) asio::co_spawn(*context, SweepWaits(), asio::detached);
   if (!upstreams_.empty() && config_.health_interval > 0) {
-    net::co_spawn(net::make_strand(io_), upstreams_.HealthLoop(config_.health_path, config_.health_interval, stopping_),
-                  net::detached);
+    asio::co_spawn(asio::make_strand(io_), upstreams_.HealthLoop(config_.health_path, config_.health_interval, stopping_),
+                  asio::detached);
   }
 }
 
@@ -103,7 +112,7 @@ Task<void> Server::AcceptLoop() {
   // connection in the listen queue, so trying again at once fails at once:
   // a loop on a core. Retried this often instead, until calls end.
   constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
-  net::steady_timer retry(acceptor_.get_executor());
+  asio::steady_timer retry(acceptor_.get_executor());
   bool failing = false;
   beast::error_code ec;
   acceptor_.non_blocking(true, ec);
@@ -139,7 +148,7 @@ Task<void> Server::AcceptLoop() {
 
 void Server::StartSession(tcp::socket socket) {
   auto executor = socket.get_executor();
-  net::co_spawn(executor, Session(std::move(socket)), net::detached);
+  asio::co_spawn(executor, Session(std::move(socket)), asio::detached);
 }
 
 // Ends the socket waits past their deadline on this context (ready_io.h),
@@ -149,8 +158,8 @@ void Server::StartSession(tcp::socket socket) {
 Task<void> Server::SweepWaits() {
   double timeout = config_.upstream_idle_timeout;
   auto interval = SteadySeconds(timeout > 0 ? std::clamp(timeout / 4, 0.01, 1.0) : 1.0);
-  auto executor = co_await net::this_coro::executor;
-  net::steady_timer timer(executor);
+  auto executor = co_await asio::this_coro::executor;
+  asio::steady_timer timer(executor);
   for (;;) {
     timer.expires_after(interval);
     beast::error_code ec;
@@ -160,7 +169,7 @@ Task<void> Server::SweepWaits() {
 }
 
 Task<void> Server::WatchStop() {
-  net::steady_timer timer(co_await net::this_coro::executor);
+  asio::steady_timer timer(co_await asio::this_coro::executor);
   while (!config_.env->stop().requested()) {
     timer.expires_after(std::chrono::milliseconds(50));
     beast::error_code ec;
@@ -168,7 +177,7 @@ Task<void> Server::WatchStop() {
   }
   // Stop taking connections, let the calls in flight finish and commit.
   stopping_.store(true);
-  net::post(acceptor_.get_executor(), [this] {
+  asio::post(acceptor_.get_executor(), [this] {
     beast::error_code ec;
     acceptor_.close(ec);
   });
@@ -181,7 +190,7 @@ Task<void> Server::WatchStop() {
   if (metrics_.in_flight.load() > 0) {
     config_.env->Warn("drain timeout: " + std::to_string(metrics_.in_flight.load()) + " calls still in flight");
   }
-  for (net::io_context* context : contexts_) context->stop();
+  for (asio::io_context* context : contexts_) context->stop();
 }
 
 namespace {
@@ -204,7 +213,7 @@ struct ClientReader {
   tcp::socket& socket;
   double timeout;
   double deadline = 0;
-  Task<size_t> ReadSome(net::mutable_buffer into, beast::error_code& ec) {
+  Task<size_t> ReadSome(asio::mutable_buffer into, beast::error_code& ec) {
     double wait = timeout;
     if (deadline > 0) wait = std::max(0.001, deadline - MonotonicSeconds());
     return ReadSomeReady(socket, into, wait, ec);
@@ -246,7 +255,7 @@ Task<void> DrainBeforeClose(ClientReader& reader) {
   reader.deadline = MonotonicSeconds() + kLingerSeconds;
   std::unique_ptr<char[]> scratch(new char[64 * 1024]);
   beast::error_code ec;
-  while (!ec) co_await reader.ReadSome(net::buffer(scratch.get(), 64 * 1024), ec);
+  while (!ec) co_await reader.ReadSome(asio::buffer(scratch.get(), 64 * 1024), ec);
 }
 
 }  // namespace
@@ -295,7 +304,7 @@ Task<void> Server::Session(tcp::socket socket) {
       // The client holds the body back until told to send it (curl does for
       // a large one, and would otherwise wait a second).
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      co_await WriteAllReady(socket, net::buffer(kContinue.data(), kContinue.size()), 0, ec);
+      co_await WriteAllReady(socket, asio::buffer(kContinue.data(), kContinue.size()), 0, ec);
     }
     if (!ec && !parser.is_done()) {
       // A large body (a harness resends its whole conversation) goes
@@ -306,9 +315,9 @@ Task<void> Server::Session(tcp::socket socket) {
         // What has come is kept; the call reads the rest as it goes (Handle).
         std::string& body = parser.get().body();
         body.resize(static_cast<size_t>(*length));
-        arriving.have = net::buffer_copy(net::buffer(body), buffer.data());
+        arriving.have = asio::buffer_copy(asio::buffer(body), buffer.data());
         buffer.consume(arriving.have);
-        arriving.read_some = [&reader](net::mutable_buffer into, beast::error_code& read_ec) {
+        arriving.read_some = [&reader](asio::mutable_buffer into, beast::error_code& read_ec) {
           return reader.ReadSome(into, read_ec);
         };
         body_arriving = true;
@@ -373,16 +382,9 @@ Task<void> Server::Session(tcp::socket socket) {
 }
 
 Task<bool> Server::Send(tcp::socket& client, Request& req, http::status status, std::string body,
-                        std::string_view content_type,
-                        std::vector<std::pair<std::string, std::string>> headers) {
-  ResponseHead head(status, req.version());
-  head.Set("Server", "forge-proxy").Set("Content-Type", content_type);
-  for (auto& [name, value] : headers) head.Set(name, value);
-  bool keep_alive = req.keep_alive() && !stopping_.load();
-  std::string header = std::move(head).Text(keep_alive, body.size());
-  beast::error_code ec;
-  co_await WriteMessage(client, header, body, ec);
-  co_return !ec && keep_alive;
+                        std::string_view content_type, Headers headers) {
+  co_return co_await SendResponse(client, req, !stopping_.load(), status, std::move(body), content_type,
+                                  std::move(headers));
 }
 
 Task<bool> Server::Handle(tcp::socket& client, Request& req, ArrivingBody* arriving) {
@@ -415,7 +417,10 @@ Task<bool> Server::Handle(tcp::socket& client, Request& req, ArrivingBody* arriv
   }
   if (get && path == "/v1/models") co_return co_await HandleModels(client, req);
   if (path.rfind("/admin/", 0) == 0) co_return co_await HandleAdmin(client, req, path, query);
-  if (route) co_return co_await HandleCall(client, req, *route, std::move(path_rollout), arriving);
+  if (route) {
+    CallHandler call(*calls_, client, req, *route);
+    co_return co_await call.Run(std::move(path_rollout), arriving);
+  }
   metrics_.client_errors.fetch_add(1);
   // A path served for other methods, or a method served nowhere: 405 (as nginx).
   std::string_view allowed = AllowedMethods(path);
@@ -445,22 +450,23 @@ Task<bool> Server::HandleModels(tcp::socket& client, Request& req) {
   beast::error_code ec;
   bool reused = false;
   auto conn = co_await upstreams_.Connect(*up, ec, reused);
-  http::response<http::string_body> res;
+  http::response_parser<http::string_body> answer;
   if (!ec) {
-    http::request<http::empty_body> get{http::verb::get, up->base_path + "/v1/models", 11};
-    get.set(http::field::host, up->host + ":" + up->port);
-    if (!upstreams_.api_key().empty()) get.set(http::field::authorization, "Bearer " + upstreams_.api_key());
-    get.keep_alive(false);
-    conn->stream.expires_after(std::chrono::seconds(30));
-    co_await http::async_write(conn->stream, get, Into(ec));
-    if (!ec) co_await http::async_read(conn->stream, conn->buffer, res, Into(ec));
+    RequestHead get(up->base_path + "/v1/models", "GET");
+    get.Set("Host", up->host + ":" + up->port);
+    if (!upstreams_.api_key().empty()) get.Set("Authorization", "Bearer " + upstreams_.api_key());
+    get.Set("Connection", "close");
+    std::string head = std::move(get).Text(0);
+    conn->stream.set_timeout(30);
+    co_await WriteMessage(conn->stream, head, BodyPieces(), ec);
+    if (!ec) co_await ReadHttp(conn->stream, conn->buffer, answer, ReadUntil::kMessage, ec);
   }
   if (ec) {
     metrics_.upstream_errors.fetch_add(1);
     co_return co_await Send(client, req, http::status::bad_gateway,
                             OpenAIErrorBody(502, "the upstream: " + ec.message()).dump());
   }
-  co_return co_await Send(client, req, res.result(), std::move(res.body()));
+  co_return co_await Send(client, req, answer.get().result(), std::move(answer.get().body()));
 }
 
 Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_view path,
@@ -478,28 +484,27 @@ Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_vi
                             OpenAIErrorBody(403, "admin API: loopback only, or --admin-token").dump());
   }
   auto state = [&] {
-    return Json{{"paused", paused_.load()},
-                {"mode", pause_rejects_.load() ? "reject" : "wait"},
+    return Json{{"paused", admission_.paused()},
+                {"mode", admission_.pause_rejects() ? "reject" : "wait"},
                 {"in_flight", metrics_.in_flight.load()},
-                {"policy_version", policy_version_.load()},
+                {"policy_version", admission_.policy_version()},
                 {"draining", stopping_.load()}};
   };
   bool post = req.method() == http::verb::post;
   if (path == "/admin/state") co_return co_await Send(client, req, http::status::ok, state().dump());
   if (post && path == "/admin/pause") {
-    pause_rejects_.store(QueryParam(query, "mode") == "reject");
-    paused_.store(true);
+    admission_.Pause(QueryParam(query, "mode") == "reject");
     co_return co_await Send(client, req, http::status::ok, state().dump());
   }
   if (post && path == "/admin/resume") {
-    paused_.store(false);
+    admission_.Resume();
     co_return co_await Send(client, req, http::status::ok, state().dump());
   }
   if (post && path == "/admin/drain") {
     // Waits until no call is in flight and the database holds every call
     // (pause first, or new calls keep arriving).
     double deadline = MonotonicSeconds() + 600;
-    net::steady_timer timer(co_await net::this_coro::executor);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
     while ((metrics_.in_flight.load() > 0 || recorder_->pending() > 0) && MonotonicSeconds() < deadline) {
       timer.expires_after(std::chrono::milliseconds(10));
       beast::error_code ec;
@@ -521,7 +526,7 @@ Task<bool> Server::HandleAdmin(tcp::socket& client, Request& req, std::string_vi
       co_return co_await Send(client, req, http::status::bad_request,
                               OpenAIErrorBody(400, "policy-version: give ?version=N or {\"version\": N}").dump());
     }
-    policy_version_.store(v);
+    admission_.set_policy_version(v);
     if (Status s = reader_store_.meta().Set(std::string(kPolicyVersionKey), std::to_string(v)); !s.ok()) {
       config_.env->Warn("cannot persist the policy version: " + s.message());
     }

@@ -3,9 +3,13 @@
 #include <chrono>
 #include <functional>
 
+#include "proxy/asio.h"
+#include "proxy/http_read.h"
+#include "proxy/http_write.h"
+
 namespace forge::proxy {
 
-Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(net::io_context& io,
+Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Create(asio::io_context& io,
                                                            const std::vector<std::string>& urls,
                                                            std::string api_key, const std::string& ca_file) {
   std::unique_ptr<UpstreamPool> pool(new UpstreamPool(io, std::move(api_key)));
@@ -68,7 +72,7 @@ Upstream* UpstreamPool::Pick(std::string_view rollout, const std::vector<Upstrea
 Task<std::unique_ptr<UpstreamConn>> UpstreamPool::Connect(Upstream& upstream, beast::error_code& ec,
                                                           bool& reused) {
   ec = {};
-  auto executor = co_await net::this_coro::executor;
+  auto executor = co_await asio::this_coro::executor;
   {
     // Only a connection of this thread's context: one of another context
     // would run its every read and write on that context's thread, two
@@ -106,23 +110,23 @@ void UpstreamPool::Release(Upstream& upstream, std::unique_ptr<UpstreamConn> con
 
 Task<bool> UpstreamPool::Probe(Upstream& upstream, const std::string& path) {
   beast::error_code ec;
-  UpstreamConn conn(co_await net::this_coro::executor);
+  UpstreamConn conn(co_await asio::this_coro::executor);
   co_await Open(upstream, conn, ec);
   if (ec) co_return false;
-  conn.stream.expires_after(std::chrono::seconds(5));
-  http::request<http::empty_body> req{http::verb::get, upstream.base_path + path, 11};
-  req.set(http::field::host, upstream.host + ":" + upstream.port);
-  req.keep_alive(false);
-  co_await http::async_write(conn.stream, req, Into(ec));
+  conn.stream.set_timeout(5);
+  RequestHead get(upstream.base_path + path, "GET");
+  get.Set("Host", upstream.host + ":" + upstream.port).Set("Connection", "close");
+  std::string head = std::move(get).Text(0);
+  co_await WriteMessage(conn.stream, head, BodyPieces(), ec);
   if (ec) co_return false;
-  http::response<http::string_body> res;
-  co_await http::async_read(conn.stream, conn.buffer, res, Into(ec));
+  http::response_parser<http::string_body> answer;
+  co_await ReadHttp(conn.stream, conn.buffer, answer, ReadUntil::kMessage, ec);
   if (ec) co_return false;
-  co_return res.result_int() < 500;
+  co_return answer.get().result_int() < 500;
 }
 
 Task<void> UpstreamPool::HealthLoop(std::string path, double interval_seconds, const std::atomic<bool>& stop) {
-  net::steady_timer timer(co_await net::this_coro::executor);
+  asio::steady_timer timer(co_await asio::this_coro::executor);
   while (!stop.load()) {
     for (auto& u : upstreams_) {
       bool ok = co_await Probe(*u, path);

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "base/status.h"
-#include "proxy/net.h"
+#include "proxy/asio.h"
 #include "proxy/upstream_stream.h"
 
 namespace forge::proxy {
 
 struct UpstreamConn {
-  explicit UpstreamConn(net::any_io_executor ex) : stream(ex) {}
+  explicit UpstreamConn(asio::any_io_executor ex) : stream(ex) {}
   UpstreamStream stream;
   beast::flat_buffer buffer;
 };
@@ -52,7 +52,7 @@ class UpstreamPool {
  public:
   // Parses and resolves http[s]://host[:port][/base] URLs. https checks the
   // upstream's certificate against the system's CAs and ca_file (PEM), if given.
-  static Result<std::unique_ptr<UpstreamPool>> Create(net::io_context& io, const std::vector<std::string>& urls,
+  static Result<std::unique_ptr<UpstreamPool>> Create(asio::io_context& io, const std::vector<std::string>& urls,
                                                       std::string api_key, const std::string& ca_file = "");
 
   size_t size() const { return upstreams_.size(); }
@@ -72,12 +72,12 @@ class UpstreamPool {
   Task<void> HealthLoop(std::string path, double interval_seconds, const std::atomic<bool>& stop);
 
  private:
-  UpstreamPool(net::io_context& io, std::string api_key) : io_(io), api_key_(std::move(api_key)) {}
+  UpstreamPool(asio::io_context& io, std::string api_key) : io_(io), api_key_(std::move(api_key)) {}
   Task<bool> Probe(Upstream& upstream, const std::string& path);
   // TCP connect, then the TLS handshake for an https upstream.
   Task<void> Open(Upstream& upstream, UpstreamConn& conn, beast::error_code& ec);
 
-  net::io_context& io_;
+  asio::io_context& io_;
   std::string api_key_;
   std::shared_ptr<ssl::context> tls_context_;  // made when some upstream is https
   std::vector<std::unique_ptr<Upstream>> upstreams_;

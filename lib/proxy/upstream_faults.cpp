@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "proxy/asio.h"
+
 namespace forge::proxy {
 namespace {
 

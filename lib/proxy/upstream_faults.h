@@ -11,11 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/net.h"
+#include "proxy/asio.h"
+#include "proxy/outcome.h"
 
 namespace forge::proxy {
-
-using Headers = std::vector<std::pair<std::string, std::string>>;
 
 // The retry-relevant fields of an upstream's answer: Retry-After,
 // retry-after-ms, x-ratelimit-* and anthropic-ratelimit-*, as sent.

@@ -3,6 +3,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "proxy/asio.h"
+
 namespace forge::proxy {
 
 void UpstreamStream::ExpireAfterTimeout() {
@@ -13,7 +15,7 @@ void UpstreamStream::ExpireAfterTimeout() {
   }
 }
 
-Task<size_t> UpstreamStream::ReadSome(net::mutable_buffer buffer, beast::error_code& ec) {
+Task<size_t> UpstreamStream::ReadSome(asio::mutable_buffer buffer, beast::error_code& ec) {
   if (!tls_) co_return co_await ReadSomeReady(tcp_.socket(), buffer, timeout_, ec, watched_client_);
   ExpireAfterTimeout();
   std::optional<SocketWait> watch;  // (the timeout is the TCP stream's own timer)
@@ -28,9 +30,9 @@ Task<void> UpstreamStream::Handshake(ssl::context& context, const std::string& h
   tls_.emplace(tcp_, context);
   // SNI takes names only; an IP address is checked against the certificate's IP entries.
   beast::error_code not_an_address;
-  net::ip::make_address(host, not_an_address);
+  asio::ip::make_address(host, not_an_address);
   if (not_an_address && !SSL_set_tlsext_host_name(tls_->native_handle(), host.c_str())) {
-    ec = beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
+    ec = beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
     co_return;
   }
   tls_->set_verify_mode(ssl::verify_peer);

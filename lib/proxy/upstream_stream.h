@@ -10,20 +10,20 @@
 #include <string>
 
 #include "base/status.h"
-#include "proxy/net.h"
+#include "proxy/asio.h"
 #include "proxy/ready_io.h"
 
 #include <boost/asio/ssl.hpp>
 
 namespace forge::proxy {
 
-namespace ssl = net::ssl;
+namespace ssl = asio::ssl;
 
 class UpstreamStream {
  public:
   using executor_type = beast::tcp_stream::executor_type;
 
-  explicit UpstreamStream(net::any_io_executor ex) : tcp_(ex) {}
+  explicit UpstreamStream(asio::any_io_executor ex) : tcp_(ex) {}
 
   executor_type get_executor() noexcept { return tcp_.get_executor(); }
   beast::tcp_stream& tcp() { return tcp_; }
@@ -41,14 +41,14 @@ class UpstreamStream {
   void watch_client(const tcp::socket* client) { watched_client_ = client; }
 
   // Reads some bytes; beast::error::timeout after the timeout without any.
-  Task<size_t> ReadSome(net::mutable_buffer buffer, beast::error_code& ec);
+  Task<size_t> ReadSome(asio::mutable_buffer buffer, beast::error_code& ec);
 
   // Writes every byte of buffers.
   template <typename ConstBuffers>
   Task<void> WriteAll(const ConstBuffers& buffers, beast::error_code& ec) {
     if (!tls_) co_return co_await WriteAllReady(tcp_.socket(), buffers, timeout_, ec);
     ExpireAfterTimeout();
-    co_await net::async_write(*tls_, buffers, Into(ec));
+    co_await asio::async_write(*tls_, buffers, Into(ec));
     tcp_.expires_never();
   }
 

@@ -2,7 +2,7 @@
 // and responses stored content-addressed (BlobsTable), and each prompt's
 // token ids as a delta against an earlier call of its rollout, so a
 // rollout's storage grows with its unique content. Writing is
-// calls_table.cpp, reading call_reader.cpp.
+// calls_table.cpp, reading calls_table_read.cpp.
 #pragma once
 
 #include <cstdint>
@@ -75,7 +75,7 @@ class CallsTable : private TransactionObserver {
   void Committed() override { recent_prompts_.Commit(); }
   void RolledBack() override { recent_prompts_.DiscardPending(); }
 
-  // Reading (call_reader.cpp).
+  // Reading (calls_table_read.cpp).
   Status ReadCall(const Statement& row, std::vector<CallRecord>& calls);
   Status ReadCallContent(const Statement& row, CallRecord& c);
   Status ReadPromptIds(const Statement& row, std::vector<CallRecord>& calls);

@@ -68,10 +68,8 @@ Status ReadAttempts(const std::vector<std::string>& inputs, const AttemptOptions
                     std::vector<Attempt>* attempts) {
   std::vector<Trial> trials;
   std::vector<Json> records;
-  size_t folded = 0;
-  Status read = ReadTrials(inputs, env, &trials, &records, &folded);
+  Status read = ReadTrials(inputs, env, &trials, &records);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
-  WarnIfFolded(folded, env);
   for (size_t i = 0; i < trials.size(); ++i) {
     Attempt a{std::move(trials[i]), RolloutIdOf(records[i]), "", std::nullopt};
     if (options.calls != nullptr && !options.calls->empty()) {

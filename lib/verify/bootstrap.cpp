@@ -3,15 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
 
 namespace forge::verify {
-
-std::string SignedText(double v) { return fmt::format("{:+.3f}", v); }
-
-std::string IntervalText(const Interval& v) {
-  return fmt::format("{} [{}, {}]", SignedText(v.estimate), SignedText(v.low), SignedText(v.high));
-}
 
 uint64_t SeedFor(uint64_t seed, std::string_view key) {
   uint64_t h = 0xcbf29ce484222325ULL;

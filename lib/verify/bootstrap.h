@@ -12,8 +12,9 @@
 
 #include <cstdint>
 #include <string_view>
-#include <string>
 #include <vector>
+
+#include "verify/interval.h"
 
 namespace forge::verify {
 
@@ -36,16 +37,12 @@ class SplitMix64 {
 // task's interval does not change when other tasks come or go.
 uint64_t SeedFor(uint64_t seed, std::string_view key);
 
-struct Interval {
-  double estimate = 0;
-  double low = 0;
-  double high = 0;
+// The bootstrap's settings (compare and report share them).
+struct BootstrapSettings {
+  int64_t resamples = 10000;
+  uint64_t seed = 1;
+  double confidence = 0.95;
 };
-
-// A difference with its sign, to three places ("+0.125"), and an interval as
-// "+0.125 [-0.050, +0.300]".
-std::string SignedText(double v);
-std::string IntervalText(const Interval& v);
 
 // The percentile interval of `samples` (sorted in place).
 Interval PercentileInterval(std::vector<double>& samples, double estimate, double confidence);

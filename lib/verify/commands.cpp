@@ -1,6 +1,9 @@
 #include "verify/commands.h"
 
 #include <cstdio>
+#include <ctime>
+#include <map>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "store/store.h"
@@ -13,12 +16,8 @@ namespace forge::verify {
 
 using records::Json;
 
-// Reads the trials of every verified record, the last verdict of each
-// rollout (fold.h; *folded says how many earlier ones were dropped); a record
-// without a usable verdict is reported as file:line and skipped, and
-// afterwards InvalidData.
 Status ReadTrials(const std::vector<std::string>& inputs, Env& env, std::vector<Trial>* trials,
-                  std::vector<Json>* records, size_t* folded) {
+                  std::vector<Json>* records) {
   size_t bad = 0;
   Status read = records::ForEachRecord(inputs, env, {}, [&](records::Record& r) -> Status {
     auto trial = TrialFromRecord(r.json);
@@ -32,15 +31,20 @@ Status ReadTrials(const std::vector<std::string>& inputs, Env& env, std::vector<
     return Status::Ok();
   });
   FORGE_RETURN_IF_ERROR(read);
-  const size_t dropped = FoldByRollout(trials, records);
-  if (folded != nullptr) *folded = dropped;
+  const size_t folded = FoldByRollout(trials, records);
+  if (folded > 0) {
+    env.Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
+  }
+  std::map<std::string, int64_t> unknown;
+  for (const auto& trial : *trials) {
+    if (!trial.known_outcome) ++unknown[trial.outcome_name];
+  }
+  for (const auto& [name, count] : unknown) {
+    env.Warn(fmt::format("{} verdict(s) with outcome \"{}\", which this forge does not know: counted as failed "
+                         "trials with reward 0", count, name));
+  }
   if (bad > 0) return Status::InvalidData(fmt::format("{} record(s) without a usable verdict", bad));
   return Status::Ok();
-}
-
-void WarnIfFolded(size_t folded, Env& env) {
-  if (folded == 0) return;
-  env.Warn(fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout id counts", folded));
 }
 
 Status Print(const std::string& text) {
@@ -51,21 +55,8 @@ Status Print(const std::string& text) {
   return Status::Ok();
 }
 
-Status ReportCommand(const ReportOptions& options) {
-  if (!options.by.empty() || !options.stores.empty() || !options.html.empty()) return GroupedReportCommand(options);
-  std::vector<Trial> trials;
-  size_t folded = 0;
-  Status read = ReadTrials(options.inputs, *options.env, &trials, nullptr, &folded);
-  // Bad lines were reported; a report of the good ones still helps, but the
-  // exit status says data was skipped.
-  if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
-  auto report = BuildReport(trials, options.ks);
-  if (!report.ok()) return report.status();
-  report->duplicates_folded = static_cast<int64_t>(folded);
-  WarnIfFolded(folded, *options.env);
-  FORGE_RETURN_IF_ERROR(options.format == Format::kTable ? Print(ReportToTable(*report))
-                                                         : Print(ReportToJson(*report).dump(2) + "\n"));
-  return read;
+std::string MadeAt(const Env& env) {
+  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", fmt::gmtime(static_cast<std::time_t>(env.Now())));
 }
 
 Status SolvableCommand(const SolvableCommandOptions& options) {

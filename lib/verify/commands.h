@@ -10,6 +10,7 @@
 #include "base/env.h"
 #include "base/status.h"
 #include "records/jsonl.h"
+#include "verify/bootstrap.h"
 #include "verify/metrics.h"
 #include "verify/solvable.h"
 
@@ -26,19 +27,17 @@ struct ReportOptions {
   std::string by;                   // group by this record field (report_groups.h)
   std::vector<std::string> stores;  // stores holding the calls, for behaviour metrics
   std::string html;                 // write the page here too
+  BootstrapSettings bootstrap;      // each group's intervals over its tasks
 };
+// report_groups.cpp.
 Status ReportCommand(const ReportOptions& options);
-// report with --by, --store or --html (report_groups.cpp).
-Status GroupedReportCommand(const ReportOptions& options);
 
 struct CompareOptions {
   Env* env = nullptr;  // required: reports
   std::string a, b;  // verified rollout record files (- for stdin, once)
   std::vector<int64_t> ks = {1};
   std::vector<std::string> stores;
-  int64_t resamples = 10000;
-  uint64_t seed = 1;
-  double confidence = 0.95;
+  BootstrapSettings bootstrap;
   std::string html;
   Format format = Format::kJson;
 };
@@ -47,15 +46,16 @@ Status CompareCommand(const CompareOptions& options);
 
 // Shared by the subcommands: the trials of every verified record (and the
 // records, when asked), the last verdict of each rollout id only (fold.h;
-// *folded, when given, says how many earlier ones were dropped); a record
-// without a usable verdict is reported to env as file:line and skipped, and
-// afterwards InvalidData.
+// env is told how many earlier ones were folded, and which outcomes this
+// forge does not know); a record without a usable verdict is reported to env
+// as file:line and skipped, and afterwards InvalidData.
 Status ReadTrials(const std::vector<std::string>& inputs, Env& env, std::vector<Trial>* trials,
-                  std::vector<records::Json>* records = nullptr, size_t* folded = nullptr);
-// Warns how many duplicate verdicts ReadTrials folded, if any.
-void WarnIfFolded(size_t folded, Env& env);
+                  std::vector<records::Json>* records = nullptr);
 // Writes text to stdout; a closed stdout is OutputClosed.
 Status Print(const std::string& text);
+// When a page was made, for its provenance: env's wall clock in UTC,
+// e.g. "2026-12-01 10:00:00 UTC".
+std::string MadeAt(const Env& env);
 
 struct SolvableCommandOptions {
   Env* env = nullptr;  // required: reports

@@ -12,7 +12,8 @@
 namespace forge::verify {
 
 // Keeps, for every rollout id, the last trial read, at the place of the
-// first; trials without a rollout id are all kept. records, when given, is
+// first (its `folded` counts the verdicts it replaced); trials without a
+// rollout id are all kept. records, when given, is
 // parallel to trials and folded alike. Returns how many trials were folded.
 size_t FoldByRollout(std::vector<Trial>* trials, std::vector<records::Json>* records = nullptr);
 

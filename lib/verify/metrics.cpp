@@ -25,6 +25,12 @@ double PassHatK(int64_t n, int64_t c, int64_t k) {
   return static_cast<double>(all);
 }
 
+double Trial::TrustedReward() const {
+  if (outcome != Outcome::kPassed && outcome != Outcome::kFailed) return 0;
+  if (!known_outcome) return 0;
+  return reward.value_or(0);
+}
+
 Result<Trial> TrialFromRecord(const Json& record) {
   Trial trial;
   trial.task_id = TaskIdOf(record);
@@ -36,22 +42,29 @@ Result<Trial> TrialFromRecord(const Json& record) {
     return Status::InvalidData("verdict: missing (run `forge-verify run` first)");
   }
   auto outcome = verdict->find("outcome");
-  if (outcome == verdict->end() || !outcome->is_string()) {
+  if (outcome == verdict->end() || !outcome->is_string() || outcome->get<std::string>().empty()) {
     return Status::InvalidData("verdict.outcome: missing");
   }
-  auto parsed = ParseOutcome(outcome->get<std::string>());
-  if (!parsed) return Status::InvalidData("verdict.outcome: unknown \"" + outcome->get<std::string>() + "\"");
-  trial.outcome = *parsed;
+  trial.outcome_name = outcome->get<std::string>();
+  if (auto parsed = ParseOutcome(trial.outcome_name)) {
+    trial.outcome = *parsed;
+  } else {
+    // A newer forge's outcome: a trial the agent had, which did not pass.
+    trial.outcome = Outcome::kFailed;
+    trial.known_outcome = false;
+  }
   auto reward = verdict->find("reward");
   if (reward != verdict->end() && !reward->is_null()) {
     if (!reward->is_number()) return Status::InvalidData("verdict.reward: expected a number");
     trial.reward = reward->get<double>();
   }
+  auto threshold = verdict->find("threshold");
+  if (threshold != verdict->end() && threshold->is_number()) trial.threshold = threshold->get<double>();
   return trial;
 }
 
 void TaskStats::Add(const Trial& trial) {
-  ++outcomes[std::string(OutcomeName(trial.outcome))];
+  ++outcomes[trial.Name()];
   if (!CountsAsTrial(trial.outcome)) {
     ++excluded;
     return;
@@ -59,7 +72,8 @@ void TaskStats::Add(const Trial& trial) {
   ++valid;
   if (trial.outcome == Outcome::kPassed) ++passed;
   if (trial.outcome == Outcome::kTampered) ++tampered;
-  if (trial.reward) reward_sum += *trial.reward;
+  if (!trial.known_outcome) ++unknown;
+  reward_sum += trial.TrustedReward();
 }
 
 Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<int64_t>& ks) {
@@ -67,10 +81,17 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
     if (k < 1) return Status::InvalidArgument("-k: " + std::to_string(k) + " is not a positive integer");
   }
   std::map<std::string, TaskStats> by_task;
+  Report report;
   for (const auto& trial : trials) {
     auto& stats = by_task[trial.task_id];
     stats.task_id = trial.task_id;
     stats.Add(trial);
+    report.duplicates_folded += trial.folded;
+    if (trial.threshold) {
+      ++report.thresholds[*trial.threshold];
+    } else {
+      ++report.without_threshold;
+    }
   }
   if (by_task.empty()) return Status::NotFound("no verdicts to report on");
 
@@ -89,7 +110,6 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
                                            k_max, short_tasks.size(), list));
   }
 
-  Report report;
   report.overall.task_id = "(all)";
   std::vector<double> at_sum(ks.size(), 0), hat_sum(ks.size(), 0);
   double mean_sum = 0;
@@ -107,6 +127,7 @@ Result<Report> BuildReport(const std::vector<Trial>& trials, const std::vector<i
     report.overall.passed += stats.passed;
     report.overall.excluded += stats.excluded;
     report.overall.tampered += stats.tampered;
+    report.overall.unknown += stats.unknown;
     report.overall.reward_sum += stats.reward_sum;
     for (const auto& [name, count] : stats.outcomes) report.overall.outcomes[name] += count;
     report.tasks.push_back(std::move(row));
@@ -126,6 +147,7 @@ Json StatsJson(const TaskStats& stats, const std::vector<KValues>& ks, double me
             {"passed", stats.passed},
             {"excluded", stats.excluded},
             {"tampered", stats.tampered},
+            {"unknown_outcomes", stats.unknown},
             {"mean_reward", mean_reward},
             {"outcomes", stats.outcomes}};
   Json at = Json::object(), hat = Json::object();
@@ -150,6 +172,9 @@ Json ReportToJson(const Report& report) {
   Json overall = StatsJson(report.overall, report.overall_ks, report.overall_mean_reward);
   overall["tasks"] = report.tasks.size();
   overall["duplicates_folded"] = report.duplicates_folded;
+  Json thresholds = Json::array();
+  for (const auto& [threshold, count] : report.thresholds) thresholds.push_back({{"threshold", threshold}, {"verdicts", count}});
+  overall["thresholds"] = std::move(thresholds);
   return {{"tasks", std::move(tasks)}, {"overall", std::move(overall)}};
 }
 
@@ -187,16 +212,44 @@ std::string ReportToTable(const Report& report) {
   for (const auto& row : report.tasks) out += line(row.stats.task_id, row.stats, row.ks, row.stats.MeanReward());
   out += line(fmt::format("overall ({} tasks)", report.tasks.size()), report.overall,
               report.overall_ks, report.overall_mean_reward);
+  return out + CountingNotes(report);
+}
+
+std::string CountingNotes(const Report& report) {
+  std::string out;
   if (report.overall.excluded > 0) {
     out += fmt::format("{} trial(s) excluded as infra_error or cancelled\n", report.overall.excluded);
   }
   if (report.overall.tampered > 0) {
-    out += fmt::format("{} trial(s) tampered with the verifier (counted as failures)\n", report.overall.tampered);
+    out += fmt::format("{} trial(s) tampered with the verifier: counted as failed trials, reward 0\n",
+                       report.overall.tampered);
+  }
+  if (report.overall.unknown > 0) {
+    std::string names;
+    for (const auto& [name, count] : report.overall.outcomes) {
+      if (!ParseOutcome(name)) names += (names.empty() ? "" : ", ") + name;
+    }
+    out += fmt::format("{} trial(s) with an outcome this forge does not know ({}): counted as failed trials, reward 0\n",
+                       report.overall.unknown, names);
   }
   if (report.duplicates_folded > 0) {
     out += fmt::format("{} duplicate verdict(s) folded: the last verdict of each rollout counts\n",
                        report.duplicates_folded);
   }
+  return out;
+}
+
+std::string ThresholdsText(const Report& report) {
+  if (report.thresholds.empty()) return "not recorded";
+  auto number = [](double v) { return fmt::format("{:g}", v); };
+  if (report.thresholds.size() == 1 && report.without_threshold == 0) {
+    return number(report.thresholds.begin()->first) + " (every verdict)";
+  }
+  std::string out;
+  for (const auto& [threshold, count] : report.thresholds) {
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", number(threshold), count);
+  }
+  if (report.without_threshold > 0) out += fmt::format(", none recorded ({})", report.without_threshold);
   return out;
 }
 

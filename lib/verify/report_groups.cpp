@@ -32,13 +32,37 @@ std::vector<KValues> PassCurve(const Report& report) {
   return curve;
 }
 
+std::vector<KIntervals> TaskBootstrap(const Report& report, const BootstrapSettings& settings, uint64_t seed) {
+  if (report.tasks.size() < 2) return {};
+  const size_t ks = report.overall_ks.size();
+  std::vector<std::vector<double>> values(2 * ks);
+  for (const auto& row : report.tasks) {
+    for (size_t i = 0; i < ks; ++i) {
+      values[2 * i].push_back(row.ks[i].pass_at_k);
+      values[2 * i + 1].push_back(row.ks[i].pass_hat_k);
+    }
+  }
+  auto iv = BootstrapMeans(values, settings.resamples, seed, settings.confidence);
+  std::vector<KIntervals> out;
+  for (size_t i = 0; i < ks; ++i) out.push_back({report.overall_ks[i].k, iv[2 * i], iv[2 * i + 1]});
+  return out;
+}
+
+std::optional<double> NumberOf(const std::string& name) {
+  double x = 0;
+  if (name.empty() || std::from_chars(name.data(), name.data() + name.size(), x).ptr != name.data() + name.size()) {
+    return std::nullopt;
+  }
+  return x;
+}
+
 Result<GroupReport> BuildGroupReport(const std::string& name, const std::vector<const Attempt*>& attempts,
                                      const std::vector<int64_t>& ks, bool with_behaviour) {
   std::vector<Trial> trials;
   for (const Attempt* a : attempts) trials.push_back(a->trial);
   auto report = BuildReport(trials, ks);
   if (!report.ok()) return report.status();
-  GroupReport group{name, std::move(*report), {}, std::nullopt};
+  GroupReport group{name, std::move(*report), {}, std::nullopt, {}};
   group.curve = PassCurve(group.report);
   if (with_behaviour) {
     group.behaviour.emplace();
@@ -55,18 +79,27 @@ namespace {
 
 // Numbers (policy versions) in numeric order, before names.
 bool GroupLess(const std::string& a, const std::string& b) {
-  double x = 0, y = 0;
-  const bool xa = std::from_chars(a.data(), a.data() + a.size(), x).ptr == a.data() + a.size() && !a.empty();
-  const bool yb = std::from_chars(b.data(), b.data() + b.size(), y).ptr == b.data() + b.size() && !b.empty();
-  if (xa && yb && x != y) return x < y;
-  if (xa != yb) return xa;
+  const auto x = NumberOf(a), y = NumberOf(b);
+  if (x && y && *x != *y) return *x < *y;
+  if (x.has_value() != y.has_value()) return x.has_value();
   return a < b;
 }
 
 }  // namespace
 
+std::vector<const GroupReport*> GroupedReport::Trend() const {
+  std::vector<const GroupReport*> points;
+  for (const auto& g : groups) {
+    if (NumberOf(g.name)) points.push_back(&g);
+  }
+  if (points.size() < 2) points.clear();
+  return points;
+}
+
 Result<GroupedReport> BuildGroupedReport(const std::vector<Attempt>& attempts, const std::string& by,
-                                         const std::vector<int64_t>& ks, bool with_behaviour) {
+                                         const std::vector<int64_t>& ks, bool with_behaviour,
+                                         const BootstrapSettings& bootstrap) {
+  if (bootstrap.resamples < 1) return Status::InvalidArgument("--resamples: must be at least 1");
   std::vector<const Attempt*> all;
   std::map<std::string, std::vector<const Attempt*>> groups;
   for (const auto& a : attempts) {
@@ -75,13 +108,16 @@ Result<GroupedReport> BuildGroupedReport(const std::vector<Attempt>& attempts, c
   }
   GroupedReport out;
   out.by = by;
+  out.bootstrap = bootstrap;
   auto whole = BuildGroupReport("all", all, ks, with_behaviour);
   if (!whole.ok()) return whole.status();
   out.all = std::move(*whole);
+  out.all.intervals = TaskBootstrap(out.all.report, bootstrap, SeedFor(bootstrap.seed, "all"));
   if (by.empty()) return out;
   for (const auto& [name, members] : groups) {
     auto group = BuildGroupReport(name, members, ks, with_behaviour);
     if (!group.ok()) return group.status().Prefixed(by + "=" + name);
+    group->intervals = TaskBootstrap(group->report, bootstrap, SeedFor(bootstrap.seed, name));
     out.groups.push_back(std::move(*group));
   }
   std::sort(out.groups.begin(), out.groups.end(),
@@ -93,16 +129,41 @@ namespace {
 
 Json GroupJson(const GroupReport& group) {
   Json j = ReportToJson(group.report);
+  Json at = Json::object(), hat = Json::object();
+  for (const auto& v : group.intervals) {
+    at[std::to_string(v.k)] = {{"low", v.pass_at_k.low}, {"high", v.pass_at_k.high}};
+    hat[std::to_string(v.k)] = {{"low", v.pass_hat_k.low}, {"high", v.pass_hat_k.high}};
+  }
+  j["overall"]["intervals"] =
+      group.intervals.empty() ? Json(nullptr) : Json{{"pass_at_k", std::move(at)}, {"pass_hat_k", std::move(hat)}};
   if (group.behaviour) j["behaviour"] = group.behaviour->ToJson();
   return j;
 }
 
 std::string PercentOrDash(std::optional<double> v) { return v ? fmt::format("{:.0f}%", *v * 100) : "-"; }
 
+std::string Bracket(const std::vector<KIntervals>& intervals, size_t i) {
+  if (i >= intervals.size()) return "[  n/a  ]";
+  return fmt::format("[{:.3f}, {:.3f}]", intervals[i].pass_at_k.low, intervals[i].pass_at_k.high);
+}
+
+std::string IntervalNote(const GroupedReport& report) {
+  const BootstrapSettings& b = report.bootstrap;
+  return fmt::format("[interval]: {:.0f}% percentile bootstrap over each group's tasks ({} resamples, seed {}); "
+                     "none below 2 tasks\n", b.confidence * 100, b.resamples, b.seed);
+}
+
 }  // namespace
 
 Json GroupedReportToJson(const GroupedReport& report) {
-  if (report.by.empty()) return GroupJson(report.all);
+  const BootstrapSettings& b = report.bootstrap;
+  const Json bootstrap = {{"resamples", b.resamples}, {"seed", b.seed}, {"confidence", b.confidence},
+                          {"over", "tasks of the group"}};
+  if (report.by.empty()) {
+    Json j = GroupJson(report.all);
+    j["bootstrap"] = bootstrap;
+    return j;
+  }
   Json groups = Json::array();
   for (const auto& g : report.groups) {
     Json j = GroupJson(g);
@@ -110,7 +171,7 @@ Json GroupedReportToJson(const GroupedReport& report) {
     groups.push_back(std::move(j));
   }
   Json overall = GroupJson(report.all);
-  Json j = {{"by", report.by}, {"groups", std::move(groups)}, {"overall", overall["overall"]}};
+  Json j = {{"by", report.by}, {"groups", std::move(groups)}, {"overall", overall["overall"]}, {"bootstrap", bootstrap}};
   if (report.all.behaviour) j["overall"]["behaviour"] = overall["behaviour"];
   return j;
 }
@@ -120,30 +181,42 @@ std::string GroupedReportToTable(const GroupedReport& report) {
   std::string out;
   if (report.by.empty()) {
     out = ReportToTable(report.all.report);
+    const Report& r = report.all.report;
+    for (size_t i = 0; i < report.all.intervals.size(); ++i) {
+      out += fmt::format("overall pass@{} {:.4f} {}\n", r.overall_ks[i].k, r.overall_ks[i].pass_at_k,
+                         Bracket(report.all.intervals, i));
+    }
+    if (!report.all.intervals.empty()) out += IntervalNote(report);
     rows.push_back(&report.all);
   } else {
-    size_t width = std::max<size_t>(report.by.size(), 16);
+    const std::string all = fmt::format("all ({} groups pooled)", report.groups.size());
+    size_t width = std::max(report.by.size(), all.size());
     for (const auto& g : report.groups) width = std::max(width, g.name.size());
     width = std::min<size_t>(width, 40);
     out = fmt::format("{:<{}}  {:>5} {:>5} {:>5} {:>4}", report.by, width, "tasks", "n", "pass", "excl");
     for (const auto& v : report.all.report.overall_ks) {
-      out += fmt::format(" {:>8} {:>8}", fmt::format("pass@{}", v.k), fmt::format("pass^{}", v.k));
+      out += fmt::format(" {:>8} {:<16} {:>8}", fmt::format("pass@{}", v.k), "[interval]", fmt::format("pass^{}", v.k));
     }
     out += fmt::format(" {:>7}  outcomes\n", "reward");
-    auto line = [&](const std::string& name, const Report& r) {
+    auto line = [&](const std::string& name, const GroupReport& g) {
+      const Report& r = g.report;
       std::string shown = name.size() > width ? name.substr(0, width - 1) + "~" : name;
       out += fmt::format("{:<{}}  {:>5} {:>5} {:>5} {:>4}", shown, width, r.tasks.size(), r.overall.valid,
                          r.overall.passed, r.overall.excluded);
-      for (const auto& v : r.overall_ks) out += fmt::format(" {:>8.4f} {:>8.4f}", v.pass_at_k, v.pass_hat_k);
+      for (size_t i = 0; i < r.overall_ks.size(); ++i) {
+        out += fmt::format(" {:>8.4f} {:<16} {:>8.4f}", r.overall_ks[i].pass_at_k, Bracket(g.intervals, i),
+                           r.overall_ks[i].pass_hat_k);
+      }
       std::string outcomes;
       for (const auto& [o, n] : r.overall.outcomes) outcomes += fmt::format("{}{}={}", outcomes.empty() ? "" : " ", o, n);
       out += fmt::format(" {:>7.4f}  {}\n", r.overall_mean_reward, outcomes);
     };
     for (const auto& g : report.groups) {
-      line(g.name, g.report);
+      line(g.name, g);
       rows.push_back(&g);
     }
-    line(fmt::format("all ({} groups)", report.groups.size()), report.all.report);
+    line(all, report.all);
+    out += IntervalNote(report) + CountingNotes(report.all.report);
   }
   if (report.all.behaviour) out += "\n" + BehaviourTable(report.by.empty() ? "behaviour" : report.by, rows);
   return out;
@@ -172,7 +245,7 @@ std::string BehaviourTable(const std::string& heading, const std::vector<const G
   return out;
 }
 
-Status GroupedReportCommand(const ReportOptions& options) {
+Status ReportCommand(const ReportOptions& options) {
   auto calls = CallSource::Open(options.stores);
   if (!calls.ok()) return calls.status();
   std::vector<Attempt> attempts;
@@ -184,11 +257,11 @@ Status GroupedReportCommand(const ReportOptions& options) {
     options.env->Warn(fmt::format("--by {}: no record has this field{}", options.by,
                                   from_calls && calls->empty() ? "; give --store to read it from the recorded calls" : ""));
   }
-  auto report = BuildGroupedReport(attempts, options.by, options.ks, !calls->empty());
+  auto report = BuildGroupedReport(attempts, options.by, options.ks, !calls->empty(), options.bootstrap);
   if (!report.ok()) return report.status();
   if (!options.html.empty()) {
-    PageSource source{options.inputs, options.stores};
-    FORGE_RETURN_IF_ERROR(WriteFileAtomically(options.html, ReportPage(*report, source)));
+    const Provenance made{options.inputs, options.stores, MadeAt(*options.env)};
+    FORGE_RETURN_IF_ERROR(WriteFileAtomically(options.html, ReportPage(*report, made)));
   }
   FORGE_RETURN_IF_ERROR(options.format == Format::kTable ? Print(GroupedReportToTable(*report))
                                                          : Print(GroupedReportToJson(*report).dump(2) + "\n"));

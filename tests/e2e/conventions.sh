@@ -55,4 +55,16 @@ expect_exit 65 "forge-dedup with a malformed line" "$FORGE_BIN/forge-dedup" --fi
 grep -q "bad.jsonl:2: " "$ERR" || fail "the malformed line was not reported as file:line: $(cat "$ERR")"
 [ "$(wc -l <"$OUT")" -eq 2 ] && pass || fail "the good records did not flow on: $(cat "$OUT")"
 
+# forge-proxy's call path (lib/proxy/call_handler.h): the record has one
+# owner, CallRecording, the only file that hands a call to the recorder; the
+# exchange, which picks and tries the upstreams, neither reads nor writes it
+# (the upstream comes from the decoded request, never from the record).
+submitters=$(grep -l "recorder\.Submit(\|recorder_->Submit(" "$FORGE_SRC"/lib/proxy/*.cpp | xargs -n1 basename | tr '\n' ' ')
+[ "$submitters" = "call_record.cpp " ] && pass || fail "calls are handed to the recorder from: $submitters (want call_record.cpp alone)"
+if grep -n "CallRecord\|store/\|rec()" "$FORGE_SRC"/lib/proxy/upstream_exchange.h "$FORGE_SRC"/lib/proxy/upstream_exchange.cpp; then
+  fail "the exchange (upstream_exchange.*) names the call's record"
+else
+  pass
+fi
+
 finish

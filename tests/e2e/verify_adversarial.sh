@@ -186,7 +186,7 @@ tampered=$(jq -r 'select(.verdict.outcome == "tampered") | .rollout_id' "$work/v
 
 # The same verdicts twice: n does not double, and the report says what it folded.
 cat "$work/verdicts.jsonl" "$work/verdicts.jsonl" | "$verify" report -k 1,2 --json >"$work/twice.json" 2>"$work/twice.err"
-[[ $(jq -c '.overall | del(.duplicates_folded)' "$work/twice.json") == $(jq -c '.overall | del(.duplicates_folded)' "$work/report.json") ]] ||
+[[ $(jq -c '.overall | del(.duplicates_folded)' "$work/twice.json") == "$(jq -c '.overall | del(.duplicates_folded)' "$work/report.json")" ]] ||
   fail "report over duplicated verdicts differs"
 [[ $(jq -r '.overall.duplicates_folded' "$work/twice.json") == "${#sandbox_of[@]}" ]] || fail "folded count"
 grep -q "duplicate verdict(s) folded" "$work/twice.err" || fail "folding not said on stderr"

@@ -7,24 +7,13 @@
 # every chart in the DOM the browser parsed. Without chromium: exit 77 (skip).
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
-  echo "verify_html: SKIP: no chromium (scripts/bootstrap.sh installs it)"
-  exit 77
-fi
+source "$FORGE_SRC/tests/e2e/verify/pages.sh"
+require_chromium verify_html
 verify=$FORGE_BIN/forge-verify
 fixture=$FORGE_SRC/tests/e2e/verify/behaviour_runs.py
 
 # 1. Record both runs through forge-proxy --replay (the scripted policy).
-python3 "$fixture" exchanges "$WORK"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$FORGE_BIN/forge-proxy" --store "$WORK/forge.db" --replay "$WORK/exchanges.jsonl" --listen 127.0.0.1 \
-  --port "$port" --health-interval 0 2>"$WORK/proxy.log" &
-proxy=$!
-trap 'kill $proxy 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-python3 "$fixture" drive "$WORK" "http://127.0.0.1:$port" "$WORK/forge.db" && pass || fail "driving the proxy failed"
-kill "$proxy"; wait "$proxy" 2>/dev/null
+record_runs "$fixture"
 
 # 2. report --by harness: behaviour per harness as the fixture worked it out.
 expect_exit 0 "report --by harness" "$verify" report --by harness --store "$WORK/forge.db" -k 1,3 --json \
@@ -50,7 +39,8 @@ expect_exit 0 "report --by model" "$verify" report --by model --store "$WORK/for
 grep -q '^ckpt-rl ' "$OUT" && grep -q '^ckpt-sft ' "$OUT" && grep -q 'self-verify' "$OUT" && pass \
   || fail "report --by model (from the recorded calls) table: $(cat "$OUT")"
 
-# 3. compare: reproducible, and its intervals equal a reference computation.
+# 3. compare: reproducible, and its intervals (B - A, and A and B over the
+# same tasks) equal a reference computation.
 expect_exit 0 "compare" "$verify" compare --store "$WORK/forge.db" -k 1,2 --seed 7 --resamples 4000 --json \
   --html "$WORK/compare.html" "$WORK/a.jsonl" "$WORK/b.jsonl"
 cp "$OUT" "$WORK/compare.json"
@@ -88,21 +78,27 @@ for k in (1, 2):
         diffs = [f(*B[t], k) - f(*A[t], k) for t in tasks]
         for t, d in zip(c["tasks"], diffs):
             assert abs(t[key][str(k)]["difference"] - d) < 1e-12, (t, d)
-        # Use the tool's own per-task values (bit for bit) so the resampled means match exactly.
-        vals = [t[key][str(k)]["difference"] for t in c["tasks"]]
-        g = splitmix(seed)
-        means = []
-        for _ in range(R):
-            s = 0.0
-            for _ in range(len(vals)):
-                s += vals[next(g) % len(vals)]
-            means.append(s / len(vals))
-        means.sort()
+        # Use the tool's own per-task values (bit for bit) so the resampled means match exactly:
+        # B - A, and A's and B's levels over the same tasks from the same resamples.
         a = 1 - conf
-        lo, hi = means[math.floor(R * a / 2 + 1e-9)], means[math.ceil(R * (1 - a / 2) - 1e-9) - 1]
-        got = c["overall"][key][str(k)]
-        assert abs(got["difference"] - sum(vals) / len(vals)) < 1e-12, (key, k, got)
-        assert got["low"] == lo and got["high"] == hi, (key, k, got, lo, hi)
+        for name, vals, got in (
+                ("B-A", [t[key][str(k)]["difference"] for t in c["tasks"]], c["overall"][key][str(k)]),
+                ("A", [t["a"][key][str(k)]["value"] for t in c["tasks"]], c["overall"]["a"][key][str(k)]),
+                ("B", [t["b"][key][str(k)]["value"] for t in c["tasks"]], c["overall"]["b"][key][str(k)])):
+            g = splitmix(seed)
+            means = []
+            for _ in range(R):
+                s = 0.0
+                for _ in range(len(vals)):
+                    s += vals[next(g) % len(vals)]
+                means.append(s / len(vals))
+            means.sort()
+            lo, hi = means[math.floor(R * a / 2 + 1e-9)], means[math.ceil(R * (1 - a / 2) - 1e-9) - 1]
+            estimate = got["difference"] if name == "B-A" else got["value"]
+            assert abs(estimate - sum(vals) / len(vals)) < 1e-12, (name, key, k, got)
+            assert got["low"] == lo and got["high"] == hi, (name, key, k, got, lo, hi)
+        # A's level is its mean over the paired tasks, as the reference counts them.
+        assert abs(c["overall"]["a"][key][str(k)]["value"] - sum(f(*A[t], k) for t in tasks) / len(tasks)) < 1e-12
 assert c["flipped"]["gained"] == ["t4", "t5"] and c["flipped"]["lost"] == [], c["flipped"]
 d = c["behaviour_difference"]
 assert d["share_by_kind"]["shell"] < 0 and d["share_by_kind"]["edit"] > 0, d

@@ -16,7 +16,7 @@
 // of a unity build.
 namespace proxy_ready_io_test {
 
-namespace net = forge::proxy::net;
+namespace asio = forge::proxy::asio;
 namespace beast = forge::proxy::beast;
 namespace http = forge::proxy::http;
 using forge::proxy::ReadBodyInto;
@@ -30,18 +30,18 @@ namespace {
 
 // A connected pair on 127.0.0.1: `ours` for the code under test, `peer` for the test.
 struct LoopbackPair {
-  net::io_context io;
+  asio::io_context io;
   tcp::socket ours{io};
   tcp::socket peer{io};
   LoopbackPair() {
-    tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     peer.connect(acceptor.local_endpoint());
     acceptor.accept(ours);
   }
   // Runs a coroutine on io until it finishes.
   void Run(Task<void> task) {
     bool done = false;
-    net::co_spawn(io, std::move(task), [&](std::exception_ptr) { done = true; });
+    asio::co_spawn(io, std::move(task), [&](std::exception_ptr) { done = true; });
     io.run();
     io.restart();
     CHECK(done);
@@ -51,17 +51,17 @@ struct LoopbackPair {
 struct SocketReader {
   tcp::socket& socket;
   double timeout = 0;
-  Task<size_t> ReadSome(net::mutable_buffer into, beast::error_code& ec) {
+  Task<size_t> ReadSome(asio::mutable_buffer into, beast::error_code& ec) {
     return ReadSomeReady(socket, into, timeout, ec);
   }
 };
 
-void SendAll(tcp::socket& socket, std::string_view bytes) { net::write(socket, net::buffer(bytes.data(), bytes.size())); }
+void SendAll(tcp::socket& socket, std::string_view bytes) { asio::write(socket, asio::buffer(bytes.data(), bytes.size())); }
 
 // Sweeps the context's timed waits every 10 ms, as the server's SweepWaits does.
 Task<void> Sweeper(const bool& stop) {
-  auto executor = co_await net::this_coro::executor;
-  net::steady_timer timer(executor);
+  auto executor = co_await asio::this_coro::executor;
+  asio::steady_timer timer(executor);
   while (!stop) {
     timer.expires_after(std::chrono::milliseconds(10));
     beast::error_code ec;
@@ -245,7 +245,7 @@ TEST_CASE("WriteAllReady writes more than the socket buffers hold, in order") {
     std::vector<char> chunk(256 * 1024);
     beast::error_code ec;
     while (received.size() < expected.size()) {
-      size_t n = pair.peer.read_some(net::buffer(chunk), ec);
+      size_t n = pair.peer.read_some(asio::buffer(chunk), ec);
       if (ec) break;
       received.append(chunk.data(), n);
       std::this_thread::sleep_for(std::chrono::microseconds(200));  // a slow reader: the writer must wait
@@ -253,7 +253,7 @@ TEST_CASE("WriteAllReady writes more than the socket buffers hold, in order") {
   });
   beast::error_code ec;
   pair.Run([&]() -> Task<void> {
-    std::array<net::const_buffer, 2> pieces{net::buffer(header), net::buffer(data)};
+    std::array<asio::const_buffer, 2> pieces{asio::buffer(header), asio::buffer(data)};
     co_await forge::proxy::WriteAllReady(pair.ours, pieces, 0, ec);
   }());
   peer.join();
@@ -272,12 +272,12 @@ TEST_CASE("A read with a timeout ends with beast::error::timeout when the peer s
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     SendAll(pair.peer, "hi");
   });
-  net::co_spawn(pair.io, Sweeper(stop), net::detached);
+  asio::co_spawn(pair.io, Sweeper(stop), asio::detached);
   pair.Run([&]() -> Task<void> {
     char byte[8];
     // The peer answers within the timeout on the first read, then says nothing more.
-    answered = co_await ReadSomeReady(pair.ours, net::buffer(byte), 5.0, answered_ec);
-    co_await ReadSomeReady(pair.ours, net::buffer(byte), 0.05, silent_ec);
+    answered = co_await ReadSomeReady(pair.ours, asio::buffer(byte), 5.0, answered_ec);
+    co_await ReadSomeReady(pair.ours, asio::buffer(byte), 0.05, silent_ec);
     stop = true;
   }());
   peer.join();
@@ -292,20 +292,20 @@ TEST_CASE("A context shut down with a timed wait pending leaves the next context
   {
     LoopbackPair stopped;
     beast::error_code never;
-    net::co_spawn(stopped.io, [&]() -> Task<void> {
+    asio::co_spawn(stopped.io, [&]() -> Task<void> {
       char byte[1];
-      co_await ReadSomeReady(stopped.ours, net::buffer(byte), 60.0, never);
-    }, net::detached);
+      co_await ReadSomeReady(stopped.ours, asio::buffer(byte), 60.0, never);
+    }, asio::detached);
     stopped.io.run_for(std::chrono::milliseconds(20));  // the read is now waiting
     CHECK_FALSE(stopped.io.stopped());
   }
   LoopbackPair pair;
   beast::error_code ec;
   bool stop = false;
-  net::co_spawn(pair.io, Sweeper(stop), net::detached);
+  asio::co_spawn(pair.io, Sweeper(stop), asio::detached);
   pair.Run([&]() -> Task<void> {
     char byte[1];
-    co_await ReadSomeReady(pair.ours, net::buffer(byte), 0.05, ec);
+    co_await ReadSomeReady(pair.ours, asio::buffer(byte), 0.05, ec);
     stop = true;
   }());
   CHECK(ec == beast::error::timeout);

@@ -219,7 +219,7 @@ TEST_CASE("anthropic upstream: a Messages stream assembles as the SDK would") {
 }
 
 TEST_CASE("upstreams: http and https URLs, default ports, refused schemes and CA files") {
-  net::io_context io;
+  asio::io_context io;
   auto pool = UpstreamPool::Create(io, {"http://127.0.0.1:8001/v1", "https://127.0.0.1/api/v1/", "https://localhost:8443"}, "");
   REQUIRE_MESSAGE(pool.ok(), pool.status().message());
   CHECK_FALSE((*pool)->at(0).tls);

@@ -31,7 +31,7 @@ struct Relayed {
   bool failed = false;
 };
 
-// The call path's loop over a stream's chunks (call.cpp), with or without the relay.
+// The OpenAI upstream's loop over a pass-through stream's chunks (openai_upstream.cpp), with or without the relay.
 Relayed Relay(const std::vector<std::string>& chunks, const CaptureWants& wants, bool drop_usage, bool use_relay) {
   Relayed r;
   ChatAssembler assembled;

@@ -296,7 +296,7 @@ TEST_CASE("retry keys: what is remembered is bounded, and forgetting only costs 
 TEST_CASE("registry: routes and formats") {
   const Route* chat = FindRoute("POST", "/v1/chat/completions");
   REQUIRE(chat != nullptr);
-  CHECK(chat->format == "openai-chat");
+  CHECK(chat->format == FormatId::kOpenAIChat);
   CHECK(FindRoute("GET", "/v1/chat/completions") == nullptr);
   CHECK(FindRoute("POST", "/v1/completions")->upstream_path == "/v1/completions");
   auto format = MakeClientFormat("openai-chat");
@@ -306,6 +306,23 @@ TEST_CASE("registry: routes and formats") {
   CHECK(format->ToChat(Json::parse(R"({"messages":[{"role":"user","content":"x"}],"stream":true})"))->stream);
   CHECK(format->ErrorBody(401, "no")["error"]["code"] == "invalid_api_key");
   CHECK(MakeClientFormat("nope") == nullptr);
+}
+
+TEST_CASE("registry: a format made by its id is the one its name makes") {
+  for (FormatId id : {FormatId::kOpenAIChat, FormatId::kOpenAICompletions, FormatId::kAnthropic,
+                      FormatId::kAnthropicCountTokens, FormatId::kResponses, FormatId::kGemini,
+                      FormatId::kGeminiCountTokens}) {
+    auto by_id = MakeClientFormat(id);
+    REQUIRE(by_id);
+    auto by_name = MakeClientFormat(by_id->name());
+    REQUIRE(by_name);
+    CHECK(by_name->name() == by_id->name());
+  }
+  CHECK(FindRoute("POST", "/v1/completions")->completions());
+  CHECK(FindRoute("POST", "/v1/completions")->passes_through());
+  CHECK_FALSE(FindRoute("POST", "/v1/messages")->passes_through());
+  CHECK(ReadClientUrl(*FindRoute("POST", "/v1beta/models/*"), "/v1beta/models/g:countTokens").format ==
+        FormatId::kGeminiCountTokens);
 }
 
 }  // namespace proxy_test

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "verify/fold.h"
 #include "verify/metrics.h"
 #include "verify/solvable.h"
 
@@ -140,10 +141,84 @@ TEST_CASE("TrialFromRecord reads the verdict and names what is missing") {
   CHECK(*ok->reward == 0.25);
   CHECK(forge::verify::TrialFromRecord(Json::parse(R"({"task_id":"t"})")).status().message().find("verdict") !=
         std::string::npos);
-  CHECK(forge::verify::TrialFromRecord(Json::parse(R"({"task_id":"t","verdict":{"outcome":"meh"}})"))
-            .status().message().find("unknown \"meh\"") != std::string::npos);
+  CHECK(forge::verify::TrialFromRecord(Json::parse(R"({"task_id":"t","verdict":{}})")).status().message() ==
+        "verdict.outcome: missing");
   CHECK(forge::verify::TrialFromRecord(Json::parse(R"({"verdict":{"outcome":"passed"}})"))
             .status().message().find("task_id") != std::string::npos);
+}
+
+TEST_CASE("an outcome this forge does not know is read, and counted as a failed trial with reward 0") {
+  using forge::verify::Json;
+  auto newer = forge::verify::TrialFromRecord(
+      Json::parse(R"({"rollout_id":"r2","task_id":"t","verdict":{"outcome":"quarantined","reward":1,"passed":true}})"));
+  REQUIRE(newer.ok());
+  CHECK_FALSE(newer->known_outcome);
+  CHECK(newer->outcome == Outcome::kFailed);
+  CHECK(newer->Name() == "quarantined");
+  CHECK(newer->TrustedReward() == 0);
+  // t: passed (reward 1) and the newer outcome: n = 2, c = 1; mean reward (1 + 0) / 2.
+  std::vector<Trial> trials = Trials("t", 1, 0);
+  trials.push_back(*newer);
+  auto report = BuildReport(trials, {1, 2});
+  REQUIRE(report.ok());
+  const auto& t = report->tasks[0].stats;
+  CHECK(t.valid == 2);
+  CHECK(t.passed == 1);
+  CHECK(t.unknown == 1);
+  CHECK(t.outcomes.at("quarantined") == 1);
+  CHECK(report->tasks[0].ks[0].pass_at_k == 0.5);
+  CHECK(report->tasks[0].ks[1].pass_at_k == 1.0);  // k = n = 2: one pass among two
+  CHECK(t.MeanReward() == 0.5);
+  CHECK(forge::verify::ReportToJson(*report)["overall"]["unknown_outcomes"] == 1);
+  CHECK(forge::verify::ReportToTable(*report).find(
+            "1 trial(s) with an outcome this forge does not know (quarantined): counted as failed trials, reward 0") !=
+        std::string::npos);
+}
+
+TEST_CASE("tampered trials are failures with reward 0, in old verdicts (reward 1) and new ones (claimed_reward)") {
+  using forge::verify::Json;
+  std::vector<Trial> trials;
+  for (const char* line :
+       {R"({"rollout_id":"r1","task_id":"t","verdict":{"outcome":"passed","reward":1}})",
+        R"({"rollout_id":"r2","task_id":"t","verdict":{"outcome":"failed","reward":0.25}})",
+        R"({"rollout_id":"r3","task_id":"t","verdict":{"outcome":"tampered","reward":1,"passed":false}})",
+        R"({"rollout_id":"r4","task_id":"t","verdict":{"outcome":"tampered","reward":0,"claimed_reward":1}})",
+        R"({"rollout_id":"r5","task_id":"t","verdict":{"outcome":"verifier_error","reward":0.9}})"}) {
+    auto trial = forge::verify::TrialFromRecord(Json::parse(line));
+    REQUIRE(trial.ok());
+    trials.push_back(*trial);
+  }
+  auto report = BuildReport(trials, {1});
+  REQUIRE(report.ok());
+  const auto& t = report->tasks[0].stats;
+  // n = 5, c = 1; mean reward (1 + 0.25 + 0 + 0 + 0) / 5: neither forgery's 1 counts.
+  CHECK(t.valid == 5);
+  CHECK(t.passed == 1);
+  CHECK(t.tampered == 2);
+  CHECK(report->tasks[0].ks[0].pass_at_k == doctest::Approx(0.2));
+  CHECK(t.MeanReward() == doctest::Approx(0.25));
+  CHECK(forge::verify::ReportToTable(*report).find(
+            "2 trial(s) tampered with the verifier: counted as failed trials, reward 0") != std::string::npos);
+}
+
+TEST_CASE("duplicates folded are the kept verdicts' count, in every report built from them") {
+  std::vector<Trial> trials;
+  for (const char* id : {"r1", "r2", "r1", "r3", "r2", "r1"}) {
+    Trial t{"task", "h", Outcome::kPassed, 1.0};
+    t.rollout_id = id;
+    t.threshold = std::string(id) == "r3" ? 0.5 : 1.0;
+    trials.push_back(t);
+  }
+  CHECK(forge::verify::FoldByRollout(&trials) == 3);
+  REQUIRE(trials.size() == 3);
+  CHECK(trials[0].folded == 2);  // r1, read three times
+  CHECK(trials[1].folded == 1);
+  CHECK(trials[2].folded == 0);
+  auto report = BuildReport(trials, {1});
+  REQUIRE(report.ok());
+  CHECK(report->duplicates_folded == 3);
+  CHECK(forge::verify::ReportToJson(*report)["overall"]["duplicates_folded"] == 3);
+  CHECK(forge::verify::ThresholdsText(*report) == "0.5 (1), 1 (2)");
 }
 
 TEST_CASE("solvable flags broken, trivial, unsolved and saturated tasks") {

@@ -63,6 +63,23 @@ std::vector<cli::Flag> FormatFlags(Args::FormatChoice& format) {
   };
 }
 
+// --resamples, --seed and --confidence: report's and compare's intervals.
+std::vector<cli::Flag> BootstrapFlags(forge::verify::BootstrapSettings& b) {
+  return {
+      {.names = "--resamples", .value = "N", .bind = cli::Bind(b.resamples), .show_default = true,
+       .more = [](CLI::Option& f) { f.check(CLI::Range(int64_t{1}, int64_t{10000000})); },
+       .help = "Bootstrap resamples"},
+      {.names = "--seed", .value = "N", .bind = cli::Bind(b.seed), .show_default = true,
+       .help = "Bootstrap seed (the same seed gives the same intervals)"},
+      {.names = "--confidence", .value = "C", .bind = cli::Bind(b.confidence), .show_default = true,
+       .more = [](CLI::Option& f) { f.check(CLI::Range(0.5, 0.999)); },
+       .help = "Confidence level of the intervals (compare marks a task at p <= 1 - C)",
+       .doc = R"~(The intervals' confidence level, from 0.5 to 0.999: the bootstrap's, and
+compare's posterior intervals'; compare marks a task when its Holm-adjusted
+p is at most 1 \- C.)~"},
+  };
+}
+
 std::vector<cli::Flag> ReportFlags(Args& a) {
   forge::verify::ReportOptions& report = a.report;
   return {
@@ -106,15 +123,6 @@ repeatable (each rollout's calls are taken from the first store that has
 any, so two runs recorded by two proxies can be compared) (default
 .BR $FORGE_STORE ;
 without one, no behaviour).)~"},
-      {.names = "--resamples", .value = "N", .bind = cli::Bind(compare.resamples), .show_default = true,
-       .more = [](CLI::Option& f) { f.check(CLI::Range(int64_t{1}, int64_t{10000000})); },
-       .help = "Bootstrap resamples"},
-      {.names = "--seed", .value = "N", .bind = cli::Bind(compare.seed), .show_default = true,
-       .help = "Bootstrap seed (the same seed gives the same intervals)"},
-      {.names = "--confidence", .value = "C", .bind = cli::Bind(compare.confidence), .show_default = true,
-       .more = [](CLI::Option& f) { f.check(CLI::Range(0.5, 0.999)); },
-       .help = "Interval confidence level",
-       .doc = "The bootstrap intervals' confidence level, from 0.5 to 0.999."},
       {.names = "--html", .value = "PAGE", .bind = cli::Bind(compare.html),
        .help = "Also write a self-contained HTML page with the charts to FILE",
        .doc = "Also write the HTML page (see THE PAGE) to PAGE."},
@@ -165,14 +173,18 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env& env) {
   // The sandboxes of k8s rollouts: the same cluster flags as forge-launch's.
   table.Add(*a.run_cmd, kK8sSection, K8sFlags(a.run.k8s), kK8sGroup);
   a.report_cmd = app.add_subcommand(
-      "report", "Per task (per group with --by) and overall: valid trials, pass@k, pass^k, mean reward, "
-                "outcomes by type; with --store the agents' behaviour; with --html a page of charts");
+      "report", "Per task (per group with --by) and overall: valid trials, pass@k and pass^k with bootstrap "
+                "intervals over tasks, mean reward, outcomes by type; with --store the agents' behaviour; with --html "
+                "a page of charts (a learning curve when the groups are policy versions)");
   table.Add(*a.report_cmd, "report", ReportFlags(a));
+  table.Add(*a.report_cmd, "report", BootstrapFlags(a.report.bootstrap));
   table.Add(*a.report_cmd, "report", FormatFlags(a.report_format));
   a.compare_cmd = app.add_subcommand(
-      "compare", "Run B against run A: per task and overall, the difference in pass@k and pass^k with bootstrap "
-                 "intervals, tasks that flipped, and the behaviour of each run");
+      "compare", "Run B against run A on the tasks both ran: A's and B's pass@k and pass^k and B - A, overall with "
+                 "a paired bootstrap over tasks, per task with Jeffreys posterior intervals and Holm-adjusted exact "
+                 "tests; tasks that flipped; the behaviour of each run");
   table.Add(*a.compare_cmd, "compare", CompareFlags(a));
+  table.Add(*a.compare_cmd, "compare", BootstrapFlags(a.compare.bootstrap));
   table.Add(*a.compare_cmd, "compare", FormatFlags(a.compare_format));
   a.solvable_cmd = app.add_subcommand(
       "solvable", "Task-construction check from oracle, no-op and model runs: flags broken_environment (oracle "

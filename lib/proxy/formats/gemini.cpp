@@ -570,7 +570,7 @@ class GeminiStream : public TranslatedStream {
 
 ClientUrl GeminiFormat::ReadUrl(std::string_view target) {
   ClientUrl url;
-  url.format = "gemini";
+  url.format = FormatId::kGemini;
   // The google-genai SDK's SSE reader (Gemini CLI's) matches /^\s*data: .../
   // at the start of its buffer, so a comment before the first event makes it
   // drop every event after it; behind a first token slower than --keepalive,
@@ -581,7 +581,7 @@ ClientUrl GeminiFormat::ReadUrl(std::string_view target) {
     url.status = route.status();
     return url;
   }
-  if (route->method == "countTokens") url.format = "gemini-count-tokens";
+  if (route->method == "countTokens") url.format = FormatId::kGeminiCountTokens;
   url.fields = {{"model", route->model}, {"stream", route->stream}, {"alt", route->sse ? "sse" : "json"}};
   if (route->stream && !route->sse) url.stream_content_type = "application/json";
   return url;

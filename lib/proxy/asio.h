@@ -1,0 +1,39 @@
+// Boost.Asio and Beast, as the proxy's network code names them: the
+// sockets, timers and coroutines of the server and of a call's I/O, and
+// Beast's HTTP parser. Included by those files and their headers only,
+// never by a stage that only computes (attribute.h, decode.h, admission.h,
+// outcome.h, the formats, the pass-through, the recorder). A .cpp that uses
+// it includes it itself, even when a header of its brings it: the build
+// compiles those files as a unit of their own (CMakeLists.txt), so an edit
+// elsewhere recompiles no Asio. <utility> must come first: Boost 1.74's Asio
+// needs it under g++12 in C++20.
+#pragma once
+
+#include <utility>
+
+#include <chrono>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace forge::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+template <typename T>
+using Task = asio::awaitable<T>;
+// A client's request, as the server reads it.
+using Request = http::request<http::string_body>;
+
+// Completion token that puts the error in ec instead of throwing.
+inline auto Into(beast::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+// Seconds as given in options, as a steady-clock duration for timers and deadlines.
+inline std::chrono::steady_clock::duration SteadySeconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace forge::proxy
