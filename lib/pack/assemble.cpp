@@ -148,6 +148,8 @@ std::vector<Sample> Assemble(std::span<const store::CallRecord> calls, AssemblyM
       current->tools = RequestTools(call);
     }
     current->finish_reason = call.finish_reason;
+    current->images = call.images;  // a merged call's prompt holds its predecessors' images too
+    current->mm_placeholders = call.mm_placeholders;
     current->call_seqs.push_back(call.seq);
     current->policy_version_start = std::min(current->policy_version_start, call.policy_version_start);
     current->policy_version_end = std::max(current->policy_version_end, call.policy_version_end);

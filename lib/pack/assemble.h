@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pack/vision.h"
 #include "store/store.h"
 
 namespace forge::pack {
@@ -34,6 +35,16 @@ struct Sample {
   // Message view: the conversation of the sample's last call plus its answer.
   Json messages = Json::array();
   Json tools;  // null when the request had none
+
+  // The images of its last call's request, in the order of their
+  // placeholders (SHA-256 in hex, CallRecord::images), and where that
+  // call's server said the placeholders are (empty: it did not say).
+  std::vector<std::string> images;
+  std::string mm_placeholders;
+  // Set by forge-pack once it has written the images: their files, and
+  // where their placeholder tokens are in input_ids (with a processor).
+  std::vector<std::string> image_paths;
+  std::vector<Placeholder> image_placeholders;
 
   bool from_messages = false;  // no recorded ids: built from messages (hosted teacher)
   std::string finish_reason;   // of the sample's last call

@@ -43,6 +43,14 @@ Result<size_t> Stores::TokenCalls(const std::string& rollout_id, std::vector<sto
   return size_t{0};
 }
 
+Result<std::string> Stores::Image(const std::string& hex) {
+  for (auto& store : stores_) {
+    auto bytes = store->blobs().BlobByHash(hex);
+    if (bytes.ok() || bytes.status().kind() != Kind::kNotFound) return bytes;
+  }
+  return Status::NotFound("image " + hex + " is in none of the stores");
+}
+
 void Stores::Close() {
   for (auto& store : stores_) (void)store->db().EndRead();
   stores_.clear();

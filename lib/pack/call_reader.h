@@ -30,6 +30,9 @@ class Stores {
   // The same, token fields only, into the first N elements of *calls
   // (reused: see CallsTable::ReadTokenCalls); returns N.
   Result<size_t> TokenCalls(const std::string& rollout_id, std::vector<store::CallRecord>* calls);
+  // An image's bytes by its SHA-256 in hex (CallRecord::images), from the
+  // first store holding it.
+  Result<std::string> Image(const std::string& hex);
   // Ends the read snapshots; read-only, so nothing is lost.
   void Close();
 

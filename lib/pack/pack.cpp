@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 
 #include "pack/call_reader.h"
+#include "pack/image_files.h"
 #include "pack/pack_stats.h"
 #include "pack/rl_batches.h"
 #include "pack/rollout_records.h"
+#include "pack/vl_messages.h"
 #include "store/store.h"
 
 namespace forge::pack {
@@ -41,8 +43,14 @@ class Packer {
     if (!stores.ok()) return stores.status();
     Status read = ReadInputs();
     if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
+    if (!o_.stores.empty()) {
+      auto images = ImageFiles::Open(o_.stores, ImagesDir(), o_.processor);
+      if (!images.ok()) return images.status();
+      images_.emplace(std::move(*images));
+    }
     FORGE_RETURN_IF_ERROR(PackChunks(*stores));
     stores->Close();
+    if (images_) FORGE_RETURN_IF_ERROR(images_->WriteIndex());
     if (o_.format == Format::kRl) FORGE_RETURN_IF_ERROR(WriteRl());
     run_watch.AddTo(times_.total);
     FORGE_RETURN_IF_ERROR(Report());
@@ -52,6 +60,10 @@ class Packer {
 
  private:
   bool TokenFormat() const { return o_.format == Format::kRl || o_.format == Format::kSftTokens; }
+  std::string ImagesDir() const {
+    if (!o_.images_dir.empty() || o_.out_dir.empty()) return o_.images_dir;
+    return (std::filesystem::path(o_.out_dir) / "images").string();
+  }
 
   // Every record of every input; a bad one is named and skipped (or, with
   // --strict, ends the read).
@@ -149,16 +161,44 @@ class Packer {
     for (const auto& c : calls) newest_policy_ = std::max(newest_policy_, c.policy_version_end);
     for (Sample& s : Assemble(calls, o_.mode, in.task_id, &stats_.assembly)) {
       std::string reason = s.from_messages && TokenFormat() ? "no_token_ids" : InvalidReason(s, o_.validation);
-      if (reason.empty() && o_.format == Format::kSftMessages &&
+      if (reason.empty() && (o_.format == Format::kSftMessages || o_.format == Format::kSftImageTags) &&
           (s.messages.empty() || s.messages.back().value("role", "") != "assistant")) {
         reason = "no_assistant_message";  // ids were recorded but no readable conversation
       }
+      if (reason.empty() && !s.images.empty()) reason = PlaceImages(s, in);
       if (!reason.empty()) {
         ++stats_.dropped[reason];
         continue;
       }
       good.push_back(std::move(s));
     }
+  }
+
+  // Writes a sample's images (once a run each) and checks its placeholders;
+  // returns a drop reason, or empty.
+  std::string PlaceImages(Sample& s, const RolloutInput& in) {
+    if (ImagesDir().empty()) {
+      if (!warned_images_dir_) o_.env->Warn("samples carry images: give --images-dir DIR (or --out-dir) to keep them");
+      warned_images_dir_ = true;
+      return "no_images_dir";
+    }
+    auto files = images_->Files(s.images);
+    if (!files.ok()) {
+      o_.env->Warn(fmt::format("{}: rollout {}: {}", in.where, in.rollout_id, files.status().message()));
+      return "image_missing";
+    }
+    if (!s.from_messages) {
+      auto ranges = images_->Placeholders(*files, s.input_ids, s.mm_placeholders);
+      if (!ranges.ok()) {
+        o_.env->Warn(fmt::format("{}: rollout {} sample {}: {}", in.where, in.rollout_id, s.index,
+                                 ranges.status().message()));
+        return "image_tokens_mismatch";
+      }
+      s.image_placeholders = std::move(*ranges);
+    }
+    if (!TokenFormat() && CountImageParts(s.messages) != s.images.size()) return "image_parts_mismatch";
+    for (const ImageFile* f : *files) s.image_paths.push_back(f->path);
+    return "";
   }
 
   Status WriteChunk(const CallReader::Chunk& chunk) {
@@ -173,7 +213,9 @@ class Packer {
       const std::vector<Sample>& good = good_[i - chunk.begin];
       if (good.empty()) continue;
       for (const Sample& s : good) {
-        FORGE_RETURN_IF_ERROR(out_.Write(o_.format == Format::kSftTokens ? SftTokensRecord(s) : SftMessagesRecord(s, in)));
+        FORGE_RETURN_IF_ERROR(out_.Write(o_.format == Format::kSftTokens
+                                             ? SftTokensRecord(s)
+                                             : SftMessagesRecord(s, in, o_.format == Format::kSftImageTags)));
         ++stats_.written;
       }
       ++stats_.written_rollouts;
@@ -211,6 +253,7 @@ class Packer {
     rl.metadata = {{"forge_version", FORGE_VERSION},
                    {"assembly", o_.mode == AssemblyMode::kMerge ? "merge" : "per-call"},
                    {"policy_version", std::to_string(current)}};
+    if (o_.processor) rl.metadata["processor"] = o_.processor->ToJson().dump();
     RlFigures figures;
     Stopwatch watch;
     auto batches = PlanRlBatches(rl_rollouts_, rl, &figures);
@@ -257,6 +300,8 @@ class Packer {
   std::vector<std::vector<Sample>> good_;  // per slot of the current chunk
   std::vector<RlRollout> rl_rollouts_;
   std::set<std::string> prompted_tasks_;
+  std::optional<ImageFiles> images_;
+  bool warned_images_dir_ = false;
   int64_t newest_policy_ = 0;
 };
 

@@ -14,11 +14,14 @@
 #include "pack/advantage.h"
 #include "pack/assemble.h"
 #include "pack/validate.h"
+#include "pack/vision.h"
 #include "records/jsonl.h"
 
 namespace forge::pack {
 
-enum class Format { kSftMessages, kSftTokens, kRl, kVerlPrompts };
+// kSftMessages writes TRL's form when a sample has images (typed image parts
+// and an images column); kSftImageTags LLaMA-Factory's ("<image>" tags).
+enum class Format { kSftMessages, kSftTokens, kRl, kVerlPrompts, kSftImageTags };
 enum class Untrusted { kFail, kDrop };
 
 struct PackOptions {
@@ -40,6 +43,11 @@ struct PackOptions {
   int64_t token_budget = 16384;
   int write_threads = 2;  // rl: files written side by side
   std::string out_dir;
+  // Where the samples' images are written, once each, named by hash
+  // (default: out_dir/images); and the processor whose placeholders the
+  // recorded ids are checked against (none: not checked).
+  std::string images_dir;
+  std::optional<ProcessorSpec> processor;
   std::string stats_path;
   std::string data_source = "forge";
   bool strict = false;

@@ -67,8 +67,10 @@ std::vector<std::vector<RlRow>> PlanRlBatches(const std::vector<RlRollout>& roll
 Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch_index,
                                     const RlOptions& options) {
   nlohmann::json uids = nlohmann::json::array(), rollout_ids = nlohmann::json::array(),
-                 sample_indices = nlohmann::json::array(), versions = nlohmann::json::array();
+                 sample_indices = nlohmann::json::array(), versions = nlohmann::json::array(),
+                 images = nlohmann::json::array(), placeholders = nlohmann::json::array();
   size_t tokens = 0;
+  bool any_images = false;
   for (const RlRow& row : rows) {
     const Sample& s = *row.sample;
     tokens += s.input_ids.size();
@@ -76,6 +78,9 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
     rollout_ids.push_back(s.rollout_id);
     sample_indices.push_back(s.index);
     versions.push_back({s.policy_version_start, s.policy_version_end});
+    images.push_back(s.image_paths);  // veRL's multi_modal_data["image"], in placeholder order
+    placeholders.push_back(PlaceholdersJson(s.image_placeholders));
+    any_images = any_images || !s.image_paths.empty();
   }
   std::map<std::string, std::string> metadata = options.metadata;
   metadata["format"] = "forge-pack-rl/1";
@@ -87,6 +92,10 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
   metadata["rollout_ids"] = rollout_ids.dump();
   metadata["sample_indices"] = sample_indices.dump();
   metadata["policy_versions"] = versions.dump();
+  if (any_images) {
+    metadata["images"] = images.dump();
+    metadata["image_placeholders"] = placeholders.dump();
+  }
 
   const int64_t t = static_cast<int64_t>(tokens), r = static_cast<int64_t>(rows.size());
   // One buffer per thread, reused across files: the tensors are copied
@@ -144,7 +153,7 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
   std::snprintf(name, sizeof name, "%s-%06zu.safetensors", options.file_prefix.c_str(), batch_index);
   std::string path = (std::filesystem::path(options.out_dir) / name).string();
   FORGE_RETURN_IF_ERROR(file->WriteTo(path));
-  return nlohmann::json{{"file", path},
+  nlohmann::json entry{{"file", path},
                         {"batch", batch_index},
                         {"rows", rows.size()},
                         {"tokens", tokens},
@@ -152,6 +161,11 @@ Result<nlohmann::json> WriteRlBatch(const std::vector<RlRow>& rows, size_t batch
                         {"utilisation", static_cast<double>(tokens) / static_cast<double>(options.token_budget)},
                         {"uids", std::move(uids)},
                         {"rollout_ids", std::move(rollout_ids)}};
+  if (any_images) {
+    entry["images"] = std::move(images);
+    entry["image_placeholders"] = std::move(placeholders);
+  }
+  return entry;
 }
 
 Result<std::vector<nlohmann::json>> WriteRlBatches(const std::vector<std::vector<RlRow>>& batches,

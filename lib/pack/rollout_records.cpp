@@ -1,6 +1,7 @@
 #include "pack/rollout_records.h"
 
 #include "pack/messages.h"
+#include "pack/vl_messages.h"
 
 namespace forge::pack {
 namespace {
@@ -79,8 +80,11 @@ Result<RolloutInput> ParseRollout(records::Record& r) {
   return in;
 }
 
-Json SftMessagesRecord(const Sample& s, const RolloutInput& in) {
-  Json j = {{"messages", s.messages}};
+Json SftMessagesRecord(const Sample& s, const RolloutInput& in, bool tagged) {
+  Json j = {{"messages", s.image_paths.empty() ? s.messages
+                         : tagged             ? ImageTagMessages(s.messages)
+                                              : TrlMessages(s.messages)}};
+  if (!s.image_paths.empty()) j["images"] = s.image_paths;
   if (!s.tools.is_null()) j["tools"] = s.tools;
   j["rollout_id"] = s.rollout_id;
   j["task_id"] = s.task_id;
@@ -94,8 +98,11 @@ Json SftMessagesRecord(const Sample& s, const RolloutInput& in) {
 Json SftTokensRecord(const Sample& s) {
   std::vector<int32_t> labels(s.input_ids.size());
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = s.loss_mask[i] ? s.input_ids[i] : -100;
-  return {{"input_ids", s.input_ids}, {"labels", labels}, {"loss_mask", s.loss_mask},
-          {"rollout_id", s.rollout_id}, {"task_id", s.task_id}, {"sample_index", s.index}};
+  Json j = {{"input_ids", s.input_ids}, {"labels", labels}, {"loss_mask", s.loss_mask},
+            {"rollout_id", s.rollout_id}, {"task_id", s.task_id}, {"sample_index", s.index}};
+  if (!s.image_paths.empty()) j["images"] = s.image_paths;
+  if (!s.image_placeholders.empty()) j["image_placeholders"] = PlaceholdersJson(s.image_placeholders);
+  return j;
 }
 
 Json VerlPromptRecord(const RolloutInput& in, std::span<const store::CallRecord> calls, size_t index,

@@ -33,9 +33,12 @@ Filter FilterOf(const RolloutInput& in, const PackOptions& o);
 // Reads the fields forge-pack needs; a record without a rollout id is bad input.
 Result<RolloutInput> ParseRollout(records::Record& r);
 
-// sft-messages: the conversation, tools and the rollout's reward.
-Json SftMessagesRecord(const Sample& s, const RolloutInput& in);
-// sft-tokens: ids, labels (-100 outside the loss mask) and mask.
+// sft-messages: the conversation, tools and the rollout's reward; with
+// images, TRL's form (vl_messages.h) or, tagged, LLaMA-Factory's, and the
+// images column (their files, in placeholder order).
+Json SftMessagesRecord(const Sample& s, const RolloutInput& in, bool tagged = false);
+// sft-tokens: ids, labels (-100 outside the loss mask) and mask; with
+// images, their files and their placeholders' [offset, length].
 Json SftTokensRecord(const Sample& s);
 // verl-prompts: one row a task, veRL's RL dataset fields; index is the row's.
 Json VerlPromptRecord(const RolloutInput& in, std::span<const store::CallRecord> calls, size_t index,

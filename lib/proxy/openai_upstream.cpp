@@ -45,6 +45,7 @@ void TakeTokens(store::CallRecord& rec, CapturedTokens& tokens) {
   rec.prompt_ids = std::move(tokens.prompt_ids);
   rec.completion_ids = std::move(tokens.completion_ids);
   rec.logprobs = std::move(tokens.logprobs);
+  rec.mm_placeholders = std::move(tokens.mm_placeholders);
 }
 
 // A streamed answer as it is relayed: each event as it arrives, the final

@@ -298,6 +298,9 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
     return out;
   }
   if (const JsonMember* p = FindMember(members, "prompt_token_ids")) forge::AppendJsonInt32s(p->value, tokens.prompt_ids);
+  if (const JsonMember* p = FindMember(members, "mm_placeholders"); p && !IsJsonNull(p->value)) {
+    tokens.mm_placeholders = p->value;  // offsets into the prompt ids, which go with them
+  }
   if (const JsonMember* usage = FindMember(members, "usage"); usage && !IsJsonNull(usage->value)) {
     out.usage = std::string(usage->value);
   }
@@ -345,7 +348,8 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
     if (changed) new_choices = std::move(rebuilt);
   }
 
-  bool drop_prompt_ids = !wants.token_ids && FindMember(members, "prompt_token_ids");
+  bool drop_prompt_ids =
+      !wants.token_ids && (FindMember(members, "prompt_token_ids") || FindMember(members, "mm_placeholders"));
   bool drop_usage_now = drop_usage && FindMember(members, "usage");
   if (new_choices.empty() && !drop_prompt_ids && !drop_usage_now) {
     out.text = std::string(object);
@@ -353,7 +357,7 @@ Result<PassThroughChunk> CaptureAndStrip(std::string_view body, const CaptureWan
   }
   JsonObjectWriter writer(object.size());
   for (const JsonMember& m : members) {
-    if (!wants.token_ids && m.KeyIs("prompt_token_ids")) continue;
+    if (!wants.token_ids && (m.KeyIs("prompt_token_ids") || m.KeyIs("mm_placeholders"))) continue;
     if (drop_usage && m.KeyIs("usage")) continue;
     if (!new_choices.empty() && m.KeyIs("choices")) {
       writer.Raw(m.key, new_choices);

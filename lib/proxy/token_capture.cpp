@@ -57,6 +57,9 @@ CaptureWants AddCaptureFields(Json& body, bool completions) {
 void HarvestTokens(const Json& response, CapturedTokens& into) {
   if (!response.is_object()) return;
   if (auto p = response.find("prompt_token_ids"); p != response.end()) AppendIds(*p, into.prompt_ids);
+  if (auto p = response.find("mm_placeholders"); p != response.end() && !p->is_null()) {
+    into.mm_placeholders = p->dump();
+  }
   auto choices = response.find("choices");
   if (choices == response.end() || !choices->is_array()) return;
   for (const auto& choice : *choices) {
@@ -98,7 +101,10 @@ void HarvestTokens(const Json& response, CapturedTokens& into) {
 
 void StripCaptureFields(Json& response, const CaptureWants& wants) {
   if (!response.is_object()) return;
-  if (!wants.token_ids) response.erase("prompt_token_ids");
+  if (!wants.token_ids) {
+    response.erase("prompt_token_ids");
+    response.erase("mm_placeholders");
+  }
   auto choices = response.find("choices");
   if (choices == response.end() || !choices->is_array()) return;
   for (auto& choice : *choices) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@ struct CapturedTokens {
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> completion_ids;
   std::vector<float> logprobs;
+  std::string mm_placeholders;  // vLLM's top-level placeholder ranges, as sent (empty: none)
 };
 
 // Adds the capture fields to an upstream request body and says what the client

@@ -35,14 +35,26 @@ class BlobsTable : private TransactionObserver {
   Result<std::string> PutContentText(std::string_view text);
   // The document a skeleton's text names (null for empty).
   Result<nlohmann::json> GetContent(const std::string& skeleton);
+  // An image blob's SHA-256 digest (its 32 bytes), by the id a skeleton names it by.
+  Result<std::string> HashOf(int64_t id);
+  // A blob's bytes (an image's: its file), by its SHA-256 in hex (as
+  // CallRecord::images names it); NotFound when the store has none.
+  Result<std::string> BlobByHash(std::string_view hex);
 
  private:
+  // Stores one part of a document (content.h: StorePart), its ref remembered
+  // when it holds images, so a part sent again is neither scanned for images
+  // nor decoded again.
+  Result<std::string> PutPart(std::string_view part);
   // Stores one part unless it is there already; returns its blob id.
   Result<int64_t> PutBlob(std::string_view data);
   Result<int64_t> InsertBlob(const std::string& hash, std::string_view data);
   Result<std::string> GetBlob(int64_t id);
   void Committed() override;
-  void RolledBack() override { pending_blobs_.clear(); }
+  void RolledBack() override {
+    pending_blobs_.clear();
+    pending_parts_.clear();
+  }
 
   StoreDatabase& db_;
   // Blob ids by a fingerprint of their bytes, for parts sent again and again
@@ -58,6 +70,11 @@ class BlobsTable : private TransactionObserver {
   };
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> committed_blobs_;
   std::vector<std::pair<Fingerprint, int64_t>> pending_blobs_;
+  // The same for parts that hold images: their refs (content.h).
+  std::unordered_map<Fingerprint, std::string, FingerprintHash> committed_parts_;
+  std::vector<std::pair<Fingerprint, std::string>> pending_parts_;
+  Fingerprint FingerprintOf(std::string_view data) const;
+  Result<int64_t> PutBlob(std::string_view data, Fingerprint seen);  // seen: its fingerprint
   const uint64_t blob_seed_ = forge::RandomSeed();
 };
 

@@ -144,6 +144,9 @@ EncodedCall::EncodedCall(const CallRecord& c, uint64_t request_text_at, PromptBa
   Bytes(prompt);
   Bytes(BytesOf(c.completion_ids));
   Bytes(BytesOf(c.logprobs));
+  // Last and only when there is one, so a record without it is what an
+  // older reader reads.
+  if (!c.mm_placeholders.empty()) Bytes(c.mm_placeholders);
 
   size_t at = 0;
   for (const auto& [offset, text] : long_texts_) {
@@ -226,6 +229,11 @@ Result<CallRecord> DecodeCall(std::string_view bytes, uint64_t* request_text_at,
   if (!in.Bytes(&prompt) || !AssignFromBytes(prompt, &c.prompt_ids)) return cut("prompt_ids");
   if (!in.Bytes(&completion) || !AssignFromBytes(completion, &c.completion_ids)) return cut("completion_ids");
   if (!in.Bytes(&logprobs) || !AssignFromBytes(logprobs, &c.logprobs)) return cut("logprobs");
+  if (!in.done()) {
+    std::string_view placeholders;
+    if (!in.Bytes(&placeholders)) return cut("mm_placeholders");
+    c.mm_placeholders.assign(placeholders);
+  }
   if (!in.done()) return Status::InvalidData("call record: bytes left after its last field");
   return c;
 }

@@ -1,5 +1,6 @@
 // A call record as bytes, for the call log (call_log.h): every field in a
-// fixed order, strings and arrays with their lengths, Json as its text.
+// fixed order, strings and arrays with their lengths, Json as its text (the
+// upstream's placeholder ranges last, and only when it sent any).
 // Encoding copies only the small fields; a long text (a 200 KB request) is
 // handed to writev(2) from where it already is.
 #pragma once

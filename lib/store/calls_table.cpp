@@ -45,9 +45,11 @@ Result<std::string> FreeRolloutId(Statement& count, const std::string& rollout_i
 
 }  // namespace
 
-// The skeletons' texts of a call's four documents (empty: absent).
+// The skeletons' texts of a call's four documents (empty: absent), and the
+// images of the request the upstream saw (their digests, concatenated).
 struct CallsTable::StoredContent {
   std::string request, response, upstream_request, upstream_response;
+  std::string images;
 };
 
 CallsTable::CallsTable(StoreDatabase& db, BlobsTable& blobs) : db_(db), blobs_(blobs) { db_.AddObserver(this); }
@@ -109,11 +111,15 @@ Result<CallsTable::StoredContent> CallsTable::PutCallContent(const CallRecord& c
   bool no_upstream_request = call.upstream_request.is_null() && call.upstream_request_text.empty();
   bool patch_text_upstream = no_upstream_request && call.upstream_request_patch.is_null() && IsJsonObject(patch_text);
   bool patch_upstream = no_upstream_request && (call.upstream_request_patch.is_object() || patch_text_upstream);
+  // A translated request's diff is stored flat ('F'), each message a part of
+  // its own; a pass-through's few constant fields as one patch ('D').
   auto upstream_request = patch_text_upstream ? blobs_.PutContentText(patch_text)
                           : patch_upstream    ? blobs_.PutContent(call.upstream_request_patch)
-                          : diff_upstream ? blobs_.PutContent(TopLevelDiff(call.request, call.upstream_request))
+                          : diff_upstream ? blobs_.PutContent(FlatDiff(TopLevelDiff(call.request, call.upstream_request)))
                                           : PutDocument(call.upstream_request, call.upstream_request_text);
-  if ((patch_upstream || diff_upstream) && upstream_request.ok()) *upstream_request = "D" + *upstream_request;
+  if ((patch_upstream || diff_upstream) && upstream_request.ok()) {
+    *upstream_request = (diff_upstream ? "F" : "D") + *upstream_request;
+  }
   bool same_response = call.upstream_response.is_null() && call.response.is_null() &&
                        !call.response_text.empty() && call.upstream_response_text == call.response_text;
   auto upstream_response =
@@ -121,8 +127,29 @@ Result<CallsTable::StoredContent> CallsTable::PutCallContent(const CallRecord& c
   for (auto* r : {&request, &response, &upstream_request, &upstream_response}) {
     if (!r->ok()) return r->status();
   }
-  return StoredContent{std::move(*request), std::move(*response), std::move(*upstream_request),
-                       std::move(*upstream_response)};
+  StoredContent stored{std::move(*request), std::move(*response), std::move(*upstream_request),
+                       std::move(*upstream_response), {}};
+  auto images = ImagesSent(stored);
+  if (!images.ok()) return images.status();
+  stored.images = std::move(*images);
+  return stored;
+}
+
+// The images of the request the upstream saw: its own skeleton's, or, when it
+// is stored as a difference from the client's request, the difference's (a
+// translated request's messages) or else the request's (a pass-through).
+Result<std::string> CallsTable::ImagesSent(const StoredContent& content) {
+  std::string_view upstream = content.upstream_request;
+  bool difference = !upstream.empty() && (upstream[0] == 'D' || upstream[0] == 'F');
+  std::vector<int64_t> ids = SkeletonImages(difference ? upstream.substr(1) : upstream);
+  if (ids.empty() && (difference || upstream.empty())) ids = SkeletonImages(content.request);
+  std::string digests;
+  for (int64_t id : ids) {
+    auto digest = blobs_.HashOf(id);
+    if (!digest.ok()) return digest.status();
+    digests += *digest;
+  }
+  return digests;
 }
 
 // A document given as Json, or else (when that is null) as its text.
@@ -139,9 +166,9 @@ Status CallsTable::InsertCall(CallRecord& call, const StoredContent& content) {
       "INSERT INTO calls (rollout_id, seq, started_at, first_token_at, ended_at, client_format, upstream, "
       "model, policy_version_start, policy_version_end, request, response, upstream_request, "
       "upstream_response, prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, "
-      "finish_reason, usage, http_status, error, side_call, retry_key) VALUES "
+      "finish_reason, usage, http_status, error, side_call, retry_key, images, mm_placeholders) VALUES "
       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-      "?22, ?23, ?24, ?25)");
+      "?22, ?23, ?24, ?25, ?26, ?27)");
   if (!stmt.ok()) return stmt.status();
   // (Every text and array bound unowned lives until Run below.)
   stmt->BindUnowned(1, call.rollout_id).Bind(2, call.seq).Bind(3, call.started_at).Bind(4, call.first_token_at);
@@ -163,6 +190,9 @@ Status CallsTable::InsertCall(CallRecord& call, const StoredContent& content) {
   stmt->Bind(22, static_cast<int64_t>(call.http_status)).BindUnowned(23, call.error);
   stmt->Bind(24, static_cast<int64_t>(call.side_call ? 1 : 0));
   if (call.retry_key.empty()) stmt->BindNull(25); else stmt->BindUnowned(25, call.retry_key);
+  if (content.images.empty()) stmt->BindNull(26); else stmt->BindBlobUnowned(26, content.images);
+  std::string_view placeholders = ValidJsonOrEmpty(call.mm_placeholders);
+  if (placeholders.empty() || IsJsonNull(placeholders)) stmt->BindNull(27); else stmt->BindUnowned(27, placeholders);
   FORGE_RETURN_IF_ERROR(stmt->Run());
   call.id = db_.connection().LastInsertRowId();
   return Status::Ok();

@@ -70,6 +70,7 @@ class CallsTable : private TransactionObserver {
   Result<bool> IsNew(CallRecord& call);
   Result<StoredContent> PutCallContent(const CallRecord& call);
   Result<std::string> PutDocument(const nlohmann::json& value, const std::string& text);
+  Result<std::string> ImagesSent(const StoredContent& content);
   Status InsertCall(CallRecord& call, const StoredContent& content);
   void Committed() override { recent_prompts_.Commit(); }
   void RolledBack() override { recent_prompts_.DiscardPending(); }

@@ -17,15 +17,21 @@ constexpr char kAllCalls[] =
     "SELECT id, seq, started_at, first_token_at, ended_at, client_format, upstream, model, "
     "policy_version_start, policy_version_end, request, response, upstream_request, upstream_response, "
     "prompt_base_call, prompt_prefix_len, prompt_suffix, completion_ids, logprobs, finish_reason, usage, "
-    "http_status, error, side_call, retry_key FROM calls WHERE rollout_id = ?1 ORDER BY id";
+    "http_status, error, side_call, retry_key, images, mm_placeholders FROM calls WHERE rollout_id = ?1 ORDER BY id";
 
 // Only the columns a token sample is built from. ORDER BY seq is the order
 // of the UNIQUE (rollout_id, seq) index, so SQLite walks it and needs no
 // sorter (ORDER BY id would need one per rollout).
 constexpr char kTokenCalls[] =
     "SELECT id, seq, policy_version_start, policy_version_end, prompt_base_call, prompt_prefix_len, "
-    "prompt_suffix, completion_ids, logprobs, finish_reason, http_status, error, side_call "
-    "FROM calls WHERE rollout_id = ?1 ORDER BY seq";
+    "prompt_suffix, completion_ids, logprobs, finish_reason, http_status, error, side_call, images, "
+    "mm_placeholders FROM calls WHERE rollout_id = ?1 ORDER BY seq";
+
+// The images column: 32-byte digests, as 64 hex digits each.
+void ReadImages(std::string_view digests, std::vector<std::string>* images) {
+  images->clear();
+  for (size_t at = 0; at + 32 <= digests.size(); at += 32) images->push_back(Hex(digests.substr(at, 32)));
+}
 
 // Empties what a token read does not fill, keeping the buffers for reuse.
 void ClearForTokens(CallRecord& c) {
@@ -95,6 +101,8 @@ Status CallsTable::ReadCall(const Statement& row, std::vector<CallRecord>& calls
   c.error = row.Text(22);
   c.side_call = row.Int(23) != 0;
   c.retry_key = row.Text(24);
+  ReadImages(row.BlobView(25), &c.images);
+  c.mm_placeholders = row.Text(26);
   return Status::Ok();
 }
 
@@ -104,10 +112,13 @@ Status CallsTable::ReadCallContent(const Statement& row, CallRecord& c) {
     if (!content.ok()) return content.status();
     *field = std::move(*content);
   }
+  // 'D' + a diff's skeleton, 'F' + a flat diff's (content.h: FlatDiff), or a skeleton.
   std::string upstream_request = row.Text(12);
-  bool is_diff = !upstream_request.empty() && upstream_request[0] == 'D';
+  char kind = upstream_request.empty() ? '\0' : upstream_request[0];
+  bool is_diff = kind == 'D' || kind == 'F';
   auto upstream = blobs_.GetContent(is_diff ? upstream_request.substr(1) : upstream_request);
   if (!upstream.ok()) return upstream.status();
+  if (kind == 'F') *upstream = UnflattenDiff(*upstream);
   c.upstream_request = is_diff ? ApplyTopLevelDiff(c.request, *upstream) : std::move(*upstream);
   return Status::Ok();
 }
@@ -174,6 +185,9 @@ CallsTable::Delta CallsTable::ReadTokenCall(const Statement& row, CallRecord& c)
   std::string_view error = row.TextView(11);
   c.error.assign(error.data(), error.size());
   c.side_call = row.Int(12) != 0;
+  ReadImages(row.BlobView(13), &c.images);
+  std::string_view placeholders = row.TextView(14);
+  c.mm_placeholders.assign(placeholders.data(), placeholders.size());
   return {row.IsNull(4) ? 0 : row.Int(4), static_cast<size_t>(row.Int(5))};
 }
 

@@ -1,7 +1,9 @@
 #include "store/content.h"
 
+#include "base/base64.h"
 #include "base/json_dump.h"
 #include "base/json_scan.h"
+#include "store/inline_images.h"
 
 namespace forge::store {
 
@@ -27,15 +29,23 @@ bool WorthABlob(const Json& v, const std::string& text) {
   return (v.is_object() || v.is_array() || v.is_string()) && text.size() >= kMinPartBytes;
 }
 
-Result<Json> SplitValue(const Json& v, const InternFn& intern) {
+Result<Json> PartRef(std::string_view text, const PartFn& part) {
+  auto ref = part(text);
+  if (!ref.ok()) return ref.status();
+  Json parsed = Json::parse(*ref, nullptr, false);
+  if (parsed.is_discarded()) return Status::Internal("a part's ref is not JSON: " + *ref);
+  return parsed;
+}
+
+Result<Json> SplitValue(const Json& v, const PartFn& part) {
   if (v.is_array()) {
     Json items = Json::array();
     for (const Json& element : v) {
       std::string text = DumpJson(element);
       if (WorthABlob(element, text)) {
-        auto id = intern(text);
-        if (!id.ok()) return id.status();
-        items.push_back(*id);
+        auto ref = PartRef(text, part);
+        if (!ref.ok()) return ref.status();
+        items.push_back(std::move(*ref));
       } else {
         items.push_back(Json::array({element}));
       }
@@ -44,18 +54,47 @@ Result<Json> SplitValue(const Json& v, const InternFn& intern) {
   }
   std::string text = DumpJson(v);
   if (WorthABlob(v, text)) {
-    auto id = intern(text);
-    if (!id.ok()) return id.status();
-    return Json::array({"b", *id});
+    auto ref = PartRef(text, part);
+    if (!ref.ok()) return ref.status();
+    return Json::array({"b", std::move(*ref)});
   }
   return Json::array({"v", v});
 }
 
-Result<Json> FetchPart(int64_t id, const FetchFn& fetch) {
-  auto data = fetch(id);
-  if (!data.ok()) return data.status();
-  return ReadStoredJson(*data, "blob " + std::to_string(id));
+// A part's text from its ref: a blob, or a blob with images spliced back in.
+Result<std::string> FetchPartText(const Json& ref, const FetchFn& fetch) {
+  if (ref.is_number_integer()) return fetch(ref.get<int64_t>());
+  auto t = ref.find("t");
+  auto i = ref.find("i");
+  if (t == ref.end() || !t->is_number_integer() || i == ref.end() || !i->is_array()) {
+    return Status::InvalidData("corrupt content skeleton");
+  }
+  auto text = fetch(t->get<int64_t>());
+  if (!text.ok()) return text.status();
+  std::string out;
+  size_t from = 0;
+  for (const Json& splice : *i) {
+    if (!splice.is_array() || splice.size() != 2 || !splice[0].is_number_unsigned() ||
+        !splice[1].is_number_integer() || splice[0].get<size_t>() < from || splice[0].get<size_t>() > text->size()) {
+      return Status::InvalidData("corrupt content skeleton");
+    }
+    auto image = fetch(splice[1].get<int64_t>());
+    if (!image.ok()) return image.status();
+    size_t at = splice[0].get<size_t>();
+    out.append(*text, from, at - from).append(Base64Encode(*image));
+    from = at;
+  }
+  out.append(*text, from);
+  return out;
 }
+
+Result<Json> FetchPart(const Json& ref, const FetchFn& fetch) {
+  auto data = FetchPartText(ref, fetch);
+  if (!data.ok()) return data.status();
+  return ReadStoredJson(*data, "part " + ref.dump());
+}
+
+bool IsRef(const Json& item) { return item.is_number_integer() || item.is_object(); }
 
 Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
   if (!part.is_array() || part.size() != 2 || !part[0].is_string()) {
@@ -63,12 +102,12 @@ Result<Json> JoinValue(const Json& part, const FetchFn& fetch) {
   }
   const std::string& tag = part[0].get_ref<const std::string&>();
   if (tag == "v") return part[1];
-  if (tag == "b" && part[1].is_number_integer()) return FetchPart(part[1].get<int64_t>(), fetch);
+  if (tag == "b" && IsRef(part[1])) return FetchPart(part[1], fetch);
   if (tag == "l" && part[1].is_array()) {
     Json items = Json::array();
     for (const Json& item : part[1]) {
-      if (item.is_number_integer()) {
-        auto value = FetchPart(item.get<int64_t>(), fetch);
+      if (IsRef(item)) {
+        auto value = FetchPart(item, fetch);
         if (!value.ok()) return value.status();
         items.push_back(std::move(*value));
       } else if (item.is_array() && item.size() == 1) {
@@ -92,8 +131,8 @@ bool WorthABlobText(std::string_view text) {
 class SkeletonWriter {
  public:
   // too_deep: the text nests deeper than kMaxJsonDepthCeiling somewhere.
-  SkeletonWriter(const InternFn& intern, const JsonSpans& spans, bool too_deep)
-      : intern_(intern), spans_(spans), too_deep_(too_deep) {}
+  SkeletonWriter(const PartFn& part, const JsonSpans& spans, bool too_deep)
+      : part_(part), spans_(spans), too_deep_(too_deep) {}
 
   Status Part(std::string_view v) {
     // A value beyond the ceiling stays whole, in one blob: a reader gets it
@@ -144,13 +183,13 @@ class SkeletonWriter {
 
  private:
   Status Blob(std::string_view text) {
-    auto id = intern_(text);
-    if (!id.ok()) return id.status();
-    out_ += std::to_string(*id);
+    auto ref = part_(text);
+    if (!ref.ok()) return ref.status();
+    out_ += *ref;
     return Status::Ok();
   }
 
-  const InternFn& intern_;
+  const PartFn& part_;
   const JsonSpans& spans_;
   bool too_deep_;
   std::string out_;
@@ -158,7 +197,7 @@ class SkeletonWriter {
 
 }  // namespace
 
-Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
+Result<std::string> SplitText(std::string_view text, const PartFn& part) {
   JsonSpans spans;
   // Only a text found to be too deep pays for a second scan and per-part checks.
   bool too_deep = false;
@@ -169,7 +208,7 @@ Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
     too_deep = true;
   }
   text = TrimJson(text);
-  SkeletonWriter skeleton(intern, spans, too_deep);
+  SkeletonWriter skeleton(part, spans, too_deep);
   if (!IsJsonObject(text)) {
     skeleton.Key("");
     FORGE_RETURN_IF_ERROR(skeleton.Part(text));
@@ -186,21 +225,103 @@ Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
   return skeleton.Finish();
 }
 
-Result<Json> Split(const Json& value, const InternFn& intern) {
+Result<Json> Split(const Json& value, const PartFn& store_part) {
   Json skeleton = Json::object();
   if (!value.is_object()) {
-    auto part = SplitValue(value, intern);
+    auto part = SplitValue(value, store_part);
     if (!part.ok()) return part.status();
     skeleton[""] = std::move(*part);
     skeleton["$whole"] = true;
     return skeleton;
   }
   for (const auto& [key, item] : value.items()) {
-    auto part = SplitValue(item, intern);
+    auto part = SplitValue(item, store_part);
     if (!part.ok()) return part.status();
     skeleton[key] = std::move(*part);
   }
   return skeleton;
+}
+
+Result<std::string> StorePart(std::string_view part, const InternFn& intern) {
+  // Too short to hold an image's base64 (a 1x1 PNG's is ~90 characters).
+  constexpr size_t kMinImagePart = 64;
+  std::vector<InlineImage> images;
+  if (part.size() >= kMinImagePart) images = FindInlineImages(part);
+  if (images.empty()) {
+    auto id = intern(part);
+    if (!id.ok()) return id.status();
+    return std::to_string(*id);
+  }
+  std::string text;  // the part without its images' base64
+  std::string splices;
+  size_t from = 0;
+  for (const InlineImage& image : images) {
+    text.append(part.substr(from, image.begin - from));
+    auto id = intern(image.bytes);
+    if (!id.ok()) return id.status();
+    if (!splices.empty()) splices += ',';
+    splices += "[" + std::to_string(text.size()) + "," + std::to_string(*id) + "]";
+    from = image.end;
+  }
+  text.append(part.substr(from));
+  auto id = intern(text);
+  if (!id.ok()) return id.status();
+  return R"({"t":)" + std::to_string(*id) + R"(,"i":[)" + splices + "]}";
+}
+
+namespace {
+
+void CollectImages(const nlohmann::ordered_json& ref, std::vector<int64_t>& into) {
+  if (!ref.is_object()) return;
+  auto i = ref.find("i");
+  if (i == ref.end() || !i->is_array()) return;
+  for (const auto& splice : *i) {
+    if (splice.is_array() && splice.size() == 2 && splice[1].is_number_integer()) into.push_back(splice[1].get<int64_t>());
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> SkeletonImages(std::string_view skeleton) {
+  std::vector<int64_t> images;
+  // A quick test first: most skeletons name no image.
+  if (skeleton.find(R"("i":)") == std::string_view::npos) return images;
+  // In the text's key order: the document's.
+  auto parsed = nlohmann::ordered_json::parse(skeleton, nullptr, false);
+  if (!parsed.is_object()) return images;
+  for (const auto& [key, part] : parsed.items()) {
+    if (!part.is_array() || part.size() != 2 || !part[0].is_string()) continue;
+    if (part[0] == "b") CollectImages(part[1], images);
+    if (part[0] == "l" && part[1].is_array()) {
+      for (const auto& item : part[1]) CollectImages(item, images);
+    }
+  }
+  return images;
+}
+
+Result<std::string> SplitText(std::string_view text, const InternFn& intern) {
+  return SplitText(text, [&](std::string_view part) { return StorePart(part, intern); });
+}
+
+Result<Json> Split(const Json& value, const InternFn& intern) {
+  return Split(value, [&](std::string_view part) { return StorePart(part, intern); });
+}
+
+Json FlatDiff(const Json& diff) {
+  Json flat = Json::object();
+  for (const auto& [key, value] : diff["set"].items()) flat["=" + key] = value;
+  flat["-"] = diff["unset"];
+  return flat;
+}
+
+Json UnflattenDiff(const Json& flat) {
+  Json diff = {{"set", Json::object()}, {"unset", Json::array()}};
+  if (!flat.is_object()) return diff;
+  for (const auto& [key, value] : flat.items()) {
+    if (key == "-") diff["unset"] = value;
+    else if (!key.empty() && key[0] == '=') diff["set"][key.substr(1)] = value;
+  }
+  return diff;
 }
 
 Json TopLevelDiff(const Json& base, const Json& target) {

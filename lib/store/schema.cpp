@@ -76,6 +76,11 @@ CREATE TABLE meta (
   value TEXT NOT NULL
 );
 )sql",
+      // 3: images, each a blob of its own (content.h), and where their placeholders are.
+      R"sql(
+ALTER TABLE calls ADD COLUMN images BLOB;           -- the images the upstream saw, in order: 32-byte SHA-256 digests
+ALTER TABLE calls ADD COLUMN mm_placeholders TEXT;  -- the upstream's placeholder ranges, as it sent them
+)sql",
   };
   return kMigrations;
 }

@@ -56,6 +56,16 @@ struct CallRecord {
   std::string error;
   bool side_call = false;  // token counting, titles, helper-model calls
   std::string retry_key;   // an SDK retry with the same key is not recorded twice
+  // The images of the request the upstream saw, in the order it was sent them
+  // (the order of their placeholder tokens in prompt_ids): each one's SHA-256,
+  // 64 hex digits, naming its bytes in the store (BlobsTable::BlobByHash).
+  // Set by the store from the request's parts when it appends the call;
+  // what a writer puts here is ignored.
+  std::vector<std::string> images;
+  // Where the upstream said their placeholder tokens are, as it sent it
+  // (vLLM: top-level "mm_placeholders", {"image": [{"offset", "length"}...]},
+  // offsets into prompt_ids); empty when it said nothing.
+  std::string mm_placeholders;
 
   // Cheaper forms for a proxy that relays bytes (each used when the Json
   // field above is null): the request and responses as their JSON text,

@@ -54,6 +54,11 @@ this server; ?alt=sse) gets it as a Gemini API stream, and to
 .../models/M:generateContent as one Gemini response; there the step index is
 the number of functionResponse parts in "contents".
 
+With --vl (a vision-language policy, vl_tokens.py) a non-streamed chat
+answer's ids follow a Qwen-VL template: image parts expand to placeholder
+runs sized from the image, the response carries vLLM's mm_placeholders, and
+each prompt extends the previous prompt + completion.
+
 Every request is appended to --log as JSON (path, headers, body, keys that
 came twice in one object); LOG.heads gets a line as each request's header
 arrives, before its body is read, and LOG.cut one for a request whose body
@@ -68,6 +73,7 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
+import vl_tokens
 from json_handler import JsonHandler, serve
 
 LOG_LOCK = threading.Lock()
@@ -276,7 +282,16 @@ class Handler(JsonHandler):
                 "created": int(time.time()), "model": body.get("model", "fake-policy"), "choices": [choice],
                 "usage": {"prompt_tokens": len(prompt_ids(body)), "completion_tokens": len(words),
                           "total_tokens": len(prompt_ids(body)) + len(words)}}
-        if body.get("return_token_ids"):
+        if body.get("return_token_ids") and ARGS.vl and not completions:
+            choice["token_ids"] = vl_tokens.completion(choice["message"].get("content") or "")
+            resp["prompt_token_ids"], resp["mm_placeholders"] = vl_tokens.prompt(body)
+            if ARGS.log:  # what this server said, for a test to compare forge's output with
+                with LOG_LOCK, open(ARGS.log + ".ids", "a") as f:
+                    f.write(json.dumps({"prompt_token_ids": resp["prompt_token_ids"],
+                                        "token_ids": choice["token_ids"]}) + "\n")
+            if body.get("logprobs"):  # one entry an id, as vLLM gives
+                choice["logprobs"] = {"content": [self.logprob_entry(i, "t") for i in range(len(choice["token_ids"]))]}
+        elif body.get("return_token_ids"):
             choice["token_ids"] = ids
             if completions:
                 choice["prompt_token_ids"] = prompt_ids(body)
@@ -479,6 +494,7 @@ def main():
     p.add_argument("--scenario", help="JSON steps that answer a real harness's tool-offering requests")
     p.add_argument("--tls-cert", help="serve https with this PEM certificate (and --tls-key)")
     p.add_argument("--tls-key")
+    p.add_argument("--vl", action="store_true", help="Qwen-VL-shaped token ids (vl_tokens.py), non-streamed chat")
     ARGS = p.parse_args()
     server = QuietServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True

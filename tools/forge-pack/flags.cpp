@@ -14,7 +14,8 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env&) {
   const std::map<std::string, Format> formats{{"sft-messages", Format::kSftMessages},
                                               {"sft-tokens", Format::kSftTokens},
                                               {"rl", Format::kRl},
-                                              {"verl-prompts", Format::kVerlPrompts}};
+                                              {"verl-prompts", Format::kVerlPrompts},
+                                              {"llamafactory", Format::kSftImageTags}};
   const std::map<std::string, AssemblyMode> modes{{"merge", AssemblyMode::kMerge},
                                                   {"per-call", AssemblyMode::kPerCall}};
   const std::map<std::string, Estimator> estimators{
@@ -31,8 +32,12 @@ cli::FlagTable DefineFlags(CLI::App& app, Args& a, const Env&) {
       {.names = "-f,--format", .value = "FORMAT", .bind = cli::Bind(o.format),
        .more = [formats](CLI::Option& f) { f.transform(CLI::CheckedTransformer(formats))->option_text("FORMAT"); },
        .help = "sft-messages (default): OpenAI messages+tools JSONL; sft-tokens: input_ids/labels/loss_mask JSONL; "
-               "rl: packed safetensors micro-batches + JSONL index; verl-prompts: veRL RLHFDataset rows, one per task",
-       .doc = R"~(sft\-messages (default), sft\-tokens, rl, verl\-prompts.)~"},
+               "rl: packed safetensors micro-batches + JSONL index; verl-prompts: veRL RLHFDataset rows, one per task; "
+               "llamafactory: sft-messages with <image> tags for images",
+       .doc = R"~(sft\-messages (default), sft\-tokens, rl, verl\-prompts, llamafactory. A sample with
+images: sft\-messages writes TRL's form (image parts {"type": "image"} and an
+images column), llamafactory "<image>" tags in the text and the images column,
+sft\-tokens and rl the image files and their placeholders' [offset, length].)~"},
       {.names = "-m,--mode", .value = "MODE", .bind = cli::Bind(o.mode),
        .more = [modes](CLI::Option& f) { f.transform(CLI::CheckedTransformer(modes))->option_text("MODE"); },
        .help = "merge (default): one sample per chain of calls whose prompt extends the previous prompt+completion; "
@@ -91,6 +96,21 @@ counts from (default: the newest policy_version_end recorded).)~"},
       {.names = "-o,--out-dir", .value = "DIR", .bind = cli::Bind(o.out_dir),
        .help = "rl: directory for the safetensors files",
        .doc = "Where rl writes its files (created if missing). Required for rl."},
+      {.names = "--images-dir", .value = "DIR", .bind = cli::Bind(o.images_dir),
+       .help = "Where samples' images are written, once each, as HASH.png (default: OUT_DIR/images)",
+       .doc = R"~(Where the samples' images are written, once a run each, as files named by their
+SHA\-256, with images.json (each image's original and processed size, and the
+processor). Default: OUT_DIR/images. A sample with images is dropped
+(no_images_dir) when there is neither.)~"},
+      {.names = "--processor", .value = "SPEC", .bind = cli::Bind(a.processor),
+       .help = "VL processor whose placeholders the recorded ids are checked against: FAMILY[,key=value...], "
+               "JSON, or a file (qwen2-vl, qwen2.5-vl, qwen3-vl)",
+       .doc = R"~(The vision\-language processor the model server used: FAMILY[,key=value...]
+(qwen2\-vl, qwen2.5\-vl, qwen3\-vl; keys patch_size, merge_size, min_pixels,
+max_pixels, image_token_id, vision_start_id, vision_end_id), a JSON object, or a
+file holding one (images.json). Each image's placeholder count comes from its
+size by the family's resize rule; a sample whose recorded ids (or the server's
+placeholder ranges) do not match is dropped as image_tokens_mismatch.)~"},
       {.names = "--write-threads", .value = "N", .bind = cli::Bind(o.write_threads), .show_default = true,
        .more = [](CLI::Option& f) { f.check(CLI::Range(1, 64)); },
        .help = "rl: files written side by side",

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "base/env.h"
@@ -18,6 +19,7 @@ struct Args {
   int64_t max_staleness = -1;
   int64_t policy_version = -1;
   double min_reward = 0;
+  std::string processor;
 };
 
 // Defines every flag of forge-pack on app, bound to args.

@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
     if (app.count("--min-reward") > 0) o.min_reward = args.min_reward;
     if (app.count("--max-staleness") > 0) o.max_staleness = args.max_staleness;
     if (app.count("--policy-version") > 0) o.policy_version = args.policy_version;
+    if (!args.processor.empty()) {
+      auto processor = forge::pack::ParseProcessorSpec(args.processor);
+      if (!processor.ok()) return processor.status();
+      o.processor = *processor;
+    }
     forge::records::JsonlWriter out;
     return RunPack(o, out);
   });
