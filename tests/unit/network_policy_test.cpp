@@ -239,7 +239,7 @@ TEST_CASE("network: proxy-only is refused before any sandbox where it cannot wor
   NamedBackend k8s(forge::sandbox::BackendKind::kK8s);
   forge::Status refused = launch::Launch(options, k8s, **store, **out);
   CHECK(refused.kind() == Kind::kInvalidArgument);
-  CHECK(refused.message().find("needs --backend docker or local") != std::string::npos);
+  CHECK(refused.message().find("pods reach forge-proxy through a Service") != std::string::npos);
   options.proxy.clear();
   NamedBackend docker(forge::sandbox::BackendKind::kDocker);
   refused = launch::Launch(options, docker, **store, **out);

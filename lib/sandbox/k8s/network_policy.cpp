@@ -83,7 +83,7 @@ Result<ProxyService> ParseProxyService(const std::string& url, const std::string
       std::all_of(host.begin(), host.end(), [](char c) { return ::isdigit(c) || c == '.'; })) {
     return Status::InvalidArgument(
         what + ": pods reach forge-proxy through a Service, named by its cluster DNS name "
-               "(http://NAME.NAMESPACE.svc:PORT, e.g. http://forge-proxy.forge.svc:8080; deploy/k8s/proxy.yaml): "
+               "(http://NAME.NAMESPACE.svc:PORT, e.g. http://forge-proxy.forge.svc:8080; deploy/k8s/forge.yaml): "
                "a pod's 127.0.0.1 is its own, and a bare address cannot be matched to a Service for the "
                "NetworkPolicy that lets proxy-only pods reach it");
   }
