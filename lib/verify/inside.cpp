@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -165,7 +166,15 @@ std::optional<Asked> AskedBy(pid_t tid) {
   char file[64];
   std::snprintf(file, sizeof file, "/proc/%d/syscall", static_cast<int>(tid));
   std::string text;
-  if (!ReadWhole(file, &text, 256)) return std::nullopt;
+  // The kernel queues a permission event before its task sleeps on the
+  // answer: read in that gap, the file says "running". The task cannot go
+  // on without the answer, so it is read again until the task is asleep
+  // (bounded: a task that never sleeps leaves the path unknown).
+  for (int tries = 0;; ++tries) {
+    if (!ReadWhole(file, &text, 256)) return std::nullopt;
+    if (text.rfind("running", 0) != 0 || tries == 2000) break;
+    sched_yield();
+  }
   long long nr = 0;
   unsigned long long a[6] = {};
   if (std::sscanf(text.c_str(), "%lld %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4],

@@ -291,6 +291,20 @@ class DockerRuntime:
             raise StartFailure("pull", f'failed to pull and unpack image "{image}": not found after the pull')
         return have
 
+    @staticmethod
+    def image_id(ref, info):
+        """The kubelet's imageID: the digest of the repository the pod named
+        (one image id can carry digests of several repositories)."""
+        repo = ref.split("@", 1)[0]
+        last = repo.rsplit("/", 1)[-1]
+        if ":" in last:
+            repo = repo[: len(repo) - len(last)] + last.split(":", 1)[0]
+        digests = info.get("RepoDigests") or []
+        for d in digests:
+            if d.split("@", 1)[0] == repo:
+                return d
+        return digests[0] if digests else info["Id"]
+
     def start_container(self, worker, c, done):
         with self.cluster.lock:
             auth = self.pull_auth(worker, c.spec["image"])
@@ -314,7 +328,7 @@ class DockerRuntime:
                 raise StartFailure("create", e.message)
             sandbox["containers"].append(cid)
             handle = {"id": cid, "container_id": "docker://" + cid,
-                      "image_id": (info.get("RepoDigests") or [info["Id"]])[0],
+                      "image_id": self.image_id(c.spec["image"], info),
                       "term": term, "policy": c.spec.get("terminationMessagePolicy", "File")}
             try:
                 self.engine.start(cid)
