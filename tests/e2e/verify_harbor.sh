@@ -110,9 +110,11 @@ field r-missing .log | grep -q 'tests ran but wrote nothing' || fail "log tail n
 [[ $(field r-missing .exit_code) == 3 ]] || fail "test.sh exit status not recorded"
 [[ $(outcome r-slow) == verifier_timeout ]] || fail "slow test.sh: $(outcome r-slow)"
 [[ $(field r-slow .timeout_sec) == 2 ]] || fail "effective timeout not recorded"
-# Planting is tampering (tests/e2e/verify_adversarial.sh has the rest); the
-# real test still ran and scored the real answer.
-[[ $(outcome r-planted) == tampered ]] || fail "planted reward: $(outcome r-planted)"
+# The planted files are moved aside unread before the real tests arrive, so
+# the runtime evidence has nothing of the agent's in the verifier's hands:
+# the real test ran and scored the real answer (7), a failure
+# (tests/e2e/verify_adversarial*.sh have the attacks that end tampered).
+[[ $(outcome r-planted) == failed ]] || fail "planted reward: $(outcome r-planted)"
 [[ $(field r-planted .reward) == 0 ]] || fail "planted reward value"
 [[ $(outcome r-cmd) == passed ]] || fail "command verifier: $(outcome r-cmd)"
 [[ $(outcome r-files) == failed ]] || fail "files verifier: $(outcome r-files)"
