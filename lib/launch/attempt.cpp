@@ -251,7 +251,7 @@ Result<sandbox::ExecRequest> HarnessExec(const Attempt& a, const std::map<std::s
     if (!solution_env.ok()) return solution_env.status().Prefixed(task.id);
     for (const auto& [k, v] : *solution_env) exec.env[k] = v;
   }
-  if (a.backend == sandbox::BackendKind::kDocker) exec.argv = sandbox::WithMark(exec.argv);
+  if (a.box) exec.argv = sandbox::WithMark(exec.argv);
   // The environment is ready once this check passes; the harness starts next.
   if (ready) exec.argv = WithHealthcheck(*ready, exec.argv);
   if (!a.options.proxy.empty()) {

@@ -29,6 +29,9 @@ struct Attempt {
   std::string rollout_id;
   int number = 0;       // the attempt's number
   std::string secret;   // the rollout's bearer token
+  // forge-box is at sandbox::kBoxSandboxPath (docker's mount; a supervised
+  // k8s pod's init container): the harness starts under forge-box mark.
+  bool box = false;
 };
 
 // Where host pieces are: the installed harnesses, forge-relay, and the host

@@ -333,7 +333,11 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   phases.Enter("create");
   // The secret is born here and leaves only in the harness's environment
   // and config files: the store keeps its hash, the record never sees it.
-  const Attempt a{options_, task, profile, backend_.kind(), rollout_id, job.attempt, "forge-" + RandomHex(24)};
+  // docker mounts forge-box; a k8s pod has it when the harness is its own
+  // process (sandbox/k8s/supervised.h) and no services start before it.
+  const bool has_box = backend_.kind() == sandbox::BackendKind::kDocker ||
+                       (backend_.kind() == sandbox::BackendKind::kK8s && backend_.CanRunOnce() && !task.pod);
+  const Attempt a{options_, task, profile, backend_.kind(), rollout_id, job.attempt, "forge-" + RandomHex(24), has_box};
   FORGE_RETURN_IF_ERROR(Register(a, job, record));
   if (Status s = CheckGpus(task, backend_); !s.ok()) {
     record["error_kind"] = "no_gpu";

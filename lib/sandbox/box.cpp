@@ -113,6 +113,51 @@ std::optional<Baseline> TakeMark(std::string* stderr_data) {
   return std::nullopt;
 }
 
+std::optional<SuperviseReport> ParseSuperviseLine(std::string_view line) {
+  const std::string_view tag = kSuperviseTag;
+  if (line.substr(0, tag.size()) != tag) return std::nullopt;
+  line.remove_prefix(tag.size());
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  SuperviseReport report;
+  int seen = 0;
+  while (!line.empty()) {
+    const size_t space = line.find(' ');
+    const std::string_view field = line.substr(0, space);
+    line = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+    const size_t eq = field.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view key = field.substr(0, eq);
+    const std::string value(field.substr(eq + 1));
+    char* end = nullptr;
+    const long long number = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || number < 0) return std::nullopt;
+    if (key == "exit") report.exit_code = static_cast<int>(number);
+    else if (key == "timed_out") report.timed_out = number != 0;
+    else if (key == "truncated") report.truncated = number != 0;
+    else if (key == "stdout") report.stdout_bytes = static_cast<size_t>(number);
+    else if (key == "stderr") report.stderr_bytes = static_cast<size_t>(number);
+    else continue;  // a field a newer supervisor adds
+    ++seen;
+  }
+  if (seen < 5) return std::nullopt;
+  return report;
+}
+
+std::optional<SuperviseReport> TakeSuperviseOutput(std::string_view log, std::string* out, std::string* err) {
+  const std::string tag = kSuperviseTag;
+  for (size_t at = log.rfind(tag); at != std::string_view::npos; at = at == 0 ? std::string_view::npos : log.rfind(tag, at - 1)) {
+    if (at > 0 && log[at - 1] != '\n') continue;
+    const size_t eol = log.find('\n', at);
+    if (eol == std::string_view::npos) continue;
+    auto report = ParseSuperviseLine(log.substr(at, eol + 1 - at));
+    if (!report || log.size() - (eol + 1) != report->stdout_bytes + report->stderr_bytes) continue;
+    *out = std::string(log.substr(eol + 1, report->stdout_bytes));
+    *err = std::string(log.substr(eol + 1 + report->stdout_bytes));
+    return report;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> KeepAliveArgv(int64_t seconds) {
   return {kBoxSandboxPath, "keepalive", std::to_string(std::max<int64_t>(1, seconds))};
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,24 @@ std::vector<std::string> WithMark(const std::vector<std::string>& argv);
 // removes it from stderr and returns what it says; nullopt when there is
 // none (the harness's wrapper stopped before the mark, or no box).
 std::optional<Baseline> TakeMark(std::string* stderr_data);
+
+// What forge-box supervise said when its command ended (box_protocol.h).
+struct SuperviseReport {
+  int exit_code = -1;
+  bool timed_out = false;
+  bool truncated = false;
+  size_t stdout_bytes = 0;
+  size_t stderr_bytes = 0;
+};
+
+// One status line (a terminationMessage), tag included, a final newline
+// allowed; nullopt when it is not one.
+std::optional<SuperviseReport> ParseSuperviseLine(std::string_view line);
+
+// From a supervisor's log: the last status line that the output after it
+// matches (its stdout, then its stderr, to the end), so nothing written
+// before it can pass for it. Fills out and err.
+std::optional<SuperviseReport> TakeSuperviseOutput(std::string_view log, std::string* out, std::string* err);
 
 // PID 1 of a held sandbox: the box's keep-alive for `seconds`.
 std::vector<std::string> KeepAliveArgv(int64_t seconds);

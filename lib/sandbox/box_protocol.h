@@ -15,6 +15,14 @@
 //                                stops the processes that are not kept, moves
 //                                /tests and /logs/verifier aside and makes
 //                                them afresh, reports the free space
+//   forge-box install DEST       copy itself to DEST (an init container's
+//                                step: a pod gets forge-box from an image)
+//   forge-box supervise [options] [-- CMD...]
+//                                PID 1 of a pod-native rollout (k8s): waits
+//                                for its input, runs CMD, bounds and keeps its
+//                                output, says how it ended, holds the pod
+//   forge-box done               exit 0 once the supervisor has ended CMD
+//                                (a held pod's readiness probe)
 #pragma once
 
 namespace forge::sandbox {
@@ -34,5 +42,35 @@ inline constexpr const char* kSweepTag = "forge-sweep: ";
 inline constexpr const char* kBoxTag = "forge-box: ";
 // mark could not exec the command.
 inline constexpr int kBoxExecFailed = 127;
+
+// supervise: where a pod's init container puts forge-box (an emptyDir,
+// mounted read-only in the main container) and the supervisor's own
+// directory (an emptyDir): forge-launch's one setup exec unpacks the
+// rollout's files there and last the file kSuperviseGo, which starts CMD.
+// kSuperviseEnv holds CMD's environment (NAME=VALUE, NUL-terminated): it may
+// hold the rollout's secret, so it is never in the pod's spec.
+inline constexpr const char* kBoxDir = "/forge/bin";
+inline constexpr const char* kSuperviseDir = "/forge/run";
+inline constexpr const char* kSuperviseGo = "go";
+inline constexpr const char* kSuperviseEnv = "env";
+// CMD itself, one argument per NUL-terminated entry, when the supervisor's
+// own command line names none.
+inline constexpr const char* kSuperviseArgv = "argv";
+// The status line the supervisor writes when CMD has ended, to
+// /dev/termination-log (the container's terminationMessage) and, followed by
+// CMD's kept stdout and then its stderr, to its own stdout (the container's
+// log): "forge-supervise: exit=N timed_out=0|1 truncated=0|1 stdout=BYTES
+// stderr=BYTES". exit is CMD's status (128+signal when killed). When the
+// line and the output fit in kTerminationMessageBytes, the termination
+// message carries the output too.
+inline constexpr const char* kSuperviseTag = "forge-supervise: ";
+// The supervisor's own failures, said on that line with exit=: no input
+// within its wait, or CMD could not start.
+inline constexpr int kSuperviseNoInput = 125;
+// What the kubelet keeps of a termination message.
+inline constexpr unsigned kTerminationMessageBytes = 4096;
+// The process name a supervisor takes once CMD has ended (held pods):
+// forge-box done reads it from /proc/1/comm, which no other process may set.
+inline constexpr const char* kSuperviseDoneName = "forge-held";
 
 }  // namespace forge::sandbox

@@ -199,4 +199,21 @@ Result<TarEntry> FirstFileInTar(std::string_view archive, size_t max_bytes) {
   return Status::NotFound("tar: no regular file in the archive");
 }
 
+// Names sorted, so the archive is the same every time.
+Status AddCopy(TarWriter& tar, const std::string& host_path, const std::string& prefix) {
+  auto under = [&](const std::string& name) { return prefix.empty() ? name : prefix + "/" + name; };
+  std::error_code ec;
+  if (!std::filesystem::is_directory(host_path, ec)) {
+    return tar.AddHostPath(host_path, under(std::filesystem::path(host_path).filename().string()));
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  if (ec) return Status::NotFound(host_path + ": " + ec.message());
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path + "/" + name, under(name)));
+  return Status::Ok();
+}
+
 }  // namespace forge::sandbox

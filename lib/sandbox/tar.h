@@ -11,6 +11,12 @@
 
 namespace forge::sandbox {
 
+class TarWriter;
+
+// Adds a copy as a sandbox's CopyIn makes it: a host file lands as
+// prefix/<its name>, a directory's entries (sorted) land in prefix itself.
+Status AddCopy(TarWriter& tar, const std::string& host_path, const std::string& prefix);
+
 class TarWriter {
  public:
   // Adds every parent directory of archive_path ("a/b/c" adds "a/" and "a/b/").

@@ -34,7 +34,7 @@ HarnessProfile Profile() {
 
 Attempt MakeAttempt(const LaunchOptions& options, const TaskSpec& task, const HarnessProfile& profile,
                     forge::sandbox::BackendKind backend) {
-  return Attempt{options, task, profile, backend, "r-1", 2, "forge-secret"};
+  return Attempt{options, task, profile, backend, "r-1", 2, "forge-secret", backend == forge::sandbox::BackendKind::kDocker};
 }
 
 constexpr auto kDocker = forge::sandbox::BackendKind::kDocker;

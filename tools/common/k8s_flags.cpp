@@ -52,6 +52,13 @@ kubeconfig, else in\-cluster (https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVI
       {.names = "--k8s-runtime-class", .value = "NAME", .bind = cli::Bind(o.runtime_class),
        .help = "RuntimeClass for the pods, e.g. gvisor",
        .doc = "RuntimeClass for the pods, e.g. gvisor or kata, for untrusted agents."},
+      {.names = "--k8s-box-image", .value = "IMAGE", .bind = cli::Bind(o.box_image),
+       .help = "Forge image with forge-box: the harness runs as the pod's own process",
+       .doc = R"~(A forge image holding forge\-box at /forge\-box (scripts/make\-box\-image.sh builds one). With it
+each rollout's harness is its pod's own process: an init container copies forge\-box into an emptyDir,
+the main container's command is its supervisor, one exec sends the rollout's files, and the run's watch
+says when the harness ended and its exit status, with no exec while it runs (forge\-launch only).
+Without it, the harness runs through an exec into a keep\-alive pod.)~"},
       {.names = "--k8s-in-cluster", .bind = cli::Bind(o.in_cluster),
        .more = [](CLI::Option& f) { f.excludes("--kubeconfig"); },
        .help = "Use the pod's service account even if a kubeconfig exists",

@@ -14,10 +14,16 @@ constexpr const char* kUsage =
     "usage: forge-box mark -- CMD [ARGS...]\n"
     "       forge-box keepalive SECONDS\n"
     "       forge-box sweep --tag TAG [--stop] [--keep PID:START,...] [--clear]\n"
+    "       forge-box supervise [--wait S] [--timeout S] [--max-output BYTES] [--hold S] [--workdir DIR] -- CMD...\n"
+    "       forge-box done\n"
+    "       forge-box install DEST\n"
     "forge's helper inside a sandbox (bind-mounted read-only at /forge/bin/forge-box).\n"
     "mark       print the moment and the processes alive (one forge-mark: line on stderr), then exec CMD\n"
     "keepalive  be PID 1: reap orphans, exit after SECONDS or on SIGTERM\n"
-    "sweep      stop the processes not kept, move /tests and /logs/verifier aside and make them afresh\n";
+    "sweep      stop the processes not kept, move /tests and /logs/verifier aside and make them afresh\n"
+    "supervise  be PID 1 of a pod-native rollout: wait for /forge/run/go, run CMD, report how it ended\n"
+    "done       exit 0 once a held pod's supervisor has ended CMD (its readiness probe)\n"
+    "install    copy forge-box to DEST (a pod's init container)\n";
 
 }  // namespace
 
@@ -26,6 +32,9 @@ int main(int argc, char** argv) {
   if (command == "mark") return forge::box::Mark(argc - 2, argv + 2);
   if (command == "keepalive") return forge::box::KeepAlive(argc - 2, argv + 2);
   if (command == "sweep") return forge::box::Sweep(argc - 2, argv + 2);
+  if (command == "supervise") return forge::box::Supervise(argc - 2, argv + 2);
+  if (command == "done") return forge::box::Done(argc - 2, argv + 2);
+  if (command == "install") return forge::box::Install(argc - 2, argv + 2);
   if (command == "-h" || command == "--help") {
     forge::box::WriteAll(1, kUsage);
     return 0;

@@ -63,24 +63,6 @@ struct ExecStop {
   bool cancelled = false;
 };
 
-// Adds a host file as <prefix>/<its name>, or a directory's contents under
-// <prefix> (names sorted, so the archive is the same every time).
-Status AddToArchive(TarWriter& tar, const std::string& host_path, const std::string& prefix) {
-  auto under = [&](const std::string& name) { return prefix.empty() ? name : prefix + "/" + name; };
-  std::error_code ec;
-  if (!std::filesystem::is_directory(host_path, ec)) {
-    return tar.AddHostPath(host_path, under(std::filesystem::path(host_path).filename().string()));
-  }
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(host_path, ec)) {
-    names.push_back(entry.path().filename().string());
-  }
-  if (ec) return Status::NotFound(host_path + ": " + ec.message());
-  std::sort(names.begin(), names.end());
-  for (const auto& name : names) FORGE_RETURN_IF_ERROR(tar.AddHostPath(host_path + "/" + name, under(name)));
-  return Status::Ok();
-}
-
 std::string ArchivePath(const std::string& dir) {
   std::string path = dir;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -282,7 +264,7 @@ Status DockerSandbox::PutArchive(const std::string& dir, const std::string& tar)
 
 Status DockerSandbox::CopyIn(const std::string& host_path, const std::string& dest_dir) {
   TarWriter tar;
-  FORGE_RETURN_IF_ERROR(AddToArchive(tar, host_path, ""));
+  FORGE_RETURN_IF_ERROR(AddCopy(tar, host_path, ""));
   return PutArchive(ArchivePath(dest_dir), tar.Finish()).Prefixed("copy " + host_path);
 }
 
@@ -714,7 +696,7 @@ Status DockerBackend::PutCopies(const std::string& id,
   for (const auto& [host_path, dest_dir] : copies) {
     std::string dest = ArchivePath(dest_dir);
     while (!dest.empty() && dest.front() == '/') dest.erase(0, 1);
-    FORGE_RETURN_IF_ERROR(AddToArchive(tar, host_path, dest));
+    FORGE_RETURN_IF_ERROR(AddCopy(tar, host_path, dest));
   }
   auto put = engine_->Call("PUT", "/containers/" + id + "/archive?path=%2F&noOverwriteDirNonDir=1", tar.Finish(),
                            {"application/x-tar", 300});

@@ -9,8 +9,10 @@
 #include <ctime>
 
 #include "base/subprocess.h"
+#include "sandbox/box.h"
 #include "sandbox/k8s/exec_channel.h"
 #include "sandbox/k8s/pod_spec.h"
+#include "sandbox/k8s/supervised.h"
 
 namespace forge::sandbox::k8s {
 namespace {
@@ -37,12 +39,26 @@ Result<std::string> TarOf(const std::string& host_path) {
 
 class K8sSandbox : public Sandbox {
  public:
-  K8sSandbox(K8sBackend& backend, std::string namespace_, std::string pod)
+  K8sSandbox(K8sBackend& backend, std::string namespace_, std::string pod, bool box)
       : backend_(backend), handle_{std::string(BackendName(BackendKind::kK8s)), namespace_ + "/" + pod}, namespace_(namespace_),
-        pod_(std::move(pod)) {}
+        pod_(std::move(pod)), box_(box) {}
 
   const Handle& handle() const override { return handle_; }
   bool ExecsAsAnyUser() const override { return false; }
+  // A supervised pod has forge-box at kBoxSandboxPath (supervised.h).
+  bool has_box() const override { return box_; }
+
+  // A supervised pod's one setup exec: unpacks the archive at "/", which
+  // starts the harness (supervised.h).
+  Status Setup(const std::string& archive) {
+    Result<ExecResult> result = Run(SetupCommand(), true, archive, 600, 64 * 1024);
+    if (!result.ok()) return result.status().Prefixed("set up pod " + pod_);
+    if (result->exit_code != 0) {
+      return Status::IoError("set up pod " + pod_ + ": tar exited " + std::to_string(result->exit_code) + ": " +
+                             result->stderr_data.substr(0, 400));
+    }
+    return Status::Ok();
+  }
 
   Result<ExecResult> Exec(const ExecRequest& request) override {
     if (request.argv.empty()) return Status::InvalidArgument("exec: empty command");
@@ -130,7 +146,16 @@ class K8sSandbox : public Sandbox {
   Handle handle_;
   std::string namespace_;
   std::string pod_;
+  bool box_ = false;
 };
+
+// Past the harness's deadline (which the supervisor enforces), how long
+// forge-launch waits for the watch to say it ended.
+constexpr double kSupervisedGraceSeconds = 60;
+
+Clock::time_point After(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 }  // namespace
 
@@ -175,15 +200,9 @@ RunWatcher& K8sBackend::WatcherFor(const std::string& run_id) {
   return *watcher;
 }
 
-Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
-  Result<Json> pod = BuildPod(spec, options_, cluster().namespace_);
-  if (!pod.ok()) return pod.status();
-  RunWatcher& watcher = WatcherFor(spec.run_id);  // watching before the pod exists
-  Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(options_.start_timeout_seconds));
-
-  Result<HttpResponse> response = client_.Call("POST", PodsPath(), pod->dump(), "create pod");
+Result<std::string> K8sBackend::StartPod(const Spec& spec, const Json& pod, RunWatcher& watcher) {
+  const Clock::time_point deadline = After(options_.start_timeout_seconds);
+  Result<HttpResponse> response = client_.Call("POST", PodsPath(), pod.dump(), "create pod");
   if (!response.ok()) return response.status();
   if (response->status != 201 && response->status != 200) {
     return ApiError(*response, "create pod for rollout " + spec.rollout_id);
@@ -197,11 +216,98 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
   if (!running.ok()) {
     // Never leave a pod behind that holds resources and will not run.
     Status deleted = DeletePod(name);
+    watcher.Forget(name);
     Status status = running.status();
     if (!deleted.ok()) status = status.Prefixed("(and delete failed: " + deleted.message() + ")");
     return status;
   }
-  return std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, name));
+  return name;
+}
+
+Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
+  Result<Json> pod = BuildPod(spec, options_, cluster().namespace_);
+  if (!pod.ok()) return pod.status();
+  RunWatcher& watcher = WatcherFor(spec.run_id);  // watching before the pod exists
+  Result<std::string> name = StartPod(spec, *pod, watcher);
+  if (!name.ok()) return name.status();
+  return std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, *name, false));
+}
+
+// create (the init container installs forge-box), one setup exec (the files,
+// the command, its environment; the last file starts it), the watch until
+// the main container ends (or, held, is ready), the output, a delete.
+Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
+  if (job.exec.argv.empty()) return Status::InvalidArgument("exec: empty command");
+  if (!job.exec.user.empty()) return Status::InvalidArgument("exec: the k8s backend runs commands as the pod's user");
+  auto phase = [&](const char* name) {
+    if (job.on_phase) job.on_phase(name);
+  };
+  const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
+  Supervision supervision{options_.box_image, job.exec.timeout_seconds, job.exec.max_output_bytes,
+                          hold ? lifetime : 0, options_.start_timeout_seconds};
+  Result<std::string> archive = SetupArchive(job);
+  if (!archive.ok()) return archive.status();
+  Result<Json> pod = BuildPod(spec, options_, cluster().namespace_, &supervision);
+  if (!pod.ok()) return pod.status();
+  phase("create");
+  RunWatcher& watcher = WatcherFor(spec.run_id);
+  Result<std::string> started = StartPod(spec, *pod, watcher);
+  if (!started.ok()) return started.status();
+  const std::string name = *started;
+  auto fail = [&](Status status) {
+    (void)DeletePod(name);
+    watcher.Forget(name);
+    return status;
+  };
+  K8sSandbox box(*this, cluster().namespace_, name, true);
+  phase("setup");
+  if (Status s = box.Setup(*archive); !s.ok()) return fail(s);
+
+  phase("agent");
+  const auto began = Clock::now();
+  const double wait = job.exec.timeout_seconds > 0 ? job.exec.timeout_seconds + kSupervisedGraceSeconds
+                                                   : static_cast<double>(lifetime);
+  auto stop = [&] { return (options_.stop_requested && options_.stop_requested()) ||
+                           (job.exec.cancel && job.exec.cancel->requested()); };
+  Result<PodView> done = watcher.WaitDone(name, hold != nullptr, After(wait), stop);
+  if (!done.ok()) return fail(done.status().kind() == Kind::kCancelled ? Status::Cancelled("exec cancelled") : done.status());
+  if (!hold) phase("release");
+  Result<ExecResult> result = SupervisedOutput(name, *done, job.exec.max_output_bytes);
+  if (!result.ok()) return fail(result.status());
+  result->seconds = std::chrono::duration<double>(Clock::now() - began).count();
+  if (hold) {
+    *hold = std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, name, true));
+    return result;
+  }
+  if (Status s = DeletePod(name); !s.ok()) result->stderr_data += "\n(delete pod " + name + ": " + s.message() + ")";
+  watcher.Forget(name);
+  return result;
+}
+
+Result<ExecResult> K8sBackend::SupervisedOutput(const std::string& pod, const PodView& done, size_t max_output) {
+  ExecResult result;
+  std::optional<SuperviseReport> report;
+  if (done.terminated) {
+    // Only the supervisor's own line says the harness ended by itself; an
+    // eviction, a deadline or an OOM kill of the supervisor is the cluster's.
+    report = ParseSuperviseLine(done.message.substr(0, done.message.find('\n') + 1));
+    if (!report) {
+      return Status::Unavailable("pod " + pod + ": container " + options_.container + " ended (exit " +
+                                 std::to_string(done.exit_code) + ") without forge-box's status line" +
+                                 (done.message.empty() ? "" : ": " + done.message.substr(0, 300)));
+    }
+    report = TakeSuperviseOutput(done.message, &result.stdout_data, &result.stderr_data);
+  }
+  if (!report) {
+    Result<std::string> log = Logs(pod, 0, static_cast<int64_t>(2 * max_output + 4096));
+    if (!log.ok()) return log.status().Prefixed("harness output");
+    report = TakeSuperviseOutput(*log, &result.stdout_data, &result.stderr_data);
+    if (!report) return Status::Unavailable("pod " + pod + ": its log has no forge-box status line");
+  }
+  result.exit_code = report->exit_code;
+  result.timed_out = report->timed_out;
+  result.truncated = report->truncated;
+  return result;
 }
 
 Result<std::unique_ptr<Sandbox>> K8sBackend::Attach(const Handle& handle) {
@@ -227,7 +333,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Attach(const Handle& handle) {
     return Status::Unavailable("attach to pod " + handle.id + ": not running (" +
                                (view.reason.empty() ? view.phase : view.reason) + ")");
   }
-  return std::unique_ptr<Sandbox>(new K8sSandbox(*this, ns, name));
+  return std::unique_ptr<Sandbox>(new K8sSandbox(*this, ns, name, IsSupervised(*pod)));
 }
 
 Status K8sBackend::DeletePod(const std::string& pod) {

@@ -30,6 +30,12 @@ class K8sBackend : public Backend {
 
   BackendKind kind() const override { return BackendKind::kK8s; }
   Result<std::unique_ptr<Sandbox>> Create(const Spec& spec) override;
+  // Pod-native rollouts (supervised.h), given --k8s-box-image: the harness
+  // is the pod's process; the run's watch says when it ends. API requests:
+  // create, one exec (the setup), a log read unless the output fits in the
+  // termination message, and a delete (held: the verifier's instead).
+  bool CanRunOnce() const override { return !options_.box_image.empty(); }
+  Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
   // The scheduler places a pod asking for nvidia.com/gpu where there are some.
@@ -63,6 +69,12 @@ class K8sBackend : public Backend {
 
  private:
   RunWatcher& WatcherFor(const std::string& run_id);
+  // Creates the pod and waits until it runs (deleted if it will not):
+  // its name.
+  Result<std::string> StartPod(const Spec& spec, const nlohmann::json& pod, RunWatcher& watcher);
+  // A supervised pod's output: from its termination message when the
+  // supervisor could put it all there, else from its log.
+  Result<ExecResult> SupervisedOutput(const std::string& pod, const PodView& done, size_t max_output);
   std::string PodsPath() const;
 
   K8sOptions options_;

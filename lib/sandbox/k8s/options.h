@@ -40,6 +40,9 @@ struct K8sOptions {
   bool run_as_non_root = false;
   std::string service_account_name;  // empty: the namespace's default
   std::string runtime_class;         // e.g. gvisor
+  // A forge image holding forge-box at /forge-box: with it, a rollout's
+  // harness is its pod's own process (supervised.h) rather than an exec.
+  std::string box_image;
   // Networks (network_policy.h): write the NetworkPolicies a run needs to
   // this file (a v1 List); create or replace them in the namespace; run
   // pods whose egress no policy polices anyway.

@@ -1,6 +1,7 @@
 #include "sandbox/k8s/pod_spec.h"
 
 #include "sandbox/k8s/pod_services.h"
+#include "sandbox/k8s/supervised.h"
 
 #include <cctype>
 #include <cmath>
@@ -64,7 +65,8 @@ std::string RunSelector(const std::string& run_id) {
   return selector;
 }
 
-Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::string& namespace_) {
+Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::string& namespace_,
+                      const Supervision* supervision) {
   if (!spec.build_context.empty()) {
     return Status::InvalidArgument("the k8s backend cannot build images (" + spec.build_context +
                          "); build and push the image, then name it in the task");
@@ -153,6 +155,7 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
       {"enableServiceLinks", false},
   };
   if (spec.pod) FORGE_RETURN_IF_ERROR(AddPodServices(spec, options, pod_spec, container));
+  if (supervision) AddSupervisor(*supervision, pod_spec, container);
   pod_spec["containers"] = Json::array({container});
   // Never hostNetwork, whatever the network: no NetworkPolicy selects such a
   // pod, and it would share its node's namespace. The forge.network label is

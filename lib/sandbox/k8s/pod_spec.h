@@ -30,7 +30,11 @@ std::string MemoryQuantity(int64_t bytes);
 // The label selector for a run's pods (every forge pod when run_id is empty).
 std::string RunSelector(const std::string& run_id);
 
-Result<nlohmann::json> BuildPod(const Spec& spec, const K8sOptions& options,
-                                const std::string& namespace_);
+struct Supervision;
+
+// supervision: the harness is the pod's own process (supervised.h); else the
+// container only keeps the pod alive for execs.
+Result<nlohmann::json> BuildPod(const Spec& spec, const K8sOptions& options, const std::string& namespace_,
+                                const Supervision* supervision = nullptr);
 
 }  // namespace forge::sandbox::k8s

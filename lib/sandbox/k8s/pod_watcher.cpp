@@ -29,12 +29,29 @@ const std::set<std::string>& InfraWaitingReasons() {
   return reasons;
 }
 
+// The main container's terminated state and readiness.
+void NoteContainer(const Json& statuses, const std::string& container, PodView& view) {
+  if (!statuses.is_array()) return;
+  for (const Json& cs : statuses) {
+    if (Text(cs, "name") != container) continue;
+    const Json& terminated = Field(Field(cs, "state"), "terminated");
+    view.ready = Field(cs, "ready").is_boolean() && cs["ready"].get<bool>();
+    if (!terminated.is_object()) return;
+    view.terminated = true;
+    const Json& code = Field(terminated, "exitCode");
+    view.exit_code = code.is_number_integer() ? code.get<int>() : -1;
+    view.message = Text(terminated, "message");
+    return;
+  }
+}
+
 }  // namespace
 
 PodView ClassifyPod(const Json& pod, const std::string& container) {
   PodView view;
   const Json& status = Field(pod, "status");
   view.phase = Text(status, "phase");
+  NoteContainer(Field(status, "containerStatuses"), container, view);
   const Json& metadata = Field(pod, "metadata");
   if (Field(metadata, "deletionTimestamp").is_string()) {
     view.state = PodView::kDeleted;
@@ -256,34 +273,60 @@ std::optional<PodView> RunWatcher::Latest(const std::string& pod) {
 
 Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline,
                                         const std::function<bool()>& stop_requested) {
+  return WaitFor(pod, "start", deadline, stop_requested, [&](const PodView& view) -> std::optional<Result<PodView>> {
+    switch (view.state) {
+      case PodView::kRunning:
+        return view;
+      case PodView::kInfraError:
+        return Status::Unavailable("pod " + pod + ": " + view.reason);
+      case PodView::kEnded:
+      case PodView::kDeleted:
+        return Status::Unavailable("pod " + pod + " will not run: " + view.reason);
+      case PodView::kWaiting:
+        break;
+    }
+    return std::nullopt;
+  });
+}
+
+Result<PodView> RunWatcher::WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
+                                     const std::function<bool()>& stop_requested) {
+  return WaitFor(pod, "end its command", deadline, stop_requested,
+                 [&](const PodView& view) -> std::optional<Result<PodView>> {
+                   if (view.state == PodView::kDeleted) return Status::Unavailable("pod " + pod + ": " + view.reason);
+                   if (view.terminated) return view;
+                   if (held && view.ready && view.state == PodView::kRunning) return view;
+                   if (view.state == PodView::kInfraError || view.state == PodView::kEnded) {
+                     return Status::Unavailable("pod " + pod + ": " + view.reason);
+                   }
+                   return std::nullopt;
+                 });
+}
+
+void RunWatcher::Forget(const std::string& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pods_.erase(pod);
+}
+
+Result<PodView> RunWatcher::WaitFor(const std::string& pod, const char* what, Clock::time_point deadline,
+                                    const std::function<bool()>& stop_requested, const Decide& decide) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     auto it = pods_.find(pod);
     if (it != pods_.end()) {
-      const PodView& view = it->second;
-      switch (view.state) {
-        case PodView::kRunning:
-          return view;
-        case PodView::kInfraError:
-          return Status::Unavailable("pod " + pod + ": " + view.reason);
-        case PodView::kEnded:
-        case PodView::kDeleted:
-          return Status::Unavailable("pod " + pod + " will not run: " + view.reason);
-        case PodView::kWaiting:
-          break;
-      }
+      if (auto answer = decide(it->second)) return std::move(*answer);
     }
     if (failures_ >= 5) {
       return Status::Unavailable("pod " + pod + ": cannot watch pods: " + last_error_);
     }
     if (stop_requested && stop_requested()) {
-      return Status::Cancelled("interrupted while pod " + pod + " was starting");
+      return Status::Cancelled(std::string("interrupted while waiting for pod ") + pod + " to " + what);
     }
     Clock::time_point slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(250));
     if (changed_.wait_until(lock, slice) == std::cv_status::timeout && Clock::now() >= deadline) {
       it = pods_.find(pod);
       std::string phase = it != pods_.end() ? it->second.phase : "not seen yet";
-      return Status::Unavailable("pod " + pod + " did not start in time (phase " +
+      return Status::Unavailable("pod " + pod + " did not " + what + " in time (phase " +
                                  (phase.empty() ? "unknown" : phase) + ")");
     }
   }

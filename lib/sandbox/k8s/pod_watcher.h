@@ -28,6 +28,12 @@ struct PodView {
   State state = kWaiting;
   std::string phase;
   std::string reason;  // why it is an infra error or ended, for messages
+  // The main container's own state (a supervised pod's harness: its
+  // terminated exitCode and terminationMessage, and whether it is ready).
+  bool terminated = false;
+  int exit_code = -1;
+  std::string message;
+  bool ready = false;
 };
 
 // What a pod's status means for a rollout waiting on it.
@@ -54,6 +60,15 @@ class RunWatcher {
   Result<PodView> WaitRunning(const std::string& pod, Clock::time_point deadline,
                               const std::function<bool()>& stop_requested);
 
+  // Waits until the main container has terminated or, when held, is ready
+  // (a supervised pod: the harness ended, box_protocol.h); a pod that ends
+  // otherwise (evicted, deleted, deadline) or the deadline is Unavailable.
+  Result<PodView> WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
+                           const std::function<bool()>& stop_requested);
+
+  // Drops what the watch said about a pod that is gone for good.
+  void Forget(const std::string& pod);
+
   // The latest view of a pod, if the watch has seen it.
   std::optional<PodView> Latest(const std::string& pod);
 
@@ -65,6 +80,10 @@ class RunWatcher {
   bool Watch();          // returns when the watch ends; false on error
   void Apply(const std::string& type, const nlohmann::json& pod);
   void Failed(const std::string& why);
+  // decide: nullopt to keep waiting, else the answer.
+  using Decide = std::function<std::optional<Result<PodView>>(const PodView&)>;
+  Result<PodView> WaitFor(const std::string& pod, const char* what, Clock::time_point deadline,
+                          const std::function<bool()>& stop_requested, const Decide& decide);
 
   ApiClient& client_;
   const std::string namespace_;
