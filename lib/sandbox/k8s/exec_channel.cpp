@@ -1,5 +1,8 @@
 #include "sandbox/k8s/exec_channel.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "base/clock.h"
 #include "sandbox/k8s/api_client.h"
 #include "sandbox/k8s/websocket.h"
@@ -64,8 +67,17 @@ Result<ExecOutcome> RunExec(ApiClient& client, const ExecCall& call) {
           : Clock::time_point::max();
   Clock::time_point connect_deadline = std::min(deadline, start + std::chrono::seconds(60));
 
-  Result<std::unique_ptr<WebSocket>> connected =
-      WebSocket::Connect(client, ExecPath(call), {kProtocolV5, kProtocolV4}, connect_deadline);
+  // An upgrade that was throttled, met a server error or found no server
+  // (an API server restarting) ran nothing: it is tried again, with backoff,
+  // until the connect deadline.
+  Result<std::unique_ptr<WebSocket>> connected = Status::Busy("exec: not tried");
+  for (int attempt = 0;; ++attempt) {
+    connected = WebSocket::Connect(client, ExecPath(call), {kProtocolV5, kProtocolV4}, connect_deadline);
+    if (connected.ok() || connected.status().kind() != Kind::kBusy) break;
+    const auto pause = std::chrono::milliseconds(std::min(500 << std::min(attempt, 3), 4000));
+    if (Clock::now() + pause >= connect_deadline || (call.stop_requested && call.stop_requested())) break;
+    std::this_thread::sleep_for(pause);
+  }
   if (!connected.ok()) return connected.status();
   WebSocket& ws = **connected;
   ExecOutcome outcome;

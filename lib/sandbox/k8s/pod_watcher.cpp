@@ -131,8 +131,8 @@ void RunWatcher::Failed(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
     ++failures_;
     last_error_ = why;
+    for (auto& [pod, waiter] : waiters_) waiter->notify_all();
   }
-  changed_.notify_all();
 }
 
 void RunWatcher::Apply(const std::string& type, const Json& pod) {
@@ -145,12 +145,13 @@ void RunWatcher::Apply(const std::string& type, const Json& pod) {
   } else {
     view = ClassifyPod(pod, container_);
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pods_[name] = view;
-    failures_ = 0;
-  }
-  changed_.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  failures_ = 0;
+  // A pod forgotten (its rollout is over) is not brought back by its end.
+  if (type == "DELETED" && !pods_.count(name)) return;
+  pods_[name] = view;
+  // Only the rollout waiting on this pod wakes, not every rollout in flight.
+  if (auto waiter = waiters_.find(name); waiter != waiters_.end()) waiter->second->notify_all();
 }
 
 bool RunWatcher::List() {
@@ -311,6 +312,13 @@ void RunWatcher::Forget(const std::string& pod) {
 Result<PodView> RunWatcher::WaitFor(const std::string& pod, const char* what, Clock::time_point deadline,
                                     const std::function<bool()>& stop_requested, const Decide& decide) {
   std::unique_lock<std::mutex> lock(mu_);
+  auto waiter = std::make_shared<std::condition_variable>();
+  waiters_[pod] = waiter;
+  struct Unregister {
+    std::map<std::string, std::shared_ptr<std::condition_variable>>& waiters;
+    const std::string& pod;
+    ~Unregister() { waiters.erase(pod); }  // mu_ is held: lock outlives this
+  } unregister{waiters_, pod};
   while (true) {
     auto it = pods_.find(pod);
     if (it != pods_.end()) {
@@ -323,7 +331,7 @@ Result<PodView> RunWatcher::WaitFor(const std::string& pod, const char* what, Cl
       return Status::Cancelled(std::string("interrupted while waiting for pod ") + pod + " to " + what);
     }
     Clock::time_point slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(250));
-    if (changed_.wait_until(lock, slice) == std::cv_status::timeout && Clock::now() >= deadline) {
+    if (waiter->wait_until(lock, slice) == std::cv_status::timeout && Clock::now() >= deadline) {
       it = pods_.find(pod);
       std::string phase = it != pods_.end() ? it->second.phase : "not seen yet";
       return Status::Unavailable("pod " + pod + " did not " + what + " in time (phase " +

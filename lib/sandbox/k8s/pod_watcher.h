@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <mutex>
 #include <string>
@@ -95,6 +96,8 @@ class RunWatcher {
   std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, PodView> pods_;
+  // The one rollout waiting on each pod, woken by that pod's events only.
+  std::map<std::string, std::shared_ptr<std::condition_variable>> waiters_;
   int failures_ = 0;  // consecutive list/watch failures
   std::string last_error_;
   WatcherStats stats_;

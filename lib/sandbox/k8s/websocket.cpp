@@ -40,6 +40,8 @@ Status StatusForHttp(long code, const std::string& body, const std::string& path
   // 400 here means the container is not there to exec into (pod ended,
   // evicted, past its deadline): the sandbox is gone, an infrastructure error.
   if (code == 400) return Status::Unavailable(status.message());
+  // Throttled (APF) or a server error before anything ran: worth another try.
+  if (code == 429 || code >= 500) return Status::Busy(status.message());
   return status;
 }
 
@@ -89,7 +91,7 @@ Result<std::unique_ptr<WebSocket>> WebSocket::Connect(ApiClient& client, const s
   client.ConfigureTls(ws->curl_);
   CURLcode rc = curl_easy_perform(ws->curl_);
   if (rc != CURLE_OK) {
-    return Status::Unavailable("exec: connecting to " + server + ": " +
+    return Status::Busy("exec: connecting to " + server + ": " +
                                std::string(error[0] ? error : curl_easy_strerror(rc)));
   }
   curl_easy_getinfo(ws->curl_, CURLINFO_ACTIVESOCKET, &ws->socket_);

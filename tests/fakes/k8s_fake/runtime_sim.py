@@ -12,12 +12,22 @@ test hooks in annotations: fake.forge.dev/run-seconds, fake.forge.dev/exit-code,
 fake.forge.dev/termination-message. exec runs the command as a host process in
 a scratch directory (the unit tests control every command); logs are the
 configured pod_log text.
+
+A main container whose command is forge-box's supervisor (`.../forge-box
+supervise ...`, forge-launch --k8s-box-image) waits, as the real one does,
+for forge-launch's setup exec (`tar -x ... -C /`), which is not run: its
+archive is read and dropped, and the container then runs run_seconds and
+ends with exit_code and the supervisor's status line as its termination
+message (no output). Any other `tar ... -C /` exec is refused: the host's
+root is not a pod's.
 """
 import collections
 import fnmatch
 import itertools
 import os
+import re
 import subprocess
+import threading
 
 from .kubelet import StartFailure
 from .loop import latency
@@ -81,8 +91,15 @@ class SimRuntime:
             self.pulling[node] += 1
             self.pull_queue[node].popleft()()
 
-    def watch_exit(self, worker, c, handle, on_exit):
+    @staticmethod
+    def supervised(c):
+        cmd = c.spec.get("command") or []
+        return not c.init and len(cmd) > 1 and cmd[0].endswith("/forge-box") and cmd[1] == "supervise"
+
+    def watch_exit(self, worker, c, handle, on_exit, after_setup=False):
         handle["on_exit"] = on_exit
+        if self.supervised(c) and not after_setup:
+            return  # until the setup exec (exec_process)
         ann = worker.annotations
         if c.init and not c.sidecar:
             seconds = float(ann.get("fake.forge.dev/init-run-seconds", self.cfg("init_run_seconds", 0)))
@@ -96,6 +113,8 @@ class SimRuntime:
         code = int(ann.get("fake.forge.dev/exit-code", self.cfg("exit_code", 0))) if not c.init else 0
         info = {"exitCode": code}
         msg = ann.get("fake.forge.dev/termination-message")
+        if self.supervised(c):
+            msg = f"forge-supervise: exit={code} timed_out=0 truncated=0 stdout=0 stderr=0\n"
         if msg and not c.init:
             info["message"] = msg
         self.loop.call_later(seconds, lambda: on_exit(info))
@@ -117,6 +136,13 @@ class SimRuntime:
 
     # --- streaming ----------------------------------------------------------------
     def exec_process(self, worker, c, command, stdin, tty):
+        if "tar" in command and "-C" in command[:-1] and command[command.index("-C") + 1] == "/":
+            if not self.supervised(c) or c.handle is None:
+                raise ExecError(internal_error("scale mode: no tar into / (pods are not processes)"))
+            # v4 has no stdin EOF: forge sends `sh -c 'head -c N | "$@"' sh tar ...`.
+            size = re.search(r"head -c (\d+)", command[2]) if command[:2] == ["sh", "-c"] else None
+            return SetupSink(lambda: self.watch_exit(worker, c, c.handle, c.handle["on_exit"], after_setup=True),
+                             command, int(size.group(1)) if size else None)
         return HostProcess(command, self.cluster.scratch, stdin, bool(self.cfg("exec_drop", False)), self.processes)
 
     def attach_process(self, worker, c, stdin, tty):
@@ -132,6 +158,44 @@ class SimRuntime:
     def shutdown(self):
         for p in list(self.processes):
             p.kill()
+
+
+class SetupSink:
+    """forge-launch's setup exec into a supervised pod: its archive is read and
+    dropped; when it ends, the supervisor's command starts."""
+
+    def __init__(self, started, argv, size):
+        self.started, self.argv, self.size = started, argv, size
+        self.got = 0
+        self.eof = threading.Event()
+
+    def start(self):
+        if self.size == 0:
+            self.eof.set()
+
+    def write(self, data):
+        self.got += len(data)
+        if self.size is not None and self.got >= self.size:
+            self.eof.set()
+
+    def close_stdin(self):
+        self.eof.set()
+
+    def pump(self, send):
+        self.eof.wait(120)  # tar reads its archive to the end
+
+    def finish(self):
+        self.started()
+        return exit_status(0, self.argv)
+
+    def resize(self, w, h):
+        pass
+
+    def client_gone(self):
+        pass
+
+    def kill(self):
+        pass
 
 
 class HostProcess:
