@@ -59,4 +59,7 @@ std::optional<SuperviseReport> TakeSuperviseOutput(std::string_view log, std::st
 // PID 1 of a held sandbox: the box's keep-alive for `seconds`.
 std::vector<std::string> KeepAliveArgv(int64_t seconds);
 
+// A timer that runs nothing from the image: forge-box sleep `seconds`.
+std::vector<std::string> SleepArgv(int64_t seconds);
+
 }  // namespace forge::sandbox
