@@ -45,6 +45,10 @@ void NoteContainer(const Json& statuses, const std::string& container, PodView& 
   }
 }
 
+// How long the run's watch may keep failing before the rollouts waiting on
+// it give up (each failure is retried with backoff meanwhile).
+constexpr std::chrono::seconds kWatchOutage{60};
+
 }  // namespace
 
 PodView ClassifyPod(const Json& pod, const std::string& container) {
@@ -129,7 +133,7 @@ RunWatcher::~RunWatcher() {
 void RunWatcher::Failed(const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++failures_;
+    if (failures_++ == 0) failing_since_ = Clock::now();
     last_error_ = why;
     for (auto& [pod, waiter] : waiters_) waiter->notify_all();
   }
@@ -324,7 +328,9 @@ Result<PodView> RunWatcher::WaitFor(const std::string& pod, const char* what, Cl
     if (it != pods_.end()) {
       if (auto answer = decide(it->second)) return std::move(*answer);
     }
-    if (failures_ >= 5) {
+    // The watch thread reconnects by itself: an API server that throttles
+    // or restarts for a while fails no rollout; one that stays away does.
+    if (failures_ >= 5 && Clock::now() - failing_since_ >= kWatchOutage) {
       return Status::Unavailable("pod " + pod + ": cannot watch pods: " + last_error_);
     }
     if (stop_requested && stop_requested()) {

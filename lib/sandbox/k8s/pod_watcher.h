@@ -99,6 +99,7 @@ class RunWatcher {
   // The one rollout waiting on each pod, woken by that pod's events only.
   std::map<std::string, std::shared_ptr<std::condition_variable>> waiters_;
   int failures_ = 0;  // consecutive list/watch failures
+  Clock::time_point failing_since_;  // the first of them
   std::string last_error_;
   WatcherStats stats_;
   std::atomic<bool> stop_{false};
