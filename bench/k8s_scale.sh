@@ -79,16 +79,34 @@ def launch(fake, work, box, n, j, faults):
             "--retry-backoff", "0.2", "--infra-retries", "5", tasks(work, n)]
     before = len(fake.control("stats")["log"])
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(work + "/launch.err", "w"))
+    proc = subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(work + "/launch-%d.err" % j, "w"))
+    proc.finished = threading.Event()
     injector = threading.Thread(target=faults, args=(fake, proc), daemon=True) if faults else None
     if injector:
         injector.start()
+    # Peak RSS from /proc (VmHWM of forge-launch's own memory): wait4's
+    # ru_maxrss would carry this Python parent's size across the fork.
+    peak, done = [0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            try:
+                for line in open("/proc/%d/status" % proc.pid):
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.2)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
+    done.set()
+    proc.finished.set()
     proc.returncode = status
     seconds = time.monotonic() - start
     records = [json.loads(l) for l in open(out) if l.strip()]
     log = fake.control("stats")["log"][before:]
-    return {"seconds": seconds, "rss_kib": usage.ru_maxrss, "cpu": usage.ru_utime + usage.ru_stime,
+    return {"seconds": seconds, "rss_kib": peak[0], "cpu": usage.ru_utime + usage.ru_stime,
             "records": records, "log": log, "exit": status}
 
 
@@ -104,7 +122,7 @@ def storms(fake, proc):
     start = time.monotonic()
     for at, name, act in steps:
         while time.monotonic() - start < at * expected:
-            if proc.poll() is not None:
+            if proc.finished.is_set():
                 return
             time.sleep(0.2)
         try:

@@ -55,7 +55,7 @@ TEST_CASE("supervise: the output is what follows the last line whose sizes match
   // The harness printed a fake status line of its own earlier (in the log
   // only the supervisor writes, but a forged one must not pass anyway).
   const std::string log =
-      "forge-supervise: exit=0 timed_out=0 truncated=0 stdout=2 stderr=0\nhi"
+      "forge-supervise: exit=0 timed_out=0 truncated=0 stdout=3 stderr=0\nhi\n"
       "forge-supervise: exit=4 timed_out=0 truncated=0 stdout=6 stderr=4\nhello\noops";
   auto r = sandbox::TakeSuperviseOutput(log, &out, &err);
   REQUIRE(r);
