@@ -367,16 +367,16 @@ rss_total() {  # VmRSS of the processes, KiB
   echo $total
 }
 wrk_run() {  # runs-file seconds phase variant conns path url [pid...]: one line of figures
-  local runs=$1 seconds=$2 phase=$3 variant=$4 conns=$5 path=$6 url=$7 before after result rss0 sampler
+  local runs=$1 seconds=$2 phase=$3 variant=$4 conns=$5 path=$6 url=$7 before after result sampler
   shift 7
-  before=$(ticks "$@"); rss0=$(rss_total "$@")
+  before=$(ticks "$@")
   ( while :; do rss_total "$@"; sleep 0.05; done ) > "$W/rss.run" 2>/dev/null & sampler=$!
   result=$("$WRK" -t$(( conns > 1 ? 2 : 1 )) -c"$conns" -d"${seconds}s" -s "$W/wrk.$variant.lua" "$url/v1/chat/completions" |
            awk '/^RESULT/ {print $2, $3, $4, $5, $6}')
   kill $sampler 2>/dev/null || true; wait $sampler 2>/dev/null || true
   case $path in forge-proxy|baseline) curl -s -o /dev/null -X POST "$url/admin/drain" ;; esac
   after=$(ticks "$@")
-  echo "$phase $variant $conns $path ${result:-0 1 1 0 0} $((after - before)) $rss0 $(sort -n "$W/rss.run" | tail -1)" >> "$runs"
+  echo "$phase $variant $conns $path ${result:-0 1 1 0 0} $((after - before)) $(sort -n "$W/rss.run" | tail -1)" >> "$runs"
 }
 # rounds seconds upstream-port runs-file combo...: each round a fresh proxy (and
 # baseline) and a fresh nginx, then every combo (phase:variant:connections),
@@ -420,12 +420,12 @@ path_runs, events, tck, targets = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]
 runs = collections.defaultdict(list)  # (phase, variant, conns) -> path -> one dict a round
 combos = []
 for line in open(path_runs):
-    phase, variant, conns, path, req, dur_us, errors, p50, p99, ticks, rss0, rss_peak = line.split()
+    phase, variant, conns, path, req, dur_us, errors, p50, p99, ticks, rss_peak = line.split()
     key = (phase, variant, int(conns))
     if key not in combos: combos.append(key)
     req, dur = int(req), int(dur_us) / 1e6
     runs[key + (path,)].append({"rps": req / dur if dur else 0, "p50": int(p50) / 1000, "p99": int(p99) / 1000,
-                                "errors": int(errors), "rss0": int(rss0), "rss": int(rss_peak),
+                                "errors": int(errors), "rss": int(rss_peak),
                                 "cpu": int(ticks) / tck * 1e6 / (req * events) if req and path != "direct" else None})
 def span(v, fmt="{:.2f}"):
     v = [x for x in v if x is not None]
@@ -436,14 +436,13 @@ for key in combos:
     phase, variant, conns = key
     print(f"  {phase}, {variant}, {conns} connection{'s' if conns > 1 else ''}: median (min–max) over {len(runs[key + ('direct',)])} rounds")
     print(f"    {'path':<12} {'requests/s':>22} {'p50 ms':>20} {'CPU/event us':>20} {'errors':>7}" +
-          (f" {'peak RSS MiB':>20} {'KiB/connection':>20}" if conns > 1 else ""))
+          (f" {'peak RSS MiB':>20}" if conns > 1 else ""))
     for p in paths:
         r = runs[key + (p,)]
         line = (f"    {p:<12} {span([x['rps'] for x in r], '{:.0f}'):>22} {span([x['p50'] for x in r], '{:.3f}'):>20} "
                 f"{span([x['cpu'] for x in r]):>20} {sum(x['errors'] for x in r):>7}")
         if conns > 1 and p != "direct":
-            line += (f" {span([x['rss'] / 1024 for x in r], '{:.1f}'):>20}"
-                     f" {span([(x['rss'] - x['rss0']) / conns for x in r], '{:.1f}'):>20}")
+            line += f" {span([x['rss'] / 1024 for x in r], '{:.1f}'):>20}"
         print(line)
     n, d = runs[key + ("nginx",)], runs[key + ("direct",)]
     for p in paths[2:]:
@@ -456,6 +455,20 @@ for key in combos:
             line += f", added median {span(added)}x (" + ", ".join(
                 f"{a['p50'] - c['p50']:.3f} vs {b['p50'] - c['p50']:.3f} ms" for a, b, c in zip(f, n, d)) + ")"
         print(line)
+# Memory an open stream holds: the rise of each path's peak RSS from the
+# second-largest connection count to the largest, in the same rounds (a
+# fresh process's first calls grow its caches and arenas: not per stream).
+loads = sorted({k[2] for k in combos if k[2] > 1})
+if len(loads) >= 2:
+    lo, hi = loads[-2], loads[-1]
+    rises = []
+    for p in paths[1:]:
+        low = [x["rss"] for k in combos if k[2] == lo for x in runs[k + (p,)]]
+        high = [x["rss"] for k in combos if k[2] == hi for x in runs[k + (p,)]]
+        per = [(h - l) / (hi - lo) for h, l in zip(high, low)]
+        rises.append(f"{p} {span(per, '{:.1f}')}")
+    print(f"  RSS an open stream holds (peak at {hi} connections minus peak at {lo}, over {hi - lo}; KiB, per round): "
+          + ", ".join(rises))
 print(f"  (targets, {targets})")
 PY
 }
@@ -491,7 +504,7 @@ echo "(f) as a new user tries it: a static nginx upstream (1 worker) answering e
 echo "    $EVENTS SSE events (no token ids, one write); forge-proxy with its default flags (keepalive comments,"
 echo "    health checks); wrk keep-alive, ${F_SECONDS} s a run, $F_ROUNDS rounds of a fresh proxy (fresh store) and nginx, paths in"
 echo "    turn: 1 connection with a 1 KB and a 200 KB streamed request (added median over direct), 200 and"
-echo "    1,000 connections with the 1 KB one (requests/s; peak RSS of the serving processes, and over idle per connection)"
+echo "    1,000 connections with the 1 KB one (requests/s; peak RSS of the serving processes)"
 SSE=$W/answer.sse
 chmod a+x "$W"  # nginx's worker (www-data) reads the answer
 python3 - "$SSE" "$EVENTS" <<'PY'
