@@ -47,8 +47,11 @@ void ArmKeepAlive(const std::shared_ptr<ClientStream>& cs, double interval);
 
 // One comment, then the next wait; or, once the call writes, the end: the
 // timer's cancel wakes a StopKeepAlive waiting for this write to finish.
+// (Started with cs->writing set: a call that starts writing before this
+// coroutine runs, co_spawn posts it, waits, and no comment follows its bytes.)
 Task<void> WriteKeepAlive(std::shared_ptr<ClientStream> cs, double interval) {
-  co_await WriteSseBytes(*cs, ": keepalive\n\n", false);
+  if (!cs->call_started_writing && !cs->failed) co_await WriteSseBytes(*cs, ": keepalive\n\n", false);
+  cs->writing = false;
   if (cs->call_started_writing || cs->failed) {
     cs->keepalive_timer->cancel();
     co_return;
@@ -63,6 +66,7 @@ void ArmKeepAlive(const std::shared_ptr<ClientStream>& cs, double interval) {
   cs->keepalive_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(interval * 1000)));
   cs->keepalive_timer->async_wait([cs, interval](const beast::error_code& ec) {
     if (ec || cs->call_started_writing || cs->failed) return;
+    cs->writing = true;
     asio::co_spawn(cs->keepalive_timer->get_executor(), WriteKeepAlive(cs, interval), asio::detached);
   });
 }
