@@ -15,11 +15,11 @@
 #      fresh proxy and nginx (1 worker) each round, then warm: requests/s,
 #      added median and CPU per relayed event of each path
 #  (f) the shapes a new user tried (issue 59): a static nginx upstream answering
-#      every call with the same ~32 KB of 200 SSE events (no token ids) in one
+#      every call with the same ~39 KB of 200 SSE events (no token ids) in one
 #      write, forge-proxy with its default flags (keepalive comments on, health
 #      checks on), wrk keep-alive: sequential 1 KB and 200 KB requests (added
 #      median over direct), 200 and 1,000 connections (requests/s, peak RSS)
-# Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx, and wrk for (e); scripts/bootstrap.sh installs them)
+# Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx, and wrk for (e) and (f); scripts/bootstrap.sh installs them)
 #   PARTS=abcdef: the parts to run (PARTS=e: only the fast-client part).
 #   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
 #   same run (column "baseline"), for before/after figures under the same load.
