@@ -14,8 +14,13 @@
 #      one write), with and without token ids, at 1 and 200 connections, a
 #      fresh proxy and nginx (1 worker) each round, then warm: requests/s,
 #      added median and CPU per relayed event of each path
-# Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx, and wrk for (e); scripts/bootstrap.sh installs them)
-#   PARTS=abcde: the parts to run (PARTS=e: only the fast-client part).
+#  (f) the shapes a new user tried (issue 59): a static nginx upstream answering
+#      every call with the same ~39 KB of 200 SSE events (no token ids) in one
+#      write, forge-proxy with its default flags (keepalive comments on, health
+#      checks on), wrk keep-alive: sequential 1 KB and 200 KB requests (added
+#      median over direct), 200 and 1,000 connections (requests/s, peak RSS)
+# Usage: bench/proxy_bench.sh [BUILD_DIR]   (needs nginx, and wrk for (e) and (f); scripts/bootstrap.sh installs them)
+#   PARTS=abcdef: the parts to run (PARTS=e: only the fast-client part).
 #   BASELINE_PROXY=/path/to/older/forge-proxy also measures that binary in the
 #   same run (column "baseline"), for before/after figures under the same load.
 #   SEQ_N / SEQ_N_LARGE: (a)'s 1 KB / 200 KB calls per path (20000 / 2000).
@@ -54,7 +59,7 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_http() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer at $1" >&2; exit 1; }
 
-PARTS=${PARTS:-abcde}
+PARTS=${PARTS:-abcdef}
 want() { [[ $PARTS == *["$1"]* ]]; }  # any of the parts named in $1
 
 UP=$(port); PX=$(port); NG=$(port)
@@ -64,9 +69,12 @@ wait_http "http://127.0.0.1:$UP/health"
 fi
 
 SECRET=bench-secret
+# (a)-(e) measure the call path alone; (f) runs the proxy as a user would, PROXY_FLAGS=.
+PROXY_FLAGS=${PROXY_FLAGS---health-interval 0 --keepalive 0}
 start_proxy() {  # binary port store [upstream port] -> pid
+  # shellcheck disable=SC2086  # PROXY_FLAGS: words
   "$1" --store "$3" --upstream "http://127.0.0.1:${4:-$UP}" --port "$2" --threads 2 \
-    --health-interval 0 --keepalive 0 >/dev/null 2>>"$W/proxy.err" & local pid=$!
+    $PROXY_FLAGS >/dev/null 2>>"$W/proxy.err" & local pid=$!
   wait_http "http://127.0.0.1:$2/healthz"
   sqlite3 -cmd ".timeout 10000" "$3" "INSERT INTO rollouts (id, run_id, task_id, attempt, harness, secret_hash, status, created_at, updated_at)
     VALUES ('bench', 'run', 'task', 0, 'bench', '$(printf %s "$SECRET" | sha256sum | cut -d' ' -f1)', 'running', 0, 0);"
@@ -323,30 +331,17 @@ echo "(d) translation CPU per token (bench/proxy_formats_bench.sh)"
 bash "$SRC/bench/proxy_formats_bench.sh" "$BIN"
 
 fi  # (d)
-if want e; then
-# (e) A fast client against an unpaced streaming upstream: what relaying and
-# recording a stream's events costs when neither end sets the pace.
-E_SECONDS=${E_SECONDS:-3}
-E_ROUNDS=${E_ROUNDS:-3}
+if want ef; then
+# (e) and (f): wrk (keep-alive) against each path in turn, rounds of a fresh
+# proxy (fresh store) and a fresh nginx (1 worker) each.
 WRK=$(command -v wrk || echo /usr/bin/wrk)
 [ -x "$WRK" ] || { echo "wrk not found (scripts/bootstrap.sh installs it)" >&2; exit 69; }
 CLK_TCK=$(getconf CLK_TCK)
-echo
-echo "(e) a fast client (wrk, keep-alive; 2 threads, 1 at one connection) against an unpaced upstream that"
-echo "    streams $EVENTS vLLM-shaped events an answer in one write; recording on; $E_ROUNDS rounds, each with a"
-echo "    fresh proxy (fresh store) and a fresh nginx (1 worker): 'fresh' is each one's first ${E_SECONDS} s"
-echo "    (200 connections, plain), 'warm' the runs after it; the paths take turns, ${E_SECONDS} s a run."
-echo "    'ids': the client asks for token ids and logprobs, so every path relays them; 'plain': it asks for"
-echo "    neither, so the proxy cuts what it asked for itself. CPU/event: the serving process's"
-echo "    utime+stime (/proc/PID/stat; the proxy's until its store holds the run's calls) over requests x $EVENTS"
-SUP=$(port)
-"$BIN/bench-proxy_bench" stream-upstream "$SUP" & PIDS+=($!)
-wait_http "http://127.0.0.1:$SUP/health"
-for variant in plain ids; do
-  fields=$([ $variant = ids ] && echo '"return_token_ids":true,"logprobs":true,' || true)
-  cat > "$W/wrk.$variant.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"model":"Qwen/Qwen3-8B","stream":true,$fields"bench_events":$EVENTS,"messages":[{"role":"user","content":"stream please"}]}'
+wrk_lua() {  # name body: $W/wrk.NAME.lua posts body, prints one RESULT line
+  {
+    echo 'wrk.method = "POST"'
+    printf 'wrk.body = [==[%s]==]\n' "$2"
+    cat <<LUA
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $SECRET"
 done = function(summary, latency, requests)
@@ -355,7 +350,8 @@ done = function(summary, latency, requests)
     e.connect + e.read + e.write + e.status + e.timeout, latency:percentile(50), latency:percentile(99)))
 end
 LUA
-done
+  } > "$W/wrk.$1.lua"
+}
 ticks() {  # utime + stime of the processes, in clock ticks
   local total=0 pid stat
   for pid in "$@"; do
@@ -365,55 +361,71 @@ ticks() {  # utime + stime of the processes, in clock ticks
   done
   echo $total
 }
-e_run() {  # phase variant conns path url [pid...]
-  local phase=$1 variant=$2 conns=$3 path=$4 url=$5 before after result
-  shift 5
+rss_total() {  # VmRSS of the processes, KiB
+  local total=0 pid kb
+  for pid in "$@"; do kb=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || true); total=$((total + ${kb:-0})); done
+  echo $total
+}
+wrk_run() {  # runs-file seconds phase variant conns path url [pid...]: one line of figures
+  local runs=$1 seconds=$2 phase=$3 variant=$4 conns=$5 path=$6 url=$7 before after result sampler
+  shift 7
   before=$(ticks "$@")
-  result=$("$WRK" -t$(( conns > 1 ? 2 : 1 )) -c"$conns" -d"${E_SECONDS}s" -s "$W/wrk.$variant.lua" "$url/v1/chat/completions" |
+  ( while :; do rss_total "$@"; sleep 0.05; done ) > "$W/rss.run" 2>/dev/null & sampler=$!
+  result=$("$WRK" -t$(( conns > 1 ? 2 : 1 )) -c"$conns" -d"${seconds}s" -s "$W/wrk.$variant.lua" "$url/v1/chat/completions" |
            awk '/^RESULT/ {print $2, $3, $4, $5, $6}')
+  kill $sampler 2>/dev/null || true; wait $sampler 2>/dev/null || true
   case $path in forge-proxy|baseline) curl -s -o /dev/null -X POST "$url/admin/drain" ;; esac
   after=$(ticks "$@")
-  echo "$phase $variant $conns $path ${result:-0 1 1 0 0} $((after - before))" >> "$W/e.runs"
+  echo "$phase $variant $conns $path ${result:-0 1 1 0 0} $((after - before)) $(sort -n "$W/rss.run" | tail -1)" >> "$runs"
 }
-: > "$W/e.runs"
-for round in $(seq 1 "$E_ROUNDS"); do
-  PXE=$(port); NGE=$(port)
-  EPID=$(start_proxy "$BIN/forge-proxy" "$PXE" "$W/e$round.db" "$SUP"); PIDS+=($EPID)
-  e_paths=("direct http://127.0.0.1:$SUP" "nginx http://127.0.0.1:$NGE" "forge-proxy http://127.0.0.1:$PXE")
-  if [ -n "$BASE" ]; then
-    BXE=$(port)
-    BEPID=$(start_proxy "$BASE" "$BXE" "$W/e$round.base.db" "$SUP"); PIDS+=($BEPID)
-    e_paths+=("baseline http://127.0.0.1:$BXE")
-  fi
-  sed -e "s/^worker_processes 2;/worker_processes 1;/" -e "s|$W/nginx.pid|$W/nginx.e.pid|" \
-      -e "s/127.0.0.1:$UP;/127.0.0.1:$SUP;/" -e "s/listen 127.0.0.1:$NG;/listen 127.0.0.1:$NGE;/" \
-      "$W/nginx.conf" > "$W/nginx.e.conf"
-  "$NGINX" -c "$W/nginx.e.conf" -p "$W/nginx" 2>>"$W/nginx.start.err" & NGE_PID=$!; PIDS+=($NGE_PID)
-  wait_http "http://127.0.0.1:$NGE/health"
-  for combo in fresh:plain:200 warm:plain:200 warm:plain:1 warm:ids:200 warm:ids:1; do
-    IFS=: read -r phase variant conns <<< "$combo"
-    for p in "${e_paths[@]}"; do
-      case ${p%% *} in
-        direct) pids= ;; nginx) pids=$(pgrep -P "$NGE_PID") ;; forge-proxy) pids=$EPID ;; baseline) pids=$BEPID ;;
-      esac
-      e_run "$phase" "$variant" "$conns" "${p%% *}" "${p#* }" $pids
+# rounds seconds upstream-port runs-file combo...: each round a fresh proxy (and
+# baseline) and a fresh nginx, then every combo (phase:variant:connections),
+# the paths taking turns.
+wrk_rounds() {
+  local rounds=$1 seconds=$2 up=$3 runs=$4 round combo phase variant conns p pids px ng ppid bpid npid
+  shift 4
+  : > "$runs"
+  for round in $(seq 1 "$rounds"); do
+    px=$(port); ng=$(port)
+    ppid=$(start_proxy "$BIN/forge-proxy" "$px" "$W/r$RANDOM.db" "$up"); PIDS+=($ppid)
+    local paths=("direct http://127.0.0.1:$up" "nginx http://127.0.0.1:$ng" "forge-proxy http://127.0.0.1:$px")
+    bpid=
+    if [ -n "$BASE" ]; then
+      local bx; bx=$(port)
+      bpid=$(start_proxy "$BASE" "$bx" "$W/r$RANDOM.base.db" "$up"); PIDS+=($bpid)
+      paths+=("baseline http://127.0.0.1:$bx")
+    fi
+    sed -e "s/^worker_processes 2;/worker_processes 1;/" -e "s|$W/nginx.pid|$W/nginx.e.pid|" \
+        -e "s/127.0.0.1:$UP;/127.0.0.1:$up;/" -e "s/listen 127.0.0.1:$NG;/listen 127.0.0.1:$ng;/" \
+        "$W/nginx.conf" > "$W/nginx.e.conf"
+    "$NGINX" -c "$W/nginx.e.conf" -p "$W/nginx" 2>>"$W/nginx.start.err" & npid=$!; PIDS+=($npid)
+    wait_http "http://127.0.0.1:$ng/health"
+    for combo in "$@"; do
+      IFS=: read -r phase variant conns <<< "$combo"
+      for p in "${paths[@]}"; do
+        case ${p%% *} in
+          direct) pids= ;; nginx) pids=$(pgrep -P "$npid") ;; forge-proxy) pids=$ppid ;; baseline) pids=$bpid ;;
+        esac
+        wrk_run "$runs" "$seconds" "$phase" "$variant" "$conns" "${p%% *}" "${p#* }" $pids
+      done
     done
+    kill "$ppid" $bpid "$npid" 2>/dev/null || true
+    wait "$ppid" $bpid "$npid" 2>/dev/null || true
   done
-  kill "$EPID" $([ -n "$BASE" ] && echo "$BEPID") "$NGE_PID" 2>/dev/null || true
-  wait "$EPID" $([ -n "$BASE" ] && echo "$BEPID") "$NGE_PID" 2>/dev/null || true
-done
-python3 - "$W/e.runs" "$EVENTS" "$CLK_TCK" <<'PY'
+}
+wrk_summary() {  # runs-file events targets: per combo, each path's figures and its ratios to nginx
+python3 - "$1" "$2" "$CLK_TCK" "$3" <<'PY'
 import sys, statistics, collections
-path_runs, events, tck = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path_runs, events, tck, targets = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 runs = collections.defaultdict(list)  # (phase, variant, conns) -> path -> one dict a round
 combos = []
 for line in open(path_runs):
-    phase, variant, conns, path, req, dur_us, errors, p50, p99, ticks = line.split()
+    phase, variant, conns, path, req, dur_us, errors, p50, p99, ticks, rss_peak = line.split()
     key = (phase, variant, int(conns))
     if key not in combos: combos.append(key)
     req, dur = int(req), int(dur_us) / 1e6
     runs[key + (path,)].append({"rps": req / dur if dur else 0, "p50": int(p50) / 1000, "p99": int(p99) / 1000,
-                                "errors": int(errors),
+                                "errors": int(errors), "rss": int(rss_peak),
                                 "cpu": int(ticks) / tck * 1e6 / (req * events) if req and path != "direct" else None})
 def span(v, fmt="{:.2f}"):
     v = [x for x in v if x is not None]
@@ -423,11 +435,15 @@ paths = [p for p in ("direct", "nginx", "forge-proxy", "baseline") if any(k[3] =
 for key in combos:
     phase, variant, conns = key
     print(f"  {phase}, {variant}, {conns} connection{'s' if conns > 1 else ''}: median (min–max) over {len(runs[key + ('direct',)])} rounds")
-    print(f"    {'path':<12} {'requests/s':>22} {'p50 ms':>20} {'CPU/event us':>20} {'errors':>7}")
+    print(f"    {'path':<12} {'requests/s':>22} {'p50 ms':>20} {'CPU/event us':>20} {'errors':>7}" +
+          (f" {'peak RSS MiB':>20}" if conns > 1 else ""))
     for p in paths:
         r = runs[key + (p,)]
-        print(f"    {p:<12} {span([x['rps'] for x in r], '{:.0f}'):>22} {span([x['p50'] for x in r], '{:.3f}'):>20} "
-              f"{span([x['cpu'] for x in r]):>20} {sum(x['errors'] for x in r):>7}")
+        line = (f"    {p:<12} {span([x['rps'] for x in r], '{:.0f}'):>22} {span([x['p50'] for x in r], '{:.3f}'):>20} "
+                f"{span([x['cpu'] for x in r]):>20} {sum(x['errors'] for x in r):>7}")
+        if conns > 1 and p != "direct":
+            line += f" {span([x['rss'] / 1024 for x in r], '{:.1f}'):>20}"
+        print(line)
     n, d = runs[key + ("nginx",)], runs[key + ("direct",)]
     for p in paths[2:]:
         f = runs[key + (p,)]
@@ -439,6 +455,102 @@ for key in combos:
             line += f", added median {span(added)}x (" + ", ".join(
                 f"{a['p50'] - c['p50']:.3f} vs {b['p50'] - c['p50']:.3f} ms" for a, b, c in zip(f, n, d)) + ")"
         print(line)
-print("  (targets, issue 41: at 200 connections >= 0.7x nginx's throughput; at 1 connection an added median <= 2x nginx's)")
+# Memory an open stream holds: the rise of each path's peak RSS from the
+# second-largest connection count to the largest, in the same rounds (a
+# fresh process's first calls grow its caches and arenas: not per stream).
+loads = sorted({k[2] for k in combos if k[2] > 1})
+if len(loads) >= 2:
+    lo, hi = loads[-2], loads[-1]
+    rises = []
+    for p in paths[1:]:
+        low = [x["rss"] for k in combos if k[2] == lo for x in runs[k + (p,)]]
+        high = [x["rss"] for k in combos if k[2] == hi for x in runs[k + (p,)]]
+        per = [(h - l) / (hi - lo) for h, l in zip(high, low)]
+        rises.append(f"{p} {span(per, '{:.1f}')}")
+    print(f"  RSS an open stream holds (peak at {hi} connections minus peak at {lo}, over {hi - lo}; KiB, per round): "
+          + ", ".join(rises))
+print(f"  (targets, {targets})")
 PY
+}
+fi  # (e) and (f)
+if want e; then
+# (e) A fast client against an unpaced streaming upstream: what relaying and
+# recording a stream's events costs when neither end sets the pace.
+E_SECONDS=${E_SECONDS:-3}
+E_ROUNDS=${E_ROUNDS:-3}
+echo
+echo "(e) a fast client (wrk, keep-alive; 2 threads, 1 at one connection) against an unpaced upstream that"
+echo "    streams $EVENTS vLLM-shaped events an answer in one write; recording on; $E_ROUNDS rounds, each with a"
+echo "    fresh proxy (fresh store) and a fresh nginx (1 worker): 'fresh' is each one's first ${E_SECONDS} s"
+echo "    (200 connections, plain), 'warm' the runs after it; the paths take turns, ${E_SECONDS} s a run."
+echo "    'ids': the client asks for token ids and logprobs, so every path relays them; 'plain': it asks for"
+echo "    neither, so the proxy cuts what it asked for itself. CPU/event: the serving process's"
+echo "    utime+stime (/proc/PID/stat; the proxy's until its store holds the run's calls) over requests x $EVENTS"
+SUP=$(port)
+"$BIN/bench-proxy_bench" stream-upstream "$SUP" & PIDS+=($!)
+wait_http "http://127.0.0.1:$SUP/health"
+wrk_lua plain "{\"model\":\"Qwen/Qwen3-8B\",\"stream\":true,\"bench_events\":$EVENTS,\"messages\":[{\"role\":\"user\",\"content\":\"stream please\"}]}"
+wrk_lua ids "{\"model\":\"Qwen/Qwen3-8B\",\"stream\":true,\"return_token_ids\":true,\"logprobs\":true,\"bench_events\":$EVENTS,\"messages\":[{\"role\":\"user\",\"content\":\"stream please\"}]}"
+wrk_rounds "$E_ROUNDS" "$E_SECONDS" "$SUP" "$W/e.runs" fresh:plain:200 warm:plain:200 warm:plain:1 warm:ids:200 warm:ids:1
+wrk_summary "$W/e.runs" "$EVENTS" "issue 41: at 200 connections >= 0.7x nginx's throughput; at 1 connection an added median <= 2x nginx's"
 fi  # (e)
+if want f; then
+# (f) What a new user measured first (issue 59): a static upstream (nginx
+# serving one file), no token ids, the proxy with its default flags.
+F_SECONDS=${F_SECONDS:-4}
+F_ROUNDS=${F_ROUNDS:-3}
+echo
+echo "(f) as a new user tries it: a static nginx upstream (1 worker) answering every call with the same"
+echo "    $EVENTS SSE events (no token ids, one write); forge-proxy with its default flags (keepalive comments,"
+echo "    health checks); wrk keep-alive, ${F_SECONDS} s a run, $F_ROUNDS rounds of a fresh proxy (fresh store) and nginx, paths in"
+echo "    turn: 1 connection with a 1 KB and a 200 KB streamed request (added median over direct), 200 and"
+echo "    1,000 connections with the 1 KB one (requests/s; peak RSS of the serving processes)"
+SSE=$W/answer.sse
+chmod a+x "$W"  # nginx's worker (www-data) reads the answer
+python3 - "$SSE" "$EVENTS" <<'PY'
+import json, sys
+head = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 1764892800, "model": "Qwen/Qwen3-8B"}
+def event(choice, **extra):
+    return "data: " + json.dumps({**head, "choices": [{"index": 0, **choice}], **extra}, separators=(",", ":")) + "\n\n"
+n = int(sys.argv[2])
+out = [event({"delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None})]
+out += [event({"delta": {"content": f" tok{i}"}, "logprobs": None, "finish_reason": None}) for i in range(n - 2)]
+out.append(event({"delta": {}, "logprobs": None, "finish_reason": "stop"},
+                 usage={"prompt_tokens": 8, "completion_tokens": n - 2, "total_tokens": n + 6}))
+open(sys.argv[1], "w").write("".join(out) + "data: [DONE]\n\n")
+PY
+echo "    (the answer: $(stat -c %s "$SSE") bytes)"
+FUP=$(port)
+cat > "$W/static.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $W/static.pid;
+error_log $W/static.err warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $W/nginx/static-body;
+  client_max_body_size 64m;
+  server {
+    listen 127.0.0.1:$FUP;
+    location / {
+      # Every path, every method (a POST to a file is a 405 otherwise): the file.
+      root $W;
+      default_type text/event-stream;
+      try_files /answer.sse =404;
+      error_page 405 =200 \$uri;
+    }
+  }
+}
+NGINX
+"$NGINX" -c "$W/static.conf" -p "$W/nginx" 2>>"$W/nginx.start.err" & PIDS+=($!)
+wait_http "http://127.0.0.1:$FUP/health"
+curl -sf -o /dev/null -X POST -d '{}' "http://127.0.0.1:$FUP/v1/chat/completions" ||
+  { echo "the static upstream does not answer a POST: $(tail -1 "$W/static.err")" >&2; exit 1; }
+body() { python3 -c 'import json, sys; print(json.dumps({"model": "Qwen/Qwen3-8B", "stream": True, "messages": [{"role": "user", "content": "x" * int(sys.argv[1])}]}))' "$1"; }
+wrk_lua 1KB "$(body 950)"
+wrk_lua 200KB "$(body 204700)"
+PROXY_FLAGS= wrk_rounds "$F_ROUNDS" "$F_SECONDS" "$FUP" "$W/f.runs" seq:1KB:1 seq:200KB:1 load:1KB:200 load:1KB:1000
+wrk_summary "$W/f.runs" "$EVENTS" "issue 59: at 1 connection an added median <= 1.5x nginx's; at 200 and 1,000 connections >= 1.0x nginx's requests/s"
+fi  # (f)

@@ -24,7 +24,7 @@ class ClientReply {
   ClientReply(tcp::socket& socket, const Request& req, const ClientUrl& url, const ClientFormat& format,
               const std::atomic<bool>& stopping, const std::vector<std::string>& urls, Metrics& metrics);
 
-  // The streamed response's side, shared with its keepalive coroutine.
+  // The streamed response's side, shared with its keepalive timer's handler.
   const std::shared_ptr<ClientStream>& stream() { return stream_; }
 
   // Refuses the call (counted as the client's error below 500). False: the connection closes.

@@ -1,6 +1,7 @@
 #include "proxy/client_stream.h"
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 
 #include "proxy/asio.h"
@@ -42,25 +43,32 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
 
 namespace {
 
-Task<void> WaitWhile(const bool& flag) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (flag) {
-    timer.expires_after(std::chrono::milliseconds(1));
-    beast::error_code ec;
-    co_await timer.async_wait(Into(ec));
+void ArmKeepAlive(const std::shared_ptr<ClientStream>& cs, double interval);
+
+// One comment, then the next wait; or, once the call writes, the end: the
+// timer's cancel wakes a StopKeepAlive waiting for this write to finish.
+// (Started with cs->writing set: a call that starts writing before this
+// coroutine runs, co_spawn posts it, waits, and no comment follows its bytes.)
+Task<void> WriteKeepAlive(std::shared_ptr<ClientStream> cs, double interval) {
+  if (!cs->call_started_writing && !cs->failed) co_await WriteSseBytes(*cs, ": keepalive\n\n", false);
+  cs->writing = false;
+  if (cs->call_started_writing || cs->failed) {
+    cs->keepalive_timer->cancel();
+    co_return;
   }
+  ArmKeepAlive(cs, interval);
 }
 
-Task<void> KeepAlive(std::shared_ptr<ClientStream> cs, double interval) {
-  cs->keepalive_running = true;
-  while (!cs->call_started_writing && !cs->failed) {
-    cs->keepalive_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(interval * 1000)));
-    beast::error_code ec;
-    co_await cs->keepalive_timer->async_wait(Into(ec));
-    if (cs->call_started_writing || cs->failed) break;
-    co_await WriteSseBytes(*cs, ": keepalive\n\n", false);
-  }
-  cs->keepalive_running = false;
+// A timer with a plain handler, no coroutine, while nothing is written: a
+// call whose first event comes before the interval pays one timer set and
+// one cancel.
+void ArmKeepAlive(const std::shared_ptr<ClientStream>& cs, double interval) {
+  cs->keepalive_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(interval * 1000)));
+  cs->keepalive_timer->async_wait([cs, interval](const beast::error_code& ec) {
+    if (ec || cs->call_started_writing || cs->failed) return;
+    cs->writing = true;
+    asio::co_spawn(cs->keepalive_timer->get_executor(), WriteKeepAlive(cs, interval), asio::detached);
+  });
 }
 
 }  // namespace
@@ -68,14 +76,20 @@ Task<void> KeepAlive(std::shared_ptr<ClientStream> cs, double interval) {
 void StartKeepAlive(const std::shared_ptr<ClientStream>& cs, const asio::any_io_executor& executor,
                     double interval) {
   cs->keepalive_timer = std::make_unique<asio::steady_timer>(executor);
-  asio::co_spawn(executor, KeepAlive(cs, interval), asio::detached);
+  ArmKeepAlive(cs, interval);
 }
 
 Task<void> StopKeepAlive(ClientStream& cs) {
   cs.call_started_writing = true;
-  if (cs.keepalive_timer) cs.keepalive_timer->cancel();
-  co_await WaitWhile(cs.writing);
-  co_await WaitWhile(cs.keepalive_running);
+  if (!cs.keepalive_timer) co_return;
+  if (!cs.writing) {  // the timer's handler, if queued, sees call_started_writing and touches nothing
+    cs.keepalive_timer->cancel();
+    co_return;
+  }
+  // A comment is going out: WriteKeepAlive cancels this wait when it ends.
+  cs.keepalive_timer->expires_at(asio::steady_timer::time_point::max());
+  beast::error_code ec;
+  co_await cs.keepalive_timer->async_wait(Into(ec));
 }
 
 }  // namespace forge::proxy

@@ -11,14 +11,13 @@
 
 namespace forge::proxy {
 
-// A keepalive coroutine may write comments before the first event; once the
+// A keepalive timer may write comments before the first event; once the
 // call writes, it stops (StopKeepAlive).
 struct ClientStream {
   tcp::socket* socket = nullptr;
   bool headers_sent = false;
   bool writing = false;
   bool call_started_writing = false;
-  bool keepalive_running = false;
   bool failed = false;  // the client went away
   unsigned version = 11;
   std::string content_type = "text/event-stream";
@@ -32,13 +31,13 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last);
 
 // SSE comments on cs every interval seconds until the call writes (it then
 // calls StopKeepAlive) or the client goes: a streamed call waiting for its
-// first event shows a client that it is alive. The keepalive coroutine
-// shares cs.
+// first event shows a client that it is alive. The timer's handler shares cs.
 void StartKeepAlive(const std::shared_ptr<ClientStream>& cs, const asio::any_io_executor& executor,
                     double interval);
 
-// The call writes to the client from here on: waits out a keepalive write in
-// progress and the keepalive coroutine (which uses the client's socket).
+// The call writes to the client from here on: stops the keepalive timer, and
+// waits out a keepalive comment being written, if one is (woken when it
+// ends, never polled: a call's first byte waits for nothing else).
 Task<void> StopKeepAlive(ClientStream& cs);
 
 }  // namespace forge::proxy
