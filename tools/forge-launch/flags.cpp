@@ -70,10 +70,13 @@ field wins).)~"},
 ($FORGE_HARNESS_INSTALL_DIR, else ~/.cache/forge/harnesses); profiles name
 it as {harnesses}.)~"},
       {.names = "--harness-mount", .value = "PATH", .bind = cli::Bind(o.harness_mount), .show_default = true,
-       .help = "Where docker sandboxes see that directory, mounted read-only",
+       .help = "Where docker sandboxes see that directory, mounted read-only (k8s: where --registry's harness layer puts it)",
        .doc = R"~(Where docker sandboxes see the install directory. When a profile names {harnesses},
 forge\-launch bind\-mounts the install directory there read\-only and {harnesses}
-expands to this path; on the local backend it expands to the host directory itself.)~"},
+expands to this path; on the local backend it expands to the host directory itself.
+On k8s {harnesses} expands to this path too: an image built with \fB\-\-registry\fR
+has the install directory copied there (the harness layer); a prebuilt image must
+have it there.)~"},
       {.names = "--model", .value = "NAME", .bind = cli::Bind(o.model),
        .help = "Model name handed to the harness"},
       {.names = "--image", .value = "IMAGE", .bind = cli::Bind(o.image),
