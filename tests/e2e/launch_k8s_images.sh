@@ -5,7 +5,9 @@
 # docker-registry on 127.0.0.1: the image is built, tagged by the hash of its
 # inputs, pushed, and the pod runs the digest the registry reports; a second
 # run (the engine's copies removed, so its pod pulls) builds and pushes
-# nothing; a changed context file is a new tag; a registry that refuses the
+# nothing; a changed context file is a new tag; a harness profile that names
+# {harnesses} gets the install directory as a layer (a new tag, and another
+# when the harness changes); a registry that refuses the
 # push is an error naming the task and the step, and the run's other task
 # still runs; a registry that is down is transient; without --registry such
 # a task is refused before any pod.
@@ -119,6 +121,26 @@ tag2=$(jq -r '.image_pushed // empty' "$OUT")
 [ "$(jq -r .image "$OUT")" = "$repo@$(registry_digest "${tag2##*:}")" ] && pass || fail "image: $(jq -r .image "$OUT")"
 [ "$(jq -r .logs.stdout "$OUT")" = "$(printf 'built-%s\nsecond' "$$")" ] && pass || fail "stdout: $(jq -c .logs "$OUT")"
 [ "$(manifest_puts)" = 2 ] && pass || fail "manifest PUTs after the changed run: $(manifest_puts)"
+
+echo "== a harness profile that names {harnesses}: the install directory is a layer on top, at --harness-mount"
+mkdir -p "$WORK/profiles" "$WORK/installed/fake-harness"
+echo "fake-harness 1.0" >"$WORK/installed/fake-harness/VERSION"
+printf '{"name":"layered","command":["/bin/sh","-c","cat {harnesses}/fake-harness/VERSION /data.txt"]}\n' \
+  >"$WORK/profiles/layered.json"
+pushes_before=$(manifest_puts)
+expect_exit 0 "harness layer" L img-layer --registry "$registry" --harness-dir "$WORK/profiles" --harness layered \
+  --harness-install-dir "$WORK/installed" "$WORK/built"
+[ "$(jq -r .logs.stdout "$OUT")" = "$(printf 'fake-harness 1.0\nsecond')" ] && pass ||
+  fail "the pod runs the harness from the layer: $(jq -c '{logs, error}' "$OUT")"
+tag3=$(jq -r '.image_pushed // empty' "$OUT")
+[[ "$tag3" =~ ^$repo:[0-9a-f]{40}$ ]] && [ "$tag3" != "$tag2" ] && pass || fail "the layer is a new tag: $tag3 (bare $tag2)"
+[ "$(manifest_puts)" = $((pushes_before + 1)) ] && pass || fail "manifest PUTs: $(manifest_puts), before $pushes_before"
+echo "fake-harness 1.1" >"$WORK/installed/fake-harness/VERSION"
+expect_exit 0 "harness upgraded" L img-layer2 --registry "$registry" --harness-dir "$WORK/profiles" --harness layered \
+  --harness-install-dir "$WORK/installed" "$WORK/built"
+[ "$(jq -r .logs.stdout "$OUT")" = "$(printf 'fake-harness 1.1\nsecond')" ] && pass || fail "upgraded: $(jq -c .logs "$OUT")"
+tag4=$(jq -r '.image_pushed // empty' "$OUT")
+[ -n "$tag4" ] && [ "$tag4" != "$tag3" ] && pass || fail "an upgraded harness is a new tag: $tag4 (was $tag3)"
 
 echo "== a registry that refuses the push: the task and the step named, the run's other task runs"
 expect_exit 69 "refused push" L img-refused --infra-retries 2 --registry "127.0.0.1:$ro_port/k8s-images-$$" \
