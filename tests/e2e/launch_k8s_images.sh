@@ -7,7 +7,8 @@
 # run (the engine's copies removed, so its pod pulls) builds and pushes
 # nothing; a changed context file is a new tag; a harness profile that names
 # {harnesses} gets the install directory as a layer (a new tag, and another
-# when the harness changes); a registry that refuses the
+# when the harness changes); a registry with htpasswd is asked and pushed to
+# with the docker config's credentials, and refuses without; a registry that refuses the
 # push is an error naming the task and the step, and the run's other task
 # still runs; a registry that is down is transient; without --registry such
 # a task is refused before any pod.
@@ -27,8 +28,8 @@ repo="$registry/forge-task"
 drop_local_images() {  # the engine's copies of what the runs built and pushed
   local ids
   ids=$(for r in "${runs[@]}"; do docker images -q --filter "label=forge.run=$r"; done | sort -u)
-  docker image rm -f $(docker images --format '{{.Repository}}:{{.Tag}}' | grep "^127.0.0.1:\($port\|$ro_port\)/") \
-    $(docker images --digests --format '{{.Repository}}@{{.Digest}}' | grep "^127.0.0.1:\($port\|$ro_port\)/") \
+  docker image rm -f $(docker images --format '{{.Repository}}:{{.Tag}}' | grep "^127.0.0.1:\($port\|$ro_port\|${auth_port:-0}\)/") \
+    $(docker images --digests --format '{{.Repository}}@{{.Digest}}' | grep "^127.0.0.1:\($port\|$ro_port\|${auth_port:-0}\)/") \
     $ids >/dev/null 2>&1
 }
 cleanup() {
@@ -43,7 +44,10 @@ start_registry() {  # NAME PORT [EXTRA_YAML]: logs every request (level info) to
     "$WORK/$1" "${3:-}" "$2" >"$WORK/$1.yml"
   /usr/bin/docker-registry serve "$WORK/$1.yml" >"$WORK/$1.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$2/v2/" >/dev/null && return 0; sleep 0.1; done
+  for _ in $(seq 100); do  # any answer: one with htpasswd says 401
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$2/v2/")" != 000 ] && return 0
+    sleep 0.1
+  done
   return 1
 }
 start_registry open "$port" || { fail "registry: $(cat "$WORK/open.log")"; finish; exit 1; }
@@ -141,6 +145,27 @@ expect_exit 0 "harness upgraded" L img-layer2 --registry "$registry" --harness-d
 [ "$(jq -r .logs.stdout "$OUT")" = "$(printf 'fake-harness 1.1\nsecond')" ] && pass || fail "upgraded: $(jq -c .logs "$OUT")"
 tag4=$(jq -r '.image_pushed // empty' "$OUT")
 [ -n "$tag4" ] && [ "$tag4" != "$tag3" ] && pass || fail "an upgraded harness is a new tag: $tag4 (was $tag3)"
+
+echo "== a registry with htpasswd: the docker config's credentials, for the HEAD (Basic) and the push"
+auth_port=$(free_port)
+python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
+start_registry private "$auth_port" "auth:
+  htpasswd:
+    realm: forge-e2e
+    path: $WORK/htpasswd" || fail "registry with htpasswd: $(cat "$WORK/private.log")"
+mkdir -p "$WORK/login" "$WORK/anon"
+echo '{}' >"$WORK/anon/config.json"
+printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$auth_port" "$(printf robot:s3cret | base64)" >"$WORK/login/config.json"
+expect_exit 69 "no credentials" L img-anon --registry "127.0.0.1:$auth_port/p" --docker-config "$WORK/anon/config.json" "$WORK/built"
+jq -r .error "$OUT" | grep -q "^task built: image for the cluster: registry 127.0.0.1:$auth_port: HEAD /v2/p/forge-task/manifests/[0-9a-f]*: HTTP 401 (no credentials for it in the docker config)" &&
+  pass || fail "without credentials: $(jq -r .error "$OUT")"
+[ "$(jq -r .transient "$OUT")" = false ] && pass || fail "refused credentials are retried: $(jq -c . "$OUT")"
+expect_exit 0 "with credentials" L img-auth --registry "127.0.0.1:$auth_port/p" --docker-config "$WORK/login/config.json" "$WORK/built"
+[ -n "$(jq -r '.image_pushed // empty' "$OUT")" ] && [[ "$(jq -r .image "$OUT")" == "127.0.0.1:$auth_port/p/forge-task@sha256:"* ]] &&
+  pass || fail "pushed with credentials: $(jq -c '{image, image_pushed, error}' "$OUT")"
+expect_exit 0 "with credentials, again" L img-auth2 --registry "127.0.0.1:$auth_port/p" --docker-config "$WORK/login/config.json" "$WORK/built"
+[ "$(jq -r '.image_pushed // "none"' "$OUT")" = none ] && [ "$(jq -r '.outcome' "$OUT")" = ok ] && pass ||
+  fail "the HEAD with credentials found it: $(jq -c '{image, image_pushed, error}' "$OUT")"
 
 echo "== a registry that refuses the push: the task and the step named, the run's other task runs"
 expect_exit 69 "refused push" L img-refused --infra-retries 2 --registry "127.0.0.1:$ro_port/k8s-images-$$" \
