@@ -183,11 +183,11 @@ void FlagTable::Add(CLI::App& app, const std::string& section, std::vector<Flag>
   }
 }
 
-const std::vector<FlagTable::Entry>* FlagTable::Section(std::string_view section) const {
+Result<const std::vector<FlagTable::Entry>*> FlagTable::Section(std::string_view section) const {
   for (const auto& [name, entries] : sections_) {
     if (name == section) return &entries;
   }
-  return nullptr;
+  return Status::NotFound("no flags in section \"" + std::string(section) + "\"");
 }
 
 std::vector<std::string> FlagTable::sections() const {
@@ -197,10 +197,10 @@ std::vector<std::string> FlagTable::sections() const {
 }
 
 Result<std::string> FlagTable::Roff(std::string_view section) const {
-  const std::vector<Entry>* entries = Section(section);
-  if (entries == nullptr) return Status::NotFound("no flags in section \"" + std::string(section) + "\"");
+  auto entries = Section(section);
+  if (!entries.ok()) return entries.status();
   std::string out;
-  for (const Entry& entry : *entries) {
+  for (const Entry& entry : **entries) {
     if (Positional(entry.flag)) continue;
     out += ".TP\n" + RoffHead(entry.flag) + "\n" + RoffText(entry.flag, *entry.option) + "\n";
   }
@@ -208,10 +208,10 @@ Result<std::string> FlagTable::Roff(std::string_view section) const {
 }
 
 Result<std::string> FlagTable::Markdown(std::string_view section) const {
-  const std::vector<Entry>* entries = Section(section);
-  if (entries == nullptr) return Status::NotFound("no flags in section \"" + std::string(section) + "\"");
+  auto entries = Section(section);
+  if (!entries.ok()) return entries.status();
   std::string out;
-  for (const Entry& entry : *entries) {
+  for (const Entry& entry : **entries) {
     if (Positional(entry.flag)) continue;
     std::string head;
     for (const std::string& name : Names(entry.flag.names)) head += (head.empty() ? "" : ", ") + name;

@@ -75,7 +75,8 @@ class FlagTable {
     Flag flag;
     const CLI::Option* option;
   };
-  const std::vector<Entry>* Section(std::string_view section) const;
+  // NotFound naming the section when no flag is in it.
+  Result<const std::vector<Entry>*> Section(std::string_view section) const;
 
   std::vector<std::pair<std::string, std::vector<Entry>>> sections_;
 };

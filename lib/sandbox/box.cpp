@@ -117,4 +117,8 @@ std::vector<std::string> KeepAliveArgv(int64_t seconds) {
   return {kBoxSandboxPath, "keepalive", std::to_string(std::max<int64_t>(1, seconds))};
 }
 
+std::vector<std::string> SleepArgv(int64_t seconds) {
+  return {kBoxSandboxPath, "sleep", std::to_string(std::max<int64_t>(0, seconds))};
+}
+
 }  // namespace forge::sandbox

@@ -40,4 +40,7 @@ std::optional<Baseline> TakeMark(std::string* stderr_data);
 // PID 1 of a held sandbox: the box's keep-alive for `seconds`.
 std::vector<std::string> KeepAliveArgv(int64_t seconds);
 
+// A timer that runs nothing from the image: forge-box sleep `seconds`.
+std::vector<std::string> SleepArgv(int64_t seconds);
+
 }  // namespace forge::sandbox

@@ -67,12 +67,19 @@ std::string OneShotScript(const OneShot& job, const std::string& workdir, int64_
       timeout > 0 ? std::min(lifetime_seconds, static_cast<int64_t>(std::ceil(timeout))) : lifetime_seconds;
   // The watchdog exits 3 when told the command ended, 4 once it has killed
   // everything at the deadline; TERM is ignored from the kill on, so the
-  // status says which happened even when both race. Started before the
-  // command when PID 1 will be forge-box, so its `sleep` is the image's.
-  const std::string watchdog = "(trap 'kill $! 2>/dev/null; exit 3' TERM; sleep " + std::to_string(deadline) +
-                               " & wait $!; trap '' TERM; kill -KILL -1; exit 4) >/dev/null 2>&1 &\n"
+  // status says which happened even when both race. With forge-box its
+  // timer is forge-box's: the image's `sleep`, looked up while the command
+  // runs, may already be the agent's.
+  std::string timer;
+  if (box) {
+    for (const auto& arg : SleepArgv(deadline)) timer += ShellQuote(arg) + " ";
+  } else {
+    timer = "sleep " + std::to_string(deadline) + " ";
+  }
+  const std::string watchdog = "(trap 'kill $! 2>/dev/null; exit 3' TERM; " + timer +
+                               "& wait $!; trap '' TERM; kill -KILL -1; exit 4) >/dev/null 2>&1 &\n"
                                "forge_watchdog=$!\n";
-  script += box ? watchdog + command : command + watchdog;
+  script += command + watchdog;
   script += "wait $forge_pid\nforge_status=$?\n";
   script += "kill $forge_watchdog 2>/dev/null\nwait $forge_watchdog\nforge_deadline=$(($? == 4))\n";
   // The end line on stdout first, then on stderr: each stream's line comes

@@ -14,6 +14,35 @@ for tool in forge-proxy forge-launch forge-verify forge-dedup forge-pack; do
   [ -f "$FORGE_SRC/man/$tool.1" ] || fail "$tool has no man page"
 done
 
+# The in-sandbox helpers: a man page, --help, 64 on an unknown command; every
+# forge-box command the usage lists has its entry in the man page, whose
+# EXAMPLES run.
+for tool in forge-box forge-relay; do
+  [ -f "$FORGE_SRC/man/$tool.1" ] || fail "$tool has no man page"
+  expect_exit 0 "$tool --help" "$FORGE_BIN/$tool" --help
+done
+expect_exit 64 "forge-box with an unknown command" "$FORGE_BIN/forge-box" no-such-command
+"$FORGE_BIN/forge-box" --help | sed -n 's/^ *\(usage:\)\? *forge-box \([a-z]*\).*/\2/p' >"$WORK/box-commands"
+[ "$(wc -l <"$WORK/box-commands")" -ge 4 ] || fail "forge-box --help lists $(wc -l <"$WORK/box-commands") commands"
+while read -r command; do
+  grep -q "^\.B $command\b" "$FORGE_SRC/man/forge-box.1" || fail "man/forge-box.1 does not document '$command'"
+done <"$WORK/box-commands"
+awk '/^\.SH EXAMPLES/ {on=1; next} /^\.SH/ {on=0} on && /^\.nf/ {blk=1; next} on && /^\.fi/ {blk=0}
+     on && blk && !/^\./ {print}' "$FORGE_SRC/man/forge-box.1" | sed 's/\\-/-/g' >"$WORK/box-examples"
+[ -s "$WORK/box-examples" ] || fail "no EXAMPLES in man/forge-box.1"
+PATH="$FORGE_BIN:$PATH" bash -e "$WORK/box-examples" >/dev/null || fail "man/forge-box.1's EXAMPLES failed"
+# forge-box sleep: a SIGTERM ends it (the watchdog cuts its timer short so).
+"$FORGE_BIN/forge-box" sleep 100 &
+pid=$!
+sleep 0.2
+kill -TERM $pid
+for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { kill -9 $pid; fail "forge-box sleep ignored SIGTERM"; }
+wait $pid
+[ $? -eq 143 ] && pass || fail "forge-box sleep on SIGTERM did not end by it"
+expect_exit 0 "forge-box sleep 0" "$FORGE_BIN/forge-box" sleep 0
+expect_exit 64 "forge-box sleep with no seconds" "$FORGE_BIN/forge-box" sleep
+
 # A closed stdout ends a tool quietly with exit 0: 5,000 distinct records are
 # more than a pipe holds, so forge-dedup's writes hit EPIPE after head exits.
 python3 -c '

@@ -171,6 +171,21 @@ TEST_CASE("one-shot script: a script cut short runs nothing") {
   CHECK(forge::testing::ReadFile(dir.File("out")).find("ran\n") == std::string::npos);
 }
 
+TEST_CASE("one-shot script with forge-box: nothing the agent could replace runs once the command started") {
+  OneShot job;
+  job.exec.argv = {"/bin/sh", "-c", "echo ran"};
+  job.exec.timeout_seconds = 30;
+  const std::string script = forge::sandbox::OneShotScript(job, "", 60, "mk-1", /*box=*/true);
+  const std::string after = script.substr(script.find("forge_pid=$!"));
+  // The watchdog's timer and the keep-alive are forge-box's; the rest are
+  // the shell's builtins (kill, wait, printf, exec, trap).
+  CHECK(after.find("'/forge/bin/forge-box' 'sleep' '30'") != std::string::npos);
+  CHECK(after.find("'/forge/bin/forge-box' 'keepalive'") != std::string::npos);
+  for (const char* program : {" sleep ", "(sleep", ";sleep", "\"sleep"}) {
+    CHECK_MESSAGE(after.find(program) == std::string::npos, program);
+  }
+}
+
 TEST_CASE("chunked bodies are de-chunked; a cut one is an error") {
   CHECK(*forge::sandbox::docker::Dechunk("4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n") == "Wikipedia");
   CHECK(forge::sandbox::docker::Dechunk("4\r\nWi").status().kind() == Kind::kProtocol);

@@ -6,6 +6,7 @@ namespace forge::box {
 
 int Mark(int argc, char** argv);       // after "mark": "--" CMD ARGS...
 int KeepAlive(int argc, char** argv);  // after "keepalive": SECONDS
+int Sleep(int argc, char** argv);      // after "sleep": SECONDS
 int Sweep(int argc, char** argv);      // after "sweep": options
 
 }  // namespace forge::box
