@@ -15,13 +15,13 @@
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 source "$FORGE_SRC/tests/support/k8s_fake.sh"
+source "$FORGE_SRC/tests/support/registry.sh"
 k8s_real_mode_or_skip launch_k8s_images
-[ -x /usr/bin/docker-registry ] || { echo "SKIP: launch_k8s_images: no docker-registry (scripts/bootstrap.sh installs it)" >&2; exit 77; }
+registry_or_skip launch_k8s_images
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 K8S_NS=forge-e2e
 pids=()
 runs=()
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port); ro_port=$(free_port); dead_port=$(free_port)
 registry="127.0.0.1:$port/k8s-images-$$"
 repo="$registry/forge-task"
@@ -39,17 +39,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-start_registry() {  # NAME PORT [EXTRA_YAML]: logs every request (level info) to $WORK/NAME.log
-  printf 'version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: %s\n%s\nhttp:\n  addr: 127.0.0.1:%s\n' \
-    "$WORK/$1" "${3:-}" "$2" >"$WORK/$1.yml"
-  /usr/bin/docker-registry serve "$WORK/$1.yml" >"$WORK/$1.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do  # any answer: one with htpasswd says 401
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$2/v2/")" != 000 ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
 start_registry open "$port" || { fail "registry: $(cat "$WORK/open.log")"; finish; exit 1; }
 start_registry readonly "$ro_port" "  maintenance:
     readonly:

@@ -106,6 +106,12 @@ TEST_CASE("image input hash: content, mode, the Dockerfile, a new file and a sym
 
   fs::create_symlink("z.txt", dir / "link");
   const std::string link = HashOf(dir);
+  auto listed = ListInputs(dir.string() + "/");
+  REQUIRE(listed.ok());
+  auto entry = std::find_if(listed->begin(), listed->end(), [](const InputFile& f) { return f.type == 'l'; });
+  REQUIRE(entry != listed->end());
+  CHECK(entry->path == "link");  // its own name, not its target's
+  CHECK(entry->content == "z.txt");
   fs::remove(dir / "link");
   fs::create_symlink("run.sh", dir / "link");
   CHECK(HashOf(dir) != link);

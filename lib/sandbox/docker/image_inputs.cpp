@@ -54,13 +54,15 @@ Result<std::vector<InputFile>> ListInputs(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound(dir + ": not a directory");
   std::vector<InputFile> files;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end;
+  fs::path root = fs::path(dir).lexically_normal();
+  if (!root.has_filename() && root.has_relative_path()) root = root.parent_path();  // "ctx/" -> "ctx"
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const fs::path& path = it->path();
     struct stat st {};
     if (lstat(path.c_str(), &st) != 0) return Status::NotFound(path.string() + ": cannot be read");
     InputFile f;
-    f.path = fs::relative(path, dir, ec).generic_string();
+    f.path = path.lexically_relative(root).generic_string();  // a symlink's own name, never its target's
     f.mode = st.st_mode & 07777;
     if (S_ISLNK(st.st_mode)) {
       f.type = 'l';
