@@ -109,6 +109,11 @@ class DockerBackend : public Backend {
   // Dockerfile's base images the user's config has credentials for are
   // pulled with them first, when the engine lacks them.
   Status PullBaseImages(const std::string& context_dir, double timeout_seconds, const ProgressText& on_progress);
+  // BuildImage and BuildImageFrom: once per run and context; bases_of, when
+  // given, is the context directory whose Dockerfile's private bases are
+  // pulled first (PullBaseImages).
+  Result<std::string> Build(const std::string& what, std::string context, const std::string& bases_of,
+                            const std::string& run_id, double timeout_seconds, const ProgressText& on_progress);
   // Whether the engine has its default bridge network (asked once).
   bool HasBridge();
   // RUN steps' network: "" (the engine's bridge) or "host" on an engine without one.
