@@ -154,7 +154,8 @@ std::map<std::string, std::string> Placeholders(const Attempt& a, const HostPath
       {"instruction_file", root + "/forge/instruction.md"},
       {"workdir", root + workdir},
       {"root", root},
-      {"harnesses", MountsHarnesses(a) ? options.harness_mount : host.harness_install_dir},
+      // Containers see it at harness_mount: docker's bind mount, the k8s image's harness layer.
+      {"harnesses", a.backend == sandbox::BackendKind::kLocal ? host.harness_install_dir : options.harness_mount},
       {"rollout_id", a.rollout_id},
       {"run_id", options.run_id},
       {"task_id", a.task.id},

@@ -159,6 +159,7 @@ class Launcher {
   Result<std::vector<Job>> PlanJobs(const std::vector<TaskSpec>& tasks);
   Status StartRelay(const std::vector<Job>& jobs);
   Status EnforceNetworks(const std::vector<Job>& jobs);
+  Status CheckImages(const std::vector<Job>& jobs);
   int RunJobs(const std::vector<Job>& jobs);
   std::string RunCounted(const Job& job);
   Json RunRollout(const Job& job);
@@ -166,6 +167,8 @@ class Launcher {
   // Status of the infrastructure; the harness's own result goes in record.
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
                  Json& record);
+  // On k8s, a task's environment/Dockerfile as the pushed image's digest (spec.image).
+  Status PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record);
   // The rollout's row (its secret's hash) in the store; an earlier try's calls set aside.
   Status Register(const Attempt& a, const Job& job, Json& record);
   // Workers run jobs (below); the progress lines are redrawn until done.
@@ -348,6 +351,7 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   // The image is built or pulled once here, so its WORKDIR is known before
   // anything is put in place.
   phases.Enter("image");
+  FORGE_RETURN_IF_ERROR(PublishImage(a, *spec, record));
   auto image = backend_.PrepareImage(&*spec, [&](const std::string& text) { SetPhaseText(rollout_id, text); });
   if (!image.ok()) return image.status();
   if (image->pulled) record["image_pulled"] = spec->image;  // for gc --images
@@ -400,6 +404,26 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
     record["release_error"] = s.message();
   }
   phases.Enter("");
+  return Status::Ok();
+}
+
+Status Launcher::PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record) {
+  if (backend_.kind() != sandbox::BackendKind::kK8s || spec.build_context.empty()) return Status::Ok();
+  if (options_.images == nullptr) return Status::Internal("task " + a.task.id + ": no registry (CheckImages)");
+  // The harness the profile runs from the install directory goes into the
+  // image, where {harnesses} points on k8s.
+  std::optional<sandbox::docker::HarnessLayer> layer;
+  if (UsesPlaceholder(a.profile, "harnesses")) layer = sandbox::docker::HarnessLayer{Host().harness_install_dir,
+                                                                                     options_.harness_mount};
+  auto published = options_.images->Publish(spec.build_context, layer ? &*layer : nullptr, options_.run_id,
+                                            spec.build_timeout_seconds,
+                                            [&](const std::string& text) { SetPhaseText(a.rollout_id, text); });
+  if (!published.ok()) return published.status().Prefixed("task " + a.task.id + ": image for the cluster");
+  spec.image = published->image;
+  spec.build_context.clear();
+  record["image"] = published->image;
+  if (published->built) record["image_built"] = published->tag;
+  if (published->pushed) record["image_pushed"] = published->tag;
   return Status::Ok();
 }
 
@@ -652,6 +676,22 @@ Status Launcher::EnforceNetworks(const std::vector<Job>& jobs) {
   return Status::Ok();
 }
 
+// On k8s, tasks built from environment/Dockerfile need a registry the
+// cluster pulls from: refused before any pod when there is none.
+Status Launcher::CheckImages(const std::vector<Job>& jobs) {
+  if (backend_.kind() != sandbox::BackendKind::kK8s || options_.images != nullptr) return Status::Ok();
+  std::string built;
+  for (const Job& job : jobs) {
+    if (!job.task->image.empty() || job.task->build_context.empty()) continue;
+    if (built.find(job.task->id) == std::string::npos && built.size() < 200) {
+      built += (built.empty() ? "" : ", ") + job.task->id;
+    }
+  }
+  if (built.empty()) return Status::Ok();
+  return Status::BadConfig("tasks built from environment/Dockerfile (" + built + ") need --registry on --backend k8s: "
+                           "forge-launch builds each image, pushes it there and gives the pods its digest");
+}
+
 // Runs one job: counted as running while it runs, then by its outcome;
 // its record goes out. Returns the outcome.
 std::string Launcher::RunCounted(const Job& job) {
@@ -717,6 +757,7 @@ Status Launcher::Run() {
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
   auto jobs = PlanJobs(tasks);
   if (!jobs.ok()) return jobs.status();
+  FORGE_RETURN_IF_ERROR(CheckImages(*jobs));
   FORGE_RETURN_IF_ERROR(EnforceNetworks(*jobs));
   FORGE_RETURN_IF_ERROR(StartRelay(*jobs));
   const int infra_errors = RunJobs(*jobs);
@@ -841,6 +882,14 @@ Result<std::unique_ptr<sandbox::Backend>> MakeBackend(sandbox::BackendKind kind,
     return std::unique_ptr<sandbox::Backend>(std::move(*k8s));
   }
   return Status::Internal("no backend of kind " + std::to_string(static_cast<int>(kind)));
+}
+
+Result<std::unique_ptr<sandbox::docker::ImagePublisher>> MakeImagePublisher(Env& env, const DockerOptions& docker) {
+  if (docker.registry.empty()) return std::unique_ptr<sandbox::docker::ImagePublisher>();
+  auto engine = MakeBackend(sandbox::BackendKind::kDocker, env, {}, false, docker);
+  if (!engine.ok()) return engine.status().Prefixed("--registry: images are built by the local Docker engine");
+  std::unique_ptr<sandbox::docker::DockerBackend> builder(static_cast<sandbox::docker::DockerBackend*>(engine->release()));
+  return std::make_unique<sandbox::docker::ImagePublisher>(std::move(builder), docker.registry);
 }
 
 }  // namespace forge::launch

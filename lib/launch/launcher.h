@@ -15,6 +15,7 @@
 #include "launch/harness.h"
 #include "records/jsonl.h"
 #include "sandbox/display.h"
+#include "sandbox/docker/image_publish.h"
 #include "sandbox/k8s/options.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
@@ -62,6 +63,10 @@ struct LaunchOptions {
   // Start Xvfb with this screen before every harness (a task's own "display"
   // wins); DISPLAY points the harness at it.
   std::optional<sandbox::Display> display;
+  // On k8s: builds, pushes and names by digest the images of tasks with an
+  // environment/Dockerfile (--registry; MakeImagePublisher). Null: such
+  // tasks are refused there.
+  sandbox::docker::ImagePublisher* images = nullptr;
 };
 
 // The skill folders under dir: dir itself if it holds a SKILL.md, else each
@@ -90,7 +95,14 @@ struct DockerOptions {
   std::string config;
   // Build task images with the engine's legacy builder instead of BuildKit.
   bool legacy_builder = false;
+  // REGISTRY[/PATH] that images built for --backend k8s are pushed to.
+  std::string registry;
 };
+
+// What builds and pushes task images for k8s (image_publish.h): the local
+// Docker engine's builder with docker's settings, pushing to
+// docker.registry; null when no registry is given. The engine must answer.
+Result<std::unique_ptr<sandbox::docker::ImagePublisher>> MakeImagePublisher(Env& env, const DockerOptions& docker);
 
 // A local, docker or k8s backend (k8s: the cluster settings given, else
 // $KUBECONFIG, ~/.kube/config or the in-cluster service account). bubblewrap:

@@ -8,12 +8,12 @@
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 source "$FORGE_SRC/tests/support/k8s_fake.sh"
+source "$FORGE_SRC/tests/support/registry.sh"
 k8s_real_mode_or_skip k8s_fake_registry
-[ -x /usr/bin/docker-registry ] || { echo "SKIP: k8s_fake_registry: no docker-registry (scripts/bootstrap.sh installs it)" >&2; exit 77; }
+registry_or_skip k8s_fake_registry
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 K8S_NS=forge-e2e
 pids=()
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port); auth_port=$(free_port)
 repo="127.0.0.1:$port/k8s-fake-e2e/busybox-$$"
 private="127.0.0.1:$auth_port/k8s-fake-e2e/private-$$"
@@ -24,12 +24,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-start_registry() {  # NAME PORT [AUTH_YAML]
-  printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n%s\nhttp:\n  addr: 127.0.0.1:%s\n' \
-    "$WORK/$1" "${3:-}" "$2" >"$WORK/$1.yml"
-  /usr/bin/docker-registry serve "$WORK/$1.yml" >"$WORK/$1.log" 2>&1 &
-  pids+=($!)
-}
 start_registry open "$port"
 python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
 start_registry private "$auth_port" "auth:

@@ -10,11 +10,12 @@ set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 source "$FORGE_SRC/tests/support/require_docker.sh"
 require_docker
-[ -x /usr/bin/docker-registry ] || { echo "launch_registry: no docker-registry (scripts/bootstrap.sh installs it); skipped" >&2; exit 77; }
+source "$FORGE_SRC/tests/support/registry.sh"
+registry_or_skip launch_registry
 bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 LAUNCH="$FORGE_BIN/forge-launch"
 run="registry-$$"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 repo="127.0.0.1:$port/forge-e2e/busybox"
 pids=()
 source "${FORGE_SRC:?}/tests/support/docker_runs.sh"
@@ -27,23 +28,6 @@ cleanup() {
 trap cleanup EXIT
 L() { "$LAUNCH" --backend docker --store "$WORK/forge.db" --retry-backoff 0.1 "$@"; }
 
-# start_registry NAME PORT [AUTH_YAML]: Debian's docker-registry on 127.0.0.1:PORT,
-# storing under $WORK/NAME, its log in $WORK/NAME.log; its pid joins pids.
-start_registry() {
-  cat >"$WORK/$1.yml" <<EOF
-version: 0.1
-log:
-  level: error
-storage:
-  filesystem:
-    rootdirectory: $WORK/$1
-${3:-}
-http:
-  addr: 127.0.0.1:$2
-EOF
-  /usr/bin/docker-registry serve "$WORK/$1.yml" >"$WORK/$1.log" 2>&1 &
-  pids+=($!)
-}
 start_registry registry "$port"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
 curl -fs "http://127.0.0.1:$port/v2/" >/dev/null || { fail "registry did not start: $(cat "$WORK/registry.log")"; finish; exit 1; }
@@ -109,7 +93,7 @@ expect_exit 69 "build step fails" L --run-id "$run-step" --infra-retries 3 --com
 grep -q "exit code: 3" "$ERR" && pass || fail "error does not give the step's status: $(cat "$ERR")"
 
 echo "== a registry that wants credentials: from the docker config, or a credential helper, as the docker CLI finds them"
-auth_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+auth_port=$(free_port)
 private="127.0.0.1:$auth_port/forge-e2e/private"
 python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
 start_registry registry-auth "$auth_port" "auth:

@@ -70,10 +70,13 @@ field wins).)~"},
 ($FORGE_HARNESS_INSTALL_DIR, else ~/.cache/forge/harnesses); profiles name
 it as {harnesses}.)~"},
       {.names = "--harness-mount", .value = "PATH", .bind = cli::Bind(o.harness_mount), .show_default = true,
-       .help = "Where docker sandboxes see that directory, mounted read-only",
+       .help = "Where docker sandboxes see that directory, mounted read-only (k8s: where --registry's harness layer puts it)",
        .doc = R"~(Where docker sandboxes see the install directory. When a profile names {harnesses},
 forge\-launch bind\-mounts the install directory there read\-only and {harnesses}
-expands to this path; on the local backend it expands to the host directory itself.)~"},
+expands to this path; on the local backend it expands to the host directory itself.
+On k8s {harnesses} expands to this path too: an image built with \fB\-\-registry\fR
+has the install directory copied there (the harness layer); a prebuilt image must
+have it there.)~"},
       {.names = "--model", .value = "NAME", .bind = cli::Bind(o.model),
        .help = "Model name handed to the harness"},
       {.names = "--image", .value = "IMAGE", .bind = cli::Bind(o.image),
@@ -91,6 +94,25 @@ then \fBcredsStore\fR (each runs \fBdocker\-credential\-\fIname\fB get\fR), then
 its \fBauths\fR entry (default \fB$DOCKER_CONFIG/config.json\fR, else
 \fB~/.docker/config.json\fR). Refused credentials are not retried. On a
 terminal a pull shows its bytes on the rollout's progress line.)~"},
+      {.names = "--registry", .value = "REGISTRY[/PATH]", .bind = cli::Bind(a.docker.registry),
+       .help = "--backend k8s: build tasks' environment/Dockerfile, push to REGISTRY[/PATH]/forge-task:<input hash>, "
+               "run pods from the pushed digest",
+       .doc = R"~(On \fB\-\-backend k8s\fR, where a task's \fBenvironment/Dockerfile\fR cannot be
+built by the cluster: forge\-launch builds it with the local Docker engine (the
+same builder as \fB\-\-backend docker\fR, \fB\-\-legacy\-builder\fR included), adds the
+harness layer when the harness profile names {harnesses} (the
+\fB\-\-harness\-install\-dir\fR copied to \fB\-\-harness\-mount\fR), tags it
+\fIREGISTRY\fR[/\fIPATH\fR]\fB/forge\-task:\fIhash\fR, where \fIhash\fR covers the build context's
+files (paths, types, permission bits, contents), the Dockerfile among them,
+and the harness layer's, and pushes it with the credentials
+\fB\-\-docker\-config\fR gives for that registry (X\-Registry\-Auth). A tag the
+registry already has (\fBHEAD /v2/\fIname\fB/manifests/\fItag\fR) is neither built
+nor pushed. Pods get \fIREGISTRY\fR[/\fIPATH\fR]\fB/forge\-task@sha256:...\fR, the
+digest the registry reports (Docker\-Content\-Digest). A registry on 127.0.0.0/8
+is spoken to over HTTP, any other over HTTPS. The rollout that built or pushed
+says so in its record (\fBimage_built\fR, \fBimage_pushed\fR); every rollout
+records the \fBimage\fR it ran. Without \fB\-\-registry\fR such tasks are refused on
+k8s before any pod is made.)~"},
       {.names = "--legacy-builder", .bind = cli::Bind(a.docker.legacy_builder),
        .help = "Build task images with the engine's legacy builder instead of BuildKit",
        .doc = R"~(Build task images (environment/Dockerfile, compose services' builds) with

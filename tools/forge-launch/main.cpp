@@ -99,6 +99,12 @@ Status RunRollouts(Args& a, forge::Env& env) {
   }
   auto backend = forge::launch::MakeBackend(BackendOf(a), env, a.k8s, a.bubblewrap, a.docker);
   if (!backend.ok()) return backend.status();
+  if (!a.docker.registry.empty() && BackendOf(a) != forge::sandbox::BackendKind::kK8s) {
+    return Status::InvalidArgument("--registry is for --backend k8s (docker runs the images it builds in place)");
+  }
+  auto images = forge::launch::MakeImagePublisher(env, a.docker);
+  if (!images.ok()) return images.status();
+  o.images = images->get();
   auto store = forge::store::Store::Open(a.store_path);
   if (!store.ok()) return store.status().Prefixed(a.store_path);
   forge::records::JsonlWriter out;

@@ -887,11 +887,23 @@ Result<ImageConfig> DockerBackend::PrepareImage(Spec* spec, const ProgressText& 
 
 Result<std::string> DockerBackend::BuildImage(const std::string& context_dir, const std::string& run_id,
                                               double timeout_seconds, const ProgressText& on_progress) {
-  BuildRequest request;
-  request.context_dir = context_dir;
   auto context = BuildContext(context_dir);
   if (!context.ok()) return context.status();
-  request.context = std::move(*context);
+  return Build(context_dir, std::move(*context), context_dir, run_id, timeout_seconds, on_progress);
+}
+
+Result<std::string> DockerBackend::BuildImageFrom(const std::string& what, std::string context,
+                                                  const std::string& run_id, double timeout_seconds,
+                                                  const ProgressText& on_progress) {
+  return Build(what, std::move(context), "", run_id, timeout_seconds, on_progress);
+}
+
+Result<std::string> DockerBackend::Build(const std::string& what, std::string context, const std::string& bases_of,
+                                         const std::string& run_id, double timeout_seconds,
+                                         const ProgressText& on_progress) {
+  BuildRequest request;
+  request.context_dir = what;
+  request.context = std::move(context);
   // Rollouts of a task want the same image: built once per run and context.
   const std::string key = Sha256Hex(run_id + '\n' + request.context);
   std::lock_guard<std::mutex> lock(build_mutex_);
@@ -906,7 +918,9 @@ Result<std::string> DockerBackend::BuildImage(const std::string& context_dir, co
   if (!registries.ok()) return registries.status();
   request.registry_config = *registries;
   request.network_mode = BuildNetworkMode();
-  if (builder_ == Builder::kBuildKit) FORGE_RETURN_IF_ERROR(PullBaseImages(context_dir, request.timeout_seconds, on_progress));
+  if (builder_ == Builder::kBuildKit && !bases_of.empty()) {
+    FORGE_RETURN_IF_ERROR(PullBaseImages(bases_of, request.timeout_seconds, on_progress));
+  }
   auto tag = docker::BuildImage(*engine_, request, [&](const BuildProgress& progress) {
     if (!on_progress || progress.step().empty()) return;
     on_progress(fmt::format("build {}/{} {}", progress.steps_done(), std::max(progress.steps_done(),

@@ -68,6 +68,10 @@ class DockerBackend : public Backend {
   // abandoned (Unavailable); a failing step is InvalidData, never retried.
   Result<std::string> BuildImage(const std::string& context_dir, const std::string& run_id,
                                  double timeout_seconds = 3600, const ProgressText& on_progress = {});
+  // The same for a context given as its tar (the harness layer's, whose
+  // FROM is an image built here); `what` names it in errors.
+  Result<std::string> BuildImageFrom(const std::string& what, std::string context, const std::string& run_id,
+                                     double timeout_seconds = 3600, const ProgressText& on_progress = {});
   // Builds or finds spec's image and reads its Config (GET /images/{name}/json).
   Result<ImageConfig> PrepareImage(Spec* spec, const ProgressText& on_progress) override;
   // 0 unless the engine has the NVIDIA runtime (GET /info Runtimes); then -1:
@@ -79,6 +83,7 @@ class DockerBackend : public Backend {
   // The docker config whose "auths" give registry credentials for pulls
   // (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json).
   void set_docker_config(std::string path) { docker_config_ = std::move(path); }
+  const std::string& docker_config() const { return docker_config_; }
   // BuildKit (the default, as Harbor's compose builds) or the legacy builder.
   void set_builder(Builder builder) { builder_ = builder; }
 
@@ -104,6 +109,11 @@ class DockerBackend : public Backend {
   // Dockerfile's base images the user's config has credentials for are
   // pulled with them first, when the engine lacks them.
   Status PullBaseImages(const std::string& context_dir, double timeout_seconds, const ProgressText& on_progress);
+  // BuildImage and BuildImageFrom: once per run and context; bases_of, when
+  // given, is the context directory whose Dockerfile's private bases are
+  // pulled first (PullBaseImages).
+  Result<std::string> Build(const std::string& what, std::string context, const std::string& bases_of,
+                            const std::string& run_id, double timeout_seconds, const ProgressText& on_progress);
   // Whether the engine has its default bridge network (asked once).
   bool HasBridge();
   // RUN steps' network: "" (the engine's bridge) or "host" on an engine without one.

@@ -1,0 +1,32 @@
+// Asking an image registry, over the OCI distribution API, what a tag is:
+// HEAD /v2/<name>/manifests/<tag> with Accept naming the manifest types
+// (OCI index and manifest, Docker's manifest list and v2 manifest), so the
+// registry answers for the manifest it stores, and its Docker-Content-Digest
+// is the digest a pull of the tag resolves to. Credentials are the user's
+// (RegistryAuth's value): Basic, or a Bearer token fetched from the realm a
+// 401's WWW-Authenticate names, as the docker CLI does. A registry on
+// 127.0.0.0/8 or localhost is spoken to over plain HTTP (the engine trusts
+// those without TLS); any other over HTTPS.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+
+namespace forge::sandbox::docker {
+
+// The digest ("sha256:...") the registry has for image (REGISTRY/NAME:TAG),
+// or nullopt when it answers that it has no such manifest (404). A registry
+// that does not answer is Unavailable naming it; one that refuses the
+// credentials (401/403 after them) is BadConfig with its answer.
+// registry_auth: RegistryAuth's value for image, "" for none.
+Result<std::optional<std::string>> ManifestDigest(const std::string& image, const std::string& registry_auth,
+                                                  double timeout_seconds = 30);
+
+// The parameters of a WWW-Authenticate challenge ("Bearer realm=\"...\",
+// service=\"...\",scope=\"...\""): the scheme under "" and each name's value.
+std::map<std::string, std::string> ParseChallenge(const std::string& header);
+
+}  // namespace forge::sandbox::docker
