@@ -554,6 +554,9 @@ Json Launcher::RunRollout(const Job& job) {
   record["timings"]["total"] = Seconds(started);
   record["task"] = task.record;
   const std::string outcome = record.value("outcome", std::string("infra_error"));
+  // Without its profile the attempt never reached the store (TryOnce
+  // registers it): there is nothing to mark finished, and a resume runs it.
+  if (!profile.ok()) return record;
   Status stored = store_.rollouts().Update(rollout_id, outcome == "cancelled" ? "cancelled" : "finished",
                                            outcome, record);
   if (!stored.ok()) {

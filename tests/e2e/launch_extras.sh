@@ -35,6 +35,15 @@ rc=0; L --run-id "$run_prefix-noskills" --skills "$work/skills/not-a-skill" --co
 [[ "$rc" == 64 ]] || fail "a --skills dir without skills: exit $rc"
 grep -q "not-a-skill.*no skill folder" "$work/noskills.err" || fail "error does not name the dir: $(cat "$work/noskills.err")"
 
+echo "== a harness profile that is not there: one error naming it, no store error after it"
+rc=0; L --run-id "$run_prefix-noprofile" --harness-dir "$work/profiles" --harness no-such "$work/skills.jsonl" \
+  >"$work/noprofile.out" 2>"$work/noprofile.err" || rc=$?
+[[ "$rc" == 69 ]] || fail "a missing profile: exit $rc: $(cat "$work/noprofile.err")"
+[[ "$(jq -r .outcome "$work/noprofile.out")" == infra_error ]] || fail "a missing profile: $(cat "$work/noprofile.out")"
+grep -q "sk attempt 0: .*no-such.json: no such harness profile" "$work/noprofile.err" ||
+  fail "the error does not name the task and profile: $(cat "$work/noprofile.err")"
+! grep -q "store: rollout" "$work/noprofile.err" || fail "a store error followed: $(cat "$work/noprofile.err")"
+
 echo "== SIGINT while one-shot sandboxes run: exit 130, nothing left"
 for i in 1 2 3; do echo "{\"id\":\"s$i\",\"instruction\":\"x\"}"; done >"$work/sigint.jsonl"
 "$LAUNCH" "${common[@]}" --run-id "$run_prefix-int" -j 3 --command 'sleep 100' "$work/sigint.jsonl" >"$work/int.out" 2>/dev/null &
