@@ -3,9 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
+
+#include "base/hash.h"
 
 namespace forge::sandbox::k8s {
 namespace {
@@ -163,9 +164,8 @@ void ApiClient::ReturnHandle(CURL* curl) {
 }
 
 double ApiClient::Backoff(int attempt) const {
-  static thread_local std::mt19937 rng(std::random_device{}());
   double base = std::min(max_backoff_, 0.1 * std::pow(2.0, attempt));
-  return base * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+  return base * (0.5 + 0.5 * RandomUnit());
 }
 
 Result<HttpResponse> ApiClient::Call(const std::string& method, const std::string& path,
