@@ -147,20 +147,23 @@ void ApiClient::ConfigureTls(CURL* curl) const {
 }
 
 CURL* ApiClient::TakeHandle() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      CURL* curl = idle_.back();
-      idle_.pop_back();
-      return curl;
-    }
+  std::unique_lock<std::mutex> lock(mu_);
+  handle_free_.wait(lock, [&] { return !idle_.empty() || handles_ < kConnections; });
+  if (idle_.empty()) {
+    ++handles_;
+    return curl_easy_init();
   }
-  return curl_easy_init();
+  CURL* curl = idle_.back();
+  idle_.pop_back();
+  return curl;
 }
 
 void ApiClient::ReturnHandle(CURL* curl) {
-  std::lock_guard<std::mutex> lock(mu_);
-  idle_.push_back(curl);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.push_back(curl);
+  }
+  handle_free_.notify_one();
 }
 
 double ApiClient::Backoff(int attempt) const {

@@ -250,8 +250,6 @@ Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std
   const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
   Supervision supervision{options_.box_image, job.exec.timeout_seconds, job.exec.max_output_bytes,
                           hold ? lifetime : 0, options_.start_timeout_seconds};
-  Result<std::string> archive = SetupArchive(job);
-  if (!archive.ok()) return archive.status();
   Result<Json> pod = BuildPod(spec, options_, cluster().namespace_, &supervision);
   if (!pod.ok()) return pod.status();
   std::string manifest = pod->dump();
@@ -268,6 +266,10 @@ Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std
   };
   K8sSandbox box(*this, cluster().namespace_, name, true);
   phase("setup");
+  // Made only now: a rollout holds its archive from here to the exec's end,
+  // not through the wait for its pod.
+  Result<std::string> archive = SetupArchive(job);
+  if (!archive.ok()) return fail(archive.status());
   if (Status s = box.Setup(std::move(*archive)); !s.ok()) return fail(s);
 
   phase("agent");
