@@ -1,8 +1,9 @@
 // A call's record, from the moment the call is admitted to its commit (the
 // commit stage, call_handler_asio.h): the one owner of a store::CallRecord while
 // the call runs. The stages fill it (the upstream API's request and answer
-// fields); Commit writes it once, with the Outcome's status and error, after
-// the attempts the exchange retried (each recorded as a call of its own).
+// fields); the commit takes it once (TakeCommits), with the Outcome's status
+// and error, after the attempts the exchange retried (each recorded as a call
+// of its own), and hands each to the store's writer through Submit.
 // A call that leaves its handler without a commit (an exception on its path)
 // is recorded as failed when the recording is destroyed.
 #pragma once
