@@ -338,6 +338,52 @@ constexpr size_t kBoxStreamBytes = 2 * kBoxOutput + 2 * (kMaxRewardBytes + 1) + 
 // sweep, the upload and the answer on top.
 constexpr double kBoxStreamSlack = 120;
 
+// forge-box verify's request (box_protocol.h): the sweep's options and the
+// verifier's, the command, its environment and the tests as its input.
+Result<sandbox::ExecRequest> OneStreamRequest(const sandbox::Sandbox& sandbox, const VerifierSpec& spec,
+                                              const VerifyContext& context, bool harbor, Preparation* prep) {
+  PrepareOptions prepare;
+  prepare.clear_harbor_dirs = harbor;
+  prepare.stop_processes = !spec.keep_processes;
+  prepare.baseline = context.baseline;
+  sandbox::ExecRequest req;
+  req.argv = BoxVerifyArgv(sandbox, prepare, prep);
+  req.argv.insert(req.argv.end(), {"--max-output", std::to_string(kBoxOutput)});
+  if (spec.timeout_sec > 0) req.argv.insert(req.argv.end(), {"--timeout", fmt::format("{}", spec.timeout_sec)});
+  if (harbor) req.argv.insert(req.argv.end(), {"--shebang", "--reward", std::to_string(kMaxRewardBytes)});
+  const std::vector<std::string> command =
+      harbor ? std::vector<std::string>{std::string(kTestsDir) + "/test.sh"}
+             : std::vector<std::string>{"/bin/sh", "-c", spec.command};
+  auto input = sandbox::VerifyInput(command, spec.env, harbor ? spec.tests_dir : "");
+  if (!input.ok()) return input.status().Prefixed("pack the tests of " + spec.tests_dir);
+  req.stdin_data = std::move(*input);
+  req.timeout_seconds = spec.timeout_sec > 0 ? spec.timeout_sec + kBoxStreamSlack : 0;
+  req.max_output_bytes = kBoxStreamBytes;
+  req.cancel = context.cancel;
+  return req;
+}
+
+// The verifier's report from forge-box verify's answer, the sweep noted in
+// v; nullopt when the verifier did not run (v then says why).
+std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& ran, Preparation& prep, Verdict& v) {
+  std::string sweep_lines;
+  auto report = sandbox::TakeVerifyReport(ran.stdout_data, &sweep_lines);
+  if (!report && (ran.exit_code == 64 || ran.exit_code == 65)) {
+    Infra(v, "forge-box verify", Status::Internal("refused its input: " + ran.stderr_data.substr(0, 300)));
+    return std::nullopt;
+  }
+  NoteSweep(ParseSweepOutput(report ? sweep_lines : ran.stdout_data, report ? 0 : ran.exit_code), &prep);
+  v.sweep = prep.sweep;
+  if (!report && prep.fault.empty()) {
+    prep.fault = fmt::format("forge-box verify ended (exit status {}{}) without its report: {}", ran.exit_code,
+                             ran.timed_out ? ", past its deadline" : "", ran.stderr_data.substr(0, 300));
+  }
+  if (prep.fault.empty()) return report;
+  v.reward = 0.0;
+  Fail(v, Outcome::kFailed, "the agent left the sandbox unfit for its verifier: " + prep.fault);
+  return std::nullopt;
+}
+
 // A sandbox where every exec is an API request and forge-box is mounted (a
 // held pod): the sweep, the tests, the verifier and its reward in one
 // forge-box verify stream, which runs nothing of the sandbox's before the
@@ -354,54 +400,20 @@ Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, doub
                                   "own user; verifier.user " + spec.user + " cannot be honoured"));
     return Done(v, witness, clock);
   }
-  PrepareOptions prepare;
-  prepare.clear_harbor_dirs = harbor;
-  prepare.stop_processes = !spec.keep_processes;
-  prepare.baseline = context.baseline;
   Preparation prep;
-  sandbox::ExecRequest req;
-  req.argv = BoxVerifyArgv(sandbox, prepare, &prep);
-  req.argv.insert(req.argv.end(), {"--max-output", std::to_string(kBoxOutput)});
-  if (spec.timeout_sec > 0) req.argv.insert(req.argv.end(), {"--timeout", fmt::format("{}", spec.timeout_sec)});
-  if (harbor) req.argv.insert(req.argv.end(), {"--shebang", "--reward", std::to_string(kMaxRewardBytes)});
-  const std::vector<std::string> command =
-      harbor ? std::vector<std::string>{std::string(kTestsDir) + "/test.sh"}
-             : std::vector<std::string>{"/bin/sh", "-c", spec.command};
-  auto input = sandbox::VerifyInput(command, spec.env, harbor ? spec.tests_dir : "");
-  if (!input.ok()) {
-    Fail(v, Outcome::kVerifierError, "pack the tests of " + spec.tests_dir + ": " + input.status().message());
-    return Done(v, witness, clock);
-  }
-  req.stdin_data = std::move(*input);
-  req.timeout_seconds = spec.timeout_sec > 0 ? spec.timeout_sec + kBoxStreamSlack : 0;
-  req.max_output_bytes = kBoxStreamBytes;
-  req.cancel = context.cancel;
-  auto ran = sandbox.Exec(req);
+  auto req = OneStreamRequest(sandbox, spec, context, harbor, &prep);
+  if (!req.ok()) return Done(Fail(v, Outcome::kVerifierError, req.status().message()), witness, clock);
+  auto ran = sandbox.Exec(*req);
   if (!ran.ok()) {
     if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
     else Blame(v, sandbox, "run forge-box verify", ran.status());
     return Done(v, witness, clock);
   }
-  std::string sweep_lines;
-  auto report = sandbox::TakeVerifyReport(ran->stdout_data, &sweep_lines);
-  if (!report && (ran->exit_code == 64 || ran->exit_code == 65)) {
-    Infra(v, "forge-box verify", Status::Internal("refused its input: " + ran->stderr_data.substr(0, 300)));
-    return Done(v, witness, clock);
-  }
-  NoteSweep(ParseSweepOutput(report ? sweep_lines : ran->stdout_data, report ? 0 : ran->exit_code), &prep);
-  v.sweep = prep.sweep;
-  if (!report && prep.fault.empty()) {
-    prep.fault = fmt::format("forge-box verify ended (exit status {}{}) without its report: {}", ran->exit_code,
-                             ran->timed_out ? ", past its deadline" : "", ran->stderr_data.substr(0, 300));
-  }
-  if (!prep.fault.empty()) {
-    v.reward = 0.0;
-    Fail(v, Outcome::kFailed, "the agent left the sandbox unfit for its verifier: " + prep.fault);
-    return Done(v, witness, clock);
-  }
+  auto report = OneStreamReport(*ran, prep, v);
+  if (!report) return Done(v, witness, clock);
   v.log_tail = LogTail(report->stdout_data, report->stderr_data);
-  const std::string what = harbor ? "/tests/test.sh" : "the verifier command";
   if (report->timed_out) {
+    const std::string what = harbor ? "/tests/test.sh" : "the verifier command";
     Fail(v, Outcome::kVerifierTimeout, what + " ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
     return Done(v, witness, clock);
   }

@@ -26,12 +26,7 @@ bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
 BOX_IMAGE=$(bash "$FORGE_SRC/scripts/make-box-image.sh" "$FORGE_BIN/forge-box" forge-box-e2e) || exit 1
 K8S_NS=forge-e2e
 pids=()
-cleanup() {
-  stop_k8s_fake
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap k8s_e2e_cleanup EXIT
 
 # The task image: busybox plus the harness layer, tagged by the binary's hash.
 sum=$(sha256sum "$HARNESSES/$CODEX" | cut -c1-16)
