@@ -21,24 +21,21 @@ bash "$FORGE_SRC/scripts/make-pytest-image.sh" >/dev/null ||
   { rc=$?; [ "$rc" = 77 ] && echo "SKIP: no pytest image" >&2; exit "$rc"; }
 BOX_IMAGE=$(bash "$FORGE_SRC/scripts/make-box-image.sh" "$FORGE_BIN/forge-box" forge-box-e2e) || exit 1
 K8S_NS=forge-e2e
-cleanup() {
-  stop_k8s_fake
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+pids=()
+trap k8s_e2e_cleanup EXIT
 work=$WORK
 harbor="$FORGE_SRC/tests/data/harbor"
 image=forge-pytest:bookworm
 source "$FORGE_SRC/tests/support/adversarial_pytest_tasks.sh"
-start_k8s_fake real --node-cpu 64 --node-memory 256Gi || { fail "start"; finish; exit 1; }
+start_k8s_fake real --node-cpu 256 --node-memory 512Gi || { fail "start"; finish; exit 1; }
 K=(--k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS")
 
 "$FORGE_BIN/forge-launch" --backend k8s "${K[@]}" --k8s-box-image "$BOX_IMAGE" --store "$work/forge.db" \
-  --run-id adv-k8s --hold -j 4 --agent-timeout 120 --harness command "$work/tasks.jsonl" \
+  --cpus 1 --memory 2g --k8s-apply-network-policies --run-id adv-k8s --hold -j 6 --agent-timeout 120 --harness command "$work/tasks.jsonl" \
   >"$work/rollouts.jsonl" 2>"$work/launch.err" && pass || fail "forge-launch: $(tail -5 "$work/launch.err")"
 bad=$(jq -r 'select(.outcome != "ok") | "\(.task_id): \(.outcome) \(.error)"' "$work/rollouts.jsonl")
 [ -z "$bad" ] && pass || fail "an agent did not run to its end: $bad"
-"$FORGE_BIN/forge-verify" run "${K[@]}" "$work/rollouts.jsonl" --store "$work/forge.db" -j 4 \
+"$FORGE_BIN/forge-verify" run "${K[@]}" "$work/rollouts.jsonl" --store "$work/forge.db" -j 6 \
   >"$work/verdicts.jsonl" 2>"$work/verify.err"
 rc=$?
 [ "$rc" = 1 ] && pass || fail "forge-verify exit $rc, want 1: $(tail -3 "$work/verify.err")"
