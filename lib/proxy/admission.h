@@ -1,4 +1,4 @@
-// Whether a call may go on now (the admit stage, call_handler.h), as the
+// Whether a call may go on now (the admit stage, call_handler_asio.h), as the
 // admin API sets it: a pause for a weight update (calls wait, or are
 // refused with 429), --max-per-rollout, and the policy version calls are
 // served by (stamped on each record at its start and end). The Server owns

@@ -1,15 +1,15 @@
-// The Anthropic Messages upstream (upstream_api.h; what it passes through:
+// The Anthropic Messages upstream (upstream_api_asio.h; what it passes through:
 // anthropic_upstream.h). Attribution, limits and pausing happened before
-// (call_handler.h), and the exchange is opened as any call's is
-// (upstream_exchange.h).
+// (call_handler_asio.h), and the exchange is opened as any call's is
+// (upstream_exchange_asio.h).
 #include "proxy/anthropic_upstream.h"
 
 #include "base/json_field.h"
 #include "base/json_parse.h"
 #include "proxy/asio.h"
-#include "proxy/http_read.h"
+#include "proxy/http_read_asio.h"
 #include "proxy/recorder.h"
-#include "proxy/upstream_api.h"
+#include "proxy/upstream_api_asio.h"
 #include "proxy/upstream_faults.h"
 
 namespace forge::proxy {

@@ -1,12 +1,15 @@
 // Boost.Asio and Beast, as the proxy's network code names them: the
 // sockets, timers and coroutines of the server and of a call's I/O, and
-// Beast's HTTP parser. Included by those files and their headers only,
-// never by a stage that only computes (attribute.h, decode.h, admission.h,
-// outcome.h, the formats, the pass-through, the recorder). A .cpp that uses
-// it includes it itself, even when a header of its brings it: the build
-// compiles those files as a unit of their own (CMakeLists.txt), so an edit
-// elsewhere recompiles no Asio. <utility> must come first: Boost 1.74's Asio
-// needs it under g++12 in C++20.
+// Beast's HTTP parser. This header and the *_asio.h headers are the Asio
+// implementation: only .cpp files (and other *_asio.h) include them, never a
+// header without the suffix (tests/e2e/conventions.sh checks): the stages
+// that only compute (attribute.h, decode.h, admission.h, outcome.h,
+// call_record.h, upstream_faults.h, the formats, the pass-through, the
+// recorder) and what tools/ and the tests include reach no Boost. A .cpp that
+// uses Asio includes this header itself, even when an *_asio.h of its brings
+// it: the build groups the proxy's files by that line (CMakeLists.txt), so an
+// edit elsewhere recompiles no Asio. <utility> must come first: Boost 1.74's
+// Asio needs it under g++12 in C++20.
 #pragma once
 
 #include <utility>

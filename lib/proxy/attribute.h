@@ -1,4 +1,4 @@
-// Who calls (a call's first stage, call_handler.h): the rollout whose secret
+// Who calls (a call's first stage, call_handler_asio.h): the rollout whose secret
 // the call presents, in the path (/r/<secret>/v1/...) or as its key.
 #pragma once
 

@@ -1,12 +1,48 @@
-#include "proxy/call_handler.h"
+#include "proxy/call_handler_asio.h"
 
 #include <chrono>
+#include <memory>
 
 #include "proxy/asio.h"
 #include "proxy/attribute.h"
-#include "proxy/ready_io.h"
+#include "proxy/ready_io_asio.h"
 
 namespace forge::proxy {
+
+namespace {
+
+// One record of the commit to the store's writer (CallRecording::Submit),
+// waited for on this io thread when the writer's queue is full. rec is taken
+// before the first suspension: its owner co_awaits this at once, so a
+// reference does.
+Task<Status> Submit(CallRecording& recording, store::CallRecord&& rec, std::optional<LoggedRequest> logged) {
+  // The writer's answer arrives by a post to this call's io thread, so it
+  // never races with the wait below.
+  struct Waiting {
+    std::optional<Status> result;
+    std::optional<asio::steady_timer> timer;
+  };
+  auto executor = co_await asio::this_coro::executor;
+  std::shared_ptr<Waiting> waiting;
+  auto submitted = recording.Submit(std::move(rec), logged, [&] {
+    waiting = std::make_shared<Waiting>();
+    return Recorder::Done([waiting, executor](Status status) {
+      asio::post(executor, [waiting, status] {
+        waiting->result = status;
+        if (waiting->timer) waiting->timer->cancel();
+      });
+    });
+  });
+  if (submitted) co_return *submitted;  // the usual case: final at once
+  waiting->timer.emplace(executor, asio::steady_timer::time_point::max());
+  while (!waiting->result) {
+    beast::error_code ec;
+    co_await waiting->timer->async_wait(Into(ec));
+  }
+  co_return *waiting->result;
+}
+
+}  // namespace
 
 CallHandler::CallHandler(const CallServices& services, tcp::socket& client, Request& req, const Route& route)
     : services_(services),
@@ -127,7 +163,10 @@ Task<Outcome> CallHandler::ExchangeAndRelay(CallRecording& recording, CutThrough
 }
 
 Task<bool> CallHandler::Commit(CallRecording& recording, Outcome outcome) {
-  Status committed = co_await recording.Commit(outcome);
+  // The retried attempts, then the call: its status is the commit's.
+  CallRecording::Commits commits = recording.TakeCommits(outcome);
+  for (store::CallRecord& failed : commits.retried) co_await Submit(recording, std::move(failed), std::nullopt);
+  Status committed = co_await Submit(recording, std::move(commits.call), commits.logged);
   if (committed.ok() && outcome.finished) call_.format->Finished(call_.chat, *outcome.finished);
   co_return co_await reply_.Send(outcome, committed);
 }

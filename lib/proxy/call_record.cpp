@@ -1,9 +1,5 @@
 #include "proxy/call_record.h"
 
-#include <memory>
-
-#include "proxy/asio.h"
-
 namespace forge::proxy {
 
 CallRecording::CallRecording(const Services& services, const std::string& rollout, const std::string& client_format,
@@ -43,52 +39,26 @@ void CallRecording::AddRetriedAttempt(const FailedAttempt& attempt) {
   retried_.push_back(std::move(failed));
 }
 
-Task<Status> CallRecording::Commit(const Outcome& outcome) {
+CallRecording::Commits CallRecording::TakeCommits(const Outcome& outcome) {
   committed_ = true;
-  for (store::CallRecord& failed : retried_) co_await Submit(std::move(failed), std::nullopt);
-  retried_.clear();
   services_.metrics.upstream_errors.fetch_add(outcome.status >= 500 ? 1 : 0);
   rec_.http_status = outcome.status;
   rec_.error = outcome.error;
   if (outcome.error.empty()) rec_.retry_key = std::move(retry_key_);
   End(rec_);
-  co_return co_await Submit(std::move(rec_), logged_);
+  return Commits{std::move(retried_), std::move(rec_), logged_};
+}
+
+std::optional<Status> CallRecording::Submit(store::CallRecord&& rec, std::optional<LoggedRequest> logged,
+                                            const std::function<Recorder::Done()>& when_waiting) {
+  if (rec.http_status == kClientHungUpStatus) services_.metrics.client_hangups.fetch_add(1, std::memory_order_relaxed);
+  return services_.recorder.Submit(std::move(rec), when_waiting, logged);
 }
 
 void CallRecording::End(store::CallRecord& rec) {
   rec.ended_at = NowSeconds();
   rec.policy_version_end = services_.admission.policy_version();
   services_.metrics.ObserveLatency(MonotonicSeconds() - t0_);
-}
-
-// rec is taken (moved into the writer's queue) before the first suspension:
-// its owner co_awaits this at once, so a reference does.
-Task<Status> CallRecording::Submit(store::CallRecord&& rec, std::optional<LoggedRequest> logged) {
-  if (rec.http_status == kClientHungUpStatus) services_.metrics.client_hangups.fetch_add(1, std::memory_order_relaxed);
-  // The writer's answer arrives by a post to this call's io thread, so it
-  // never races with the wait below.
-  struct Waiting {
-    std::optional<Status> result;
-    std::optional<asio::steady_timer> timer;
-  };
-  auto executor = co_await asio::this_coro::executor;
-  std::shared_ptr<Waiting> waiting;
-  auto submitted = services_.recorder.Submit(std::move(rec), [&] {
-    waiting = std::make_shared<Waiting>();
-    return Recorder::Done([waiting, executor](Status status) {
-      asio::post(executor, [waiting, status] {
-        waiting->result = status;
-        if (waiting->timer) waiting->timer->cancel();
-      });
-    });
-  }, logged);
-  if (submitted) co_return *submitted;  // the usual case: final at once
-  waiting->timer.emplace(executor, asio::steady_timer::time_point::max());
-  while (!waiting->result) {
-    beast::error_code ec;
-    co_await waiting->timer->async_wait(Into(ec));
-  }
-  co_return *waiting->result;
 }
 
 }  // namespace forge::proxy

@@ -1,7 +1,7 @@
-#include "proxy/client_reply.h"
+#include "proxy/client_reply_asio.h"
 
 #include "proxy/asio.h"
-#include "proxy/http_write.h"
+#include "proxy/http_write_asio.h"
 #include "proxy/upstream_faults.h"
 
 namespace forge::proxy {

@@ -1,12 +1,12 @@
-#include "proxy/client_stream.h"
+#include "proxy/client_stream_asio.h"
 
 #include <array>
 #include <chrono>
 #include <cstdio>
 
 #include "proxy/asio.h"
-#include "proxy/http_write.h"
-#include "proxy/ready_io.h"
+#include "proxy/http_write_asio.h"
+#include "proxy/ready_io_asio.h"
 
 namespace forge::proxy {
 

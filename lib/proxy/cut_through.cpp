@@ -1,4 +1,4 @@
-// How cut_through.h forwards an arriving body: the proxy adds its capture
+// How cut_through_asio.h forwards an arriving body: the proxy adds its capture
 // fields at the end of the object, so the upstream's Content-Length is the
 // client's plus room for them, and what the fields leave of that room is
 // filled with spaces (JSON allows space after a value). Everything up to
@@ -7,7 +7,7 @@
 // (ReadPassThroughRequest) before the rest goes, so a malformed request
 // never reaches the upstream complete; its connection is closed with the
 // body cut short, which a server discards.
-#include "proxy/cut_through.h"
+#include "proxy/cut_through_asio.h"
 
 #include <algorithm>
 

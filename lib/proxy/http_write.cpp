@@ -1,4 +1,4 @@
-#include "proxy/http_write.h"
+#include "proxy/http_write_asio.h"
 
 #include "proxy/asio.h"
 

@@ -1,4 +1,4 @@
-// The OpenAI-compatible upstream (upstream_api.h): the request goes as chat
+// The OpenAI-compatible upstream (upstream_api_asio.h): the request goes as chat
 // completions, with the capture fields (return_token_ids, logprobs) added,
 // and the answer comes back with its token ids and logprobs captured into
 // the record and cut from what the client did not ask for. A request in the
@@ -14,13 +14,13 @@
 #include "base/json_parse.h"
 #include "proxy/asio.h"
 #include "proxy/chat_assembler.h"
-#include "proxy/http_read.h"
+#include "proxy/http_read_asio.h"
 #include "proxy/pass_through.h"
 #include "proxy/recorder.h"
 #include "proxy/sse.h"
 #include "proxy/stream_relay.h"
 #include "proxy/token_capture.h"
-#include "proxy/upstream_api.h"
+#include "proxy/upstream_api_asio.h"
 #include "proxy/upstream_faults.h"
 
 namespace forge::proxy {

@@ -1,9 +1,9 @@
 // How a model call ends. Refused before it reached an upstream: a Refusal,
 // answered in the client's format, and nothing recorded. Otherwise an
-// Outcome, which each upstream API's relay (upstream_api.h) returns: the
+// Outcome, which each upstream API's relay (upstream_api_asio.h) returns: the
 // status and error the call's record is committed with (once:
 // call_record.h), and what the client is sent after that commit
-// (client_reply.h), so a call's final bytes never go out before its record.
+// (client_reply_asio.h), so a call's final bytes never go out before its record.
 #pragma once
 
 #include <memory>
@@ -84,6 +84,13 @@ struct Outcome {
     o.stream = std::move(stream);
     return o;
   }
+};
+
+// A failed attempt the exchange tries again: a call of its own to record.
+struct FailedAttempt {
+  std::string upstream;  // its URL, when one was reached
+  int status;
+  std::string error;
 };
 
 }  // namespace forge::proxy

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "proxy/asio.h"
-#include "proxy/server.h"
+#include "proxy/server_asio.h"
 
 namespace forge::proxy {
 
@@ -48,7 +48,7 @@ Status RunProxy(const ProxyConfig& config) {
   // connections still parked in the io_context when we return (idle keep-alive
   // clients) hold coroutine frames that refer to all three, and the process is
   // about to exit anyway.
-  // One io_context per thread (see server.h).
+  // One io_context per thread (see server_asio.h).
   std::vector<asio::io_context*> contexts;
   for (int i = 0; i < threads; ++i) contexts.push_back(new asio::io_context(1));
   asio::io_context& io = *contexts.front();

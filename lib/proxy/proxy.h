@@ -41,7 +41,7 @@ struct ProxyConfig {
   double secret_cache_ttl = 5;            // seconds a positive secret lookup is cached
 };
 
-// What the upstreams speak (--upstream-api, upstream_api.h).
+// What the upstreams speak (--upstream-api, upstream_api_asio.h).
 enum class UpstreamApiKind { kOpenAI, kAnthropic };
 // --upstream-api's word for it: "openai" or "anthropic".
 Result<UpstreamApiKind> ParseUpstreamApi(const std::string& name);

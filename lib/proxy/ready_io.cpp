@@ -1,4 +1,4 @@
-#include "proxy/ready_io.h"
+#include "proxy/ready_io_asio.h"
 
 #include <sys/socket.h>
 

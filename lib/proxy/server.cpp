@@ -1,4 +1,4 @@
-#include "proxy/server.h"
+#include "proxy/server_asio.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "proxy/asio.h"
-#include "proxy/cut_through.h"
+#include "proxy/cut_through_asio.h"
 #include "proxy/format_registry.h"
 #include "proxy/formats/openai_errors.h"
-#include "proxy/http_read.h"
-#include "proxy/http_write.h"
-#include "proxy/ready_io.h"
+#include "proxy/http_read_asio.h"
+#include "proxy/http_write_asio.h"
+#include "proxy/ready_io_asio.h"
 
 namespace forge::proxy {
 namespace {
@@ -151,7 +151,7 @@ void Server::StartSession(tcp::socket socket) {
   asio::co_spawn(executor, Session(std::move(socket)), asio::detached);
 }
 
-// Ends the socket waits past their deadline on this context (ready_io.h),
+// Ends the socket waits past their deadline on this context (ready_io_asio.h),
 // often enough for the upstream timeout to hold within a quarter of itself.
 // Being the earliest timer, it also keeps the keepalive and pause timers
 // from re-arming asio's timerfd (a system call) each time.

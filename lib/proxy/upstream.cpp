@@ -1,11 +1,11 @@
-#include "proxy/upstream.h"
+#include "proxy/upstream_asio.h"
 
 #include <chrono>
 #include <functional>
 
 #include "proxy/asio.h"
-#include "proxy/http_read.h"
-#include "proxy/http_write.h"
+#include "proxy/http_read_asio.h"
+#include "proxy/http_write_asio.h"
 
 namespace forge::proxy {
 

@@ -1,13 +1,25 @@
-#include "proxy/upstream_answer.h"
+#include "proxy/upstream_answer_asio.h"
 
 #include <algorithm>
 
 #include "base/json_field.h"
 #include "proxy/asio.h"
-#include "proxy/http_read.h"
-#include "proxy/ready_io.h"
+#include "proxy/http_read_asio.h"
+#include "proxy/ready_io_asio.h"
+#include "proxy/upstream_faults.h"
 
 namespace forge::proxy {
+
+Headers RetryHeaders(const http::fields& upstream) {
+  Headers out;
+  for (const auto& field : upstream) {
+    beast::string_view name = field.name_string();
+    if (!IsRetryHeader(std::string_view(name.data(), name.size()))) continue;
+    beast::string_view value = field.value();
+    out.emplace_back(std::string(name.data(), name.size()), std::string(value.data(), value.size()));
+  }
+  return out;
+}
 
 void UpstreamAnswer::Reset() {
   outstanding.reset();

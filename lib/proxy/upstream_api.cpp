@@ -1,4 +1,4 @@
-#include "proxy/upstream_api.h"
+#include "proxy/upstream_api_asio.h"
 
 #include <fmt/format.h>
 

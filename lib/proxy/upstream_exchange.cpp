@@ -1,4 +1,4 @@
-#include "proxy/upstream_exchange.h"
+#include "proxy/upstream_exchange_asio.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "proxy/asio.h"
-#include "proxy/cut_through.h"
-#include "proxy/http_read.h"
-#include "proxy/ready_io.h"
+#include "proxy/cut_through_asio.h"
+#include "proxy/http_read_asio.h"
+#include "proxy/ready_io_asio.h"
 #include "proxy/upstream_faults.h"
 
 namespace forge::proxy {
@@ -88,10 +88,13 @@ Task<bool> OpenExchange(const ExchangeServices& services, const ExchangeRequest&
                         const std::function<void(FailedAttempt)>& retried) {
   for (int attempt = 0;; ++attempt) {
     co_await ExchangeWithUpstream(services, request, answer);
-    const http::fields* head = answer.conn ? &answer.parser->get().base() : nullptr;
+    const bool head = answer.conn != nullptr;
     int status = head ? answer.parser->get().result_int() : 502;
     if (attempt >= services.retries || answer.client_gone || answer.timed_out) break;
-    if (head && (status < 400 || !RetryableStatus(status, *head, services.retry_after_max))) break;
+    if (head && status < 400) break;
+    // An error answer's retry headers: read on this error path only.
+    Headers retry_headers = head ? RetryHeaders(answer.parser->get()) : Headers();
+    if (head && !RetryableStatus(status, retry_headers, services.retry_after_max)) break;
     std::string failure = answer.error;
     if (head) {
       // Read whole, so that the connection may serve again.
@@ -105,7 +108,7 @@ Task<bool> OpenExchange(const ExchangeServices& services, const ExchangeRequest&
                           failure + fmt::format(" (retried by the proxy, attempt {} of {})", attempt + 1,
                                                 services.retries + 1)});
     asio::steady_timer pause(co_await asio::this_coro::executor);
-    pause.expires_after(SteadySeconds(RetryDelay(attempt + 1, head)));
+    pause.expires_after(SteadySeconds(RetryDelay(attempt + 1, retry_headers)));
     beast::error_code ec;
     co_await pause.async_wait(Into(ec));
     answer.Reset();

@@ -2,18 +2,27 @@
 
 #include <algorithm>
 #include <cstdlib>
-
-#include "proxy/asio.h"
+#include <strings.h>
 
 namespace forge::proxy {
 namespace {
 
-bool StartsWithNoCase(beast::string_view s, beast::string_view prefix) {
-  return s.size() >= prefix.size() && beast::iequals(s.substr(0, prefix.size()), prefix);
+bool FieldNameIs(std::string_view s, std::string_view other) {
+  return s.size() == other.size() && strncasecmp(s.data(), other.data(), s.size()) == 0;
 }
 
-std::optional<double> Seconds(beast::string_view text) {
-  std::string s(text.data(), text.size());
+bool FieldNameStarts(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && FieldNameIs(s.substr(0, prefix.size()), prefix);
+}
+
+const std::string* FieldValue(const Headers& headers, std::string_view name) {
+  for (const auto& [field, value] : headers) {
+    if (FieldNameIs(field, name)) return &value;
+  }
+  return nullptr;
+}
+
+std::optional<double> Seconds(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end == s.c_str() || *end != '\0' || !(v >= 0)) return std::nullopt;
@@ -29,38 +38,28 @@ void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
 
 }  // namespace
 
-Headers RetryHeaders(const http::fields& upstream) {
-  Headers out;
-  for (const auto& field : upstream) {
-    beast::string_view name = field.name_string();
-    if (beast::iequals(name, "retry-after") || beast::iequals(name, "retry-after-ms") ||
-        StartsWithNoCase(name, "x-ratelimit-") || StartsWithNoCase(name, "anthropic-ratelimit-")) {
-      beast::string_view value = field.value();
-      out.emplace_back(std::string(name.data(), name.size()), std::string(value.data(), value.size()));
-    }
-  }
-  return out;
+bool IsRetryHeader(std::string_view name) {
+  return FieldNameIs(name, "retry-after") || FieldNameIs(name, "retry-after-ms") ||
+         FieldNameStarts(name, "x-ratelimit-") || FieldNameStarts(name, "anthropic-ratelimit-");
 }
 
-std::optional<double> RetryAfterSeconds(const http::fields& upstream) {
-  if (auto ms = upstream.find("retry-after-ms"); ms != upstream.end()) {
-    if (auto v = Seconds(ms->value())) return *v / 1000;
+std::optional<double> RetryAfterSeconds(const Headers& retry_headers) {
+  if (const std::string* ms = FieldValue(retry_headers, "retry-after-ms")) {
+    if (auto v = Seconds(*ms)) return *v / 1000;
   }
-  if (auto s = upstream.find(http::field::retry_after); s != upstream.end()) return Seconds(s->value());
+  if (const std::string* s = FieldValue(retry_headers, "retry-after")) return Seconds(*s);
   return std::nullopt;
 }
 
-bool RetryableStatus(int status, const http::fields& upstream, double max_wait) {
+bool RetryableStatus(int status, const Headers& retry_headers, double max_wait) {
   if (status == 502 || status == 503) return true;
   if (status != 429) return false;
-  auto wait = RetryAfterSeconds(upstream);
+  auto wait = RetryAfterSeconds(retry_headers);
   return wait && *wait <= max_wait;
 }
 
-double RetryDelay(int attempt, const http::fields* upstream) {
-  if (upstream) {
-    if (auto wait = RetryAfterSeconds(*upstream)) return *wait;
-  }
+double RetryDelay(int attempt, const Headers& retry_headers) {
+  if (auto wait = RetryAfterSeconds(retry_headers)) return *wait;
   return std::min(4.0, 0.25 * static_cast<double>(1 << std::min(attempt - 1, 8)));
 }
 

@@ -8,29 +8,31 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "proxy/asio.h"
 #include "proxy/outcome.h"
 
 namespace forge::proxy {
 
-// The retry-relevant fields of an upstream's answer: Retry-After,
-// retry-after-ms, x-ratelimit-* and anthropic-ratelimit-*, as sent.
-Headers RetryHeaders(const http::fields& upstream);
+// Whether a field of an upstream's answer is retry-relevant: Retry-After,
+// retry-after-ms, x-ratelimit-* and anthropic-ratelimit-*. Those fields, as
+// sent, are an answer's retry headers (RetryHeaders in upstream_answer_asio.h
+// takes them from Beast's fields); the functions below read them.
+bool IsRetryHeader(std::string_view name);
 
 // Seconds the upstream asked to wait (retry-after-ms, else Retry-After as
 // seconds; an HTTP date counts as unknown), if it said.
-std::optional<double> RetryAfterSeconds(const http::fields& upstream);
+std::optional<double> RetryAfterSeconds(const Headers& retry_headers);
 
 // Whether an answer before its first byte is worth another attempt: a 502
 // or 503, or a 429 asking to wait no more than max_wait seconds.
-bool RetryableStatus(int status, const http::fields& upstream, double max_wait);
+bool RetryableStatus(int status, const Headers& retry_headers, double max_wait);
 
 // The pause before attempt n (1, 2, ...): the upstream's Retry-After if it
 // gave one, else 0.25 s doubling, at most 4 s.
-double RetryDelay(int attempt, const http::fields* upstream);
+double RetryDelay(int attempt, const Headers& retry_headers);
 
 // message with each of the URLs (and "upstream <url>") replaced by "the
 // upstream": what a client is told of a failure that names an upstream.

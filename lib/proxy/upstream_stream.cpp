@@ -1,4 +1,4 @@
-#include "proxy/upstream_stream.h"
+#include "proxy/upstream_stream_asio.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

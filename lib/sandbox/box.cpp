@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sandbox/tar.h"
+
 namespace forge::sandbox {
 namespace {
 
@@ -113,33 +115,40 @@ std::optional<Baseline> TakeMark(std::string* stderr_data) {
   return std::nullopt;
 }
 
-std::optional<SuperviseReport> ParseSuperviseLine(std::string_view line) {
-  const std::string_view tag = kSuperviseTag;
+std::optional<std::map<std::string, long long>> ParseStatusLine(std::string_view line, std::string_view tag) {
   if (line.substr(0, tag.size()) != tag) return std::nullopt;
   line.remove_prefix(tag.size());
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-  SuperviseReport report;
-  int seen = 0;
+  std::map<std::string, long long> fields;
   while (!line.empty()) {
     const size_t space = line.find(' ');
     const std::string_view field = line.substr(0, space);
     line = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
-    const std::string_view key = field.substr(0, eq);
     const std::string value(field.substr(eq + 1));
     char* end = nullptr;
     const long long number = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || number < 0) return std::nullopt;
-    if (key == "exit") report.exit_code = static_cast<int>(number);
-    else if (key == "timed_out") report.timed_out = number != 0;
-    else if (key == "truncated") report.truncated = number != 0;
-    else if (key == "stdout") report.stdout_bytes = static_cast<size_t>(number);
-    else if (key == "stderr") report.stderr_bytes = static_cast<size_t>(number);
-    else continue;  // a field a newer supervisor adds
-    ++seen;
+    if (value.empty() || *end != '\0') return std::nullopt;
+    fields[std::string(field.substr(0, eq))] = number;
   }
-  if (seen < 5) return std::nullopt;
+  return fields;
+}
+
+std::optional<SuperviseReport> ParseSuperviseLine(std::string_view line) {
+  auto fields = ParseStatusLine(line, kSuperviseTag);
+  if (!fields) return std::nullopt;
+  const char* keys[] = {"exit", "timed_out", "truncated", "stdout", "stderr"};
+  for (const char* key : keys) {
+    auto it = fields->find(key);
+    if (it == fields->end() || it->second < 0) return std::nullopt;
+  }
+  SuperviseReport report;
+  report.exit_code = static_cast<int>((*fields)["exit"]);
+  report.timed_out = (*fields)["timed_out"] != 0;
+  report.truncated = (*fields)["truncated"] != 0;
+  report.stdout_bytes = static_cast<size_t>((*fields)["stdout"]);
+  report.stderr_bytes = static_cast<size_t>((*fields)["stderr"]);
   return report;
 }
 
@@ -156,6 +165,61 @@ std::optional<SuperviseReport> TakeSuperviseOutput(std::string_view log, std::st
     return report;
   }
   return std::nullopt;
+}
+
+std::optional<VerifyReport> TakeVerifyReport(std::string_view out, std::string* before) {
+  const std::string tag = kVerifyTag;
+  size_t at = out.substr(0, tag.size()) == tag ? 0 : out.find("\n" + tag);
+  if (at == std::string_view::npos) return std::nullopt;
+  if (at > 0) ++at;
+  const size_t eol = out.find('\n', at);
+  if (eol == std::string_view::npos) return std::nullopt;
+  auto fields = ParseStatusLine(out.substr(at, eol + 1 - at), tag);
+  if (!fields) return std::nullopt;
+  long long sizes[4] = {};
+  const char* keys[] = {"stdout", "stderr", "reward.txt", "reward.json"};
+  long long total = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto it = fields->find(keys[i]);
+    if (it == fields->end() || it->second < (i < 2 ? 0 : -1)) return std::nullopt;
+    sizes[i] = it->second;
+    total += std::max(0LL, it->second);
+  }
+  if (!fields->count("exit") || !fields->count("timed_out") || !fields->count("truncated") ||
+      static_cast<long long>(out.size() - (eol + 1)) != total) {
+    return std::nullopt;
+  }
+  VerifyReport report;
+  report.exit_code = static_cast<int>((*fields)["exit"]);
+  report.timed_out = (*fields)["timed_out"] != 0;
+  report.truncated = (*fields)["truncated"] != 0;
+  std::string_view rest = out.substr(eol + 1);
+  std::string* parts[] = {&report.stdout_data, &report.stderr_data};
+  for (int i = 0; i < 4; ++i) {
+    const size_t n = static_cast<size_t>(std::max(0LL, sizes[i]));
+    if (i < 2) *parts[i] = std::string(rest.substr(0, n));
+    else if (sizes[i] >= 0) (i == 2 ? report.reward_txt : report.reward_json) = std::string(rest.substr(0, n));
+    rest.remove_prefix(n);
+  }
+  if (before != nullptr) *before = std::string(out.substr(0, at));
+  return report;
+}
+
+Result<std::string> VerifyInput(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                                const std::string& tests_dir) {
+  TarWriter tar;
+  std::string list;
+  for (const auto& a : argv) list.append(a).push_back('\0');
+  tar.AddFile(kVerifyArgv, list, 0600);
+  list.clear();
+  for (const auto& [k, v] : env) list.append(k + "=" + v).push_back('\0');
+  tar.AddFile(kVerifyEnv, list, 0600);
+  if (!tests_dir.empty()) {
+    std::string prefix = kVerifyTests;
+    prefix.pop_back();
+    FORGE_RETURN_IF_ERROR(AddCopy(tar, tests_dir, prefix));
+  }
+  return tar.Finish();
 }
 
 std::vector<std::string> KeepAliveArgv(int64_t seconds) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +56,29 @@ std::optional<SuperviseReport> ParseSuperviseLine(std::string_view line);
 // matches (its stdout, then its stderr, to the end), so nothing written
 // before it can pass for it. Fills out and err.
 std::optional<SuperviseReport> TakeSuperviseOutput(std::string_view log, std::string* out, std::string* err);
+
+// "TAG key=N key=N ...", a final newline allowed: the numbers by key;
+// nullopt when the line is not of that form.
+std::optional<std::map<std::string, long long>> ParseStatusLine(std::string_view line, std::string_view tag);
+
+// What forge-box verify said (box_protocol.h).
+struct VerifyReport {
+  int exit_code = -1;
+  bool timed_out = false;
+  bool truncated = false;
+  std::string stdout_data, stderr_data;
+  std::optional<std::string> reward_txt, reward_json;  // nullopt: missing, or not a regular file
+};
+
+// From forge-box verify's stdout: its status line (the first line with the
+// tag) and the bytes it counts, which must be all that follows; *before gets
+// what came first (the sweep's lines). nullopt when there is no such line.
+std::optional<VerifyReport> TakeVerifyReport(std::string_view out, std::string* before);
+
+// forge-box verify's input archive: the command, its environment and (when
+// tests_dir is not empty) that host directory's contents as tests/.
+Result<std::string> VerifyInput(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                                const std::string& tests_dir);
 
 // PID 1 of a held sandbox: the box's keep-alive for `seconds`.
 std::vector<std::string> KeepAliveArgv(int64_t seconds);

@@ -23,6 +23,13 @@
 //                                output, says how it ended, holds the pod
 //   forge-box done               exit 0 once the supervisor has ended CMD
 //                                (a held pod's readiness probe)
+//   forge-box verify [sweep options] [--timeout S] [--max-output B]
+//                    [--shebang] [--reward BYTES]
+//                                a whole verification in one stream (a held
+//                                pod, where each exec is an API request):
+//                                reads its input archive from stdin, sweeps,
+//                                unpacks the tests, runs the verifier, says
+//                                how it ended with its output and reward
 #pragma once
 
 namespace forge::sandbox {
@@ -72,5 +79,25 @@ inline constexpr unsigned kTerminationMessageBytes = 4096;
 // The process name a supervisor takes once CMD has ended (held pods):
 // forge-box done reads it from /proc/1/comm, which no other process may set.
 inline constexpr const char* kSuperviseDoneName = "forge-held";
+
+// verify: its stdin is a tar archive (ustar, pax long names), read up to the
+// archive's end blocks (never to EOF: a v4 exec cannot close stdin) and
+// acted on once the sweep has left the sandbox fit:
+//   kVerifyArgv   the verifier's command, NUL-terminated entries; with
+//                 --shebang its first entry is a script run by its "#!" line
+//                 (a script without one under /bin/sh); never from PATH
+//   kVerifyEnv    NAME=VALUE entries added to its environment
+//   tests/...     unpacked into /tests (made afresh by the sweep's --clear)
+// Its stdout is the sweep's lines, then (when the sweep was fit) one status
+// line and the bytes it counts, in its order: "forge-verify: exit=N
+// timed_out=0|1 truncated=0|1 stdout=B stderr=B reward.txt=B reward.json=B"
+// (a reward file's B is -1 when it is missing or not a regular file; a
+// symlink is never followed; at most --reward BYTES + 1 of each is sent).
+// Nothing else writes to it: every other process was stopped, and forge-box
+// is not dumpable.
+inline constexpr const char* kVerifyArgv = "argv";
+inline constexpr const char* kVerifyEnv = "env";
+inline constexpr const char* kVerifyTests = "tests/";
+inline constexpr const char* kVerifyTag = "forge-verify: ";
 
 }  // namespace forge::sandbox

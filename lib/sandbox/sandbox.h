@@ -170,6 +170,10 @@ class Sandbox {
   // forge-box is mounted at kBoxSandboxPath (sandbox/box.h): forge's steps
   // run it rather than anything of the sandbox's.
   virtual bool has_box() const { return false; }
+  // Each Exec is a request through a remote API server (a pod's exec): with
+  // has_box(), forge's work of several steps there (a verification) goes as
+  // one forge-box stream.
+  virtual bool exec_is_request() const { return false; }
 };
 
 // What an image says about how to run it (Docker's image Config), so a

@@ -156,18 +156,30 @@ Status RunSweep(sandbox::Sandbox& sandbox, bool stop, bool clear, const std::str
   SweepReport report = ParseSweepOutput(ran->stdout_data, ran->timed_out ? -1 : ran->exit_code);
   if (ran->timed_out) report.fault = "forge's sweep ran past its 60 s deadline";
   if (left != nullptr) *left = report.left;
-  if (report.stopped >= 0 && !prep->sweep.contains("stopped")) prep->sweep["stopped"] = report.stopped;
-  if (report.min_avail_kib >= 0) prep->sweep["free_kib"] = report.min_avail_kib;
-  if (!report.fault.empty()) {
-    prep->fault = report.fault;
-    std::string err = ran->stderr_data.substr(0, 300);
-    if (!err.empty() && report.fault.find("did not finish") != std::string::npos) prep->fault += ": " + err;
-
-  }
+  NoteSweep(report, prep);
+  std::string err = ran->stderr_data.substr(0, 300);
+  if (!err.empty() && report.fault.find("did not finish") != std::string::npos) prep->fault += ": " + err;
   return Status::Ok();
 }
 
 }  // namespace
+
+void NoteSweep(const SweepReport& report, Preparation* prep) {
+  if (report.stopped >= 0 && !prep->sweep.contains("stopped")) prep->sweep["stopped"] = report.stopped;
+  if (report.min_avail_kib >= 0) prep->sweep["free_kib"] = report.min_avail_kib;
+  if (!report.fault.empty()) prep->fault = report.fault;
+}
+
+std::vector<std::string> BoxVerifyArgv(const sandbox::Sandbox& sandbox, const PrepareOptions& options,
+                                       Preparation* prep) {
+  if (!options.stop_processes) prep->sweep["kept_processes"] = true;
+  Root(sandbox, *prep);
+  prep->sweep["stream"] = "forge-box verify";
+  std::vector<std::string> argv =
+      SweepArgv(options.stop_processes, options.clear_harbor_dirs, RandomTag(), options.baseline);
+  argv[1] = "verify";
+  return argv;
+}
 
 Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptions& options) {
   Preparation prep;

@@ -64,6 +64,17 @@ struct Preparation {
   std::string fault;  // non-empty: the agent left the sandbox unfit; verdict failed
 };
 
+// The verdict's "sweep" and the fault from one sweep's report (a pass of
+// PrepareSandbox's, or forge-box verify's first step).
+void NoteSweep(const SweepReport& report, Preparation* prep);
+
+// forge-box verify's argv up to the verifier's own options: the sweep of
+// steps 1-3 as PrepareSandbox would ask for it, in the same stream as the
+// verifier (verifiers.cpp, a sandbox where each exec is an API request).
+// The sweep runs as the sandbox's own user there (noted in prep).
+std::vector<std::string> BoxVerifyArgv(const sandbox::Sandbox& sandbox, const PrepareOptions& options,
+                                       Preparation* prep);
+
 // Steps 1-3. An error is forge's or the engine's (infra_error); everything
 // the agent's state causes comes back as Preparation::fault.
 Result<Preparation> PrepareSandbox(sandbox::Sandbox& sandbox, const PrepareOptions& options);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -230,6 +231,9 @@ class Witness {
   Json reward_findings_ = Json::array();
 };
 
+// A sandbox where every exec is an API request and forge-box is mounted.
+bool InOneStream(const sandbox::Sandbox& sandbox) { return sandbox.has_box() && sandbox.exec_is_request(); }
+
 Verdict Done(Verdict& v, Witness& witness, const Stopwatch& clock) {
   witness.Finish(v);
   v.seconds = clock.Seconds();
@@ -267,22 +271,22 @@ bool RunVerifier(sandbox::Sandbox& sandbox, const VerifierSpec& spec, std::vecto
   return true;
 }
 
-// The reward test.sh left, read through the engine's archive endpoint
-// (docker): a symlink is read as a symlink, never followed, and counts as no
-// reward file. The file must be the verifier's own (the witness checks its
-// writer before and after it is read). False when there is none to trust.
-bool ReadReward(sandbox::Sandbox& sandbox, Witness& witness, int exit_code, Verdict& v, Reward* reward) {
+// A reward file's content as a step of the backend reads it: NotFound when
+// there is none to read (a symlink counts as none).
+using RewardFetch = std::function<Result<std::string>(const std::string& path)>;
+
+// The reward test.sh left: reward.txt, else reward.json. False when there
+// is none to trust (v then says why).
+bool ReadReward(sandbox::Sandbox& sandbox, const RewardFetch& fetch, int exit_code, Verdict& v, Reward* reward) {
   const std::string txt_path = std::string(kVerifierLogs) + "/reward.txt";
   const std::string json_path = std::string(kVerifierLogs) + "/reward.json";
   for (const std::string& path : {txt_path, json_path}) {
-    witness.CheckReward(path);
-    auto text = sandbox.ReadFile(path, kMaxRewardBytes);
+    auto text = fetch(path);
     if (!text.ok() && text.status().kind() == Kind::kNotFound) continue;
     if (!text.ok()) {
       Blame(v, sandbox, "read " + path, text.status());
       return false;
     }
-    witness.CheckReward(path);
     auto parsed = path == txt_path ? ParseRewardTxt(*text) : ParseRewardJson(*text);
     if (!parsed.ok()) {
       Fail(v, Outcome::kVerifierError, parsed.status().message());
@@ -297,6 +301,135 @@ bool ReadReward(sandbox::Sandbox& sandbox, Witness& witness, int exit_code, Verd
   return false;
 }
 
+// What test.sh's end says: a reward left by one a signal ended (killed by
+// the program it tested, or out of memory) is not test.sh's last word.
+Verdict& JudgeReward(sandbox::Sandbox& sandbox, const RewardFetch& fetch, int exit_code, double threshold, Verdict& v) {
+  if (exit_code > 128) {
+    v.reward = 0.0;
+    return Fail(v, Outcome::kFailed,
+                fmt::format("/tests/test.sh ended by signal {} (exit status {}): a reward it left is not trusted",
+                            exit_code - 128, exit_code));
+  }
+  Reward reward;
+  if (!ReadReward(sandbox, fetch, exit_code, v, &reward)) return v;
+  v.reward = reward.value;
+  v.rewards = reward.named;
+  v.outcome = OutcomeForReward(reward.value, threshold);
+  return v;
+}
+
+// A command verifier's status: the shell's own "cannot run" statuses say
+// the check itself is broken.
+Verdict& JudgeCommand(int exit_code, double threshold, Verdict& v) {
+  if (exit_code == 126 || exit_code == 127) {
+    return Fail(v, Outcome::kVerifierError,
+                "the verifier command could not run (exit status " + std::to_string(exit_code) + ")");
+  }
+  v.reward = exit_code == 0 ? 1.0 : 0.0;
+  v.outcome = OutcomeForReward(*v.reward, threshold);
+  return v;
+}
+
+// Output of forge-box verify beyond what its bounds allow: stdout and
+// stderr of 1 MiB each, two reward files, the sweep's lines.
+constexpr size_t kBoxOutput = 1 << 20;
+constexpr size_t kBoxStreamBytes = 2 * kBoxOutput + 2 * (kMaxRewardBytes + 1) + 64 * 1024;
+// The verifier's deadline is forge-box's; the stream's own allows the
+// sweep, the upload and the answer on top.
+constexpr double kBoxStreamSlack = 120;
+
+// forge-box verify's request (box_protocol.h): the sweep's options and the
+// verifier's, the command, its environment and the tests as its input.
+Result<sandbox::ExecRequest> OneStreamRequest(const sandbox::Sandbox& sandbox, const VerifierSpec& spec,
+                                              const VerifyContext& context, bool harbor, Preparation* prep) {
+  PrepareOptions prepare;
+  prepare.clear_harbor_dirs = harbor;
+  prepare.stop_processes = !spec.keep_processes;
+  prepare.baseline = context.baseline;
+  sandbox::ExecRequest req;
+  req.argv = BoxVerifyArgv(sandbox, prepare, prep);
+  req.argv.insert(req.argv.end(), {"--max-output", std::to_string(kBoxOutput)});
+  if (spec.timeout_sec > 0) req.argv.insert(req.argv.end(), {"--timeout", fmt::format("{}", spec.timeout_sec)});
+  if (harbor) req.argv.insert(req.argv.end(), {"--shebang", "--reward", std::to_string(kMaxRewardBytes)});
+  const std::vector<std::string> command =
+      harbor ? std::vector<std::string>{std::string(kTestsDir) + "/test.sh"}
+             : std::vector<std::string>{"/bin/sh", "-c", spec.command};
+  auto input = sandbox::VerifyInput(command, spec.env, harbor ? spec.tests_dir : "");
+  if (!input.ok()) return input.status().Prefixed("pack the tests of " + spec.tests_dir);
+  req.stdin_data = std::move(*input);
+  req.timeout_seconds = spec.timeout_sec > 0 ? spec.timeout_sec + kBoxStreamSlack : 0;
+  req.max_output_bytes = kBoxStreamBytes;
+  req.cancel = context.cancel;
+  return req;
+}
+
+// The verifier's report from forge-box verify's answer, the sweep noted in
+// v; nullopt when the verifier did not run (v then says why).
+std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& ran, Preparation& prep, Verdict& v) {
+  std::string sweep_lines;
+  auto report = sandbox::TakeVerifyReport(ran.stdout_data, &sweep_lines);
+  if (!report && (ran.exit_code == 64 || ran.exit_code == 65)) {
+    Infra(v, "forge-box verify", Status::Internal("refused its input: " + ran.stderr_data.substr(0, 300)));
+    return std::nullopt;
+  }
+  NoteSweep(ParseSweepOutput(report ? sweep_lines : ran.stdout_data, report ? 0 : ran.exit_code), &prep);
+  v.sweep = prep.sweep;
+  if (!report && prep.fault.empty()) {
+    prep.fault = fmt::format("forge-box verify ended (exit status {}{}) without its report: {}", ran.exit_code,
+                             ran.timed_out ? ", past its deadline" : "", ran.stderr_data.substr(0, 300));
+  }
+  if (prep.fault.empty()) return report;
+  v.reward = 0.0;
+  Fail(v, Outcome::kFailed, "the agent left the sandbox unfit for its verifier: " + prep.fault);
+  return std::nullopt;
+}
+
+// A sandbox where every exec is an API request and forge-box is mounted (a
+// held pod): the sweep, the tests, the verifier and its reward in one
+// forge-box verify stream, which runs nothing of the sandbox's before the
+// verifier. No runtime evidence is taken there (the witness says so).
+Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
+                       const VerifyContext& context, bool harbor) {
+  Stopwatch clock;
+  Verdict v = Start(spec, threshold);
+  Witness witness;
+  if (!witness.Start(sandbox, spec, context, v)) return Done(v, witness, clock);
+  if (!spec.user.empty()) {
+    Infra(v, "run the verifier",
+          Status::InvalidArgument("the " + sandbox.handle().backend + " backend runs the verifier as the sandbox's "
+                                  "own user; verifier.user " + spec.user + " cannot be honoured"));
+    return Done(v, witness, clock);
+  }
+  Preparation prep;
+  auto req = OneStreamRequest(sandbox, spec, context, harbor, &prep);
+  if (!req.ok()) return Done(Fail(v, Outcome::kVerifierError, req.status().message()), witness, clock);
+  auto ran = sandbox.Exec(*req);
+  if (!ran.ok()) {
+    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
+    else Blame(v, sandbox, "run forge-box verify", ran.status());
+    return Done(v, witness, clock);
+  }
+  auto report = OneStreamReport(*ran, prep, v);
+  if (!report) return Done(v, witness, clock);
+  v.log_tail = LogTail(report->stdout_data, report->stderr_data);
+  if (report->timed_out) {
+    const std::string what = harbor ? "/tests/test.sh" : "the verifier command";
+    Fail(v, Outcome::kVerifierTimeout, what + " ran past its deadline of " + std::to_string(spec.timeout_sec) + " s");
+    return Done(v, witness, clock);
+  }
+  v.exit_code = report->exit_code;
+  if (!harbor) return Done(JudgeCommand(report->exit_code, threshold, v), witness, clock);
+  const RewardFetch fetch = [&](const std::string& path) -> Result<std::string> {
+    const auto& text = path.ends_with(".txt") ? report->reward_txt : report->reward_json;
+    if (!text) return Status::NotFound(path + ": no such regular file");
+    if (text->size() > kMaxRewardBytes) {
+      return Status::InvalidData(path + ": larger than " + std::to_string(kMaxRewardBytes) + " bytes");
+    }
+    return *text;
+  };
+  return Done(JudgeReward(sandbox, fetch, report->exit_code, threshold, v), witness, clock);
+}
+
 }  // namespace
 
 Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
@@ -309,6 +442,7 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
     v.seconds = clock.Seconds();
     return Fail(v, Outcome::kVerifierError, spec.tests_dir + "/test.sh: missing on the host");
   }
+  if (InOneStream(sandbox)) return RunInOneStream(sandbox, spec, threshold, context, true);
 
   // Whatever the agent left in /tests or /logs/verifier (a planted reward.txt,
   // a doctored test, a directory it made unreadable) is moved aside before
@@ -328,25 +462,22 @@ Verdict RunHarbor(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double th
                    "/tests/test.sh", v, &ran)) {
     return Done(v, witness, clock);
   }
-  if (ran.exit_code > 128) {
-    // Killed (by the program it tested, or out of memory): whatever reward
-    // is there was not test.sh's last word.
-    v.reward = 0.0;
-    Fail(v, Outcome::kFailed,
-         fmt::format("/tests/test.sh ended by signal {} (exit status {}): a reward it left is not trusted",
-                     ran.exit_code - 128, ran.exit_code));
-    return Done(v, witness, clock);
-  }
-  Reward reward;
-  if (!ReadReward(sandbox, witness, ran.exit_code, v, &reward)) return Done(v, witness, clock);
-  v.reward = reward.value;
-  v.rewards = reward.named;
-  v.outcome = OutcomeForReward(reward.value, threshold);
-  return Done(v, witness, clock);
+  // Read through the engine's archive endpoint (docker): a symlink is read
+  // as a symlink, never followed, and counts as no reward file. The file
+  // must be the verifier's own: the witness checks its writer before and
+  // after it is read.
+  const RewardFetch fetch = [&](const std::string& path) -> Result<std::string> {
+    witness.CheckReward(path);
+    auto text = sandbox.ReadFile(path, kMaxRewardBytes);
+    if (text.ok()) witness.CheckReward(path);
+    return text;
+  };
+  return Done(JudgeReward(sandbox, fetch, ran.exit_code, threshold, v), witness, clock);
 }
 
 Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
                    const VerifyContext& context) {
+  if (InOneStream(sandbox)) return RunInOneStream(sandbox, spec, threshold, context, false);
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
   Witness witness;
@@ -357,15 +488,7 @@ Verdict RunCommand(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double t
   if (!RunVerifier(sandbox, spec, {"/bin/sh", "-c", spec.command}, context, "the verifier command", v, &ran)) {
     return Done(v, witness, clock);
   }
-  // The shell's own "cannot run" statuses say the check itself is broken.
-  if (ran.exit_code == 126 || ran.exit_code == 127) {
-    Fail(v, Outcome::kVerifierError,
-         "the verifier command could not run (exit status " + std::to_string(ran.exit_code) + ")");
-    return Done(v, witness, clock);
-  }
-  v.reward = ran.exit_code == 0 ? 1.0 : 0.0;
-  v.outcome = OutcomeForReward(*v.reward, threshold);
-  return Done(v, witness, clock);
+  return Done(JudgeCommand(ran.exit_code, threshold, v), witness, clock);
 }
 
 Verdict RunFiles(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold) {

@@ -84,16 +84,30 @@ expect_exit 65 "forge-dedup with a malformed line" "$FORGE_BIN/forge-dedup" --fi
 grep -q "bad.jsonl:2: " "$ERR" || fail "the malformed line was not reported as file:line: $(cat "$ERR")"
 [ "$(wc -l <"$OUT")" -eq 2 ] && pass || fail "the good records did not flow on: $(cat "$OUT")"
 
-# forge-proxy's call path (lib/proxy/call_handler.h): the record has one
+# forge-proxy's call path (lib/proxy/call_handler_asio.h): the record has one
 # owner, CallRecording, the only file that hands a call to the recorder; the
 # exchange, which picks and tries the upstreams, neither reads nor writes it
 # (the upstream comes from the decoded request, never from the record).
 submitters=$(grep -l "recorder\.Submit(\|recorder_->Submit(" "$FORGE_SRC"/lib/proxy/*.cpp | xargs -n1 basename | tr '\n' ' ')
 [ "$submitters" = "call_record.cpp " ] && pass || fail "calls are handed to the recorder from: $submitters (want call_record.cpp alone)"
-if grep -n "CallRecord\|store/\|rec()" "$FORGE_SRC"/lib/proxy/upstream_exchange.h "$FORGE_SRC"/lib/proxy/upstream_exchange.cpp; then
+if grep -n "CallRecord\|store/\|rec()" "$FORGE_SRC"/lib/proxy/upstream_exchange_asio.h "$FORGE_SRC"/lib/proxy/upstream_exchange.cpp; then
   fail "the exchange (upstream_exchange.*) names the call's record"
 else
   pass
 fi
+
+# Boost.Asio and Beast stay in the proxy's Asio implementation: no header
+# under lib/ includes boost/ or an Asio implementation header (proxy/asio.h,
+# proxy/*_asio.h) but those headers themselves, so what a stage that only
+# computes, a tool or a test includes parses no Boost, and an edit to one
+# recompiles no Asio. The one other Boost header allowed: Boost.Container's
+# small_vector in base/json_scan.h (header-only, on the JSON hot path).
+boosted=$(cd "$FORGE_SRC" && find lib -name '*.h' -print0 |
+  xargs -0 grep -lE '^\s*#\s*include\s*[<"](boost/|proxy/asio\.h|proxy/[a-z_]*_asio\.h)' |
+  grep -vE '^lib/proxy/(asio|[a-z_]*_asio)\.h$|^lib/base/json_scan\.h$' | tr '\n' ' ')
+[ -z "$boosted" ] && pass || fail "headers outside the Asio implementation include Boost or proxy/*asio.h: $boosted"
+# ... and the Asio implementation's headers sit in lib/proxy alone.
+stray=$(cd "$FORGE_SRC" && find lib tools -name '*_asio.h' -not -path 'lib/proxy/*' | tr '\n' ' ')
+[ -z "$stray" ] && pass || fail "Asio implementation headers outside lib/proxy: $stray"
 
 finish

@@ -61,3 +61,11 @@ kc() {
 k8s_fake_config() {
   curl -kfsS -X POST -d "$1" "$K8S_URL/_fake/config" >/dev/null
 }
+
+# k8s_e2e_cleanup: an EXIT trap that stops the fake, ends the processes
+# listed in the array pids and removes $WORK.
+k8s_e2e_cleanup() {
+  stop_k8s_fake
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$WORK"
+}

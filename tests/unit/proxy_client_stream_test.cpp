@@ -1,4 +1,4 @@
-// The client's side of a streamed answer (client_stream.h): keepalive
+// The client's side of a streamed answer (client_stream_asio.h): keepalive
 // comments before the first event, and the call's first write, over real
 // loopback TCP. Issue 59: the first write waited for the keepalive
 // coroutine to end, polled every 1 ms, on every streamed call.
@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "proxy/client_stream.h"
+#include "proxy/client_stream_asio.h"
 
 // A namespace of its own, so that its using-declarations reach no other file
 // of a unity build.

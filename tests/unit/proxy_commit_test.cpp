@@ -1,5 +1,5 @@
 // A call's record is committed exactly once on every way a call can end
-// (call_record.h's CallRecording, driven by call_handler.h): the whole
+// (call_record.h's CallRecording, driven by call_handler_asio.h): the whole
 // proxy (RunProxy) on loopback, in front of an upstream scripted here, one
 // rollout per path, and the store read afterwards. A retried attempt is a
 // record of its own, beside the call's one.

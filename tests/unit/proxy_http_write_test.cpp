@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "proxy/http_write.h"
+#include "proxy/http_write_asio.h"
 
 namespace http = forge::proxy::http;
 using forge::proxy::HeaderText;

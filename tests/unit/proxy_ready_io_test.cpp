@@ -1,5 +1,5 @@
-// The proxy's ready-first socket I/O (ready_io.h) and its HTTP reader
-// (http_read.h), over real loopback TCP: the proxy's side runs on an
+// The proxy's ready-first socket I/O (ready_io_asio.h) and its HTTP reader
+// (http_read_asio.h), over real loopback TCP: the proxy's side runs on an
 // io_context, the peer is a blocking socket driven from a thread.
 #include <doctest/doctest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "proxy/http_read.h"
-#include "proxy/ready_io.h"
+#include "proxy/http_read_asio.h"
+#include "proxy/ready_io_asio.h"
 
 // A namespace of its own, so that its using-declarations reach no other file
 // of a unity build.

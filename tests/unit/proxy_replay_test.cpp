@@ -7,7 +7,7 @@
 
 #include "proxy/anthropic_upstream.h"
 #include "proxy/replay.h"
-#include "proxy/upstream.h"
+#include "proxy/upstream_asio.h"
 #include "support/temp_dir.h"
 #include "support/fake_env.h"
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "proxy/request_limits.h"
+#include "proxy/upstream_answer_asio.h"
 #include "proxy/upstream_faults.h"
 
 using forge::proxy::CapMaxTokens;
@@ -49,20 +50,24 @@ TEST_CASE("upstream faults: the retry headers a client gets, and which answers t
   REQUIRE(h.size() == 4);
   CHECK(h[0] == std::pair<std::string, std::string>("Retry-After", "1"));
   for (const auto& [name, value] : h) CHECK((name != "x-internal" && name != "Content-Type"));
-  CHECK(RetryAfterSeconds(f) == doctest::Approx(1.5));  // retry-after-ms first
+  CHECK(RetryAfterSeconds(h) == doctest::Approx(1.5));  // retry-after-ms first
   f.erase("retry-after-ms");
-  CHECK(RetryAfterSeconds(f) == doctest::Approx(1.0));
-  CHECK(RetryableStatus(429, f, 1.0));
-  CHECK_FALSE(RetryableStatus(429, f, 0.5));  // asks to wait longer than allowed
-  CHECK(RetryableStatus(503, f, 0));
-  CHECK(RetryableStatus(502, http::fields(), 0));
-  CHECK_FALSE(RetryableStatus(500, f, 10));
-  CHECK_FALSE(RetryableStatus(429, http::fields(), 10));  // no Retry-After: the client decides
+  h = RetryHeaders(f);
+  CHECK(RetryAfterSeconds(h) == doctest::Approx(1.0));
+  CHECK(RetryAfterSeconds({{"RETRY-AFTER", "2"}}) == doctest::Approx(2.0));  // names in any case
+  CHECK(RetryableStatus(429, h, 1.0));
+  CHECK_FALSE(RetryableStatus(429, h, 0.5));  // asks to wait longer than allowed
+  CHECK(RetryableStatus(503, h, 0));
+  CHECK(RetryableStatus(502, Headers(), 0));
+  CHECK_FALSE(RetryableStatus(500, h, 10));
+  CHECK_FALSE(RetryableStatus(429, Headers(), 10));  // no Retry-After: the client decides
+  CHECK(RetryDelay(1, h) == doctest::Approx(1.0));    // the upstream's Retry-After
   f.set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT");
-  CHECK_FALSE(RetryAfterSeconds(f).has_value());
-  CHECK(RetryDelay(1, nullptr) == doctest::Approx(0.25));
-  CHECK(RetryDelay(2, nullptr) == doctest::Approx(0.5));
-  CHECK(RetryDelay(9, nullptr) == doctest::Approx(4.0));
+  h = RetryHeaders(f);
+  CHECK_FALSE(RetryAfterSeconds(h).has_value());
+  CHECK(RetryDelay(1, Headers()) == doctest::Approx(0.25));
+  CHECK(RetryDelay(2, h) == doctest::Approx(0.5));  // a date: unknown, so the proxy's own pause
+  CHECK(RetryDelay(9, Headers()) == doctest::Approx(4.0));
   CHECK(WithoutAddresses("upstream http://10.0.0.5:8000/v1 broke off the stream; http://10.0.0.5:8000/v1 again",
                          {"http://10.0.0.5:8000/v1"}) == "the upstream broke off the stream; the upstream again");
 }

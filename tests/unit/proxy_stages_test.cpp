@@ -1,4 +1,4 @@
-// The stages of a model call that compute without a socket (call_handler.h):
+// The stages of a model call that compute without a socket (call_handler_asio.h):
 // attribute's key, decode, admission, and how an Outcome says what the
 // client gets.
 #include <doctest/doctest.h>

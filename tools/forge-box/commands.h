@@ -11,5 +11,6 @@ int Sweep(int argc, char** argv);      // after "sweep": options
 int Supervise(int argc, char** argv);  // after "supervise": options "--" CMD ARGS...
 int Done(int argc, char** argv);       // after "done": nothing
 int Install(int argc, char** argv);    // after "install": DEST
+int Verify(int argc, char** argv);     // after "verify": options, the archive on stdin
 
 }  // namespace forge::box

@@ -18,6 +18,8 @@ constexpr const char* kUsage =
     "       forge-box supervise [--wait S] [--timeout S] [--max-output BYTES] [--hold S] [--workdir DIR] [-- CMD...]\n"
     "       forge-box done\n"
     "       forge-box install DEST\n"
+    "       forge-box verify --tag TAG [--stop] [--keep PID:START,...] [--clear] [--timeout S] [--max-output BYTES]\n"
+    "                        [--shebang] [--reward BYTES] < ARCHIVE\n"
     "forge's helper inside a sandbox (bind-mounted read-only at /forge/bin/forge-box).\n"
     "mark       print the moment and the processes alive (one forge-mark: line on stderr), then exec CMD\n"
     "keepalive  be PID 1: reap orphans, exit after SECONDS or on SIGTERM\n"
@@ -25,7 +27,9 @@ constexpr const char* kUsage =
     "sweep      stop the processes not kept, move /tests and /logs/verifier aside and make them afresh\n"
     "supervise  be PID 1 of a pod-native rollout: wait for /forge/run/go, run CMD, report how it ended\n"
     "done       exit 0 once a held pod's supervisor has ended CMD (its readiness probe)\n"
-    "install    copy forge-box to DEST (a pod's init container)\n";
+    "install    copy forge-box to DEST (a pod's init container)\n"
+    "verify     a whole verification in one stream: read the archive (command, environment, tests), sweep,\n"
+    "           unpack the tests into /tests, run the command (never from PATH), report its end, output, rewards\n";
 
 }  // namespace
 
@@ -38,6 +42,7 @@ int main(int argc, char** argv) {
   if (command == "supervise") return forge::box::Supervise(argc - 2, argv + 2);
   if (command == "done") return forge::box::Done(argc - 2, argv + 2);
   if (command == "install") return forge::box::Install(argc - 2, argv + 2);
+  if (command == "verify") return forge::box::Verify(argc - 2, argv + 2);
   if (command == "-h" || command == "--help") {
     forge::box::WriteAll(1, kUsage);
     return 0;

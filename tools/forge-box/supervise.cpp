@@ -24,6 +24,7 @@
 
 #include "commands.h"
 #include "proc.h"
+#include "run.h"
 #include "sandbox/box_protocol.h"
 
 namespace forge::box {
@@ -46,12 +47,6 @@ struct Options {
   long long hold_seconds = 0;  // 0: exit with CMD
   std::vector<std::string> argv;  // after "--", else kSuperviseArgv's
 };
-
-double Now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
-}
 
 bool ParseNumber(const char* text, double* out) {
   char* end = nullptr;
@@ -129,93 +124,7 @@ void LoadInput(Options& o) {
   if (o.argv.empty()) o.argv = LoadList(o.dir + "/" + sandbox::kSuperviseArgv);
 }
 
-struct Outcome {
-  int exit = sandbox::kSuperviseNoInput;
-  bool timed_out = false;
-  bool truncated = false;
-  std::string out, err;
-};
-
-void Keep(std::string& kept, const char* data, size_t n, size_t max, bool* truncated) {
-  const size_t room = kept.size() < max ? max - kept.size() : 0;
-  if (n > room) *truncated = true;
-  kept.append(data, n < room ? n : room);
-}
-
-// CMD in a session of its own (so a timeout kills all of it), its streams
-// read until it has ended and they are drained (at most 1 s more: a
-// background process may hold them open).
-void RunCommand(const Options& o, Outcome* r) {
-  if (o.argv.empty()) {
-    r->err = std::string(sandbox::kBoxTag) + "no command: none after -- and no " + o.dir + "/" +
-             sandbox::kSuperviseArgv + "\n";
-    return;
-  }
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-    r->err = std::string(sandbox::kBoxTag) + "pipe: " + std::strerror(errno) + "\n";
-    return;
-  }
-  const pid_t child = fork();
-  if (child == 0) {
-    setsid();
-    const int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    if (!o.workdir.empty() && chdir(o.workdir.c_str()) != 0) {
-      WriteAll(2, std::string(sandbox::kBoxTag) + "cannot enter " + o.workdir + ": " + std::strerror(errno) + "\n");
-      _exit(126);
-    }
-    std::vector<char*> args;
-    for (const std::string& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    WriteAll(2, std::string(sandbox::kBoxTag) + "cannot run " + o.argv[0] + ": " + std::strerror(errno) + "\n");
-    _exit(sandbox::kBoxExecFailed);
-  }
-  close(out[1]);
-  close(err[1]);
-  std::vector<pollfd> fds = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  const double deadline = o.timeout_seconds > 0 ? Now() + o.timeout_seconds : 0;
-  double ended_at = 0;
-  int status = 0;
-  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-    if (ended_at > 0 && Now() > ended_at + 1) break;
-    if (ended_at == 0 && (g_terminate || (deadline > 0 && Now() > deadline))) {
-      r->timed_out = !g_terminate;
-      kill(-child, SIGKILL);
-      kill(child, SIGKILL);
-    }
-    if (poll(fds.data(), fds.size(), 100) > 0) {
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-        char buf[65536];
-        const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-        if (n > 0) {
-          Keep(i == 0 ? r->out : r->err, buf, static_cast<size_t>(n), o.max_output, &r->truncated);
-        } else if (n == 0 || errno != EINTR) {
-          close(fds[i].fd);
-          fds[i].fd = -1;
-        }
-      }
-    }
-    // PID 1 reaps every orphan; CMD's own end is the one that counts.
-    for (pid_t p; (p = waitpid(-1, ended_at > 0 ? nullptr : &status, WNOHANG)) > 0;) {
-      if (p == child) ended_at = Now();
-    }
-  }
-  for (const pollfd& f : fds) {
-    if (f.fd >= 0) close(f.fd);
-  }
-  while (ended_at == 0) {  // streams closed first: wait for CMD itself
-    const pid_t p = waitpid(-1, &status, 0);
-    if (p == child || (p < 0 && errno != EINTR)) break;
-  }
-  r->exit = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-}
-
-void Report(const Options& o, const Outcome& r) {
+void Report(const Options& o, const RunOutcome& r) {
   const std::string line = std::string(sandbox::kSuperviseTag) + "exit=" + std::to_string(r.exit) +
                            " timed_out=" + (r.timed_out ? "1" : "0") + " truncated=" + (r.truncated ? "1" : "0") +
                            " stdout=" + std::to_string(r.out.size()) + " stderr=" + std::to_string(r.err.size()) + "\n";
@@ -249,12 +158,15 @@ int Supervise(int argc, char** argv) {
   term.sa_flags = SA_SIGINFO;
   sigaction(SIGTERM, &term, nullptr);
   sigaction(SIGINT, &term, nullptr);
-  Outcome r;
+  RunOutcome r;
+  r.exit = sandbox::kSuperviseNoInput;
   if (!WaitForInput(o)) {
     r.err = std::string(sandbox::kBoxTag) + "no input in " + o.dir + " within " + std::to_string(o.wait_seconds) + " s\n";
+  } else if (LoadInput(o); o.argv.empty()) {
+    r.err = std::string(sandbox::kBoxTag) + "no command: none after -- and no " + o.dir + "/" +
+            sandbox::kSuperviseArgv + "\n";
   } else {
-    LoadInput(o);
-    RunCommand(o, &r);
+    RunCommand({o.argv, o.workdir, o.timeout_seconds, o.max_output, true, &g_terminate}, true, &r);
   }
   // Stopped from outside (the pod deleted, evicted, past its deadline): the
   // command did not end by itself, so there is no status line to trust.

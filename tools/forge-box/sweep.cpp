@@ -31,6 +31,7 @@
 
 #include "commands.h"
 #include "proc.h"
+#include "sweep.h"
 #include "sandbox/box_protocol.h"
 
 namespace forge::box {
@@ -140,35 +141,49 @@ bool Clear(const std::string& tag) {
 
 }  // namespace
 
+bool SweepArg(int argc, char** argv, int* i, SweepArgs* out, bool* bad) {
+  const std::string arg = argv[*i];
+  if (arg == "--stop") {
+    out->stop = true;
+  } else if (arg == "--clear") {
+    out->clear = true;
+  } else if (arg == "--tag" && *i + 1 < argc) {
+    out->tag = argv[++*i];
+  } else if (arg == "--keep" && *i + 1 < argc) {
+    if (!ParseProcesses(argv[++*i], &out->kept)) {
+      Say(std::string("bad --keep list: ") + argv[*i]);
+      *bad = true;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool SweepArgsValid(const SweepArgs& args) {
+  if (!args.tag.empty() && args.tag.find('/') == std::string::npos) return true;
+  Say("--tag TAG is required (no slash)");
+  return false;
+}
+
 int Sweep(int argc, char** argv) {
-  bool stop = false, clear = false;
-  std::string tag;
-  std::vector<Process> kept;
+  SweepArgs args;
   for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--stop") {
-      stop = true;
-    } else if (arg == "--clear") {
-      clear = true;
-    } else if ((arg == "--keep" || arg == "--tag") && i + 1 < argc) {
-      if (arg == "--tag") {
-        tag = argv[++i];
-      } else if (!ParseProcesses(argv[++i], &kept)) {
-        Say(std::string("bad --keep list: ") + argv[i]);
-        return 64;
-      }
-    } else {
-      Say("unknown argument " + arg);
+    bool bad = false;
+    if (!SweepArg(argc, argv, &i, &args, &bad)) {
+      Say(std::string("unknown argument ") + argv[i]);
       return 64;
     }
+    if (bad) return 64;
   }
-  if (tag.empty() || tag.find('/') != std::string::npos) {
-    Say("--tag TAG is required (no slash)");
-    return 64;
-  }
-  if (stop) {
+  if (!SweepArgsValid(args)) return 64;
+  return SweepSteps(args);
+}
+
+int SweepSteps(const SweepArgs& args) {
+  if (args.stop) {
     std::set<std::pair<pid_t, int64_t>> keep;
-    for (const Process& p : kept) keep.insert({p.pid, p.start});
+    for (const Process& p : args.kept) keep.insert({p.pid, p.start});
     int left = 0;
     const int stopped = StopProcesses(keep, &left);
     if (left > 0) {
@@ -177,8 +192,8 @@ int Sweep(int argc, char** argv) {
     }
     Say("stopped " + std::to_string(stopped));
   }
-  if (clear && !Clear(tag)) return 4;
-  Say("done " + tag);
+  if (args.clear && !Clear(args.tag)) return 4;
+  Say("done " + args.tag);
   return 0;
 }
 

@@ -47,6 +47,7 @@ class K8sSandbox : public Sandbox {
   bool ExecsAsAnyUser() const override { return false; }
   // A supervised pod has forge-box at kBoxSandboxPath (supervised.h).
   bool has_box() const override { return box_; }
+  bool exec_is_request() const override { return true; }
 
   // A supervised pod's one setup exec: unpacks the archive at "/", which
   // starts the harness (supervised.h).
@@ -120,8 +121,11 @@ class K8sSandbox : public Sandbox {
   Result<ExecResult> Run(std::vector<std::string> command, bool send_stdin,
                          std::string stdin_data, double timeout, size_t max_output) {
     // v4 has no way to close stdin, so unless the server is known to speak
-    // v5 the command reads exactly the bytes sent and sees EOF after them.
-    if (send_stdin && backend_.exec_protocol() != kProtocolV5) {
+    // v5 the command reads exactly the bytes sent and sees EOF after them;
+    // forge-box reads its input archive to its end blocks, not to EOF, and
+    // runs nothing of the image's before it (box_protocol.h).
+    const bool box_input = box_ && !command.empty() && command[0] == kBoxSandboxPath;
+    if (send_stdin && !box_input && backend_.exec_protocol() != kProtocolV5) {
       std::vector<std::string> wrapped = {
           "sh", "-c", "head -c " + std::to_string(stdin_data.size()) + " | \"$@\"", "sh"};
       wrapped.insert(wrapped.end(), command.begin(), command.end());

@@ -1,3 +1,4 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // Reading an HTTP message into a Beast parser from any stream with
 // `Task<size_t> ReadSome(asio::mutable_buffer, beast::error_code&)`: what is
 // already buffered is parsed first and the stream is read only for more.

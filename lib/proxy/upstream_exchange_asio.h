@@ -1,8 +1,9 @@
-// The exchange stage of a call (call_handler.h): its request sent to the
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
+// The exchange stage of a call (call_handler_asio.h): its request sent to the
 // upstreams, rollout-affine first, until one answers with a status line and
 // headers (the body still to read, by the upstream API's relay); again after
 // a retryable failure, with --upstream-retries. Shared by every upstream API
-// (upstream_api.h). Nothing here reads or writes a call's record: a failed
+// (upstream_api_asio.h). Nothing here reads or writes a call's record: a failed
 // attempt that is tried again is handed back to the caller, who records it.
 #pragma once
 
@@ -12,11 +13,11 @@
 #include <string>
 
 #include "proxy/asio.h"
-#include "proxy/http_write.h"
+#include "proxy/http_write_asio.h"
 #include "proxy/metrics.h"
 #include "proxy/outcome.h"
-#include "proxy/upstream.h"
-#include "proxy/upstream_answer.h"
+#include "proxy/upstream_asio.h"
+#include "proxy/upstream_answer_asio.h"
 
 namespace forge::proxy {
 
@@ -37,15 +38,8 @@ struct ExchangeRequest {
   std::function<RequestHead(const Upstream&)> head;
   BodyPieces body;
   std::function<void()> sent;  // runs once the request is sent, while the upstream works
-  // A request cut_through.h already sent whole: its answer is read first.
+  // A request cut_through_asio.h already sent whole: its answer is read first.
   CutThrough* forwarded = nullptr;
-};
-
-// A failed attempt the exchange tries again: a call of its own to record.
-struct FailedAttempt {
-  std::string upstream;  // its URL, when one was reached
-  int status;
-  std::string error;
 };
 
 // Sends request until an upstream answers, and again, up to services.retries

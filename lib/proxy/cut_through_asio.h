@@ -1,7 +1,8 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // A chat or completions request whose large body goes upstream while the
 // client is still sending it, as nginx's proxy_request_buffering off passes
 // bytes on, instead of after its last byte: the decode stage of such a call
-// (call_handler.h), which reads and checks the body as it forwards it.
+// (call_handler_asio.h), which reads and checks the body as it forwards it.
 #pragma once
 
 #include <functional>
@@ -10,7 +11,7 @@
 
 #include "proxy/asio.h"
 #include "proxy/decode.h"
-#include "proxy/upstream_exchange.h"
+#include "proxy/upstream_exchange_asio.h"
 
 namespace forge::proxy {
 

@@ -1,7 +1,8 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // The client's side of a streamed response: an HTTP/1.1 chunked body whose
 // header goes out with the first bytes, written by the upstream APIs' relays
-// as events come (upstream_api.h) and by the call's reply once it is
-// recorded (client_reply.h); before the first event, keepalive comments.
+// as events come (upstream_api_asio.h) and by the call's reply once it is
+// recorded (client_reply_asio.h); before the first event, keepalive comments.
 #pragma once
 
 #include <memory>

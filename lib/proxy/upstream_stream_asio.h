@@ -1,8 +1,9 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // The byte stream to one upstream: plain TCP, or TLS over TCP for an https://
 // upstream (a hosted API). Beast's HTTP reads and writes work on either; the
 // timeouts live on the TCP layer, so they hold under TLS as well. The call
 // path reads and writes through ReadSome and WriteAll, which on plain TCP
-// skip asio's asynchronous operations when the socket is ready (ready_io.h).
+// skip asio's asynchronous operations when the socket is ready (ready_io_asio.h).
 #pragma once
 
 #include <memory>
@@ -11,7 +12,7 @@
 
 #include "base/status.h"
 #include "proxy/asio.h"
-#include "proxy/ready_io.h"
+#include "proxy/ready_io_asio.h"
 
 #include <boost/asio/ssl.hpp>
 

@@ -1,5 +1,6 @@
-// An upstream's answer to a call, as the exchange (upstream_exchange.h)
-// leaves it to the relay (upstream_api.h): its status line and headers read,
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
+// An upstream's answer to a call, as the exchange (upstream_exchange_asio.h)
+// leaves it to the relay (upstream_api_asio.h): its status line and headers read,
 // its body still to read, and how a read of it that fails ends the call.
 #pragma once
 
@@ -9,7 +10,7 @@
 
 #include "proxy/asio.h"
 #include "proxy/outcome.h"
-#include "proxy/upstream.h"
+#include "proxy/upstream_asio.h"
 
 namespace forge::proxy {
 
@@ -47,6 +48,9 @@ Task<beast::error_code> AppendWholeUpstreamBody(UpstreamAnswer& answer, std::str
 // answer.FailureStatus() and answer.error (the client hung up, or the
 // upstream stalled or broke off).
 Task<bool> ReadWholeAnswer(UpstreamAnswer& answer, UpstreamPool& pool, std::string& out);
+
+// An answer's retry headers (upstream_faults.h's IsRetryHeader), as sent.
+Headers RetryHeaders(const http::fields& upstream);
 
 // "upstream answered <status>: <the error's message>", from an error answer's body.
 std::string UpstreamErrorMessage(int status, const std::string& body);

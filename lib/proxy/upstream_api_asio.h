@@ -1,3 +1,4 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // The upstream side of a call, beside ClientFormat, its client side (as
 // envoy's filters separate a request's decoding from its response's
 // encoding): how a decoded request goes to the kind of server the proxy
@@ -6,8 +7,8 @@
 // to which every client format is translated, or its own formats passed as
 // bytes (openai_upstream.cpp); and an Anthropic Messages API, to which
 // Messages calls pass through (anthropic_upstream.cpp). The handler
-// (call_handler.h) drives either the same way: Prepare, then the exchange
-// (upstream_exchange.h) with Head and Body, then Relay, whose Outcome it
+// (call_handler_asio.h) drives either the same way: Prepare, then the exchange
+// (upstream_exchange_asio.h) with Head and Body, then Relay, whose Outcome it
 // commits.
 #pragma once
 
@@ -19,14 +20,14 @@
 
 #include "base/env.h"
 #include "proxy/asio.h"
-#include "proxy/client_stream.h"
+#include "proxy/client_stream_asio.h"
 #include "proxy/decode.h"
-#include "proxy/http_write.h"
+#include "proxy/http_write_asio.h"
 #include "proxy/metrics.h"
 #include "proxy/outcome.h"
 #include "proxy/proxy.h"
-#include "proxy/upstream.h"
-#include "proxy/upstream_answer.h"
+#include "proxy/upstream_asio.h"
+#include "proxy/upstream_answer_asio.h"
 #include "store/store.h"
 
 namespace forge::proxy {

@@ -1,3 +1,4 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // The policy servers behind the proxy. A rollout sticks to one upstream (a
 // hash of its id) so its growing conversation hits that server's prefix
 // cache; when that upstream is unhealthy the call goes to the healthy one
@@ -13,7 +14,7 @@
 
 #include "base/status.h"
 #include "proxy/asio.h"
-#include "proxy/upstream_stream.h"
+#include "proxy/upstream_stream_asio.h"
 
 namespace forge::proxy {
 

@@ -1,3 +1,4 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // Writing a complete HTTP/1.1 message: its header as text, then its body,
 // in one gather write. Beast's serializer walks a chain of buffer views
 // with a state machine on every write; the proxy's messages are small and
@@ -10,8 +11,8 @@
 
 #include "proxy/asio.h"
 #include "proxy/outcome.h"
-#include "proxy/ready_io.h"
-#include "proxy/upstream_stream.h"
+#include "proxy/ready_io_asio.h"
+#include "proxy/upstream_stream_asio.h"
 
 namespace forge::proxy {
 

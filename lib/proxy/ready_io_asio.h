@@ -1,3 +1,4 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // Socket I/O that finishes at once when the socket is ready and waits only
 // when it is not. Asio completes every asynchronous operation through its
 // scheduler, even one whose bytes were already there (a post, then a pass

@@ -1,16 +1,17 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // A model call, from its request to its record. The server makes a
 // CallHandler for each call and runs it; Run reads as the call's stages, in
 // their order, each in a file of its own below this one:
 //
 //   attribute  who calls: the rollout its secret belongs to     attribute.h
-//   decode     what is asked, read by the client's format        decode.h (cut_through.h)
+//   decode     what is asked, read by the client's format        decode.h (cut_through_asio.h)
 //   admit      whether it may go on now: caps, a pause           admission.h
 //   exchange   the upstream API chosen from the decoded request,
-//              its request sent until an upstream answers        upstream_api.h, upstream_exchange.h
+//              its request sent until an upstream answers        upstream_api_asio.h, upstream_exchange_asio.h
 //   relay      the answer to the client as it comes, and into
 //              the record                                        openai_upstream.cpp, anthropic_upstream.cpp
 //                                                                (replay: replay_answer.h)
-//   commit     the record written, once, then the final bytes    call_record.h, client_reply.h
+//   commit     the record written, once, then the final bytes    call_record.h, client_reply_asio.h
 //
 // Each stage takes what the ones before it made and returns what the next
 // needs (a refusal, a decoded request, an exchange, an Outcome); none calls
@@ -26,8 +27,8 @@
 #include "proxy/asio.h"
 #include "proxy/auth.h"
 #include "proxy/call_record.h"
-#include "proxy/client_reply.h"
-#include "proxy/cut_through.h"
+#include "proxy/client_reply_asio.h"
+#include "proxy/cut_through_asio.h"
 #include "proxy/decode.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
@@ -35,8 +36,8 @@
 #include "proxy/replay.h"
 #include "proxy/replay_answer.h"
 #include "proxy/retry_keys.h"
-#include "proxy/upstream_api.h"
-#include "proxy/upstream_exchange.h"
+#include "proxy/upstream_api_asio.h"
+#include "proxy/upstream_exchange_asio.h"
 
 namespace forge::proxy {
 
@@ -71,7 +72,7 @@ class CallHandler {
   Task<bool> WaitOutPause();
   // The upstream API (or, with --replay, the recording) the call goes to.
   std::optional<Refusal> Choose(bool cut_through);
-  // The body, arriving, sent upstream as it comes and read (cut_through.h).
+  // The body, arriving, sent upstream as it comes and read (cut_through_asio.h).
   Task<void> Forward(ArrivingBody& arriving, CutThrough& forwarded);
   // The key the call keeps if it succeeds (RetryKeys), for SDKs that mark their retries.
   std::string RetryKey();

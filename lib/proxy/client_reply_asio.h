@@ -1,5 +1,6 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // What a call writes to its client besides the events its relay passes on
-// as they come (the last stage, call_handler.h): a refusal, in the client's
+// as they come (the last stage, call_handler_asio.h): a refusal, in the client's
 // format's error shape; and, once the call's record is committed, the rest
 // of its Outcome (the final bytes, or the error). Upstream addresses never
 // reach a client.
@@ -12,7 +13,7 @@
 
 #include "proxy/asio.h"
 #include "proxy/client_format.h"
-#include "proxy/client_stream.h"
+#include "proxy/client_stream_asio.h"
 #include "proxy/metrics.h"
 #include "proxy/outcome.h"
 

@@ -1,3 +1,4 @@
+// Asio implementation header (*_asio.h, see asio.h): included by .cpp files and other *_asio.h only.
 // The proxy's HTTP server: one acceptor, one io_context per io thread, and
 // one coroutine per connection (no thread per connection). Connections are
 // dealt round-robin to the contexts and stay on theirs, so a connection's
@@ -5,7 +6,7 @@
 // context). The server keeps the connections (reading each request, and
 // answering those it cannot read), the admission of calls (admission.h),
 // its own endpoints and the admin API; each model call is a CallHandler's
-// (call_handler.h), made with the services the server owns.
+// (call_handler_asio.h), made with the services the server owns.
 #pragma once
 
 #include <atomic>
@@ -17,13 +18,13 @@
 #include "proxy/admission.h"
 #include "proxy/asio.h"
 #include "proxy/auth.h"
-#include "proxy/call_handler.h"
+#include "proxy/call_handler_asio.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
 #include "proxy/recorder.h"
 #include "proxy/replay.h"
 #include "proxy/retry_keys.h"
-#include "proxy/upstream.h"
+#include "proxy/upstream_asio.h"
 #include "store/store.h"
 
 namespace forge::proxy {

@@ -1,0 +1,102 @@
+#include "run.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "proc.h"
+#include "sandbox/box_protocol.h"
+
+namespace forge::box {
+namespace {
+
+void Keep(std::string& kept, const char* data, size_t n, size_t max, bool* truncated) {
+  const size_t room = kept.size() < max ? max - kept.size() : 0;
+  if (n > room) *truncated = true;
+  kept.append(data, n < room ? n : room);
+}
+
+[[noreturn]] void Child(const RunSpec& spec, int out, int err) {
+  setsid();
+  const int null = open("/dev/null", O_RDONLY);
+  dup2(null, 0);
+  dup2(out, 1);
+  dup2(err, 2);
+  if (!spec.workdir.empty() && chdir(spec.workdir.c_str()) != 0) {
+    WriteAll(2, std::string(sandbox::kBoxTag) + "cannot enter " + spec.workdir + ": " + std::strerror(errno) + "\n");
+    _exit(126);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : spec.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  if (spec.path_lookup) execvp(args[0], args.data());
+  else execv(args[0], args.data());
+  WriteAll(2, std::string(sandbox::kBoxTag) + "cannot run " + spec.argv[0] + ": " + std::strerror(errno) + "\n");
+  _exit(sandbox::kBoxExecFailed);
+}
+
+}  // namespace
+
+double Now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+}
+
+void RunCommand(const RunSpec& spec, bool reap_all, RunOutcome* r) {
+  int out[2], err[2];
+  if (spec.argv.empty() || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    r->err = std::string(sandbox::kBoxTag) + (spec.argv.empty() ? "no command" : "pipe: " + std::string(std::strerror(errno))) + "\n";
+    return;
+  }
+  const pid_t child = fork();
+  if (child == 0) Child(spec, out[1], err[1]);
+  close(out[1]);
+  close(err[1]);
+  std::vector<pollfd> fds = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  const double deadline = spec.timeout_seconds > 0 ? Now() + spec.timeout_seconds : 0;
+  const auto terminated = [&] { return spec.terminate != nullptr && *spec.terminate; };
+  double ended_at = 0;
+  int status = 0;
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    if (ended_at > 0 && Now() > ended_at + 1) break;
+    if (ended_at == 0 && (terminated() || (deadline > 0 && Now() > deadline))) {
+      r->timed_out = !terminated();
+      kill(-child, SIGKILL);
+      kill(child, SIGKILL);
+    }
+    if (poll(fds.data(), fds.size(), 100) > 0) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+        char buf[65536];
+        const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+        if (n > 0) {
+          Keep(i == 0 ? r->out : r->err, buf, static_cast<size_t>(n), spec.max_output, &r->truncated);
+        } else if (n == 0 || errno != EINTR) {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+        }
+      }
+    }
+    // The command's own end is the one that counts.
+    for (pid_t p; (p = waitpid(reap_all ? -1 : child, ended_at > 0 ? nullptr : &status, WNOHANG)) > 0;) {
+      if (p == child) ended_at = Now();
+      if (!reap_all) break;
+    }
+  }
+  for (const pollfd& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  while (ended_at == 0) {  // streams closed first: wait for the command itself
+    const pid_t p = waitpid(reap_all ? -1 : child, &status, 0);
+    if (p == child || (p < 0 && errno != EINTR)) break;
+  }
+  r->exit = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+}  // namespace forge::box
