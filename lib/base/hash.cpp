@@ -1,8 +1,9 @@
 #include "base/hash.h"
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 
+#include <cerrno>
 #include <stdexcept>
 #include <vector>
 
@@ -21,6 +22,21 @@ std::string ToHex(const unsigned char* data, size_t n) {
 
 }  // namespace
 
+// The kernel's CSPRNG: no state per thread (OpenSSL's RAND_bytes keeps a
+// DRBG for each thread that draws from it, 2.5 KiB that stays with every
+// forge-launch worker; bench/README.md, k8s rows).
+void RandomBytes(void* out, size_t n) {
+  auto* p = static_cast<unsigned char*>(out);
+  while (n > 0) {
+    ssize_t got = ::getrandom(p, n, 0);
+    if (got < 0 && errno == EINTR) continue;
+    // Only a kernel without getrandom gets here; there is no safe fallback for secrets.
+    if (got <= 0) throw std::runtime_error("getrandom failed");
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+}
+
 std::string Sha256(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
@@ -38,19 +54,20 @@ std::string Hex(std::string_view bytes) {
 
 std::string RandomHex(size_t bytes) {
   std::vector<unsigned char> buffer(bytes);
-  if (RAND_bytes(buffer.data(), static_cast<int>(bytes)) != 1) {
-    // Only a broken OpenSSL gets here; there is no safe fallback for secrets.
-    throw std::runtime_error("RAND_bytes failed");
-  }
+  RandomBytes(buffer.data(), bytes);
   return ToHex(buffer.data(), bytes);
 }
 
 uint64_t RandomSeed() {
   uint64_t seed = 0;
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed) != 1) {
-    throw std::runtime_error("RAND_bytes failed");
-  }
+  RandomBytes(&seed, sizeof seed);
   return seed;
+}
+
+double RandomUnit() {
+  uint64_t bits = 0;
+  RandomBytes(&bits, sizeof bits);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
 }  // namespace forge

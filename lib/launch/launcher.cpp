@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -533,9 +532,8 @@ Json Launcher::RunRollout(const Job& job) {
     if (!s.transient() || retries >= options_.infra_retries) break;
     ++retries;
     // Bounded exponential backoff with jitter, ended by a stop.
-    static thread_local std::mt19937 rng(std::random_device{}());
     double delay = std::min(30.0, options_.backoff_seconds * (1 << std::min(retries - 1, 10)));
-    delay *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+    delay *= 0.5 + 0.5 * RandomUnit();
     env_.Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", task.id, job.attempt,
                           s.message(), delay));
     cancel_.WaitFor(std::chrono::duration<double>(delay));

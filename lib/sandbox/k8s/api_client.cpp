@@ -3,9 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
+
+#include "base/hash.h"
 
 namespace forge::sandbox::k8s {
 namespace {
@@ -146,26 +147,28 @@ void ApiClient::ConfigureTls(CURL* curl) const {
 }
 
 CURL* ApiClient::TakeHandle() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      CURL* curl = idle_.back();
-      idle_.pop_back();
-      return curl;
-    }
+  std::unique_lock<std::mutex> lock(mu_);
+  handle_free_.wait(lock, [&] { return !idle_.empty() || handles_ < kConnections; });
+  if (idle_.empty()) {
+    ++handles_;
+    return curl_easy_init();
   }
-  return curl_easy_init();
+  CURL* curl = idle_.back();
+  idle_.pop_back();
+  return curl;
 }
 
 void ApiClient::ReturnHandle(CURL* curl) {
-  std::lock_guard<std::mutex> lock(mu_);
-  idle_.push_back(curl);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.push_back(curl);
+  }
+  handle_free_.notify_one();
 }
 
 double ApiClient::Backoff(int attempt) const {
-  static thread_local std::mt19937 rng(std::random_device{}());
   double base = std::min(max_backoff_, 0.1 * std::pow(2.0, attempt));
-  return base * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+  return base * (0.5 + 0.5 * RandomUnit());
 }
 
 Result<HttpResponse> ApiClient::Call(const std::string& method, const std::string& path,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -74,7 +75,14 @@ class ApiClient {
   RateLimiter limiter_;
   ClientStats stats_;
   std::mutex mu_;
-  std::vector<CURL*> idle_;  // kept for connection reuse
+  // At most kConnections handles, each with its one kept-alive connection,
+  // shared by every caller: a request waits for a free one (rollouts in
+  // flight outnumber requests in flight; client-go multiplexes all of a
+  // client's requests over one HTTP/2 connection).
+  static constexpr int kConnections = 32;
+  std::condition_variable handle_free_;
+  std::vector<CURL*> idle_;
+  int handles_ = 0;  // made, idle or in use
   std::string token_;
   int64_t token_read_at_ = 0;
 };

@@ -51,8 +51,9 @@ class K8sSandbox : public Sandbox {
 
   // A supervised pod's one setup exec: unpacks the archive at "/", which
   // starts the harness (supervised.h).
-  Status Setup(const std::string& archive) {
-    Result<ExecResult> result = Run(SetupCommand(), true, archive, 600, 64 * 1024);
+  // The archive is gone when it returns (the harness runs on without it).
+  Status Setup(std::string archive) {
+    Result<ExecResult> result = Run(SetupCommand(), true, std::move(archive), 600, 64 * 1024);
     if (!result.ok()) return result.status().Prefixed("set up pod " + pod_);
     if (result->exit_code != 0) {
       return Status::IoError("set up pod " + pod_ + ": tar exited " + std::to_string(result->exit_code) + ": " +
@@ -86,7 +87,7 @@ class K8sSandbox : public Sandbox {
     if (!tar.ok()) return tar.status();
     Result<ExecResult> result =
         Run({"sh", "-c", "mkdir -p -- \"$1\" && exec tar -x -o -f - -C \"$1\"", "sh", dest_dir},
-            true, *tar, 600, 64 * 1024);
+            true, std::move(*tar), 600, 64 * 1024);
     if (!result.ok()) return result.status().Prefixed("copy " + host_path + " into " + pod_);
     if (result->exit_code != 0) {
       return Status::IoError("copy " + host_path + " into " + pod_ + ":" + dest_dir + ": tar exited " +
@@ -118,7 +119,7 @@ class K8sSandbox : public Sandbox {
 
  private:
   Result<ExecResult> Run(std::vector<std::string> command, bool send_stdin,
-                         const std::string& stdin_data, double timeout, size_t max_output) {
+                         std::string stdin_data, double timeout, size_t max_output) {
     // v4 has no way to close stdin, so unless the server is known to speak
     // v5 the command reads exactly the bytes sent and sees EOF after them;
     // forge-box reads its input archive to its end blocks, not to EOF, and
@@ -136,7 +137,7 @@ class K8sSandbox : public Sandbox {
     call.container = backend_.options().container;
     call.command = std::move(command);
     call.send_stdin = send_stdin;
-    call.stdin_data = stdin_data;
+    call.stdin_data = std::move(stdin_data);
     call.timeout_seconds = timeout;
     call.max_output_bytes = max_output;
     call.stop_requested = backend_.options().stop_requested;
@@ -204,16 +205,20 @@ RunWatcher& K8sBackend::WatcherFor(const std::string& run_id) {
   return *watcher;
 }
 
-Result<std::string> K8sBackend::StartPod(const Spec& spec, const Json& pod, RunWatcher& watcher) {
+Result<std::string> K8sBackend::StartPod(const Spec& spec, std::string manifest, RunWatcher& watcher) {
   const Clock::time_point deadline = After(options_.start_timeout_seconds);
-  Result<HttpResponse> response = client_.Call("POST", PodsPath(), pod.dump(), "create pod");
-  if (!response.ok()) return response.status();
-  if (response->status != 201 && response->status != 200) {
-    return ApiError(*response, "create pod for rollout " + spec.rollout_id);
+  std::string name;
+  {
+    Result<HttpResponse> response = client_.Call("POST", PodsPath(), manifest, "create pod");
+    std::string().swap(manifest);
+    if (!response.ok()) return response.status();
+    if (response->status != 201 && response->status != 200) {
+      return ApiError(*response, "create pod for rollout " + spec.rollout_id);
+    }
+    Result<Json> created = ParseJsonBody(*response, "create pod");
+    if (!created.ok()) return created.status();
+    name = created->value("/metadata/name"_json_pointer, "");
   }
-  Result<Json> created = ParseJsonBody(*response, "create pod");
-  if (!created.ok()) return created.status();
-  std::string name = created->value("/metadata/name"_json_pointer, "");
   if (name.empty()) return Status::Protocol("create pod: the answer names no pod");
 
   Result<PodView> running = watcher.WaitRunning(name, deadline, options_.stop_requested);
@@ -232,7 +237,7 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
   Result<Json> pod = BuildPod(spec, options_, cluster().namespace_);
   if (!pod.ok()) return pod.status();
   RunWatcher& watcher = WatcherFor(spec.run_id);  // watching before the pod exists
-  Result<std::string> name = StartPod(spec, *pod, watcher);
+  Result<std::string> name = StartPod(spec, pod->dump(), watcher);
   if (!name.ok()) return name.status();
   return std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, *name, false));
 }
@@ -249,13 +254,13 @@ Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std
   const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
   Supervision supervision{options_.box_image, job.exec.timeout_seconds, job.exec.max_output_bytes,
                           hold ? lifetime : 0, options_.start_timeout_seconds};
-  Result<std::string> archive = SetupArchive(job);
-  if (!archive.ok()) return archive.status();
   Result<Json> pod = BuildPod(spec, options_, cluster().namespace_, &supervision);
   if (!pod.ok()) return pod.status();
+  std::string manifest = pod->dump();
+  *pod = Json();  // a rollout in flight keeps no manifest
   phase("create");
   RunWatcher& watcher = WatcherFor(spec.run_id);
-  Result<std::string> started = StartPod(spec, *pod, watcher);
+  Result<std::string> started = StartPod(spec, std::move(manifest), watcher);
   if (!started.ok()) return started.status();
   const std::string name = *started;
   auto fail = [&](Status status) {
@@ -265,7 +270,11 @@ Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std
   };
   K8sSandbox box(*this, cluster().namespace_, name, true);
   phase("setup");
-  if (Status s = box.Setup(*archive); !s.ok()) return fail(s);
+  // Made only now: a rollout holds its archive from here to the exec's end,
+  // not through the wait for its pod.
+  Result<std::string> archive = SetupArchive(job);
+  if (!archive.ok()) return fail(archive.status());
+  if (Status s = box.Setup(std::move(*archive)); !s.ok()) return fail(s);
 
   phase("agent");
   const auto began = Clock::now();

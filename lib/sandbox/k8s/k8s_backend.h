@@ -69,9 +69,10 @@ class K8sBackend : public Backend {
 
  private:
   RunWatcher& WatcherFor(const std::string& run_id);
-  // Creates the pod and waits until it runs (deleted if it will not):
-  // its name.
-  Result<std::string> StartPod(const Spec& spec, const nlohmann::json& pod, RunWatcher& watcher);
+  // Creates the pod (its manifest, serialized) and waits until it runs
+  // (deleted if it will not): its name. Neither the manifest nor the
+  // answer is kept while it waits: a rollout in flight holds its name only.
+  Result<std::string> StartPod(const Spec& spec, std::string manifest, RunWatcher& watcher);
   // A supervised pod's output: from its termination message when the
   // supervisor could put it all there, else from its log.
   Result<ExecResult> SupervisedOutput(const std::string& pod, const PodView& done, size_t max_output);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "base/thread_stack.h"
 #include "sandbox/k8s/api_client.h"
 
 namespace forge::sandbox::k8s {
@@ -315,6 +316,9 @@ void RunWatcher::Forget(const std::string& pod) {
 
 Result<PodView> RunWatcher::WaitFor(const std::string& pod, const char* what, Clock::time_point deadline,
                                     const std::function<bool()>& stop_requested, const Decide& decide) {
+  // A rollout waits here for most of its life (its pod to start, then its
+  // harness to end): its thread keeps only the stack this wait uses.
+  ReleaseStackBelow();
   std::unique_lock<std::mutex> lock(mu_);
   auto waiter = std::make_shared<std::condition_variable>();
   waiters_[pod] = waiter;

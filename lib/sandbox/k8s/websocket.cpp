@@ -3,25 +3,17 @@
 #include <poll.h>
 
 #include <cstring>
-#include <random>
 
-#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include "base/base64.h"
+#include "base/hash.h"
 #include "sandbox/k8s/api_client.h"
 
 namespace forge::sandbox::k8s {
 namespace {
 
 constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-void RandomBytes(uint8_t* out, size_t n) {
-  if (RAND_bytes(out, static_cast<int>(n)) != 1) {
-    static thread_local std::mt19937 rng(std::random_device{}());
-    for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(rng());
-  }
-}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
