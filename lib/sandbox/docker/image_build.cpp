@@ -78,12 +78,7 @@ std::string Trimmed(std::string text) {
 }  // namespace
 
 void BuildProgress::Feed(std::string_view bytes) {
-  pending_.append(bytes);
-  size_t start = 0;
-  for (size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1) {
-    Line(std::string_view(pending_).substr(start, nl - start));
-  }
-  pending_.erase(0, start);
+  lines_.Feed(bytes, [this](std::string_view line) { Line(line); });
 }
 
 void BuildProgress::Line(std::string_view text) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/line_splitter.h"
 #include "base/status.h"
 #include "sandbox/docker/engine.h"
 
@@ -53,7 +54,8 @@ class BuildProgress {
     bool started = false, completed = false;
   };
   std::map<std::string, Vertex> vertexes_;  // by digest
-  std::string pending_, step_, output_, image_id_, error_;
+  LineSplitter lines_;
+  std::string step_, output_, image_id_, error_;
   int steps_done_ = 0;
 };
 

@@ -33,24 +33,12 @@ Status PushImage(Engine& engine, const std::string& image, const std::string& re
   const std::string path = "/images/" + Engine::Escape(ref.repository) + "/push?tag=" + Engine::Escape(ref.tag);
   // The engine wants the header even for a registry without credentials.
   const std::string auth = registry_auth.empty() ? Base64Encode("{}", true) : registry_auth;
-  PullProgress progress;
-  std::string body_head;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  auto status = engine.Stream(
-      "POST", path, "",
-      [&](std::string_view bytes) {
-        if (body_head.size() < 65536) body_head.append(bytes.substr(0, 65536 - body_head.size()));
-        progress.Feed(bytes);
-        if (on_progress) on_progress(progress);
-      },
-      [&] { return timeout_seconds <= 0 || std::chrono::steady_clock::now() < deadline; },
-      {"X-Registry-Auth: " + auth});
   const std::string what = "push " + image;
-  if (!status.ok() && status.status().kind() == Kind::kCancelled) {
-    return Status::Unavailable(fmt::format("Docker engine: {}: not done after {:g} s", what, timeout_seconds));
-  }
-  if (!status.ok()) return status.status().Prefixed(what);
-  if (*status != 200) return StatusForHttp(what, HttpResponse{*status, body_head, "application/json"});
+  PullProgress progress;
+  auto answer = PostWithProgress(engine, path, {"X-Registry-Auth: " + auth}, timeout_seconds, what, progress,
+                                 on_progress);
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200) return StatusForHttp(what, HttpResponse{answer->status, answer->head, "application/json"});
   if (progress.error().empty()) return Status::Ok();
   const std::string message = "the registry refused " + what + ": " + progress.error();
   return RegistryErrorIsTransient(progress.error()) ? Status::Unavailable(message) : Status::BadConfig(message);

@@ -179,12 +179,7 @@ Result<std::string> BuildRegistryConfig(const std::string& config_path) {
 }
 
 void PullProgress::Feed(std::string_view bytes) {
-  pending_.append(bytes);
-  size_t start = 0;
-  for (size_t end; (end = pending_.find('\n', start)) != std::string::npos; start = end + 1) {
-    Line(std::string_view(pending_).substr(start, end - start));
-  }
-  pending_.erase(0, start);
+  lines_.Feed(bytes, [this](std::string_view line) { Line(line); });
 }
 
 void PullProgress::Line(std::string_view text) {
@@ -221,6 +216,29 @@ int64_t PullProgress::total_bytes() const {
   return sum;
 }
 
+Result<ProgressAnswer> PostWithProgress(Engine& engine, const std::string& path,
+                                        const std::vector<std::string>& headers, double timeout_seconds,
+                                        const std::string& what, PullProgress& progress,
+                                        const std::function<void(const PullProgress&)>& on_progress) {
+  constexpr size_t kHeadBytes = 65536;
+  ProgressAnswer answer;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  auto status = engine.Stream(
+      "POST", path, "",
+      [&](std::string_view bytes) {
+        if (answer.head.size() < kHeadBytes) answer.head.append(bytes.substr(0, kHeadBytes - answer.head.size()));
+        progress.Feed(bytes);
+        if (on_progress) on_progress(progress);
+      },
+      [&] { return timeout_seconds <= 0 || std::chrono::steady_clock::now() < deadline; }, headers);
+  if (!status.ok() && status.status().kind() == Kind::kCancelled) {
+    return Status::Unavailable(fmt::format("Docker engine: {}: not done after {:g} s", what, timeout_seconds));
+  }
+  if (!status.ok()) return status.status().Prefixed(what);
+  answer.status = *status;
+  return answer;
+}
+
 Status PullImage(Engine& engine, const std::string& image, const std::string& registry_auth, double timeout_seconds,
                  const std::function<void(const PullProgress&)>& on_progress) {
   const ImageRef ref = ParseImageRef(image);
@@ -228,23 +246,12 @@ Status PullImage(Engine& engine, const std::string& image, const std::string& re
   if (!ref.tag.empty()) path += "&tag=" + Engine::Escape(ref.tag);
   std::vector<std::string> headers;
   if (!registry_auth.empty()) headers.push_back("X-Registry-Auth: " + registry_auth);
+  const std::string what = "pull " + image;
   PullProgress progress;
-  std::string error_body;  // a non-200 answer's body, for its message
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  auto status = engine.Stream(
-      "POST", path, "",
-      [&](std::string_view bytes) {
-        if (error_body.size() < 65536) error_body.append(bytes.substr(0, 65536 - error_body.size()));
-        progress.Feed(bytes);
-        if (on_progress) on_progress(progress);
-      },
-      [&] { return timeout_seconds <= 0 || std::chrono::steady_clock::now() < deadline; }, headers);
-  if (!status.ok() && status.status().kind() == Kind::kCancelled) {
-    return Status::Unavailable(fmt::format("Docker engine: pull {}: not done after {:g} s", image, timeout_seconds));
-  }
-  if (!status.ok()) return status.status().Prefixed("pull " + image);
-  if (*status != 200) {
-    Status failed = StatusForHttp("pull " + image, HttpResponse{*status, error_body, "application/json"});
+  auto answer = PostWithProgress(engine, path, headers, timeout_seconds, what, progress, on_progress);
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200) {
+    Status failed = StatusForHttp(what, HttpResponse{answer->status, answer->head, "application/json"});
     // The engine answers 404 for a missing repository or tag, and 500 for
     // some registries' "manifest unknown": not worth a retry either way.
     if (Deterministic(failed.message())) return Status::NotFound(failed.message());
@@ -252,7 +259,7 @@ Status PullImage(Engine& engine, const std::string& image, const std::string& re
   }
   // An "error" line means the pull failed even though the status was 200.
   if (!progress.error().empty()) {
-    const std::string message = "Docker engine: pull " + image + ": " + progress.error();
+    const std::string message = "Docker engine: " + what + ": " + progress.error();
     return Deterministic(message) ? Status::NotFound(message) : Status::Busy(message);
   }
   return Status::Ok();

@@ -10,7 +10,9 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/line_splitter.h"
 #include "base/status.h"
 #include "sandbox/docker/engine.h"
 
@@ -61,9 +63,22 @@ class PullProgress {
     int64_t total = 0;
   };
   std::map<std::string, Layer, std::less<>> layers_;
-  std::string pending_;
+  LineSplitter lines_;
   std::string error_;
 };
+
+// One POST whose answer is the engine's progress lines (a pull, a push), fed
+// to progress and on_progress as they arrive and bounded by timeout_seconds
+// (0: no limit). Returns the HTTP status and the answer's first 64 KiB; not
+// done in time is Unavailable, another failure is prefixed with what.
+struct ProgressAnswer {
+  int status = 0;
+  std::string head;
+};
+Result<ProgressAnswer> PostWithProgress(Engine& engine, const std::string& path,
+                                        const std::vector<std::string>& headers, double timeout_seconds,
+                                        const std::string& what, PullProgress& progress,
+                                        const std::function<void(const PullProgress&)>& on_progress);
 
 // Pulls image; registry_auth is RegistryAuth's value. on_progress sees the
 // answer as it arrives. Not done within timeout_seconds (0: no limit) is
