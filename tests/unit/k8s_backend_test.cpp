@@ -315,13 +315,13 @@ TEST_CASE("k8s lifecycle: create, Pending to Running by watch, exec, copy, read,
   WriteFile(dir.path() / "task" / "instruction.md", std::string(100000, 'i'));
   fs::path dest = dir.path() / "pod-root" / "work";
   REQUIRE((*sandbox)->CopyIn((dir.path() / "task").string(), dest.string()).ok());
-  auto read = (*sandbox)->ReadFile((dest / "task" / "tests" / "test.sh").string(), 1024);
+  auto read = (*sandbox)->ReadFile((dest / "tests" / "test.sh").string(), 1024);
   REQUIRE_MESSAGE(read.ok(), read.status().message());
   CHECK(*read == "echo pass\n");
-  auto big = (*sandbox)->ReadFile((dest / "task" / "instruction.md").string(), 1000000);
+  auto big = (*sandbox)->ReadFile((dest / "instruction.md").string(), 1000000);
   REQUIRE(big.ok());
   CHECK(big->size() == 100000);
-  CHECK((*sandbox)->ReadFile((dest / "task" / "instruction.md").string(), 10).status().kind() ==
+  CHECK((*sandbox)->ReadFile((dest / "instruction.md").string(), 10).status().kind() ==
         Kind::kInvalidData);
   auto missing = (*sandbox)->ReadFile((dest / "nope.txt").string(), 100);
   CHECK(missing.status().kind() == Kind::kNotFound);
@@ -458,7 +458,7 @@ TEST_CASE("k8s exec: v4.channel.k8s.io fallback with stdin, stderr and exit stat
   forge::testing::TempDir dir;
   WriteFile(dir.path() / "skills" / "SKILL.md", "# skill\n");
   REQUIRE((*sandbox)->CopyIn((dir.path() / "skills").string(), (dir.path() / "in").string()).ok());
-  CHECK(*(*sandbox)->ReadFile((dir.path() / "in" / "skills" / "SKILL.md").string(), 100) ==
+  CHECK(*(*sandbox)->ReadFile((dir.path() / "in" / "SKILL.md").string(), 100) ==
         "# skill\n");
 }
 

@@ -1,41 +1,19 @@
 #include "sandbox/k8s/k8s_backend.h"
 
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstring>
 #include <ctime>
 
-#include "base/subprocess.h"
 #include "sandbox/box.h"
 #include "sandbox/k8s/exec_channel.h"
 #include "sandbox/k8s/pod_spec.h"
 #include "sandbox/k8s/supervised.h"
+#include "sandbox/tar.h"
 
 namespace forge::sandbox::k8s {
 namespace {
 
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// Packs host_path (a file or a directory tree) with the host's tar.
-Result<std::string> TarOf(const std::string& host_path) {
-  struct stat st;
-  if (::stat(host_path.c_str(), &st) != 0) {
-    return Status::NotFound(host_path + ": " + std::strerror(errno));
-  }
-  std::string path = host_path;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  size_t slash = path.rfind('/');
-  std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  auto tar = RunCapture({"tar", "-c", "-f", "-", "-C", parent, "--", base});
-  if (!tar.ok()) return tar.status();
-  if (tar->exit_code != 0) return Status::IoError("tar of " + host_path + " failed");
-  return std::move(tar->out);
-}
 
 class K8sSandbox : public Sandbox {
  public:
@@ -83,11 +61,12 @@ class K8sSandbox : public Sandbox {
   }
 
   Status CopyIn(const std::string& host_path, const std::string& dest_dir) override {
-    Result<std::string> tar = TarOf(host_path);
-    if (!tar.ok()) return tar.status();
+    // As the other backends: a directory's contents land in dest_dir itself.
+    TarWriter tar;
+    FORGE_RETURN_IF_ERROR(AddCopy(tar, host_path, "").Prefixed("copy " + host_path));
     Result<ExecResult> result =
         Run({"sh", "-c", "mkdir -p -- \"$1\" && exec tar -x -o -f - -C \"$1\"", "sh", dest_dir},
-            true, std::move(*tar), 600, 64 * 1024);
+            true, tar.Finish(), 600, 64 * 1024);
     if (!result.ok()) return result.status().Prefixed("copy " + host_path + " into " + pod_);
     if (result->exit_code != 0) {
       return Status::IoError("copy " + host_path + " into " + pod_ + ":" + dest_dir + ": tar exited " +
