@@ -62,7 +62,16 @@ for sig in INT TERM; do
   exec 7<>"$WORK/fifo-$sig"   # held open and never written: the tool blocks in read
   "$FORGE_BIN/forge-dedup" --field text "$WORK/fifo-$sig" >/dev/null 2>"$ERR" &
   pid=$!
-  sleep 0.5
+  # Signalled once it catches the signal (SigCgt in /proc): a background job
+  # starts with SIGINT ignored, so one sent before the tool's handler is in
+  # place would be lost, at any load.
+  bit=$([ $sig = INT ] && echo 2 || echo 15)
+  for _ in $(seq 200); do
+    mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$mask" ] && (( (16#$mask >> (bit - 1)) & 1 )) && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
   kill -0 $pid 2>/dev/null && pass || fail "forge-dedup did not wait on its input: $(cat "$ERR")"
   kill -$sig $pid 2>/dev/null
   for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
