@@ -4,7 +4,6 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "base/free_memory.h"
 #include "base/hash.h"
 #include "cli/tool.h"
 #include "forge-launch/flags.h"
@@ -115,9 +114,6 @@ Status RunRollouts(Args& a, forge::Env& env) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A thread a rollout in flight: without glibc's per-thread caches of
-  // freed blocks (base/free_memory.h).
-  forge::ExecWithoutThreadCaches(argv);
   forge::cli::Tool tool("forge-launch", "Run each rollout of each task in its own sandbox.");
   Args args;
   forge::tools::launch::DefineFlags(tool.app(), args, tool.env());
