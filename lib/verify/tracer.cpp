@@ -5,7 +5,9 @@
 #include <linux/filter.h>
 #include <linux/ptrace.h>
 #include <linux/seccomp.h>
+#include <linux/magic.h>
 #include <sys/prctl.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -86,6 +88,21 @@ bool OpensToReadNothing(int64_t flags) {
   return (flags & O_ACCMODE) == O_RDWR && ((flags & O_TRUNC) || ((flags & O_CREAT) && (flags & O_EXCL)));
 }
 
+// A file of a pseudo file system (/proc, /sys and their kind), which the
+// watch does not mark either: its times are the moment it is read.
+bool Pseudo(int fd) {
+  struct statfs fs{};
+  if (fstatfs(fd, &fs) != 0) return false;
+  const unsigned long kinds[] = {PROC_SUPER_MAGIC, SYSFS_MAGIC,   CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                                 DEVPTS_SUPER_MAGIC, 0x19800202 /* mqueue */, SECURITYFS_MAGIC, DEBUGFS_MAGIC,
+                                 TRACEFS_MAGIC, BPF_FS_MAGIC, BINFMTFS_MAGIC, 0x65735543 /* fusectl */,
+                                 0x62656570 /* configfs */, PSTOREFS_MAGIC};
+  for (const unsigned long kind : kinds) {
+    if (static_cast<unsigned long>(fs.f_type) == kind) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<unsigned char> TraceFilterProgram() {
@@ -148,7 +165,7 @@ void Tracer::Attach(pid_t child, int sync_fd) {
     procs_[child] = Proc{};
     ++report_.processes;
   }
-  report_.start_ns = TraceNowNs();
+  report_.start_ns = plan_.trusted_from_ns > 0 ? plan_.trusted_from_ns : TraceNowNs();
   if (plan_.agent_may_run) untrusted_since_ = report_.start_ns;
   const char go = attached_ ? 'T' : 'U';
   (void)!write(sync_fd, &go, 1);
@@ -316,7 +333,7 @@ void Tracer::OnExit(pid_t tid) {
   }
   const inside::Fd fd(open(ProcFile(tid, "fd/" + std::to_string(info.exit.rval)).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   struct stat st{};
-  if (!fd.ok() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (!fd.ok() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || Pseudo(fd.get())) return;
   Proc* proc = ProcOf(tid);
   if (proc == nullptr) return;
   if (pending.write) writes_[{st.st_dev, st.st_ino}] = proc->role == Role::kMachinery;
@@ -341,7 +358,7 @@ void Tracer::JudgeExec(pid_t tid, Proc& proc, const std::optional<inside::Asked>
     if (!w.fd.ok() || !S_ISREG(w.st.st_mode)) return;  // the execve fails
     const inside::Fd file(open(ProcFile(getpid(), "fd/" + std::to_string(w.fd.get())).c_str(), O_RDONLY | O_CLOEXEC));
     if (!file.ok()) return;
-    Judge(tid, proc, true, next, file.get(), w.st);
+    if (!Pseudo(file.get())) Judge(tid, proc, true, next, file.get(), w.st);
     const std::string interpreter = inside::InterpreterOf(file.get());
     if (interpreter.empty()) return;
     next = inside::Asked{true, AT_FDCWD, interpreter, 0};

@@ -43,6 +43,10 @@ struct TracePlan {
   std::string workdir;         // the sandbox's working directory (the working area's root)
   bool agent_may_run = false;  // the agent's processes were kept: nothing written while tracing is trusted
   std::string root = "/";      // the file system the image's answers come from
+  // From this moment (forge-box's, once the sweep has stopped the agent's
+  // processes and before it unpacks the tests) what changes is the
+  // verification's own until a program of the agent's runs; 0: from Attach.
+  int64_t trusted_from_ns = 0;
 };
 
 struct TraceFinding {

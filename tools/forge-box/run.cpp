@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,8 +98,14 @@ void RunTraced(const RunSpec& spec, int out[2], int err[2], RunOutcome* r) {
     r->err = std::string(sandbox::kBoxTag) + "pipe: " + std::strerror(errno) + "\n";
     return;
   }
+  // A process that is not dumpable may be traced only with CAP_SYS_PTRACE:
+  // the child is made dumpable (as its execve would make it anyway) for the
+  // attach, forge-box itself only around the fork.
+  const int dumpable = prctl(PR_GET_DUMPABLE);
+  prctl(PR_SET_DUMPABLE, 1);
   const pid_t child = fork();
   if (child == 0) Child(spec, out[1], err[1], &pipes);
+  prctl(PR_SET_DUMPABLE, dumpable);
   close(out[1]);
   close(err[1]);
   close(pipes.go[0]);
