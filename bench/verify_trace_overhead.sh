@@ -39,15 +39,35 @@ docker exec "$name" sh -c 'mkdir -p /app /logs/verifier'
 t0=$(docker exec "$name" sh -c 'date +%s%N')
 sleep 0.05
 docker exec "$name" sh -c "$(cat "$task/solution/solve.sh")"
-one() {  # $1: extra flag; prints "wall cpu" in seconds
-  docker exec -i "$name" bash -c "TIMEFORMAT='%R %U %S'; { time /forge/bin/forge-box verify --tag b\$RANDOM --stop --clear \
-    --timeout 300 --max-output 1048576 --shebang --reward 65536 --t0 $t0 $1 >/tmp/answer; } 2>&1 | tail -1" <"$work/archive.tar" |
-    awk '{ printf "%s %.3f\n", $1, $2 + $3 }'
-  docker exec "$name" head -c 200 /tmp/answer | head -1 | grep -q 'forge-verify: exit=0 ' ||
-    { echo "verify_trace_overhead: the verification did not pass: $(docker exec "$name" cat /tmp/answer | tail -20)" >&2; exit 1; }
+# The container's CPU in µs, from its cgroup on the host (v1 cpuacct, else v2).
+cg() {
+  local id; id=$(docker inspect -f '{{.Id}}' "$name")
+  for f in /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage /sys/fs/cgroup/cpu,cpuacct/docker/$id/cpuacct.usage; do
+    [ -r "$f" ] && { echo "v1 $f"; return; }
+  done
+  f=$(find /sys/fs/cgroup -path "*$id*" -name cpu.stat 2>/dev/null | head -1)
+  [ -n "$f" ] && echo "v2 $f" || { echo "verify_trace_overhead: no cgroup CPU figure for $name" >&2; exit 1; }
 }
+usage() {
+  case $cgroup in
+    v1\ *) echo $(( $(cat "${cgroup#v1 }") / 1000 )) ;;
+    v2\ *) sed -n 's/^usage_usec //p' "${cgroup#v2 }" ;;
+  esac
+}
+one() {  # $1: extra flag; prints "wall cpu" in seconds (CPU: the container's cgroup, forge-box exec'd alone
+         # as forge-verify execs it: its sweep stops every other process)
+  local c0 c1 w0 w1
+  c0=$(usage) w0=$(date +%s%N)
+  docker exec -i "$name" /forge/bin/forge-box verify --tag "b$RANDOM" --stop --clear --timeout 300 --max-output 1048576 \
+    --shebang --reward 65536 --t0 "$t0" $1 <"$work/archive.tar" >"$work/answer"
+  w1=$(date +%s%N) c1=$(usage)
+  grep -a -q '^forge-verify: exit=0 ' "$work/answer" ||
+    { echo "verify_trace_overhead: the verification did not pass: $(tail -20 "$work/answer")" >&2; exit 1; }
+  awk -v w=$((w1 - w0)) -v c=$((c1 - c0)) 'BEGIN { printf "%.3f %.3f\n", w / 1e9, c / 1e6 }'
+}
+cgroup=$(cg)
 one "" >/dev/null  # warm the page cache and Python's bytecode
-docker exec "$name" sh -c 'tail -c 2000 /tmp/answer | grep -a -E "^(checked|judged|events|processes|finding_count)"' | tr '\n' ' '
+grep -a -E "^(checked|judged|events|processes|finding_count)" "$work/answer" | tr '\n' ' '
 echo
 echo "round  traced wall/cpu s  untraced wall/cpu s  ratio wall  ratio cpu"
 for r in $(seq "$rounds"); do
