@@ -200,8 +200,9 @@ class Witness {
   }
 
   // forge-box verify's evidence section (nullopt: it sent none). Untraced
-  // evidence is unchecked, and infra_error under --require-evidence.
-  void FromBox(const std::optional<std::string>& text, const VerifyContext& context, Verdict& v) {
+  // evidence is unchecked, and infra_error under --require-evidence (then
+  // false: v holds the verdict).
+  bool FromBox(const std::optional<std::string>& text, const VerifyContext& context, Verdict& v) {
     if (!text) {
       if (context.watch) unchecked_["why"] = "forge-box verify sent no evidence";
     } else if (auto r = ParseTraceReport(*text); !r) {
@@ -225,11 +226,11 @@ class Witness {
                  {"unverified_examples", r->unverified_examples},
                  {"findings", findings},
                  {"finding_count", r->finding_count}};
-      return;
+      return true;
     }
-    if (context.require_evidence && context.watch && v.outcome != Outcome::kCancelled) {
-      Fail(v, Outcome::kInfraError, "no runtime evidence can be taken: " + unchecked_.value("why", std::string()));
-    }
+    if (!context.require_evidence || !context.watch) return true;
+    Fail(v, Outcome::kInfraError, "no runtime evidence can be taken: " + unchecked_.value("why", std::string()));
+    return false;
   }
 
   // The reward file must be the verifier's own: a process of the agent's
@@ -462,8 +463,7 @@ Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, doub
   }
   auto report = OneStreamReport(*ran, prep, v);
   if (!report) return Done(v, witness, clock);
-  witness.FromBox(report->evidence, context, v);
-  if (v.outcome == Outcome::kInfraError) return Done(v, witness, clock);
+  if (!witness.FromBox(report->evidence, context, v)) return Done(v, witness, clock);
   v.log_tail = LogTail(report->stdout_data, report->stderr_data);
   if (report->timed_out) {
     const std::string what = harbor ? "/tests/test.sh" : "the verifier command";
