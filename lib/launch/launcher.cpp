@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "base/free_memory.h"
 #include "base/hash.h"
 #include "launch/attempt.h"
 #include "launch/harness.h"
@@ -170,8 +171,9 @@ class Launcher {
   Status PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record);
   // The rollout's row (its secret's hash) in the store; an earlier try's calls set aside.
   Status Register(const Attempt& a, const Job& job, Json& record);
-  // Workers run jobs (below); the progress lines are redrawn until done.
-  void RedrawEverySecond(const StopToken& done);
+  // While workers run jobs (below): freed memory given back and the
+  // progress lines redrawn, each second until done.
+  void EverySecond(const StopToken& done);
   // Runs the harness: as the sandbox's own process where the backend can,
   // else in a sandbox created, filled from plan, and exec'd. box holds the
   // sandbox that is left (held, or to release).
@@ -550,7 +552,7 @@ Json Launcher::RunRollout(const Job& job) {
   }
   if (!record.contains("timings")) record["timings"] = Json::object();
   record["timings"]["total"] = Seconds(started);
-  record["task"] = task.record;
+  record["task"] = Json::parse(task.record);
   const std::string outcome = record.value("outcome", std::string("infra_error"));
   // Without its profile the attempt never reached the store (TryOnce
   // registers it): there is nothing to mark finished, and a resume runs it.
@@ -716,24 +718,27 @@ std::string Launcher::RunCounted(const Job& job) {
   return outcome;
 }
 
-void Launcher::RedrawEverySecond(const StopToken& done) {
+void Launcher::EverySecond(const StopToken& done) {
   while (!done.WaitFor(std::chrono::seconds(1))) {
+    // What finished rollouts freed goes back to the kernel as the run goes,
+    // not kept in malloc's arenas to its end (docs/k8s-backend.md).
+    ReturnFreedMemory();
+    if (!progress_->shown()) continue;
     std::lock_guard<std::mutex> lock(mutex_);
     UpdateProgress();
   }
 }
 
 // --jobs workers take the jobs in order until cancel_ (a stop, or no reader)
-// is requested; every worker then releases its sandbox on the way out. On a
-// terminal the per-rollout progress lines are redrawn each second. Returns
-// how many rollouts ended in infra_error.
+// is requested; every worker then releases its sandbox on the way out. Each
+// second, freed memory goes back and, on a terminal, the per-rollout
+// progress lines are redrawn. Returns how many rollouts ended in infra_error.
 int Launcher::RunJobs(const std::vector<Job>& jobs) {
   progress_ = env_.StartProgress("rollouts", jobs.size());
   std::atomic<size_t> next{0};
   std::atomic<int> infra_errors{0};
   StopToken done;
-  std::thread redraw;
-  if (progress_->shown()) redraw = std::thread([&] { RedrawEverySecond(done); });
+  std::thread ticker([&] { EverySecond(done); });
   auto worker = [&] {
     while (!cancel_.requested()) {
       size_t i = next.fetch_add(1);
@@ -746,7 +751,7 @@ int Launcher::RunJobs(const std::vector<Job>& jobs) {
   for (int i = 0; i < workers; ++i) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   done.Request();
-  if (redraw.joinable()) redraw.join();
+  ticker.join();
   progress_->Finish();
   return infra_errors.load();
 }

@@ -84,7 +84,7 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
   FORGE_RETURN_IF_ERROR(directory("files", spec.files_dir));
   FORGE_RETURN_IF_ERROR(directory("skills", spec.skills_dir));
   if (Status s = ReadPodAndTools(extra, &spec); !s.ok()) return Status::InvalidData(task.source + ": " + s.message());
-  spec.record = task.ToJson();
+  spec.record = task.ToJson().dump();
   return spec;
 }
 

@@ -68,7 +68,9 @@ struct TaskSpec {
   PodEnv pod_env;
   std::vector<tasks::McpServer> mcp_servers;  // environment.mcp_servers, for the harness
   std::string sandbox_skills_dir;  // environment.skills_dir: skill folders in the sandbox
-  records::Json record;  // the canonical task record, passed through into the rollout record
+  // The canonical task record, passed through into the rollout record;
+  // kept serialized (a parsed record is ~2 KiB a task, held to the run's end).
+  std::string record;
 };
 
 // InvalidData naming the task's source and the field when a launcher-only field

@@ -170,7 +170,7 @@ TEST_CASE("task specs: stated limits win, unstated ones are left to the launcher
   CHECK(stated->agent_timeout_seconds == 30);
   CHECK(*stated->allow_internet == false);
   CHECK(stated->command == "echo hi");
-  CHECK(stated->record["id"] == "t");
+  CHECK(nlohmann::json::parse(stated->record)["id"] == "t");
   auto bare = parse(R"({"id":"b","instruction":"do"})");
   REQUIRE(bare.ok());
   CHECK_FALSE(bare->cpus.has_value());

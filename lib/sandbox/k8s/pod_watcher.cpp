@@ -46,9 +46,8 @@ void NoteContainer(const Json& statuses, const std::string& container, PodView& 
   }
 }
 
-// How long the run's watch may keep failing before the rollouts waiting on
-// it give up (each failure is retried with backoff meanwhile).
-constexpr std::chrono::seconds kWatchOutage{60};
+// How often parked waits are checked for a stop request or their deadline.
+constexpr std::chrono::milliseconds kTick{250};
 
 }  // namespace
 
@@ -116,28 +115,42 @@ PodView ClassifyPod(const Json& pod, const std::string& container) {
 }
 
 RunWatcher::RunWatcher(ApiClient& client, std::string namespace_, std::string label_selector,
-                       std::string container, int watch_timeout_seconds)
+                       std::string container, int watch_timeout_seconds, std::chrono::milliseconds watch_outage)
     : client_(client),
       namespace_(std::move(namespace_)),
       selector_(std::move(label_selector)),
       container_(std::move(container)),
-      watch_timeout_(watch_timeout_seconds) {
+      watch_timeout_(watch_timeout_seconds),
+      watch_outage_(watch_outage) {
   thread_ = std::thread([this] { Loop(); });
+  ticker_ = std::thread([this] { Tick(); });
 }
 
 RunWatcher::~RunWatcher() {
   stop_ = true;
   changed_.notify_all();
   thread_.join();
+  ticker_.join();
+  Woken woken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [pod, parked] : parked_) {
+      woken.emplace_back(std::move(parked.wake), Status::Cancelled("pod " + pod + ": the run's watch has ended"));
+    }
+    parked_.clear();
+  }
+  Call(woken);
 }
 
 void RunWatcher::Failed(const std::string& why) {
+  Woken woken;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failures_++ == 0) failing_since_ = Clock::now();
     last_error_ = why;
-    for (auto& [pod, waiter] : waiters_) waiter->notify_all();
+    Sweep(nullptr, woken);
   }
+  Call(woken);
 }
 
 void RunWatcher::Apply(const std::string& type, const Json& pod) {
@@ -150,13 +163,17 @@ void RunWatcher::Apply(const std::string& type, const Json& pod) {
   } else {
     view = ClassifyPod(pod, container_);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  failures_ = 0;
-  // A pod forgotten (its rollout is over) is not brought back by its end.
-  if (type == "DELETED" && !pods_.count(name)) return;
-  pods_[name] = view;
-  // Only the rollout waiting on this pod wakes, not every rollout in flight.
-  if (auto waiter = waiters_.find(name); waiter != waiters_.end()) waiter->second->notify_all();
+  Woken woken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failures_ = 0;
+    // A pod forgotten (its rollout is over) is not brought back by its end.
+    if (type == "DELETED" && !pods_.count(name)) return;
+    pods_[name] = view;
+    // Only the wait on this pod is decided, not every rollout in flight.
+    Sweep(&name, woken);
+  }
+  Call(woken);
 }
 
 bool RunWatcher::List() {
@@ -279,7 +296,7 @@ std::optional<PodView> RunWatcher::Latest(const std::string& pod) {
 
 Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline,
                                         const std::function<bool()>& stop_requested) {
-  return WaitFor(pod, "start", deadline, stop_requested, [&](const PodView& view) -> std::optional<Result<PodView>> {
+  return WaitFor(pod, {"start", deadline, stop_requested, [&](const PodView& view) -> std::optional<Result<PodView>> {
     switch (view.state) {
       case PodView::kRunning:
         return view;
@@ -292,13 +309,13 @@ Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_poin
         break;
     }
     return std::nullopt;
-  });
+  }});
 }
 
 Result<PodView> RunWatcher::WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
                                      const std::function<bool()>& stop_requested) {
-  return WaitFor(pod, "end its command", deadline, stop_requested,
-                 [&](const PodView& view) -> std::optional<Result<PodView>> {
+  return WaitFor(pod, {"end its command", deadline, stop_requested,
+                       [&](const PodView& view) -> std::optional<Result<PodView>> {
                    if (view.state == PodView::kDeleted) return Status::Unavailable("pod " + pod + ": " + view.reason);
                    if (view.terminated) return view;
                    if (held && view.ready && view.state == PodView::kRunning) return view;
@@ -306,7 +323,7 @@ Result<PodView> RunWatcher::WaitDone(const std::string& pod, bool held, Clock::t
                      return Status::Unavailable("pod " + pod + ": " + view.reason);
                    }
                    return std::nullopt;
-                 });
+                 }});
 }
 
 void RunWatcher::Forget(const std::string& pod) {
@@ -314,40 +331,90 @@ void RunWatcher::Forget(const std::string& pod) {
   pods_.erase(pod);
 }
 
-Result<PodView> RunWatcher::WaitFor(const std::string& pod, const char* what, Clock::time_point deadline,
-                                    const std::function<bool()>& stop_requested, const Decide& decide) {
+std::optional<Result<PodView>> RunWatcher::Decided(const std::string& pod, const Wait& wait, Clock::time_point now) {
+  auto it = pods_.find(pod);
+  if (it != pods_.end()) {
+    if (auto answer = wait.decide(it->second)) return answer;
+  }
+  // The watch thread reconnects by itself: an API server that throttles or
+  // restarts for a while fails no rollout; one that stays away does.
+  if (failures_ >= 5 && now - failing_since_ >= watch_outage_) {
+    return Status::Unavailable("pod " + pod + ": cannot watch pods: " + last_error_);
+  }
+  if (wait.stop_requested && wait.stop_requested()) {
+    return Status::Cancelled("interrupted while waiting for pod " + pod + " to " + wait.what);
+  }
+  if (now >= wait.deadline) {
+    std::string phase = it != pods_.end() ? it->second.phase : "not seen yet";
+    return Status::Unavailable("pod " + pod + " did not " + wait.what + " in time (phase " +
+                               (phase.empty() ? "unknown" : phase) + ")");
+  }
+  return std::nullopt;
+}
+
+void RunWatcher::Sweep(const std::string* pod, Woken& woken) {
+  const auto now = Clock::now();
+  auto decide = [&](std::map<std::string, Parked>::iterator it) {
+    auto answer = Decided(it->first, it->second.wait, now);
+    if (!answer) return std::next(it);
+    woken.emplace_back(std::move(it->second.wake), std::move(*answer));
+    return parked_.erase(it);
+  };
+  if (pod != nullptr) {
+    if (auto it = parked_.find(*pod); it != parked_.end()) decide(it);
+    return;
+  }
+  for (auto it = parked_.begin(); it != parked_.end();) it = decide(it);
+}
+
+void RunWatcher::Call(Woken& woken) {
+  for (auto& [wake, answer] : woken) wake(std::move(answer));
+}
+
+void RunWatcher::Tick() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!changed_.wait_for(lock, kTick, [this] { return stop_.load(); })) {
+    Woken woken;
+    Sweep(nullptr, woken);
+    if (woken.empty()) continue;
+    lock.unlock();
+    Call(woken);
+    lock.lock();
+  }
+}
+
+void RunWatcher::Park(const std::string& pod, Wait wait, Wake wake) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (auto answer = Decided(pod, wait, Clock::now())) {
+    lock.unlock();
+    wake(std::move(*answer));
+    return;
+  }
+  parked_.insert_or_assign(pod, Parked{std::move(wait), std::move(wake)});
+}
+
+size_t RunWatcher::parked() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return parked_.size();
+}
+
+Result<PodView> RunWatcher::WaitFor(const std::string& pod, Wait wait) {
   // A rollout waits here for most of its life (its pod to start, then its
   // harness to end): its thread keeps only the stack this wait uses.
   ReleaseStackBelow();
-  std::unique_lock<std::mutex> lock(mu_);
-  auto waiter = std::make_shared<std::condition_variable>();
-  waiters_[pod] = waiter;
-  struct Unregister {
-    std::map<std::string, std::shared_ptr<std::condition_variable>>& waiters;
-    const std::string& pod;
-    ~Unregister() { waiters.erase(pod); }  // mu_ is held: lock outlives this
-  } unregister{waiters_, pod};
-  while (true) {
-    auto it = pods_.find(pod);
-    if (it != pods_.end()) {
-      if (auto answer = decide(it->second)) return std::move(*answer);
-    }
-    // The watch thread reconnects by itself: an API server that throttles
-    // or restarts for a while fails no rollout; one that stays away does.
-    if (failures_ >= 5 && Clock::now() - failing_since_ >= kWatchOutage) {
-      return Status::Unavailable("pod " + pod + ": cannot watch pods: " + last_error_);
-    }
-    if (stop_requested && stop_requested()) {
-      return Status::Cancelled(std::string("interrupted while waiting for pod ") + pod + " to " + what);
-    }
-    Clock::time_point slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(250));
-    if (waiter->wait_until(lock, slice) == std::cv_status::timeout && Clock::now() >= deadline) {
-      it = pods_.find(pod);
-      std::string phase = it != pods_.end() ? it->second.phase : "not seen yet";
-      return Status::Unavailable("pod " + pod + " did not " + what + " in time (phase " +
-                                 (phase.empty() ? "unknown" : phase) + ")");
-    }
-  }
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable given;
+    std::optional<Result<PodView>> result;
+  } answer;
+  Park(pod, std::move(wait), [&answer](Result<PodView> result) {
+    std::lock_guard<std::mutex> lock(answer.mu);
+    answer.result = std::move(result);
+    answer.given.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(answer.mu);
+  answer.given.wait(lock, [&] { return answer.result.has_value(); });
+  return std::move(*answer.result);
 }
 
 }  // namespace forge::sandbox::k8s

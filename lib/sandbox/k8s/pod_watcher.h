@@ -1,8 +1,13 @@
 // One watch per run: a thread lists the run's pods, then watches them from
-// the list's resourceVersion, and hands each phase change to whichever
-// Create() is waiting for that pod. A watch that ends is reopened from the
-// last resourceVersion seen; one that ends with 410 Gone (the server no
-// longer has that history) is replaced by a fresh list and a new watch.
+// the list's resourceVersion, and hands each phase change to the wait
+// parked on that pod. A watch that ends is reopened from the last
+// resourceVersion seen; one that ends with 410 Gone (the server no longer
+// has that history) is replaced by a fresh list and a new watch.
+//
+// A wait is state, not a thread: Park keeps what it waits for and what to
+// call with the answer, keyed by pod name; the pod's events, a watch
+// outage, and a ticker (stop requests, deadlines) decide it. WaitRunning
+// and WaitDone block their caller on a parked wait.
 #pragma once
 
 #include <atomic>
@@ -15,6 +20,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -51,9 +58,34 @@ class RunWatcher {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // nullopt to keep waiting, else the answer.
+  using Decide = std::function<std::optional<Result<PodView>>(const PodView&)>;
+  // Called once with the answer: on the watch's thread, the ticker's or
+  // Park's caller's, never under the watcher's lock. It may Park again.
+  using Wake = std::function<void(Result<PodView>)>;
+  struct Wait {
+    std::string what;  // "start", "end its command": for the deadline's message
+    Clock::time_point deadline;
+    std::function<bool()> stop_requested;  // may be empty; true ends the wait with Cancelled
+    Decide decide;
+  };
+
+  // watch_outage: how long the watch may keep failing (each failure retried
+  // with backoff) before the waits on it end as Unavailable.
   RunWatcher(ApiClient& client, std::string namespace_, std::string label_selector,
-             std::string container, int watch_timeout_seconds);
+             std::string container, int watch_timeout_seconds,
+             std::chrono::milliseconds watch_outage = std::chrono::seconds(60));
   ~RunWatcher();
+
+  // Parks a wait on pod (one at a time per pod): wake gets the first of
+  // decide's answer on the pod's latest view, Unavailable for a watch
+  // outage, Cancelled once stop_requested, Unavailable at the deadline. The
+  // view the watch has already seen is decided at once. Waits still parked
+  // when the watcher ends get Cancelled.
+  void Park(const std::string& pod, Wait wait, Wake wake);
+
+  // How many waits are parked.
+  size_t parked();
 
   // Waits until the pod runs; an infrastructure error (unschedulable, image
   // pull back-off, ...) or the deadline comes back as Unavailable.
@@ -81,29 +113,40 @@ class RunWatcher {
   bool Watch();          // returns when the watch ends; false on error
   void Apply(const std::string& type, const nlohmann::json& pod);
   void Failed(const std::string& why);
-  // decide: nullopt to keep waiting, else the answer.
-  using Decide = std::function<std::optional<Result<PodView>>(const PodView&)>;
-  Result<PodView> WaitFor(const std::string& pod, const char* what, Clock::time_point deadline,
-                          const std::function<bool()>& stop_requested, const Decide& decide);
+  // Blocks on a parked wait.
+  Result<PodView> WaitFor(const std::string& pod, Wait wait);
+  struct Parked {
+    Wait wait;
+    Wake wake;
+  };
+  using Woken = std::vector<std::pair<Wake, Result<PodView>>>;
+  // The answer for a parked wait now, if it has one (mu_ held).
+  std::optional<Result<PodView>> Decided(const std::string& pod, const Wait& wait, Clock::time_point now);
+  // Moves the decided waits (all, or pod's only) into woken (mu_ held).
+  void Sweep(const std::string* pod, Woken& woken);
+  static void Call(Woken& woken);
+  void Tick();  // the ticker's loop: stop requests, deadlines, a long outage
 
   ApiClient& client_;
   const std::string namespace_;
   const std::string selector_;
   const std::string container_;
   const int watch_timeout_;
+  const std::chrono::milliseconds watch_outage_;
   std::string resource_version_;  // watcher thread only
 
   std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, PodView> pods_;
-  // The one rollout waiting on each pod, woken by that pod's events only.
-  std::map<std::string, std::shared_ptr<std::condition_variable>> waiters_;
+  // The one wait parked on each pod, decided by that pod's events only.
+  std::map<std::string, Parked> parked_;
   int failures_ = 0;  // consecutive list/watch failures
   Clock::time_point failing_since_;  // the first of them
   std::string last_error_;
   WatcherStats stats_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  std::thread ticker_;
 };
 
 }  // namespace forge::sandbox::k8s
