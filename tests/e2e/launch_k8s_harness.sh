@@ -144,7 +144,8 @@ verdict() { jq -c --arg t "$1" 'select(.task_id == $t) | .verdict' "$OUT"; }
 [ "$(verdict hello-fail | jq -r '[.outcome, .reward] | join(" ")')" = "failed 0" ] && pass || fail "fail: $(verdict hello-fail)"
 verdict hello-fail | jq -r .log | grep -qx "hello.txt holds: forge" && pass || fail "test.sh's output: $(verdict hello-fail)"
 [ "$(verdict hello-pass | jq -r .sweep.stream)" = "forge-box verify" ] && pass || fail "sweep: $(verdict hello-pass | jq -c .sweep)"
-[ "$(verdict hello-pass | jq -r .tamper.checked)" = false ] && pass || fail "k8s takes no runtime evidence: $(verdict hello-pass | jq -c .tamper)"
+[ "$(verdict hello-pass | jq -r '[.tamper.checked, .tamper.method, (.tamper.findings // [] | length)] | join(" ")')" = "true ptrace 0" ] &&
+  pass || fail "the verifier traced in the pod, nothing of the agent's in its machinery: $(verdict hello-pass | jq -c .tamper)"
 kinds=$(by_kind "$t2" "$t3")
 echo "verification requests by kind (2 rollouts): $kinds"
 [ "$kinds" = '{"delete":2,"exec":2,"get":2}' ] && pass || fail "a verification is GET, one exec, DELETE: $kinds"
