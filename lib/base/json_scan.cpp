@@ -171,24 +171,8 @@ class Validator {
   Validator(std::string_view s, JsonSpans* spans, int max_depth)
       : s_(s), spans_(spans), max_depth_(max_depth > 0 ? static_cast<size_t>(max_depth) : SIZE_MAX) {}
 
-  // One value from at, none of the text after it read: just past it, or nullopt.
-  std::optional<size_t> RunValue(size_t at) {
-    i_ = at;
-    single_ = true;
-    if (Run()) return std::nullopt;
-    return i_;
-  }
-  // One string from quote (a '"'): just past it, or nullopt.
-  std::optional<size_t> RunString(size_t quote) {
-    i_ = quote;
-    if (String()) return std::nullopt;
-    return i_;
-  }
-
   std::optional<std::string> Run() {
-    if (single_) {
-      // (a value inside a text: no byte-order mark, no space before it)
-    } else if (s_.size() >= 3 && static_cast<unsigned char>(s_[0]) == 0xEF) {
+    if (s_.size() >= 3 && static_cast<unsigned char>(s_[0]) == 0xEF) {
       if (static_cast<unsigned char>(s_[1]) != 0xBB || static_cast<unsigned char>(s_[2]) != 0xBF) {
         return Fail("invalid byte-order mark");
       }
@@ -198,7 +182,7 @@ class Validator {
     }
     // Containers as a stack of '{' / '[' (no recursion: hostile nesting cannot overflow).
     std::string stack;
-    if (!single_) SkipSpace();
+    SkipSpace();
     for (;;) {
       // A value is expected here.
       if (i_ >= s_.size()) return Fail("unexpected end of input; expected a value");
@@ -236,7 +220,6 @@ class Validator {
       }
       // After a value: close containers or go on to the next member/element.
       for (;;) {
-        if (stack.empty() && single_) return std::nullopt;  // i_ just past it
         SkipSpace();
         if (stack.empty()) {
           // A NUL byte ends the input, as it does for nlohmann::json.
@@ -442,7 +425,6 @@ class Validator {
 
   std::string_view s_;
   size_t i_ = 0;
-  bool single_ = false;  // RunValue: one value inside a text
   JsonSpans* spans_;
   size_t max_depth_;
   boost::container::small_vector<size_t, 16> open_spans_;  // spans_ indices of the open containers
@@ -532,16 +514,6 @@ void AppendUtf8(std::string& out, uint32_t cp) {
 std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans, int max_depth) {
   if (spans) spans->Clear();
   return Validator(text, spans, max_depth).Run();
-}
-
-std::optional<size_t> JsonValueEnd(std::string_view text, size_t at, JsonSpans* spans, int max_depth) {
-  if (at >= text.size()) return std::nullopt;
-  return Validator(text, spans, max_depth).RunValue(at);
-}
-
-std::optional<size_t> JsonStringValidEnd(std::string_view text, size_t quote) {
-  if (quote >= text.size() || text[quote] != '"') return std::nullopt;
-  return Validator(text, nullptr, 0).RunString(quote);
 }
 
 const char* JsonSpans::EndOf(const char* open) const {

@@ -63,16 +63,6 @@ constexpr int kMaxJsonDepthCeiling = 4096;
 // than N levels"); the validator itself takes any depth (no recursion).
 std::optional<std::string> JsonSyntaxError(std::string_view text, JsonSpans* spans = nullptr, int max_depth = 0);
 
-// JsonSyntaxError's check of one value inside a text, for a reader that
-// walks the text's outer levels itself: the value that starts at text[at]
-// (no space before it), nested at most max_depth levels (0: any), the text
-// after it unread. Just past it, or nullopt when it is not valid JSON. With
-// spans, notes where its non-empty objects and arrays end, appended (the
-// caller clears them, once per text).
-std::optional<size_t> JsonValueEnd(std::string_view text, size_t at, JsonSpans* spans, int max_depth);
-// The same for a string (text[quote] == '"'): escapes, UTF-8 and control characters checked.
-std::optional<size_t> JsonStringValidEnd(std::string_view text, size_t quote);
-
 // One member of an object, as spans of the validated text.
 struct JsonMember {
   std::string_view key;    // raw, between the quotes: escapes not decoded
