@@ -176,11 +176,12 @@ std::optional<VerifyReport> TakeVerifyReport(std::string_view out, std::string* 
   if (eol == std::string_view::npos) return std::nullopt;
   auto fields = ParseStatusLine(out.substr(at, eol + 1 - at), tag);
   if (!fields) return std::nullopt;
-  long long sizes[4] = {};
-  const char* keys[] = {"stdout", "stderr", "reward.txt", "reward.json"};
+  long long sizes[5] = {0, 0, 0, 0, -1};
+  const char* keys[] = {"stdout", "stderr", "reward.txt", "reward.json", "evidence"};
   long long total = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     auto it = fields->find(keys[i]);
+    if (i == 4 && it == fields->end()) continue;  // a forge-box without a tracer
     if (it == fields->end() || it->second < (i < 2 ? 0 : -1)) return std::nullopt;
     sizes[i] = it->second;
     total += std::max(0LL, it->second);
@@ -195,10 +196,11 @@ std::optional<VerifyReport> TakeVerifyReport(std::string_view out, std::string* 
   report.truncated = (*fields)["truncated"] != 0;
   std::string_view rest = out.substr(eol + 1);
   std::string* parts[] = {&report.stdout_data, &report.stderr_data};
-  for (int i = 0; i < 4; ++i) {
+  std::optional<std::string>* optional_parts[] = {&report.reward_txt, &report.reward_json, &report.evidence};
+  for (int i = 0; i < 5; ++i) {
     const size_t n = static_cast<size_t>(std::max(0LL, sizes[i]));
     if (i < 2) *parts[i] = std::string(rest.substr(0, n));
-    else if (sizes[i] >= 0) (i == 2 ? report.reward_txt : report.reward_json) = std::string(rest.substr(0, n));
+    else if (sizes[i] >= 0) *optional_parts[i - 2] = std::string(rest.substr(0, n));
     rest.remove_prefix(n);
   }
   if (before != nullptr) *before = std::string(out.substr(0, at));

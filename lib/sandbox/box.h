@@ -68,6 +68,7 @@ struct VerifyReport {
   bool truncated = false;
   std::string stdout_data, stderr_data;
   std::optional<std::string> reward_txt, reward_json;  // nullopt: missing, or not a regular file
+  std::optional<std::string> evidence;  // the tracer's report (verify/tracer.h); nullopt: not traced
 };
 
 // From forge-box verify's stdout: its status line (the first line with the

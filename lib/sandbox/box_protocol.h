@@ -90,9 +90,11 @@ inline constexpr const char* kSuperviseDoneName = "forge-held";
 //   tests/...     unpacked into /tests (made afresh by the sweep's --clear)
 // Its stdout is the sweep's lines, then (when the sweep was fit) one status
 // line and the bytes it counts, in its order: "forge-verify: exit=N
-// timed_out=0|1 truncated=0|1 stdout=B stderr=B reward.txt=B reward.json=B"
-// (a reward file's B is -1 when it is missing or not a regular file; a
-// symlink is never followed; at most --reward BYTES + 1 of each is sent).
+// timed_out=0|1 truncated=0|1 stdout=B stderr=B reward.txt=B reward.json=B
+// evidence=B" (a reward file's B is -1 when it is missing or not a regular
+// file; a symlink is never followed; at most --reward BYTES + 1 of each is
+// sent; evidence is the tracer's report, verify/tracer.h, -1 with
+// --no-trace).
 // Nothing else writes to it: every other process was stopped, and forge-box
 // is not dumpable.
 inline constexpr const char* kVerifyArgv = "argv";

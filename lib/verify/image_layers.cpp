@@ -41,6 +41,10 @@ ImageLayers::ImageLayers(const std::vector<std::string>& layer_dirs) {
   for (const auto& dir : layer_dirs) layers_.emplace_back(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
 }
 
+ImageLayers::ImageLayers(const std::string& root, int64_t changed_before_ns) : changed_before_ns_(changed_before_ns) {
+  layers_.emplace_back(open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+}
+
 bool ImageLayers::Has(const std::string& path) {
   for (const auto& layer : layers_) {
     if (!layer.ok()) continue;
@@ -48,6 +52,7 @@ bool ImageLayers::Has(const std::string& path) {
     if (!parent.ok()) continue;
     struct stat st{};
     if (fstatat(parent.get(), Name(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (changed_before_ns_ != 0) return inside::CtimeNs(st) < changed_before_ns_;
     return !IsWhiteout(st);
   }
   return false;

@@ -3,6 +3,7 @@
 // whatever the agent later changed in the container.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -15,6 +16,10 @@ namespace forge::verify {
 class ImageLayers {
  public:
   explicit ImageLayers(const std::vector<std::string>& layer_dirs);
+  // A live file system as the image: root ("/" inside a pod) as its one
+  // layer, where only a file whose change time is before changed_before_ns
+  // (t0) is the image's or the environment's.
+  ImageLayers(const std::string& root, int64_t changed_before_ns);
 
   // path exists in the image: the topmost layer that has an entry for it
   // decides (an overlay whiteout there means the image deleted it).
@@ -33,6 +38,7 @@ class ImageLayers {
   const std::set<std::string>& NamesIn(size_t layer, const std::string& dir);
 
   std::vector<inside::Fd> layers_;
+  int64_t changed_before_ns_ = 0;  // 0: the layers are the image's as they are
   std::set<std::string> python_roots_;
   bool roots_found_ = false;
   std::map<std::pair<size_t, std::string>, std::set<std::string>> names_;

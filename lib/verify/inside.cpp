@@ -181,6 +181,11 @@ std::optional<Asked> AskedBy(pid_t tid) {
                   &a[5]) != 7) {
     return std::nullopt;
   }
+  const uint64_t args[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+  return AskedIn(tid, nr, args);
+}
+
+std::optional<Asked> AskedIn(pid_t tid, long long nr, const uint64_t a[6]) {
   Asked asked;
   uint64_t path_addr = 0;
   switch (nr) {

@@ -61,6 +61,10 @@ struct Asked {
   int64_t flags = 0;  // open flags (O_ACCMODE ...); 0 for exec
 };
 std::optional<Asked> AskedBy(pid_t tid);
+// The same for a call the caller has read itself (a tracer's stop): its
+// number (this machine's native numbering) and arguments; the path is read
+// from the thread's memory.
+std::optional<Asked> AskedIn(pid_t tid, long long nr, const uint64_t args[6]);
 
 // A process's command line (argv), from /proc/PID/cmdline.
 std::vector<std::string> Cmdline(pid_t pid);

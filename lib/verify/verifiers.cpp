@@ -12,6 +12,7 @@
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
 #include "verify/hardening.h"
+#include "verify/tracer.h"
 #include "verify/watch.h"
 #include "verify/reward.h"
 
@@ -190,6 +191,48 @@ class Witness {
     return true;
   }
 
+  // A one-stream verification (forge-box verify): the evidence is the
+  // tracer's inside the sandbox (tracer.h), sent back in its answer.
+  void StartInBox(const VerifyContext& context) {
+    if (context.previous_tamper != nullptr && context.previous_tamper->is_object()) earlier_ = *context.previous_tamper;
+    windows_ = earlier_.value("trusted_windows", Json::array());
+    unchecked_ = {{"checked", false}, {"method", "none"}, {"why", "not traced (VerifyContext::watch)"}};
+  }
+
+  // forge-box verify's evidence section (nullopt: it sent none). Untraced
+  // evidence is unchecked, and infra_error under --require-evidence (then
+  // false: v holds the verdict).
+  bool FromBox(const std::optional<std::string>& text, const VerifyContext& context, Verdict& v) {
+    if (!text) {
+      if (context.watch) unchecked_["why"] = "forge-box verify sent no evidence";
+    } else if (auto r = ParseTraceReport(*text); !r) {
+      unchecked_["why"] = "forge-box verify's evidence is malformed";
+    } else if (!r->checked) {
+      unchecked_ = {{"checked", false}, {"method", "ptrace"}, {"why", "the verifier could not be traced: " + r->why}};
+    } else {
+      Json findings = Json::array();
+      for (const auto& f : r->findings) {
+        findings.push_back({{"path", f.path}, {"pid", f.pid}, {"program", f.program}, {"why", f.why}});
+      }
+      traced_ = {{"checked", true},
+                 {"method", "ptrace"},
+                 {"t0_ns", r->t0_ns},
+                 {"window", {r->start_ns, r->end_ns}},
+                 {"trusted_until_ns", r->trusted_until_ns},
+                 {"events", r->events},
+                 {"judged", r->judged},
+                 {"processes", r->processes},
+                 {"unverified_paths", r->unverified},
+                 {"unverified_examples", r->unverified_examples},
+                 {"findings", findings},
+                 {"finding_count", r->finding_count}};
+      return true;
+    }
+    if (!context.require_evidence || !context.watch) return true;
+    Fail(v, Outcome::kInfraError, "no runtime evidence can be taken: " + unchecked_.value("why", std::string()));
+    return false;
+  }
+
   // The reward file must be the verifier's own: a process of the agent's
   // program, or one the verifier does not own, wrote it otherwise.
   void CheckReward(const std::string& path) {
@@ -202,7 +245,11 @@ class Witness {
   // The evidence into v: tampered outranks whatever the verifier said; only
   // a stop by a signal stays what it is.
   void Finish(Verdict& v) {
-    Json t = watch_ ? watch_->Finish() : unchecked_;
+    Json t = watch_ ? watch_->Finish() : !traced_.empty() ? traced_ : unchecked_;
+    if (!traced_.empty()) {
+      windows_.push_back({t["window"][0], t["trusted_until_ns"]});
+      t["trusted_windows"] = windows_;
+    }
     if (watch_) {
       for (auto& f : reward_findings_) t["findings"].push_back(f);
       t["finding_count"] = t.value("finding_count", 0) + reward_findings_.size();
@@ -226,6 +273,7 @@ class Witness {
  private:
   std::unique_ptr<Watch> watch_;
   Json unchecked_ = Json::object();
+  Json traced_ = Json::object();
   Json earlier_ = Json::object();
   Json windows_ = Json::array();
   Json reward_findings_ = Json::array();
@@ -351,6 +399,10 @@ Result<sandbox::ExecRequest> OneStreamRequest(const sandbox::Sandbox& sandbox, c
   req.argv.insert(req.argv.end(), {"--max-output", std::to_string(kBoxOutput)});
   if (spec.timeout_sec > 0) req.argv.insert(req.argv.end(), {"--timeout", fmt::format("{}", spec.timeout_sec)});
   if (harbor) req.argv.insert(req.argv.end(), {"--shebang", "--reward", std::to_string(kMaxRewardBytes)});
+  // The tracer's t0: the harness's start as forge-launch recorded it, else
+  // (forge-box's default) the sandbox's start.
+  if (context.baseline) req.argv.insert(req.argv.end(), {"--t0", std::to_string(context.baseline->t0_ns)});
+  if (!context.watch) req.argv.push_back("--no-trace");
   const std::vector<std::string> command =
       harbor ? std::vector<std::string>{std::string(kTestsDir) + "/test.sh"}
              : std::vector<std::string>{"/bin/sh", "-c", spec.command};
@@ -387,13 +439,13 @@ std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& 
 // A sandbox where every exec is an API request and forge-box is mounted (a
 // held pod): the sweep, the tests, the verifier and its reward in one
 // forge-box verify stream, which runs nothing of the sandbox's before the
-// verifier. No runtime evidence is taken there (the witness says so).
+// verifier, under forge-box's tracer: its evidence comes back in the answer.
 Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, double threshold,
                        const VerifyContext& context, bool harbor) {
   Stopwatch clock;
   Verdict v = Start(spec, threshold);
   Witness witness;
-  if (!witness.Start(sandbox, spec, context, v)) return Done(v, witness, clock);
+  witness.StartInBox(context);
   if (!spec.user.empty()) {
     Infra(v, "run the verifier",
           Status::InvalidArgument("the " + sandbox.handle().backend + " backend runs the verifier as the sandbox's "
@@ -411,6 +463,7 @@ Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, doub
   }
   auto report = OneStreamReport(*ran, prep, v);
   if (!report) return Done(v, witness, clock);
+  if (!witness.FromBox(report->evidence, context, v)) return Done(v, witness, clock);
   v.log_tail = LogTail(report->stdout_data, report->stderr_data);
   if (report->timed_out) {
     const std::string what = harbor ? "/tests/test.sh" : "the verifier command";

@@ -280,31 +280,11 @@ Watch::Proc* Watch::ProcessOf(pid_t tid, ProcKey* key) {
 
 void Watch::Refresh(pid_t tid, ProcKey key, Proc& proc) {
   proc.refreshed = true;
-  proc.program = inside::LinkTarget(ProcPath(key.first, "exe"));
-  proc.python = evidence::IsPythonProgram(proc.program);
-  proc.shell = evidence::IsShellProgram(proc.program);
-  proc.arg_files.clear();
-  proc.script_allowed = true;
-  const std::vector<std::string> argv = inside::Cmdline(key.first);
-  Fd root(open(ProcPath(tid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  Fd cwd(open(ProcPath(tid, "cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root.ok() || !cwd.ok()) return;
-  const std::string cwd_path = inside::LinkTarget(ProcPath(tid, "cwd"));
-  bool before_first = true;
-  for (size_t i = 1; i < argv.size() && i < 64; ++i) {
-    std::string arg = argv[i];
-    if (arg.empty() || arg.size() > 4096) continue;
-    if (arg[0] == '-') {
-      if (before_first && (arg == "-c" || arg == "-m" || arg == "-e")) proc.script_allowed = false;
-      const size_t eq = arg.find('=');
-      if (eq == std::string::npos) continue;
-      arg = arg.substr(eq + 1);
-    }
-    inside::Walked w = inside::Walk(root.get(), cwd.get(), cwd_path, arg);
-    if (!w.fd.ok() || !S_ISREG(w.st.st_mode)) continue;
-    proc.arg_files.emplace_back(w.st.st_dev, w.st.st_ino);
-    before_first = false;
-  }
+  Program program = ReadProgram(tid, key.first);
+  proc.program = program.path;
+  proc.python = program.python;
+  proc.shell = program.shell;
+  proc.args = std::move(program);
 }
 
 Origin Watch::OriginOf(const struct stat& st) {
@@ -412,11 +392,7 @@ void Watch::OnPermission(int raw_fd, pid_t tid, bool exec) {
   } else {
     access.agent_link = *link;
   }
-  for (size_t i = 0; i < proc->arg_files.size(); ++i) {
-    if (proc->arg_files[i] != std::make_pair(st.st_dev, st.st_ino)) continue;
-    access.named_in_argv = true;
-    access.first_file_arg = i == 0 && proc->script_allowed;
-  }
+  NoteArguments(proc->args, st, &access);
   evidence::ProcessView view{proc->role, proc->python, proc->started, proc->shell};
   // The judged file's content comes from its event's fd: reading through the
   // sandbox's mounts here would wait for this very loop.

@@ -35,6 +35,7 @@
 #include "verify/evidence.h"
 #include "verify/image_layers.h"
 #include "verify/inside.h"
+#include "verify/program.h"
 
 namespace forge::verify {
 
@@ -89,8 +90,7 @@ class Watch {
     bool started = false;
     bool refreshed = false;  // exe, argv and their files read since the last execve
     std::string program;
-    std::vector<std::pair<dev_t, ino_t>> arg_files;  // files the arguments name, in order
-    bool script_allowed = true;  // no -c/-m/-e before the first file argument
+    Program args;  // what its arguments name
     std::vector<std::string> interpreters;  // named by the files its execve opened so far
   };
   using ProcKey = std::pair<pid_t, int64_t>;  // pid, start time

@@ -3,16 +3,12 @@
 # adversarial_pytest_tasks.sh: 35 attacks in 12 classes, 10 honest agents)
 # run on --backend k8s: pod-native held rollouts against the fake cluster's
 # real mode (pods are Docker containers), verified by forge-verify's one
-# forge-box verify stream a pod. Kubernetes gives forge no runtime evidence
-# (no fanotify on the node from forge-verify), so what holds there is what
-# holds by construction: every honest agent passes; forge's own steps run
-# nothing of the sandbox's (the planted sleep, df and rm never run: those
-# attacks fail); a reward left by a test.sh a signal ended is refused. The
-# attacks that reach the verifier's own machinery (Python start-up hooks,
-# plugins, patched or shadowed test framework, a replaced interpreter, rc
-# files) are forged there: this test prints each attack's verdict, counts the
-# forged ones and fails if any attack it expects to be caught is not, or if
-# the forged ones grow beyond the classes docs/forge-verify.md names.
+# forge-box verify stream a pod, under forge-box's tracer (verify/tracer.h:
+# ptrace and seccomp inside the pod, the fanotify watch's rules). What the
+# docker suite requires holds here: every attack ends failed or tampered with
+# reward 0, every honest agent passes (plugin-honest, which runs its own
+# pytest plugin, ends tampered with its claimed reward kept, as on docker),
+# and the attacks on the verifier's machinery end tampered, naming the file.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 source "$FORGE_SRC/tests/support/k8s_fake.sh"
@@ -40,36 +36,44 @@ bad=$(jq -r 'select(.outcome != "ok") | "\(.task_id): \(.outcome) \(.error)"' "$
 rc=$?
 [ "$rc" = 1 ] && pass || fail "forge-verify exit $rc, want 1: $(tail -3 "$work/verify.err")"
 
-# Caught by construction on k8s (the verdict names why); forged: the rest,
-# all of them attacks on the verifier's own machinery, which only runtime
-# evidence (docker) catches.
-declare -A caught=([solve-kills-test]="ended by signal" [solve-terms-test]="ended by signal"
-                   [path-sleep]="" [path-df]="" [path-rm]="")
-forged=()
+field() { jq -r "$2" <<<"$1"; }
 for name in $(printf '%s\n' "${!kind_of[@]}" | sort); do
   v=$(jq -c --arg id "$name" 'select(.task_id == $id) | .verdict' "$work/verdicts.jsonl")
   [ -n "$v" ] || { fail "$name: no verdict"; continue; }
-  o=$(jq -r .outcome <<<"$v") r=$(jq -r .reward <<<"$v")
-  printf '%-7s %-26s %-9s reward %s  %s\n' "${kind_of[$name]}" "$name" "$o" "$r" "$(jq -r '.message // "" | .[0:110]' <<<"$v")"
-  [ "$(jq -r .sweep.stream <<<"$v")" = "forge-box verify" ] || fail "$name: not one stream: $(jq -c .sweep <<<"$v")"
-  if [ "${kind_of[$name]}" = honest ]; then
-    [ "$o" = passed ] && [ "$r" = 1 ] && pass || fail "honest $name ended $o: $(jq -r .message <<<"$v")"
-  elif [ -n "${caught[$name]+x}" ]; then
-    [ "$o" = failed ] && [ "$r" = 0 ] && jq -r '.message // ""' <<<"$v" | grep -q "${caught[$name]}" && pass ||
-      fail "attack $name ended $o reward $r: $(jq -r .message <<<"$v")"
-  elif [ "$o" = passed ]; then
-    forged+=("$name")
+  o=$(field "$v" .outcome) r=$(field "$v" .reward)
+  printf '%-7s %-26s %-9s reward %s  %s\n' "${kind_of[$name]}" "$name" "$o" "$r" "$(field "$v" '.message // "" | .[0:110]')"
+  [ "$(field "$v" .sweep.stream)" = "forge-box verify" ] || fail "$name: not one stream: $(jq -c .sweep <<<"$v")"
+  [ "$(field "$v" .tamper.checked)" = true ] && [ "$(field "$v" .tamper.method)" = ptrace ] ||
+    fail "$name: no runtime evidence: $(jq -c .tamper <<<"$v")"
+  [ "$(field "$v" .tamper.unverified_paths)" = 0 ] || fail "$name: paths not followed: $(jq -c .tamper.unverified_examples <<<"$v")"
+  if [ "${kind_of[$name]}" = attack ]; then
+    { [ "$o" = failed ] || [ "$o" = tampered ]; } && [ "$r" = 0 ] && pass || fail "attack $name ended $o reward $r: $(field "$v" .message)"
+  elif [ "$name" = plugin-honest ]; then
+    [ "$o" = tampered ] && [ "$r" = 0 ] && [ "$(field "$v" .claimed_reward)" = 1 ] && pass ||
+      fail "plugin-honest: $o reward $r (expected tampered, reward 0, claimed 1)"
+  else
+    [ "$o" = passed ] && [ "$r" = 1 ] && pass || fail "honest $name ended $o: $(field "$v" .message)"
   fi
 done
-attacks=$(printf '%s\n' "${kind_of[@]}" | grep -c attack)
-echo "on k8s: ${#forged[@]} of $attacks attacks forged a pass: ${forged[*]}"
-# The classes docs/forge-verify.md says k8s does not defend: start-up hooks,
-# plugins, config files, shadowing modules, patched framework, fake packages,
-# interpreter or bash replaced, rc files, the late reward writer, the chain.
-for name in "${forged[@]}"; do
-  case $name in
-    pth-*|usercustomize-*|sitecustomize-*|plugin-*|config-*|cwd-*|patched-*|fake-*|python-*|bash-*|bashrc-*|profile-*|uv-env-*|solve-writes-late|path-mv|deep-chain) pass ;;
-    *) fail "attack $name forged a pass on k8s, outside the classes documented as undefended" ;;
-  esac
+# As on docker: the attacks on the verifier's machinery are caught by its
+# evidence, naming the file; a killed test.sh's reward is refused.
+for name in pth-local pth-system usercustomize-package sitecustomize-patched plugin-pip plugin-user-site \
+            plugin-image-module config-tox-ini config-setup-cfg config-pyproject cwd-pytest-module \
+            cwd-pytest-package cwd-_pytest-package patched-pytest-main patched-pluggy patched-stdlib fake-pytest \
+            fake-_pytest fake-pluggy python-target-replaced python-link-to-true python-link-to-workdir bash-replaced \
+            bashrc-through-profile profile-addopts profile-sources-new-file uv-env-planted solve-writes-late path-mv; do
+  v=$(jq -c --arg id "$name" 'select(.task_id == $id) | .verdict' "$work/verdicts.jsonl")
+  [ "$(field "$v" .outcome)" = tampered ] && [ "$(field "$v" '.tamper.findings | length')" -ge 1 ] && pass ||
+    fail "$name: $(field "$v" .outcome), expected tampered with a finding: $(field "$v" .message)"
 done
+field "$(jq -c 'select(.task_id == "python-link-to-true") | .verdict' "$work/verdicts.jsonl")" .message |
+  grep -q "through /usr/bin/python3, a symlink the agent made" && pass || fail "python-link-to-true: the retargeted link not named"
+for name in solve-kills-test solve-terms-test; do
+  field "$(jq -c --arg id "$name" 'select(.task_id == $id) | .verdict' "$work/verdicts.jsonl")" .message |
+    grep -q "ended by signal" && pass || fail "$name: a killed test.sh's reward was not refused"
+done
+attacks=$(printf '%s\n' "${kind_of[@]}" | grep -c attack)
+caught=$(jq -r 'select(.verdict.outcome == "failed" or .verdict.outcome == "tampered") | .task_id' "$work/verdicts.jsonl" |
+         while read -r id; do [ "${kind_of[$id]:-}" = attack ] && echo "$id"; done | wc -l)
+echo "on k8s: $caught of $attacks attacks failed or tampered with reward 0"
 finish

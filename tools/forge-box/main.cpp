@@ -19,7 +19,7 @@ constexpr const char* kUsage =
     "       forge-box done\n"
     "       forge-box install DEST\n"
     "       forge-box verify --tag TAG [--stop] [--keep PID:START,...] [--clear] [--timeout S] [--max-output BYTES]\n"
-    "                        [--shebang] [--reward BYTES] < ARCHIVE\n"
+    "                        [--shebang] [--reward BYTES] [--t0 NS] [--no-trace] < ARCHIVE\n"
     "forge's helper inside a sandbox (bind-mounted read-only at /forge/bin/forge-box).\n"
     "mark       print the moment and the processes alive (one forge-mark: line on stderr), then exec CMD\n"
     "keepalive  be PID 1: reap orphans, exit after SECONDS or on SIGTERM\n"
@@ -29,7 +29,8 @@ constexpr const char* kUsage =
     "done       exit 0 once a held pod's supervisor has ended CMD (its readiness probe)\n"
     "install    copy forge-box to DEST (a pod's init container)\n"
     "verify     a whole verification in one stream: read the archive (command, environment, tests), sweep,\n"
-    "           unpack the tests into /tests, run the command (never from PATH), report its end, output, rewards\n";
+    "           unpack the tests into /tests, run the command (never from PATH) under a tracer of its process\n"
+    "           tree (--no-trace: none), report its end, output, rewards and what the tracer found\n";
 
 }  // namespace
 

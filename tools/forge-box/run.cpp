@@ -2,15 +2,19 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "proc.h"
 #include "sandbox/box_protocol.h"
+#include "verify/tracer.h"
 
 namespace forge::box {
 namespace {
@@ -21,7 +25,13 @@ void Keep(std::string& kept, const char* data, size_t n, size_t max, bool* trunc
   kept.append(data, n < room ? n : room);
 }
 
-[[noreturn]] void Child(const RunSpec& spec, int out, int err) {
+// The tracer's two pipes: its go to the child, the child's why back.
+struct TracePipes {
+  int go[2] = {-1, -1};
+  int why[2] = {-1, -1};
+};
+
+[[noreturn]] void Child(const RunSpec& spec, int out, int err, const TracePipes* trace = nullptr) {
   setsid();
   const int null = open("/dev/null", O_RDONLY);
   dup2(null, 0);
@@ -30,6 +40,11 @@ void Keep(std::string& kept, const char* data, size_t n, size_t max, bool* trunc
   if (!spec.workdir.empty() && chdir(spec.workdir.c_str()) != 0) {
     WriteAll(2, std::string(sandbox::kBoxTag) + "cannot enter " + spec.workdir + ": " + std::strerror(errno) + "\n");
     _exit(126);
+  }
+  if (trace != nullptr) {
+    close(trace->go[1]);
+    close(trace->why[0]);
+    verify::Tracer::InChild(trace->go[0], trace->why[1]);
   }
   std::vector<char*> args;
   for (const std::string& a : spec.argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -48,12 +63,78 @@ double Now() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
 }
 
+namespace {
+
+// Reads both streams until they close or *stop is set (then at most 1 s more).
+void ReadStreams(int out, int err, const RunSpec& spec, const std::atomic<bool>* stop, RunOutcome* r) {
+  std::vector<pollfd> fds = {{out, POLLIN, 0}, {err, POLLIN, 0}};
+  double stop_seen = 0;
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    if (stop->load() && stop_seen == 0) stop_seen = Now();
+    if (stop_seen > 0 && Now() > stop_seen + 1) break;
+    if (poll(fds.data(), fds.size(), 100) <= 0) continue;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[65536];
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        Keep(i == 0 ? r->out : r->err, buf, static_cast<size_t>(n), spec.max_output, &r->truncated);
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+      }
+    }
+  }
+  for (const pollfd& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+}
+
+// RunCommand under spec.tracer: the tracer's loop on this thread (ptrace
+// answers only the thread that attached), the streams on another.
+void RunTraced(const RunSpec& spec, int out[2], int err[2], RunOutcome* r) {
+  TracePipes pipes;
+  if (pipe2(pipes.go, O_CLOEXEC) != 0 || pipe2(pipes.why, O_CLOEXEC) != 0) {
+    r->err = std::string(sandbox::kBoxTag) + "pipe: " + std::strerror(errno) + "\n";
+    return;
+  }
+  // A process that is not dumpable may be traced only with CAP_SYS_PTRACE:
+  // the child is made dumpable (as its execve would make it anyway) for the
+  // attach, forge-box itself only around the fork.
+  const int dumpable = prctl(PR_GET_DUMPABLE);
+  prctl(PR_SET_DUMPABLE, 1);
+  const pid_t child = fork();
+  if (child == 0) Child(spec, out[1], err[1], &pipes);
+  prctl(PR_SET_DUMPABLE, dumpable);
+  close(out[1]);
+  close(err[1]);
+  close(pipes.go[0]);
+  close(pipes.why[1]);
+  spec.tracer->Attach(child, pipes.go[1]);
+  std::atomic<bool> stop{false};
+  std::thread reader(ReadStreams, out[0], err[0], std::cref(spec), &stop, r);
+  const double deadline = spec.timeout_seconds > 0 ? Now() + spec.timeout_seconds : 0;
+  const int status = spec.tracer->Run(deadline, 1.0, spec.terminate, &r->timed_out);
+  stop.store(true);
+  reader.join();
+  std::string why;
+  char buf[512];
+  fcntl(pipes.why[0], F_SETFL, O_NONBLOCK);
+  for (ssize_t n; (n = read(pipes.why[0], buf, sizeof buf)) > 0;) why.append(buf, static_cast<size_t>(n));
+  close(pipes.why[0]);
+  spec.tracer->ChildFailed(why);
+  r->exit = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+}  // namespace
+
 void RunCommand(const RunSpec& spec, bool reap_all, RunOutcome* r) {
   int out[2], err[2];
   if (spec.argv.empty() || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     r->err = std::string(sandbox::kBoxTag) + (spec.argv.empty() ? "no command" : "pipe: " + std::string(std::strerror(errno))) + "\n";
     return;
   }
+  if (spec.tracer != nullptr) return RunTraced(spec, out, err, r);
   const pid_t child = fork();
   if (child == 0) Child(spec, out[1], err[1]);
   close(out[1]);

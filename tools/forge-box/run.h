@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace forge::verify {
+class Tracer;
+}
+
 namespace forge::box {
 
 struct RunSpec {
@@ -18,6 +22,10 @@ struct RunSpec {
   bool path_lookup = true;      // false: argv[0] as given, never from PATH
   // Set from a signal handler: kill the command now (not a timeout).
   const volatile sig_atomic_t* terminate = nullptr;
+  // Runs the command under this tracer (verify/tracer.h): its whole tree,
+  // killed at the deadline or once the command has ended and its
+  // descendants had 1 s more.
+  verify::Tracer* tracer = nullptr;
 };
 
 struct RunOutcome {

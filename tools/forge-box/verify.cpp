@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -22,6 +24,7 @@
 #include "run.h"
 #include "sandbox/box_protocol.h"
 #include "sweep.h"
+#include "verify/tracer.h"
 
 namespace forge::box {
 namespace {
@@ -43,6 +46,8 @@ struct VerifyOptions {
   size_t max_output = 1 << 20;
   bool shebang = false;
   long long reward_bytes = -1;  // < 0: read no reward files
+  bool trace = true;            // --no-trace: no runtime evidence (the benchmark's baseline)
+  long long t0_ns = -1;         // --t0: the harness's start; else the sandbox's (PID 1's start)
 };
 
 bool Refuse(const std::string& why) {
@@ -244,8 +249,14 @@ bool ParseVerify(int argc, char** argv, VerifyOptions* o) {
       continue;
     }
     const std::string flag = argv[i];
-    if (flag == "--shebang") {
-      o->shebang = true;
+    if (flag == "--shebang" || flag == "--no-trace") {
+      (flag == "--shebang" ? o->shebang : o->trace) = flag == "--shebang";
+      continue;
+    }
+    if (flag == "--t0" && i + 1 < argc) {
+      char* end = nullptr;
+      o->t0_ns = std::strtoll(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || o->t0_ns < 0) return false;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -260,6 +271,34 @@ bool ParseVerify(int argc, char** argv, VerifyOptions* o) {
   return SweepArgsValid(o->sweep);
 }
 
+// The sandbox's start on the wall clock: PID 1's start (clock ticks since
+// boot) moved by the wall clock's distance from the boot clock now. Without
+// the harness's mark, what the entrypoint wrote then counts as the agent's,
+// never the other way round.
+long long SandboxStartNs() {
+  std::string stat;
+  const int fd = open("/proc/1/stat", O_RDONLY | O_CLOEXEC);
+  char buf[1024];
+  const ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* at = std::strrchr(buf, ')');
+  for (int field = 2; at != nullptr && field < 22; ++field) at = std::strchr(at + 1, ' ');
+  if (at == nullptr) return 0;
+  const long long ticks = std::atoll(at + 1);
+  timespec real{}, boot{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &real);
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  const long long offset = (static_cast<long long>(real.tv_sec) - boot.tv_sec) * 1000000000LL + (real.tv_nsec - boot.tv_nsec);
+  return offset + ticks * (1000000000LL / sysconf(_SC_CLK_TCK));
+}
+
+std::string WorkingDirectory() {
+  char buf[4096];
+  return getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : "/";
+}
+
 }  // namespace
 
 int Verify(int argc, char** argv) {
@@ -267,7 +306,7 @@ int Verify(int argc, char** argv) {
   if (!ParseVerify(argc, argv, &o)) {
     WriteAll(2, std::string(sandbox::kBoxTag) +
                     "usage: forge-box verify --tag TAG [--stop] [--keep LIST] [--clear] [--timeout S] "
-                    "[--max-output BYTES] [--shebang] [--reward BYTES] < ARCHIVE\n");
+                    "[--max-output BYTES] [--shebang] [--reward BYTES] [--t0 NS] [--no-trace] < ARCHIVE\n");
     return 64;
   }
   // No process in the sandbox may write to this one's stdout through /proc.
@@ -290,6 +329,9 @@ int Verify(int argc, char** argv) {
     return Refuse(std::string("the archive's ") + sandbox::kVerifyArgv + " names no absolute command"), 65;
   }
   if (const int swept = SweepSteps(o.sweep); swept != 0) return swept;
+  // What changes from now on is forge's (the tests) or the verifier's.
+  timespec swept_at{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &swept_at);
   const int tests = o.sweep.clear ? open("/tests", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
   for (const ArchiveEntry& e : entries) {
     if (e.name.rfind(sandbox::kVerifyTests, 0) != 0) continue;
@@ -301,6 +343,13 @@ int Verify(int argc, char** argv) {
   }
   if (tests >= 0) close(tests);
   if (o.shebang) run.argv = ByShebang(run.argv);
+  verify::TracePlan plan;
+  plan.t0_ns = o.t0_ns >= 0 ? o.t0_ns : SandboxStartNs();
+  plan.workdir = WorkingDirectory();
+  plan.agent_may_run = !o.sweep.stop;
+  plan.trusted_from_ns = static_cast<int64_t>(swept_at.tv_sec) * 1000000000 + swept_at.tv_nsec;
+  std::optional<verify::Tracer> tracer;
+  if (o.trace) run.tracer = &tracer.emplace(plan);
   RunOutcome r;
   RunCommand(run, false, &r);
   std::string rewards;
@@ -309,11 +358,25 @@ int Verify(int argc, char** argv) {
     txt = ReadReward("/logs/verifier/reward.txt", o.reward_bytes, &rewards);
     json = ReadReward("/logs/verifier/reward.json", o.reward_bytes, &rewards);
   }
+  std::string evidence;
+  if (tracer) {
+    verify::TraceReport report = tracer->Finish();
+    for (const char* path : {"/logs/verifier/reward.txt", "/logs/verifier/reward.json"}) {
+      // The reward file must be the verifier's own (verifiers.cpp's Witness).
+      if (o.reward_bytes < 0 || !report.checked) break;
+      const std::string why = tracer->Writer(path);
+      if (why.empty()) continue;
+      ++report.finding_count;
+      report.findings.push_back({path, 0, "", why});
+    }
+    evidence = verify::FormatTraceReport(report);
+  }
   WriteAll(1, std::string(sandbox::kVerifyTag) + "exit=" + std::to_string(r.exit) + " timed_out=" +
                   (r.timed_out ? "1" : "0") + " truncated=" + (r.truncated ? "1" : "0") +
                   " stdout=" + std::to_string(r.out.size()) + " stderr=" + std::to_string(r.err.size()) +
-                  " reward.txt=" + std::to_string(txt) + " reward.json=" + std::to_string(json) + "\n" + r.out +
-                  r.err + rewards);
+                  " reward.txt=" + std::to_string(txt) + " reward.json=" + std::to_string(json) +
+                  " evidence=" + std::to_string(tracer ? static_cast<long long>(evidence.size()) : -1) + "\n" + r.out +
+                  r.err + rewards + evidence);
   return 0;
 }
 
