@@ -37,12 +37,12 @@ Task<bool> ClientReply::Send(Outcome& outcome, const Status& committed) {
   if (!committed.ok() && (outcome.reply == Reply::kWhole || outcome.reply == Reply::kStreamEnd)) {
     // (A failed call's record is best effort: the client is told of its failure either way.)
     Refusal not_recorded{500, "the call could not be recorded: " + committed.message(), {}};
-    if (!cs.headers_sent) co_return co_await Refuse(std::move(not_recorded));
+    if (!cs.started()) co_return co_await Refuse(std::move(not_recorded));
     std::unique_ptr<StreamTranslator> stream = outcome.stream ? std::move(outcome.stream) : format_.NewStream();
     co_await WriteSseBytes(cs, stream->OnError(not_recorded.message), true);
     co_return false;
   }
-  if (outcome.reply == Reply::kError && !cs.headers_sent) {
+  if (outcome.reply == Reply::kError && !cs.started()) {
     Refusal failed{outcome.status, std::move(outcome.error), std::move(outcome.headers)};
     co_return co_await Refuse(std::move(failed));
   }
@@ -56,7 +56,7 @@ Task<bool> ClientReply::Send(Outcome& outcome, const Status& committed) {
                                     std::move(outcome.body), outcome.content_type, std::move(outcome.headers));
   }
   if (outcome.reply == Reply::kBreak) {
-    if (!outcome.body.empty()) co_await WriteSseBytes(cs, std::move(outcome.body), false);
+    co_await WriteSseBytes(cs, std::move(outcome.body), false);  // (nothing, when nothing is left)
     co_return false;
   }
   if (outcome.reply == Reply::kStreamEnd && outcome.stream) outcome.body += outcome.stream->OnEnd();

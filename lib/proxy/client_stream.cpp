@@ -12,6 +12,12 @@ namespace forge::proxy {
 
 Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
   if (cs.failed) co_return;
+  if (!cs.pending.empty()) {  // (the pending bytes are most of them: the rest goes after, in place)
+    cs.pending += bytes;
+    bytes = std::move(cs.pending);
+    cs.pending.clear();
+  }
+  if (bytes.empty() && !last && cs.headers_sent) co_return;
   cs.writing = true;
   std::string before;
   if (!cs.headers_sent) {
@@ -39,6 +45,15 @@ Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last) {
   co_await WriteAllReady(*cs.socket, pieces, 0, ec);
   if (ec) cs.failed = true;
   cs.writing = false;
+}
+
+void DeferSseBytes(ClientStream& cs, std::string&& bytes) {
+  if (cs.failed) return;
+  if (cs.pending.empty()) {
+    cs.pending = std::move(bytes);
+  } else {
+    cs.pending += bytes;
+  }
 }
 
 namespace {

@@ -20,15 +20,27 @@ struct ClientStream {
   bool writing = false;
   bool call_started_writing = false;
   bool failed = false;  // the client went away
+  // Bytes passed on but not yet written: they go out first in the next
+  // write (DeferSseBytes).
+  std::string pending;
   unsigned version = 11;
   std::string content_type = "text/event-stream";
   std::unique_ptr<asio::steady_timer> keepalive_timer;
+
+  // The client's stream has begun: its header is out, or bytes wait to follow it.
+  bool started() const { return headers_sent || !pending.empty(); }
 };
 
-// Writes bytes as one chunk (none when empty), with the header the first
-// time and the last chunk when last, in one write. Does nothing once the
-// client has gone (failed).
+// Writes what is pending and bytes as one chunk (none when both are empty),
+// with the header the first time and the last chunk when last, in one write.
+// Does nothing once the client has gone (failed), nor when there is nothing
+// to write.
 Task<void> WriteSseBytes(ClientStream& cs, std::string bytes, bool last);
+
+// Bytes for the client that go out with the next write, not in one of their
+// own: a stream's last read, whose events then share a write with the
+// stream's end (sent once the call is recorded), as nginx writes them.
+void DeferSseBytes(ClientStream& cs, std::string&& bytes);
 
 // SSE comments on cs every interval seconds until the call writes (it then
 // calls StopKeepAlive) or the client goes: a streamed call waiting for its

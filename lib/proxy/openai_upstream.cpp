@@ -248,6 +248,13 @@ Task<Outcome> OpenAIUpstream::RelayStream(UpstreamAnswer& answer, ClientStream& 
     if (!RelayEvents(s, std::string_view(buf.get(), kStreamReadBytes - parser.get().body().size), out)) break;
     if (!out.empty()) {
       if (!cs.call_started_writing) co_await StopKeepAlive(cs);
+      if (s.saw_done && !ec) {
+        // The stream's last read: its events go out with the stream's end,
+        // in one write once the call is recorded (an unpaced upstream's
+        // whole answer, mostly), not in a write of their own before it.
+        DeferSseBytes(cs, std::move(out));
+        continue;
+      }
       co_await WriteSseBytes(cs, std::move(out), false);
       if (cs.failed) {
         s.error = "the client closed the connection mid-stream";

@@ -153,4 +153,160 @@ TEST_CASE("stream relay: the common chunk relayed in one walk gives what the ful
   CHECK(fresh.empty());
 }
 
+// The relay's one pass validates a chunk as it walks it: whatever it takes
+// must be what the full way (CaptureAndStrip, which validates the whole text
+// first) makes of it, and anything unusual it must leave to the full way.
+namespace {
+
+const std::string kFirst = Chunk(R"({"index":0,"delta":{"role":"assistant","content":""},"logprobs":null})");
+
+// Whether the relay takes data (after a first chunk), and that the stream's
+// bytes, tokens and assembly are the full way's either way.
+bool TakenAsFullWay(const std::string& data, const CaptureWants& wants, bool drop_usage) {
+  Relayed full = Relay({kFirst, data}, wants, drop_usage, false);
+  Relayed fast = Relay({kFirst, data}, wants, drop_usage, true);
+  CHECK(fast.failed == full.failed);
+  CHECK(fast.out == full.out);
+  CHECK(fast.tokens.completion_ids == full.tokens.completion_ids);
+  CHECK(fast.tokens.logprobs == full.tokens.logprobs);
+  CHECK(fast.assembled == full.assembled);
+  return fast.fast > 0;
+}
+
+std::string WithNul(std::string data) {  // the '~' a NUL byte
+  data[data.find('~')] = '\0';
+  return data;
+}
+
+std::string Nested(int levels) {  // levels arrays around a 0
+  return std::string(static_cast<size_t>(levels), '[') + "0" + std::string(static_cast<size_t>(levels), ']');
+}
+
+}  // namespace
+
+TEST_CASE("stream relay: the one pass takes the common chunk and leaves anything unusual to the full way") {
+  CaptureWants none, all;
+  all.token_ids = all.logprobs = true;
+  const std::string lp = R"("logprobs":{"content":[{"token":"a","logprob":-0.5,"top_logprobs":[]}]})";
+  // Taken: the shapes the pass reads itself, with spacing, escapes and UTF-8 in values.
+  for (const std::string& data : {
+           Chunk(R"({"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null})"),
+           Chunk(R"({"index":0,"delta":{"content":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00 é"},"finish_reason":null})"),
+           Chunk(R"({"index":-0,"delta":{},"stop_reason":null,"token_ids":[1,-2,3e0]})"),
+           Chunk(R"({"index":2147483647,"delta":{"content":null}})"),
+           Chunk(R"({"index":0,"delta":{"content":"b"},)" + lp + R"(,"token_ids":[7]})", R"(,"usage":null)"),
+           std::string("{ \"id\" : [\"x\",{\"y\":null}] ,\t\"created\":1e308,\n\"choices\" : [ {\"delta\" :"
+                       " { \"content\" : \"c\" } , \"index\" : 0 } ] , \"model\":\"m\" }"),
+       }) {
+    CAPTURE(data);
+    CHECK(TakenAsFullWay(data, none, false));
+    CHECK(TakenAsFullWay(data, all, true));
+  }
+  // Left to the full way (which refuses what is not JSON, and takes the rest as it always did).
+  for (const std::string& data : {
+           // duplicates, at each level the pass reads
+           Chunk(R"({"index":0,"delta":{"content":"a"}})", R"(,"id":"again")"),
+           Chunk(R"({"index":0,"index":0,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"},"delta":{"content":"b"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a","content":"b"}})"),
+           // escapes in keys: "id", "index", "content" spelled with \u
+           std::string("{\"\\u0069d\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+                       "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}"),
+           Chunk(R"({"\u0069ndex":0,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":0,"delta":{"con\u0074ent":"a"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"}})", R"(,"\"":1)"),
+           // an escape in "object", a text completion's object
+           Chunk(R"({"index":0,"delta":{"content":"a"}})", R"(,"object":"chat\u002ecompletion")"),
+           // nesting where the pass expects none, and two choices
+           Chunk(R"({"index":0,"delta":{"content":["a"]}})"),
+           Chunk(R"({"index":0,"delta":{"content":{"text":"a"}}})"),
+           Chunk(R"([{"index":0,"delta":{"content":"a"}}])"),
+           Chunk(R"({"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"},"token_ids":{"0":1}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"},"logprobs":[]})"),
+           // NUL bytes: in a value, after the object
+           WithNul(Chunk(R"({"index":0,"delta":{"content":"a~b"}})")),
+           Chunk(R"({"index":0,"delta":{"content":"a"}})") + std::string("\0}", 2),
+           // truncated, or with text after the object
+           Chunk(R"({"index":0,"delta":{"content":"a"}})").substr(0, 80) + "}",
+           Chunk(R"({"index":0,"delta":{"content":"a"}})") + "}",
+           Chunk(R"({"index":0,"delta":{"content":"a"}})") + " {}",
+           Chunk(R"({"index":0,"delta":{"content":"a)"),
+           // numbers: out of int32, not integers, not JSON, overflowing
+           Chunk(R"({"index":2147483648,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":-2147483649,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":99999999999999999999,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":0.0,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":1e0,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":01,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":-,"delta":{"content":"a"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"},"token_ids":[1,02]})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"}})", R"(,"system_fingerprint":1e400)"),
+           // literals and strings that are not JSON
+           Chunk(R"({"index":0,"delta":{"content":nul}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"},"finish_reason":nullx})"),
+           Chunk(R"({"index":0,"delta":{"content":"\x"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"\ud83d"}})"),
+           Chunk("{\"index\":0,\"delta\":{\"content\":\"\xC3\x28\"}}"),
+           Chunk("{\"index\":0,\"delta\":{\"content\":\"tab\there\"}}"),
+           // what a content chunk does not have
+           Chunk(R"({"index":0,"delta":{"content":"a"},"finish_reason":"stop"})"),
+           Chunk(R"({"index":0,"delta":{"role":"assistant","content":"a"}})"),
+           Chunk(R"({"index":0,"delta":{"content":"a"}})", R"(,"usage":{"prompt_tokens":1})"),
+           Chunk(R"({"delta":{"content":"a"},"index":0,"extra":1})"),
+           Chunk(R"({"index":0})"),
+           Chunk(R"({})"),
+           std::string(R"({"choices":[]})"),
+       }) {
+    CAPTURE(data);
+    CHECK_FALSE(TakenAsFullWay(data, none, false));
+    CHECK_FALSE(TakenAsFullWay(data, all, true));
+  }
+  // The depth limit of a value inside is the chunk's: 4096 levels in all
+  // (the chunk, "choices", the choice and the value's own), not one more.
+  for (int levels : {4096, 4097}) {
+    // chunk, choices, choice, logprobs, content, its element, then arrays
+    std::string data = Chunk(R"({"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"x":)" + Nested(levels - 6) +
+                             R"(}]}})");
+    // chunk, choices, choice, then arrays
+    std::string ids = Chunk(R"({"index":0,"delta":{"content":"a"},"token_ids":)" + Nested(levels - 3) + "}");
+    // chunk, then arrays
+    std::string head = R"({"id":)" + Nested(levels - 1) +
+                       R"(,"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{}}]})";
+    CAPTURE(levels);
+    CHECK(TakenAsFullWay(data, all, false) == (levels == 4096));
+    CHECK(TakenAsFullWay(data, none, false) == (levels == 4096));
+    CHECK(TakenAsFullWay(ids, none, false) == (levels == 4096));
+    CHECK(TakenAsFullWay(head, none, false) == (levels == 4096));
+  }
+}
+
+TEST_CASE("stream relay: every one-byte change of a content chunk is taken only as the full way takes it") {
+  const std::string base = Chunk(
+      R"({"index":0,"delta":{"content":"a \"b\" é\u00e9"},"logprobs":{"content":[{"token":"a","logprob":-0.5}]},"finish_reason":null,"token_ids":[12,345]})",
+      R"(,"usage":null)");
+  CaptureWants none, all;
+  all.token_ids = all.logprobs = true;
+  const std::string bytes = std::string("\"\\{}[],: 0-e.xnu\x01\xC3\xFF", 21) + std::string(1, '\0');
+  REQUIRE(TakenAsFullWay(base, all, false));
+  REQUIRE(TakenAsFullWay(base, none, true));
+  int taken = 0, tried = 0;
+  auto check = [&](const std::string& data) {
+    ++tried;
+    bool a = TakenAsFullWay(data, all, false);
+    bool b = TakenAsFullWay(data, none, true);
+    taken += a + b;
+  };
+  for (size_t i = 0; i < base.size(); ++i) {
+    CAPTURE(i);
+    check(base.substr(0, i) + base.substr(i + 1));  // a byte gone
+    for (char c : bytes) {
+      check(base.substr(0, i) + c + base.substr(i + 1));  // a byte changed
+      check(base.substr(0, i) + c + base.substr(i));      // a byte added
+    }
+  }
+  CHECK(tried > 10000);
+  CHECK(taken > 1000);  // (content and values change without changing the shape)
+}
+
 }  // namespace proxy_stream_relay_test
