@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "base/clock.h"
+
 // glibc's <sys/ptrace.h> clashes with <linux/ptrace.h>: the call itself.
 namespace {
 long Ptrace(long request, pid_t pid, void* addr, void* data) { return syscall(SYS_ptrace, request, pid, addr, data); }
@@ -49,18 +51,6 @@ constexpr TracedCall kTracedCalls[] = {
     {AUDIT_ARCH_I386, 11, SYS_execve},                {AUDIT_ARCH_I386, 295, SYS_openat},
     {AUDIT_ARCH_I386, 358, SYS_execveat},             {AUDIT_ARCH_I386, 437, SYS_openat2},
 };
-
-int64_t TraceNowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-double TraceMonotonic() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
-}
 
 std::string ProcFile(pid_t pid, const std::string& what) { return "/proc/" + std::to_string(pid) + "/" + what; }
 
@@ -165,7 +155,7 @@ void Tracer::Attach(pid_t child, int sync_fd) {
     procs_[child] = Proc{};
     ++report_.processes;
   }
-  report_.start_ns = plan_.trusted_from_ns > 0 ? plan_.trusted_from_ns : TraceNowNs();
+  report_.start_ns = plan_.trusted_from_ns > 0 ? plan_.trusted_from_ns : ClockNs(CLOCK_REALTIME_COARSE);
   if (plan_.agent_may_run) untrusted_since_ = report_.start_ns;
   const char go = attached_ ? 'T' : 'U';
   (void)!write(sync_fd, &go, 1);
@@ -191,7 +181,7 @@ int Tracer::Run(double deadline, double linger, const volatile sig_atomic_t* ter
     if (tid < 0) break;  // nothing left to wait for
     if (tid > 0) {
       if (WIFEXITED(status) || WIFSIGNALED(status)) {
-        if (tid == root_) root_status = status, ended_at = TraceMonotonic();
+        if (tid == root_) root_status = status, ended_at = MonotonicSeconds();
         pending_.erase(tid);
         if (auto it = tgid_.find(tid); it != tgid_.end()) {
           if (it->second == tid) procs_.erase(tid);
@@ -202,7 +192,7 @@ int Tracer::Run(double deadline, double linger, const volatile sig_atomic_t* ter
       }
       continue;
     }
-    const double now = TraceMonotonic();
+    const double now = MonotonicSeconds();
     const bool stop = (terminate != nullptr && *terminate) || (deadline > 0 && now > deadline);
     if (stop && ended_at == 0 && killed_at == 0 && timed_out != nullptr) *timed_out = !(terminate && *terminate);
     if ((stop || (ended_at > 0 && now > ended_at + linger)) && (killed_at == 0 || now > killed_at + 0.2)) {
@@ -433,7 +423,7 @@ void Tracer::Judge(pid_t tid, Proc& proc, bool exec, const std::optional<inside:
   if (d.ends_startup) proc.started = true;
   if (d.becomes_agent) {
     proc.role = Role::kAgentProgram;
-    untrusted_since_ = std::min(untrusted_since_, TraceNowNs());
+    untrusted_since_ = std::min(untrusted_since_, ClockNs(CLOCK_REALTIME_COARSE));
   }
   if (exec) proc.started = false;
 }
@@ -452,7 +442,7 @@ std::string Tracer::Writer(const std::string& path) {
 }
 
 TraceReport Tracer::Finish() {
-  report_.end_ns = TraceNowNs();
+  report_.end_ns = ClockNs(CLOCK_REALTIME_COARSE);
   report_.trusted_until_ns = std::min(untrusted_since_, report_.end_ns);
   report_.checked = attached_ && why_unchecked_.empty();
   report_.why = why_unchecked_;

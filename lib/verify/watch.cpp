@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #if __has_include("sandbox/docker/engine.h")
+#include "base/clock.h"
 #include "sandbox/docker/engine.h"
 #define FORGE_WATCH_HAVE_DOCKER_ENGINE 1
 #endif
@@ -31,12 +32,6 @@ using evidence::Role;
 using inside::Fd;
 
 constexpr size_t kMaxFindings = 20;
-
-int64_t Coarse() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 std::string ProcPath(pid_t pid, const char* what) { return fmt::format("/proc/{}/{}", pid, what); }
 
@@ -126,7 +121,7 @@ Result<std::unique_ptr<Watch>> Watch::Start(WatchPlan plan) {
   if (!watch->group_.ok()) return Status::Unavailable(std::string("fanotify_init: ") + std::strerror(errno));
   watch->wake_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   FORGE_RETURN_IF_ERROR(watch->Mark());
-  watch->start_ns_ = Coarse();
+  watch->start_ns_ = ClockNs(CLOCK_REALTIME_COARSE);
   watch->start_ticks_ = BootTicks();
   if (watch->plan_.agent_may_run) watch->untrusted_since_ = watch->start_ns_;
   watch->thread_ = std::thread([w = watch.get()] { w->Loop(); });
@@ -171,7 +166,7 @@ Status Watch::Mark() {
   return Status::Ok();
 }
 
-int64_t Watch::NowNs() const { return Coarse(); }
+int64_t Watch::NowNs() const { return ClockNs(CLOCK_REALTIME_COARSE); }
 
 void Watch::Loop() {
   alignas(fanotify_event_metadata) char buf[64 * 1024];
@@ -463,7 +458,7 @@ Json Watch::Finish() {
     group_ = Fd();  // any event still pending is allowed as the group goes
     std::lock_guard<std::mutex> lock(mutex_);
     finished_ = true;
-    end_ns_ = Coarse();
+    end_ns_ = ClockNs(CLOCK_REALTIME_COARSE);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   Json j = {{"checked", true},

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 #include "verify/tracer.h"
@@ -24,17 +25,7 @@ using namespace forge::verify;
 
 namespace {
 
-int64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-double Monotonic() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
-}
+int64_t NowNs() { return forge::ClockNs(CLOCK_REALTIME_COARSE); }
 
 struct Traced {
   TraceReport report;
@@ -61,7 +52,7 @@ Traced RunTraced(const std::string& script, TracePlan plan, double timeout = 0) 
   close(why[1]);
   tracer.Attach(child, go[1]);
   Traced t;
-  t.status = tracer.Run(timeout > 0 ? Monotonic() + timeout : 0, 1.0, nullptr, &t.timed_out);
+  t.status = tracer.Run(timeout > 0 ? forge::MonotonicSeconds() + timeout : 0, 1.0, nullptr, &t.timed_out);
   char buf[256];
   const ssize_t n = read(why[0], buf, sizeof buf);
   close(why[0]);
@@ -119,12 +110,12 @@ TEST_CASE("tracer: a file the agent changed, read by the verifier's shell as its
 }
 
 TEST_CASE("tracer: a verifier past its deadline is killed, its whole tree, and the tracer answers") {
-  const double start = Monotonic();
+  const double start = forge::MonotonicSeconds();
   Traced t = RunTraced("sleep 300 & sh -c 'sleep 300' & sleep 300", {.t0_ns = NowNs(), .workdir = "/"}, 1.0);
   if (!Traceable(t)) FORGE_SKIP("the tracer cannot trace here");
   CHECK(t.timed_out);
   CHECK(WIFSIGNALED(t.status));
-  CHECK(Monotonic() - start < 60);  // not the sleeps' 300 s
+  CHECK(forge::MonotonicSeconds() - start < 60);  // not the sleeps' 300 s
   CHECK(t.report.processes >= 3);
 }
 

@@ -8,20 +8,12 @@
 #include <cstring>
 #include <string>
 
+#include "base/clock.h"
 #include "commands.h"
 #include "proc.h"
 #include "sandbox/box_protocol.h"
 
 namespace forge::box {
-namespace {
-
-int64_t Nanoseconds(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 int Mark(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[0], "--") != 0) {
@@ -33,8 +25,8 @@ int Mark(int argc, char** argv) {
   // the clock file times come from, so a file written after this moment
   // never has a change time below t0.
   const std::string procs = FormatProcesses(ListProcesses());
-  const int64_t t0 = Nanoseconds(CLOCK_REALTIME_COARSE);
-  const int64_t boot = Nanoseconds(CLOCK_BOOTTIME);
+  const int64_t t0 = ClockNs(CLOCK_REALTIME_COARSE);
+  const int64_t boot = ClockNs(CLOCK_BOOTTIME);
   WriteAll(2, std::string(sandbox::kMarkTag) + "t0=" + std::to_string(t0) + " boot=" + std::to_string(boot) +
                   " procs=" + procs + "\n");
   execvp(argv[1], argv + 1);

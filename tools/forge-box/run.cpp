@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/clock.h"
 #include "proc.h"
 #include "sandbox/box_protocol.h"
 #include "verify/tracer.h"
@@ -57,37 +58,40 @@ struct TracePipes {
 
 }  // namespace
 
-double Now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+namespace {
+
+// Reads what poll found ready on fds (the command's stdout, then its
+// stderr) into r; a stream that ends (or fails) is closed and its fd set to -1.
+void ReadReady(std::vector<pollfd>& fds, const RunSpec& spec, RunOutcome* r) {
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+    char buf[65536];
+    const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+    if (n > 0) {
+      Keep(i == 0 ? r->out : r->err, buf, static_cast<size_t>(n), spec.max_output, &r->truncated);
+    } else if (n == 0 || errno != EINTR) {
+      close(fds[i].fd);
+      fds[i].fd = -1;
+    }
+  }
 }
 
-namespace {
+void CloseOpen(const std::vector<pollfd>& fds) {
+  for (const pollfd& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+}
 
 // Reads both streams until they close or *stop is set (then at most 1 s more).
 void ReadStreams(int out, int err, const RunSpec& spec, const std::atomic<bool>* stop, RunOutcome* r) {
   std::vector<pollfd> fds = {{out, POLLIN, 0}, {err, POLLIN, 0}};
   double stop_seen = 0;
   while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-    if (stop->load() && stop_seen == 0) stop_seen = Now();
-    if (stop_seen > 0 && Now() > stop_seen + 1) break;
-    if (poll(fds.data(), fds.size(), 100) <= 0) continue;
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[65536];
-      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        Keep(i == 0 ? r->out : r->err, buf, static_cast<size_t>(n), spec.max_output, &r->truncated);
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-      }
-    }
+    if (stop->load() && stop_seen == 0) stop_seen = MonotonicSeconds();
+    if (stop_seen > 0 && MonotonicSeconds() > stop_seen + 1) break;
+    if (poll(fds.data(), fds.size(), 100) > 0) ReadReady(fds, spec, r);
   }
-  for (const pollfd& f : fds) {
-    if (f.fd >= 0) close(f.fd);
-  }
+  CloseOpen(fds);
 }
 
 // RunCommand under spec.tracer: the tracer's loop on this thread (ptrace
@@ -113,7 +117,7 @@ void RunTraced(const RunSpec& spec, int out[2], int err[2], RunOutcome* r) {
   spec.tracer->Attach(child, pipes.go[1]);
   std::atomic<bool> stop{false};
   std::thread reader(ReadStreams, out[0], err[0], std::cref(spec), &stop, r);
-  const double deadline = spec.timeout_seconds > 0 ? Now() + spec.timeout_seconds : 0;
+  const double deadline = spec.timeout_seconds > 0 ? MonotonicSeconds() + spec.timeout_seconds : 0;
   const int status = spec.tracer->Run(deadline, 1.0, spec.terminate, &r->timed_out);
   stop.store(true);
   reader.join();
@@ -140,39 +144,25 @@ void RunCommand(const RunSpec& spec, bool reap_all, RunOutcome* r) {
   close(out[1]);
   close(err[1]);
   std::vector<pollfd> fds = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  const double deadline = spec.timeout_seconds > 0 ? Now() + spec.timeout_seconds : 0;
+  const double deadline = spec.timeout_seconds > 0 ? MonotonicSeconds() + spec.timeout_seconds : 0;
   const auto terminated = [&] { return spec.terminate != nullptr && *spec.terminate; };
   double ended_at = 0;
   int status = 0;
   while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-    if (ended_at > 0 && Now() > ended_at + 1) break;
-    if (ended_at == 0 && (terminated() || (deadline > 0 && Now() > deadline))) {
+    if (ended_at > 0 && MonotonicSeconds() > ended_at + 1) break;
+    if (ended_at == 0 && (terminated() || (deadline > 0 && MonotonicSeconds() > deadline))) {
       r->timed_out = !terminated();
       kill(-child, SIGKILL);
       kill(child, SIGKILL);
     }
-    if (poll(fds.data(), fds.size(), 100) > 0) {
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-        char buf[65536];
-        const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-        if (n > 0) {
-          Keep(i == 0 ? r->out : r->err, buf, static_cast<size_t>(n), spec.max_output, &r->truncated);
-        } else if (n == 0 || errno != EINTR) {
-          close(fds[i].fd);
-          fds[i].fd = -1;
-        }
-      }
-    }
+    if (poll(fds.data(), fds.size(), 100) > 0) ReadReady(fds, spec, r);
     // The command's own end is the one that counts.
     for (pid_t p; (p = waitpid(reap_all ? -1 : child, ended_at > 0 ? nullptr : &status, WNOHANG)) > 0;) {
-      if (p == child) ended_at = Now();
+      if (p == child) ended_at = MonotonicSeconds();
       if (!reap_all) break;
     }
   }
-  for (const pollfd& f : fds) {
-    if (f.fd >= 0) close(f.fd);
-  }
+  CloseOpen(fds);
   while (ended_at == 0) {  // streams closed first: wait for the command itself
     const pid_t p = waitpid(reap_all ? -1 : child, &status, 0);
     if (p == child || (p < 0 && errno != EINTR)) break;

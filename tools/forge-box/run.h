@@ -40,6 +40,5 @@ struct RunOutcome {
 // every child that ends (PID 1 inherits orphans).
 void RunCommand(const RunSpec& spec, bool reap_all, RunOutcome* r);
 
-double Now();
 
 }  // namespace forge::box

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "commands.h"
 #include "proc.h"
 #include "run.h"
@@ -88,8 +89,8 @@ bool Parse(int argc, char** argv, Options* o) {
 // Waits for the setup exec's last file; false at the wait's end or a SIGTERM.
 bool WaitForInput(const Options& o) {
   const std::string go = o.dir + "/" + sandbox::kSuperviseGo;
-  const double until = Now() + o.wait_seconds;
-  while (!g_terminate && Now() < until) {
+  const double until = MonotonicSeconds() + o.wait_seconds;
+  while (!g_terminate && MonotonicSeconds() < until) {
     if (access(go.c_str(), F_OK) == 0) return true;
     usleep(50 * 1000);
   }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "commands.h"
 #include "proc.h"
 #include "run.h"
@@ -330,8 +331,7 @@ int Verify(int argc, char** argv) {
   }
   if (const int swept = SweepSteps(o.sweep); swept != 0) return swept;
   // What changes from now on is forge's (the tests) or the verifier's.
-  timespec swept_at{};
-  clock_gettime(CLOCK_REALTIME_COARSE, &swept_at);
+  const int64_t swept_at = ClockNs(CLOCK_REALTIME_COARSE);
   const int tests = o.sweep.clear ? open("/tests", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
   for (const ArchiveEntry& e : entries) {
     if (e.name.rfind(sandbox::kVerifyTests, 0) != 0) continue;
@@ -347,7 +347,7 @@ int Verify(int argc, char** argv) {
   plan.t0_ns = o.t0_ns >= 0 ? o.t0_ns : SandboxStartNs();
   plan.workdir = WorkingDirectory();
   plan.agent_may_run = !o.sweep.stop;
-  plan.trusted_from_ns = static_cast<int64_t>(swept_at.tv_sec) * 1000000000 + swept_at.tv_nsec;
+  plan.trusted_from_ns = swept_at;
   std::optional<verify::Tracer> tracer;
   if (o.trace) run.tracer = &tracer.emplace(plan);
   RunOutcome r;
