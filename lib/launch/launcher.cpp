@@ -145,6 +145,17 @@ Status CheckGpus(const TaskSpec& task, sandbox::Backend& backend) {
                                        task.id, task.gpus, backend.name(), available));
 }
 
+bool BuildsServiceImages(const sandbox::Pod& pod) {
+  return std::any_of(pod.services.begin(), pod.services.end(),
+                     [](const sandbox::PodService& s) { return !s.build_context.empty(); });
+}
+
+// Whether a task's pod needs an image built: its environment/Dockerfile,
+// or a compose service's build:.
+bool BuildsImages(const TaskSpec& task) {
+  return (task.image.empty() && !task.build_context.empty()) || (task.pod && BuildsServiceImages(*task.pod));
+}
+
 class Launcher {
  public:
   Launcher(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
@@ -160,6 +171,7 @@ class Launcher {
   Status StartRelay(const std::vector<Job>& jobs);
   Status EnforceNetworks(const std::vector<Job>& jobs);
   Status CheckImages(const std::vector<Job>& jobs);
+  Status PullSecret(const std::vector<Job>& jobs);
   int RunJobs(const std::vector<Job>& jobs);
   std::string RunCounted(const Job& job);
   Json RunRollout(const Job& job);
@@ -167,8 +179,10 @@ class Launcher {
   // Status of the infrastructure; the harness's own result goes in record.
   Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
                  Json& record);
-  // On k8s, a task's environment/Dockerfile as the pushed image's digest (spec.image).
+  // On k8s, a task's environment/Dockerfile as the pushed image's digest
+  // (spec.image), and each compose service's build: as its service's image.
   Status PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record);
+  Status PublishServiceImages(const Attempt& a, sandbox::Spec& spec, Json& record);
   // The rollout's row (its secret's hash) in the store; an earlier try's calls set aside.
   Status Register(const Attempt& a, const Job& job, Json& record);
   // While workers run jobs (below): freed memory given back and the
@@ -409,7 +423,9 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
 }
 
 Status Launcher::PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record) {
-  if (backend_.kind() != sandbox::BackendKind::kK8s || spec.build_context.empty()) return Status::Ok();
+  if (backend_.kind() != sandbox::BackendKind::kK8s) return Status::Ok();
+  FORGE_RETURN_IF_ERROR(PublishServiceImages(a, spec, record));
+  if (spec.build_context.empty()) return Status::Ok();
   if (options_.images == nullptr) return Status::Internal("task " + a.task.id + ": no registry (CheckImages)");
   // The harness the profile runs from the install directory goes into the
   // image, where {harnesses} points on k8s.
@@ -425,6 +441,31 @@ Status Launcher::PublishImage(const Attempt& a, sandbox::Spec& spec, Json& recor
   record["image"] = published->image;
   if (published->built) record["image_built"] = published->tag;
   if (published->pushed) record["image_pushed"] = published->tag;
+  return Status::Ok();
+}
+
+// Built and pushed as the task's image is (no harness layer: the harness
+// runs in main); the record's service_images names each one's digest, and
+// the tag this rollout pushed.
+Status Launcher::PublishServiceImages(const Attempt& a, sandbox::Spec& spec, Json& record) {
+  if (!spec.pod || !BuildsServiceImages(*spec.pod)) return Status::Ok();
+  if (options_.images == nullptr) return Status::Internal("task " + a.task.id + ": no registry (CheckImages)");
+  auto pod = std::make_shared<sandbox::Pod>(*spec.pod);
+  for (sandbox::PodService& service : pod->services) {
+    if (service.build_context.empty()) continue;
+    auto published = options_.images->Publish(service.build_context, nullptr, options_.run_id,
+                                              spec.build_timeout_seconds,
+                                              [&](const std::string& text) { SetPhaseText(a.rollout_id, text); });
+    if (!published.ok()) {
+      return published.status().Prefixed("task " + a.task.id + ": service " + service.name + ": image for the cluster");
+    }
+    service.image = published->image;
+    service.build_context.clear();
+    Json& entry = record["service_images"][service.name];
+    entry["image"] = published->image;
+    if (published->pushed) entry["pushed"] = published->tag;
+  }
+  spec.pod = std::move(pod);
   return Status::Ok();
 }
 
@@ -679,20 +720,39 @@ Status Launcher::EnforceNetworks(const std::vector<Job>& jobs) {
   return Status::Ok();
 }
 
-// On k8s, tasks built from environment/Dockerfile need a registry the
-// cluster pulls from: refused before any pod when there is none.
+// On k8s, tasks built from environment/Dockerfile or with a compose
+// service's build: need a registry the cluster pulls from: refused before
+// any pod when there is none.
 Status Launcher::CheckImages(const std::vector<Job>& jobs) {
   if (backend_.kind() != sandbox::BackendKind::kK8s || options_.images != nullptr) return Status::Ok();
   std::string built;
   for (const Job& job : jobs) {
-    if (!job.task->image.empty() || job.task->build_context.empty()) continue;
+    if (!BuildsImages(*job.task)) continue;
     if (built.find(job.task->id) == std::string::npos && built.size() < 200) {
       built += (built.empty() ? "" : ", ") + job.task->id;
     }
   }
   if (built.empty()) return Status::Ok();
-  return Status::BadConfig("tasks built from environment/Dockerfile (" + built + ") need --registry on --backend k8s: "
+  return Status::BadConfig("tasks built from environment/Dockerfile or a compose build: (" + built +
+                           ") need --registry on --backend k8s: "
                            "forge-launch builds each image, pushes it there and gives the pods its digest");
+}
+
+// On k8s, the Secret pods pull with: the one --k8s-image-pull-secret names,
+// checked; else, when the run builds images and the docker config has
+// credentials for --registry, one made from them (deleted by Run's end).
+Status Launcher::PullSecret(const std::vector<Job>& jobs) {
+  auto* k8s = dynamic_cast<sandbox::k8s::K8sBackend*>(&backend_);
+  if (k8s == nullptr) return Status::Ok();
+  if (!k8s->options().image_pull_secret.empty()) return k8s->CheckPullSecret();
+  if (options_.images == nullptr ||
+      std::none_of(jobs.begin(), jobs.end(), [](const Job& job) { return BuildsImages(*job.task); })) {
+    return Status::Ok();
+  }
+  auto config = options_.images->PullSecretConfig();
+  if (!config.ok()) return config.status().Prefixed("--registry: the pods' image pull Secret");
+  if (config->empty()) return Status::Ok();  // no credentials: the cluster pulls anonymously
+  return k8s->ApplyPullSecret(options_.run_id, *config);
 }
 
 // Runs one job: counted as running while it runs, then by its outcome;
@@ -766,7 +826,12 @@ Status Launcher::Run() {
   FORGE_RETURN_IF_ERROR(CheckImages(*jobs));
   FORGE_RETURN_IF_ERROR(EnforceNetworks(*jobs));
   FORGE_RETURN_IF_ERROR(StartRelay(*jobs));
+  FORGE_RETURN_IF_ERROR(PullSecret(*jobs));
   const int infra_errors = RunJobs(*jobs);
+  if (auto* k8s = dynamic_cast<sandbox::k8s::K8sBackend*>(&backend_)) {
+    // Pods pull as they start, and a running pod never pulls again.
+    if (Status s = k8s->DeletePullSecret(); !s.ok()) env_.Warn(s.message() + " (forge-launch gc --run-id removes it)");
+  }
 
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -81,6 +81,18 @@ task's network is restricted.)~"},
        .help = "Create or replace those NetworkPolicies in the namespace before the run",
        .doc = R"~(Create (or replace) those NetworkPolicies in the pods' namespace before the
 first pod (RBAC: networkpolicies create, update).)~"},
+      {.names = "--k8s-image-pull-secret", .value = "NAME", .bind = cli::Bind(o.image_pull_secret),
+       .help = "Secret (kubernetes.io/dockerconfigjson) every pod pulls its images with; none is made from --registry's credentials",
+       .doc = R"~(An existing Secret of type kubernetes.io/dockerconfigjson in the pods'
+namespace that every pod names in \fBspec.imagePullSecrets\fR (made e.g. with
+\fBkubectl create secret docker\-registry\fR). It is checked before the first
+pod (exit 78 when it is missing or of another type). Without it, a run that
+builds images with \fB\-\-registry\fR, whose registry the docker config has
+credentials for, gets a Secret made from those credentials,
+\fBforge\-pull\-\fIrun\fB\-\fIhash\fR, created (or replaced) before the first pod,
+named by every pod, and deleted when forge\-launch ends (\fBgc \-\-run\-id\fR
+removes one a killed forge\-launch left); RBAC: secrets create, update,
+delete, deletecollection. Its content never reaches a log, record or the store.)~"},
       {.names = "--k8s-allow-unenforced-network", .bind = cli::Bind(o.allow_unenforced_network),
        .help = "Run pods of a restricted network even when no NetworkPolicy polices their egress",
        .doc = R"~(Before a run whose pods get a restricted network (none, loopback, proxy\-only;

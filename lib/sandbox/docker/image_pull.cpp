@@ -154,6 +154,23 @@ Result<std::string> RegistryAuth(const std::string& image, const std::string& co
   return Base64Encode(credentials->dump(), true);
 }
 
+Result<std::string> PullSecretDockerConfig(const std::string& image, const std::string& config_path) {
+  auto config = ReadDockerConfig(config_path);
+  if (!config.ok()) return config.status();
+  const std::string registry = ParseImageRef(image).registry;
+  auto credentials = Credentials(*config, registry, config_path);
+  if (!credentials.ok()) return credentials.status();
+  if (credentials->is_null()) return std::string();
+  if (!credentials->contains("username")) {
+    return Status::BadConfig(config_path + ": the credentials for " + registry +
+                             " are an identity token, which a kubelet cannot pull with; make the pull Secret "
+                             "yourself and name it with --k8s-image-pull-secret");
+  }
+  const std::string user = (*credentials)["username"], password = (*credentials)["password"];
+  Json entry = {{"username", user}, {"password", password}, {"auth", Base64Encode(user + ":" + password)}};
+  return Json{{"auths", {{registry, entry}}}}.dump();
+}
+
 Result<std::string> BuildRegistryConfig(const std::string& config_path) {
   auto config = ReadDockerConfig(config_path);
   if (!config.ok()) return config.status();

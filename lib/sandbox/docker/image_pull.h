@@ -38,6 +38,13 @@ std::string DefaultDockerConfig(const Env& env);
 // is a BadConfig error naming it.
 Result<std::string> RegistryAuth(const std::string& image, const std::string& config_path);
 
+// The .dockerconfigjson document a Kubernetes Secret of type
+// kubernetes.io/dockerconfigjson carries for image's registry, from the same
+// credentials RegistryAuth finds: {"auths":{"REGISTRY":{"username","password",
+// "auth"}}}. "" when there are none. An identity token is BadConfig: the
+// kubelet's docker config reads user names and passwords only.
+Result<std::string> PullSecretDockerConfig(const std::string& image, const std::string& config_path);
+
 // The X-Registry-Config header value for a build (every registry the config
 // has credentials for, so a FROM may name any of them); "" when none.
 Result<std::string> BuildRegistryConfig(const std::string& config_path);

@@ -364,6 +364,8 @@ Result<int> K8sBackend::Collect(const std::string& run_id, int64_t older_than_se
     if (response->status != 200) return ApiError(*response, "delete pods of run " + run_id);
     Result<Json> list = ParseJsonBody(*response, "delete pods by label");
     if (!list.ok()) return list.status();
+    // A run's pull Secret goes with its pods (one a killed forge-launch left).
+    if (!run_id.empty()) FORGE_RETURN_IF_ERROR(CollectPullSecrets(run_id).status());
     const Json& items = (*list)["items"];
     return items.is_array() ? static_cast<int>(items.size()) : 0;
   }

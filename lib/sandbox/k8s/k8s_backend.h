@@ -55,6 +55,18 @@ class K8sBackend : public Backend {
   Result<std::vector<std::string>> EnforceNetworks(const std::vector<std::string>& networks,
                                                    const std::string& proxy_url, const std::string& why);
 
+  // Image pull Secrets (pull_secret.h), before the run's first pod.
+  // ApplyPullSecret creates the run's Secret from a docker config's JSON (or
+  // replaces it: a resumed run's) and makes every later pod name it;
+  // CheckPullSecret checks that the one options.image_pull_secret names
+  // exists and is of a type the kubelet pulls with; DeletePullSecret removes
+  // the Secret ApplyPullSecret made, if any; CollectPullSecrets removes a
+  // run's (gc), 0 when RBAC does not let this user touch Secrets.
+  Status ApplyPullSecret(const std::string& run_id, const std::string& docker_config_json);
+  Status CheckPullSecret();
+  Status DeletePullSecret();
+  Result<int> CollectPullSecrets(const std::string& run_id);
+
   ApiClient& client() { return client_; }
   const Cluster& cluster() const { return client_.cluster(); }
   const K8sOptions& options() const { return options_; }
@@ -83,6 +95,7 @@ class K8sBackend : public Backend {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<RunWatcher>> watchers_;  // by run label value
   std::string exec_protocol_;
+  std::string made_pull_secret_;  // by ApplyPullSecret, until DeletePullSecret
 };
 
 // The factory forge-launch and forge-verify call for `--backend k8s`: the

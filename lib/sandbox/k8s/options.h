@@ -40,6 +40,10 @@ struct K8sOptions {
   bool run_as_non_root = false;
   std::string service_account_name;  // empty: the namespace's default
   std::string runtime_class;         // e.g. gvisor
+  // A Secret of type kubernetes.io/dockerconfigjson every pod names in
+  // imagePullSecrets: the user's (--k8s-image-pull-secret), or the one
+  // forge-launch makes for a run from its --registry credentials.
+  std::string image_pull_secret;
   // A forge image holding forge-box at /forge-box: with it, a rollout's
   // harness is its pod's own process (supervised.h) rather than an exec.
   std::string box_image;

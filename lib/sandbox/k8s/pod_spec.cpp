@@ -164,6 +164,9 @@ Result<Json> BuildPod(const Spec& spec, const K8sOptions& options, const std::st
     pod_spec["serviceAccountName"] = options.service_account_name;
   }
   if (!options.runtime_class.empty()) pod_spec["runtimeClassName"] = options.runtime_class;
+  if (!options.image_pull_secret.empty()) {
+    pod_spec["imagePullSecrets"] = Json::array({{{"name", options.image_pull_secret}}});
+  }
 
   return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
 }
