@@ -193,3 +193,22 @@ TEST_CASE("a pull's progress adds up its layers' bytes from the engine's lines, 
     CHECK(progress.error() == "unauthorized: authentication required");
   }
 }
+
+TEST_CASE("an image pull Secret's .dockerconfigjson: the registry's credentials as kubectl create secret docker-registry writes them") {
+  forge::testing::TempDir dir;
+  const std::string config = dir.File("config.json");
+  using forge::sandbox::docker::PullSecretDockerConfig;
+  CHECK(*PullSecretDockerConfig("127.0.0.1:5000/a:1", dir.File("missing.json")) == "");  // anonymous
+  std::ofstream(config) << R"({"auths": {"http://127.0.0.1:5000": {"auth": "dXNlcjpwYTpzcw=="},
+                                         "https://ghcr.io": {"identitytoken": "tok"}}})";
+  auto made = PullSecretDockerConfig("127.0.0.1:5000/team/forge-task", config);
+  REQUIRE(made.ok());
+  auto json = nlohmann::json::parse(*made);
+  CHECK(json == nlohmann::json::parse(R"({"auths": {"127.0.0.1:5000":
+      {"username": "user", "password": "pa:ss", "auth": "dXNlcjpwYTpzcw=="}}})"));
+  CHECK(*PullSecretDockerConfig("quay.io/o/i", config) == "");
+  auto token = PullSecretDockerConfig("ghcr.io/o/i", config);
+  REQUIRE_FALSE(token.ok());
+  CHECK(token.status().kind() == forge::Kind::kBadConfig);
+  CHECK(token.status().message().find("--k8s-image-pull-secret") != std::string::npos);
+}

@@ -14,6 +14,8 @@
 #include "sandbox/k8s/k8s_backend.h"
 #include "sandbox/k8s/pod_spec.h"
 #include "sandbox/k8s/pod_watcher.h"
+#include "sandbox/k8s/pull_secret.h"
+#include "base/base64.h"
 #include "sandbox/k8s/rate_limiter.h"
 #include "sandbox/k8s/websocket.h"
 #include "verify/backends.h"
@@ -682,4 +684,64 @@ TEST_CASE("k8s: a pod past its activeDeadlineSeconds refuses exec as an infrastr
   CHECK(result.status().kind() == Kind::kUnavailable);
   CHECK(result.status().message().find("not running") != std::string::npos);
   CHECK(backend->Attach((*sandbox)->handle()).status().kind() == Kind::kUnavailable);
+}
+
+TEST_CASE("image pull Secret: made (409: replaced), named by every pod, checked when the user names one, deleted") {
+  FakeK8s fake;
+  auto backend = Backend(fake.Options());
+  const std::string ns = backend->cluster().namespace_;
+  const std::string secrets = "/api/v1/namespaces/" + ns + "/secrets";
+  auto get = [&](const std::string& name) {
+    auto got = backend->client().Call("GET", secrets + "/" + name, "", "get secret");
+    REQUIRE(got.ok());
+    return got->status == 200 ? json::parse(got->body) : json();
+  };
+  const std::string name = k8s::PullSecretName("Run 9/x");
+  CHECK(name.rfind("forge-pull-run-9-x-", 0) == 0);
+  CHECK(name.size() <= 63);
+  CHECK(k8s::PullSecretName("Run 9/y") != k8s::PullSecretName("Run 9/x"));
+
+  const std::string config = R"({"auths":{"127.0.0.1:5000":{"username":"u","password":"p","auth":"dTpw"}}})";
+  REQUIRE(backend->ApplyPullSecret("Run 9/x", R"({"auths":{}})").ok());
+  REQUIRE(backend->ApplyPullSecret("Run 9/x", config).ok());  // a resume: 409, then replaced
+  json secret = get(name);
+  CHECK(secret["type"] == "kubernetes.io/dockerconfigjson");
+  CHECK(*forge::Base64Decode(secret["data"][".dockerconfigjson"].get<std::string>()) == config);
+  CHECK(secret["metadata"]["labels"]["forge.run"] == "Run_9_x");
+  CHECK(fake.Stats()["requests"]["update secrets"] == 1);
+
+  auto sandbox = backend->Create(TestSpec("Run 9/x", "r"));
+  REQUIRE_MESSAGE(sandbox.ok(), sandbox.status().message());
+  auto pods = fake.Pods();
+  REQUIRE(pods.size() == 1);
+  CHECK(pods[0]["spec"]["imagePullSecrets"] == json::array({{{"name", name}}}));
+  REQUIRE((*sandbox)->Release().ok());
+
+  REQUIRE(backend->DeletePullSecret().ok());
+  CHECK(get(name).is_null());
+  CHECK(backend->DeletePullSecret().ok());  // nothing made: nothing to do
+
+  // gc --run-id removes one a killed forge-launch left.
+  REQUIRE(backend->ApplyPullSecret("Run 9/x", config).ok());
+  auto collected = backend->CollectPullSecrets("Run 9/x");
+  REQUIRE(collected.ok());
+  CHECK(*collected == 1);
+  CHECK(get(name).is_null());
+
+  // One the user names: it must exist, and be of a type the kubelet pulls with.
+  k8s::K8sOptions named = fake.Options();
+  named.image_pull_secret = "regcred";
+  auto user = Backend(named);
+  auto missing = user->CheckPullSecret();
+  CHECK(missing.kind() == Kind::kBadConfig);
+  CHECK(missing.message().find("no Secret regcred in namespace " + ns) != std::string::npos);
+  json opaque = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", "regcred"}}}, {"type", "Opaque"},
+                 {"data", {{"x", "eA=="}}}};
+  REQUIRE(user->client().Call("POST", secrets, opaque.dump(), "create")->status == 201);
+  auto wrong = user->CheckPullSecret();
+  CHECK(wrong.kind() == Kind::kBadConfig);
+  CHECK(wrong.message().find("of type 'Opaque'") != std::string::npos);
+  REQUIRE(user->client().Call("DELETE", secrets + "/regcred", "", "delete")->status == 200);
+  REQUIRE(user->client().Call("POST", secrets, k8s::BuildPullSecret("regcred", ns, "r", config).dump(), "c")->status == 201);
+  CHECK(user->CheckPullSecret().ok());
 }

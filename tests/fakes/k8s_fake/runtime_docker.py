@@ -9,7 +9,12 @@ shareProcessNamespace). What the kubelet does, done here the same way:
     the pod's imagePullSecrets (kubernetes.io/dockerconfigjson or dockercfg
     Secrets, plus the ServiceAccount's), by tag or by digest; only registries
     on 127.0.0.1/localhost are pulled from (this machine's network rule): any
-    other is ErrImagePull. A local-only image works with IfNotPresent.
+    other is ErrImagePull. A local-only image works with IfNotPresent. The
+    node is not the machine that built: an image named with a registry host
+    is present on the node only once the node pulled it (the engine's copy
+    that a build or a push left does not count), so a pod of a private
+    registry's image pulls with its imagePullSecrets' credentials, and
+    without them meets the registry's 401 as ErrImagePull.
   - command/args against the image's ENTRYPOINT/CMD: command replaces
     ENTRYPOINT (and drops CMD), args replace CMD; $(VAR) expanded from the
     container's env ($$ escapes), env from envFrom, env, valueFrom (fieldRef,
@@ -97,6 +102,7 @@ class DockerRuntime:
         os.makedirs(self.root, exist_ok=True)
         self.instance = f"{os.getpid()}-{network.k}"
         self.pull_locks = collections.defaultdict(threading.Lock)
+        self.node_images = set()  # registry images this node pulled
         if engine.inspect_image(pause_image) is None:
             raise EngineError(404, f"the pause image {pause_image} is not on the engine "
                                    "(scripts/make-busybox-image.sh makes forge-busybox:latest)")
@@ -269,14 +275,16 @@ class DockerRuntime:
     def ensure_image(self, worker, c, auth):
         image = c.spec["image"]
         policy = c.spec.get("imagePullPolicy", "IfNotPresent")
+        reg = registry_of(image)
         have = self.engine.inspect_image(image)
+        if reg != "docker.io" and image not in self.node_images:
+            have = None  # built or pushed here, never pulled by the node
         if policy == "Never":
             if have is None:
                 raise StartFailure("config", f'Container image "{image}" is not present with pull policy of Never')
             return have
         if policy == "IfNotPresent" and have is not None:
             return have
-        reg = registry_of(image)
         if not LOCAL_REGISTRY.match(reg):
             raise StartFailure("pull", f'failed to pull and unpack image "{image}": the fake kubelet pulls only '
                                        f'from registries on 127.0.0.1 (this machine reaches no other host); '
@@ -289,6 +297,7 @@ class DockerRuntime:
         have = self.engine.inspect_image(image)
         if have is None:
             raise StartFailure("pull", f'failed to pull and unpack image "{image}": not found after the pull')
+        self.node_images.add(image)
         return have
 
     @staticmethod
