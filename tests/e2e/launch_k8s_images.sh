@@ -69,7 +69,7 @@ registry_digest() {  # TAG: Docker-Content-Digest as the registry answers HEAD f
 
 echo "== without --registry: refused before any pod, naming the task and the flag"
 expect_exit 78 "no --registry" L img-noreg "$WORK/built"
-grep -q "tasks built from environment/Dockerfile (built) need --registry on --backend k8s" "$ERR" && pass ||
+grep -q "tasks built from environment/Dockerfile or a compose build: (built) need --registry on --backend k8s" "$ERR" && pass ||
   fail "the refusal names the task and --registry: $(cat "$ERR")"
 [ "$(kc get pods | jq '[.items[] | select(.metadata.labels["forge.run"] == "img-noreg")] | length')" = 0 ] && pass ||
   fail "a refused run made pods"

@@ -274,7 +274,7 @@ TEST_CASE("a compose task's pod becomes one multi-container Kubernetes Pod") {
   CHECK(s["containers"][0]["volumeMounts"][0]["mountPath"] == "/shared");
   CHECK(s["initContainers"][1]["volumeMounts"][0]["readOnly"] == true);
 
-  // The other corpus tasks build their services' images: Kubernetes cannot.
+  // The other corpus tasks build their services' images: the backend itself cannot (forge-launch --registry does first).
   auto mcp_task = forge::tasks::ReadHarborTask((kData / "mcp-server").string(), forge::testing::FakeEnv(), &warnings);
   REQUIRE(mcp_task.ok());
   auto mcp_pod = forge::launch::PodFromJson(mcp_task->extra["pod"]);

@@ -77,7 +77,7 @@ Status AddPodServices(const Spec& spec, const K8sOptions& options, Json& pod_spe
     const std::string who = "service " + s.name;
     if (!s.build_context.empty()) {
       return Status::InvalidArgument(who + ": the k8s backend cannot build images (" + s.build_context +
-                           "); build and push it, then name it with image:");
+                           "); forge-launch --registry builds and pushes it first");
     }
     Json env = Json::array();
     for (const auto& [k, v] : s.env) env.push_back({{"name", k}, {"value", v}});
