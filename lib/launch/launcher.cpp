@@ -960,7 +960,8 @@ Result<std::unique_ptr<sandbox::docker::ImagePublisher>> MakeImagePublisher(Env&
   auto engine = MakeBackend(sandbox::BackendKind::kDocker, env, {}, false, docker);
   if (!engine.ok()) return engine.status().Prefixed("--registry: images are built by the local Docker engine");
   std::unique_ptr<sandbox::docker::DockerBackend> builder(static_cast<sandbox::docker::DockerBackend*>(engine->release()));
-  return std::make_unique<sandbox::docker::ImagePublisher>(std::move(builder), docker.registry);
+  return std::make_unique<sandbox::docker::ImagePublisher>(std::move(builder), docker.registry,
+                                                           sandbox::docker::RegistryTls{docker.registry_ca});
 }
 
 }  // namespace forge::launch

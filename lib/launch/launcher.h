@@ -97,6 +97,9 @@ struct DockerOptions {
   bool legacy_builder = false;
   // REGISTRY[/PATH] that images built for --backend k8s are pushed to.
   std::string registry;
+  // PEM file of the CA that signs the registry's certificate (empty: the
+  // engine's certs.d for it, if any).
+  std::string registry_ca;
 };
 
 // What builds and pushes task images for k8s (image_publish.h): the local

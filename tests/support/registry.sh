@@ -3,12 +3,14 @@
 # `pids` the caller kills on exit.
 #
 #   registry_or_skip NAME        exits 77 (SKIP) when docker-registry is not installed
-#   start_registry NAME PORT [EXTRA_YAML]
+#   start_registry NAME PORT [EXTRA_YAML] [HTTP_YAML]
 #                                serves 127.0.0.1:PORT, storing under $WORK/NAME, every
 #                                request logged (level info) to $WORK/NAME.log; EXTRA_YAML
 #                                goes under the top level (auth:, storage's maintenance:
-#                                indented by two). Returns once it answers (any status: one
-#                                with htpasswd says 401), 1 if it never does.
+#                                indented by two), HTTP_YAML under http: (tls:, indented by
+#                                two). Returns once it answers (any status: one with
+#                                htpasswd says 401, one with TLS asked over HTTP 400), 1 if
+#                                it never does.
 #   free_port                    a TCP port free on 127.0.0.1 now
 
 registry_or_skip() {
@@ -20,8 +22,8 @@ registry_or_skip() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 start_registry() {
-  printf 'version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: %s\n%s\nhttp:\n  addr: 127.0.0.1:%s\n' \
-    "$WORK/$1" "${3:-}" "$2" >"$WORK/$1.yml"
+  printf 'version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: %s\n%s\nhttp:\n  addr: 127.0.0.1:%s\n%s\n' \
+    "$WORK/$1" "${3:-}" "$2" "${4:-}" >"$WORK/$1.yml"
   /usr/bin/docker-registry serve "$WORK/$1.yml" >"$WORK/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do

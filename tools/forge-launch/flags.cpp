@@ -113,6 +113,17 @@ is spoken to over HTTP, any other over HTTPS. The rollout that built or pushed
 says so in its record (\fBimage_built\fR, \fBimage_pushed\fR); every rollout
 records the \fBimage\fR it ran. Without \fB\-\-registry\fR such tasks are refused on
 k8s before any pod is made.)~"},
+      {.names = "--registry-ca", .value = "FILE", .bind = cli::Bind(a.docker.registry_ca),
+       .help = "PEM CA that signs --registry's TLS certificate, beside the system's (default: /etc/docker/certs.d/HOST/ca.crt)",
+       .doc = R"~(PEM file of the CA that signs the \fB\-\-registry\fR's TLS certificate, trusted
+beside the system's CAs when forge\-launch asks the registry for a tag
+(\fBHEAD /v2/\fIname\fB/manifests/\fItag\fR). Default: the engine's
+\fB/etc/docker/certs.d/\fIHOST\fR[\fB:\fIPORT\fR]\fB/ca.crt\fR when there is one. A registry on
+127.0.0.0/8 or localhost, which the engine treats as insecure, is asked over
+HTTPS verified only when such a CA is given, else unverified, else over HTTP
+when it does not speak TLS; any other over HTTPS, verified. A certificate the
+CAs do not sign is an error naming the registry (exit 78, not retried). The
+push goes through the engine, which trusts what its own certs.d says.)~"},
       {.names = "--legacy-builder", .bind = cli::Bind(a.docker.legacy_builder),
        .help = "Build task images with the engine's legacy builder instead of BuildKit",
        .doc = R"~(Build task images (environment/Dockerfile, compose services' builds) with

@@ -64,7 +64,7 @@ Result<PublishedImage> ImagePublisher::Publish(const std::string& context_dir, c
   auto auth = RegistryAuth(tag, docker_->docker_config());
   if (!auth.ok()) return auth.status();
   if (on_progress) on_progress("registry: is " + tag.substr(tag.rfind(':') + 1, 12) + " there?");
-  auto known = ManifestDigest(tag, *auth);
+  auto known = ManifestDigest(tag, *auth, tls_);
   if (!known.ok()) return known.status();
   Result<PublishedImage> published = PublishedImage{};
   if (known->has_value()) {
@@ -100,7 +100,7 @@ Result<PublishedImage> ImagePublisher::BuildAndPush(const std::string& context_d
       on_progress(fmt::format("push {:.1f}/{:.1f} MB", push.done_bytes() / 1e6, push.total_bytes() / 1e6));
     }
   }));
-  auto digest = ManifestDigest(tag, auth);
+  auto digest = ManifestDigest(tag, auth, tls_);
   if (!digest.ok()) return digest.status().Prefixed("after the push");
   if (!digest->has_value()) return Status::Protocol("registry: " + tag + " pushed, yet the registry does not have it");
   return PublishedImage{ref.repository + "@" + **digest, tag, true, true};

@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/image_inputs.h"
+#include "sandbox/docker/registry.h"
 
 namespace forge::sandbox::docker {
 
@@ -45,8 +46,9 @@ Status PushImage(Engine& engine, const std::string& image, const std::string& re
 class ImagePublisher {
  public:
   // docker: the engine and builder settings images are built with.
-  ImagePublisher(std::unique_ptr<DockerBackend> docker, std::string registry)
-      : docker_(std::move(docker)), registry_(std::move(registry)) {}
+  // tls: how the registry's HTTPS is checked (registry.h).
+  ImagePublisher(std::unique_ptr<DockerBackend> docker, std::string registry, RegistryTls tls = {})
+      : docker_(std::move(docker)), registry_(std::move(registry)), tls_(std::move(tls)) {}
 
   // Once per input hash in this process: later callers get the first one's
   // image (built and pushed false), or its failure unless that was
@@ -68,6 +70,7 @@ class ImagePublisher {
 
   std::unique_ptr<DockerBackend> docker_;
   const std::string registry_;
+  const RegistryTls tls_;
   std::mutex mu_;  // one publish at a time: the engine builds one at a time anyway
   std::map<std::string, Result<PublishedImage>> done_;  // by input hash
 };

@@ -3,8 +3,11 @@
 #include <curl/curl.h>
 
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -49,8 +52,17 @@ struct CurlFree {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
 
+// How a registry's HTTPS is checked: verify (or not: an insecure loopback
+// registry with no CA given), against ca_pem (the system's CAs and the
+// registry's) when there is one, else curl's default bundle.
+struct Tls {
+  bool verify = true;
+  std::string ca_pem;
+};
+
 Result<RegistryAnswer> Request(const std::string& method, const std::string& url,
-                               const std::vector<std::string>& header_lines, double timeout_seconds) {
+                               const std::vector<std::string>& header_lines, const Tls& tls,
+                               double timeout_seconds) {
   std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
   if (!curl) return Status::Internal("libcurl: no handle");
   RegistryAnswer answer;
@@ -61,6 +73,12 @@ Result<RegistryAnswer> Request(const std::string& method, const std::string& url
   curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
   if (method == "HEAD") curl_easy_setopt(curl.get(), CURLOPT_NOBODY, 1L);
+  if (!tls.verify) {
+    curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  curl_blob ca{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_NOCOPY};
+  if (!tls.ca_pem.empty()) curl_easy_setopt(curl.get(), CURLOPT_CAINFO_BLOB, &ca);
   curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, RegistryBody);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &answer.body);
@@ -68,9 +86,44 @@ Result<RegistryAnswer> Request(const std::string& method, const std::string& url
   curl_easy_setopt(curl.get(), CURLOPT_HEADERDATA, &answer.headers);
   const CURLcode code = curl_easy_perform(curl.get());
   curl_slist_free_all(headers);
+  if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE) {
+    return Status::BadConfig(fmt::format("{}: its TLS certificate is not trusted ({}): give the CA that signs it "
+                                         "with --registry-ca, or put it in the engine's certs.d",
+                                         url, curl_easy_strerror(code)));
+  }
+  if (code == CURLE_SSL_CONNECT_ERROR) return Status::Protocol(fmt::format("{}: {}", url, curl_easy_strerror(code)));
   if (code != CURLE_OK) return Status::Unavailable(fmt::format("{}: {}", url, curl_easy_strerror(code)));
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &answer.status);
   return answer;
+}
+
+Result<std::string> ReadPem(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return Status::BadConfig(what + " " + path + ": not readable");
+  return text.str();
+}
+
+// The system's CA bundle, as curl would use it.
+std::string SystemCas() {
+  std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
+  char* path = nullptr;
+  if (curl) curl_easy_getinfo(curl.get(), CURLINFO_CAINFO, &path);
+  auto pem = ReadPem(path ? path : "/etc/ssl/certs/ca-certificates.crt", "the system CA bundle");
+  return pem.ok() ? *pem : "";
+}
+
+// The registry's CA (RegistryTls), with the system's: "" when it has none.
+Result<std::string> RegistryCas(const std::string& registry, const RegistryTls& tls) {
+  std::string ca_file = tls.ca_file;
+  std::error_code ec;
+  const std::string certs_d = tls.certs_dir + "/" + registry + "/ca.crt";
+  if (ca_file.empty() && !tls.certs_dir.empty() && std::filesystem::is_regular_file(certs_d, ec)) ca_file = certs_d;
+  if (ca_file.empty()) return std::string();
+  auto pem = ReadPem(ca_file, tls.ca_file.empty() ? "the engine's certs.d CA" : "--registry-ca");
+  if (!pem.ok()) return pem.status();
+  return SystemCas() + "\n" + *pem;
 }
 
 bool Loopback(const std::string& host) {
@@ -101,7 +154,8 @@ std::string BasicHeader(const nlohmann::json& auth) {
 
 // The Authorization header a 401's challenge asks for, or "" when there is
 // nothing to offer it.
-Result<std::string> Answer(const std::string& challenge, const nlohmann::json& auth, double timeout_seconds) {
+Result<std::string> Answer(const std::string& challenge, const nlohmann::json& auth, const Tls& tls,
+                           double timeout_seconds) {
   auto params = ParseChallenge(challenge);
   std::string scheme = params[""];
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -111,7 +165,7 @@ Result<std::string> Answer(const std::string& challenge, const nlohmann::json& a
   if (!params["scope"].empty()) url += "&scope=" + params["scope"];
   std::vector<std::string> headers;
   if (const std::string basic = BasicHeader(auth); !basic.empty()) headers.push_back(basic);
-  auto token = Request("GET", url, headers, timeout_seconds);
+  auto token = Request("GET", url, headers, tls, timeout_seconds);
   if (!token.ok()) return token.status().Prefixed("registry token");
   if (token->status != 200) {
     return Status::BadConfig(fmt::format("registry token from {}: HTTP {}: {}", params["realm"], token->status,
@@ -152,22 +206,37 @@ std::map<std::string, std::string> ParseChallenge(const std::string& header) {
 }
 
 Result<std::optional<std::string>> ManifestDigest(const std::string& image, const std::string& registry_auth,
-                                                  double timeout_seconds) {
+                                                  const RegistryTls& registry_tls, double timeout_seconds) {
   const ImageRef ref = ParseImageRef(image);
   const std::string name = ref.repository.substr(ref.registry.size() + 1);
-  const std::string url = std::string(Loopback(ref.registry) ? "http://" : "https://") + ref.registry + "/v2/" +
-                          name + "/manifests/" + ref.tag;
-  const std::string what = "registry " + ref.registry + ": HEAD /v2/" + name + "/manifests/" + ref.tag;
+  const std::string path = "/v2/" + name + "/manifests/" + ref.tag;
+  const std::string what = "registry " + ref.registry + ": HEAD " + path;
+  auto cas = RegistryCas(ref.registry, registry_tls);
+  if (!cas.ok()) return cas.status().Prefixed("registry " + ref.registry);
+  // An insecure (loopback) registry with no CA: HTTPS unverified, then HTTP.
+  const bool insecure = Loopback(ref.registry) && cas->empty();
+  const Tls tls{!insecure, *cas};
+  std::string url = "https://" + ref.registry + path;
   std::vector<std::string> headers = {kManifestTypes};
-  auto answer = Request("HEAD", url, headers, timeout_seconds);
-  if (!answer.ok()) return Status::Unavailable(what + ": unreachable: " + answer.status().message());
+  auto head = [&]() -> Result<RegistryAnswer> {
+    auto answer = Request("HEAD", url, headers, tls, timeout_seconds);
+    if (!answer.ok() && insecure && answer.status().kind() == Kind::kProtocol && url.rfind("https://", 0) == 0) {
+      url = "http://" + ref.registry + path;  // it does not speak TLS
+      answer = Request("HEAD", url, headers, tls, timeout_seconds);
+    }
+    if (answer.ok()) return answer;
+    if (answer.status().kind() == Kind::kBadConfig) return answer.status().Prefixed(what);
+    return Status::Unavailable(what + ": unreachable: " + answer.status().message());
+  };
+  auto answer = head();
+  if (!answer.ok()) return answer.status();
   if (answer->status == 401 && answer->headers.count("www-authenticate")) {
-    auto authorization = Answer(answer->headers["www-authenticate"], DecodeAuth(registry_auth), timeout_seconds);
+    auto authorization = Answer(answer->headers["www-authenticate"], DecodeAuth(registry_auth), tls, timeout_seconds);
     if (!authorization.ok()) return authorization.status().Prefixed(what);
     if (!authorization->empty()) {
       headers.push_back(*authorization);
-      answer = Request("HEAD", url, headers, timeout_seconds);
-      if (!answer.ok()) return Status::Unavailable(what + ": unreachable: " + answer.status().message());
+      answer = head();
+      if (!answer.ok()) return answer.status();
     }
   }
   if (answer->status == 404) return std::optional<std::string>();
