@@ -108,11 +108,14 @@ and the harness layer's, and pushes it with the credentials
 \fB\-\-docker\-config\fR gives for that registry (X\-Registry\-Auth). A tag the
 registry already has (\fBHEAD /v2/\fIname\fB/manifests/\fItag\fR) is neither built
 nor pushed. Pods get \fIREGISTRY\fR[/\fIPATH\fR]\fB/forge\-task@sha256:...\fR, the
-digest the registry reports (Docker\-Content\-Digest). A registry on 127.0.0.0/8
-is spoken to over HTTP, any other over HTTPS. The rollout that built or pushed
-says so in its record (\fBimage_built\fR, \fBimage_pushed\fR); every rollout
-records the \fBimage\fR it ran. Without \fB\-\-registry\fR such tasks are refused on
-k8s before any pod is made.)~"},
+digest the registry reports (Docker\-Content\-Digest); TLS as \fB\-\-registry\-ca\fR
+says. A compose service's \fBbuild:\fR is built and pushed the same way (no harness
+layer), and its sidecar gets the digest (the record's \fBservice_images\fR). The
+rollout that built or pushed says so in its record (\fBimage_built\fR,
+\fBimage_pushed\fR); every rollout records the \fBimage\fR it ran. When the docker
+config has credentials for the registry, the pods pull with an image pull
+Secret made from them (\fB\-\-k8s\-image\-pull\-secret\fR). Without \fB\-\-registry\fR
+such tasks are refused on k8s before any pod is made.)~"},
       {.names = "--registry-ca", .value = "FILE", .bind = cli::Bind(a.docker.registry_ca),
        .help = "PEM CA that signs --registry's TLS certificate, beside the system's (default: /etc/docker/certs.d/HOST/ca.crt)",
        .doc = R"~(PEM file of the CA that signs the \fB\-\-registry\fR's TLS certificate, trusted
