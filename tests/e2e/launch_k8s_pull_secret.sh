@@ -107,7 +107,9 @@ grep -q -- "--k8s-image-pull-secret nosuch: no Secret nosuch in namespace $K8S_N
 echo "== --k8s-image-pull-secret naming the user's Secret: the pods pull with it, forge makes none"
 creates=$(requests "create secrets")
 expect_exit 69 "wrong user secret" L ps-wrong --hold --docker-config "$WORK/login/config.json" --k8s-image-pull-secret wrongcred "$WORK/built"
-jq -r .error "$OUT" | grep -Eq "ErrImagePull|ImagePullBackOff" && pass || fail "the error names the pull: $(jq -c . "$OUT")"
+jq -r .error "$OUT" | grep -Eq "(ErrImagePull|ImagePullBackOff): .*the registry refused the credentials of the pod's imagePullSecrets" &&
+  pass || fail "the error names the pull: $(jq -c . "$OUT")"
+[ "$(jq -r '"\(.transient) \(.infra_retries)"' "$OUT")" = "false 0" ] && pass || fail "a refused pull is retried: $(jq -c . "$OUT")"
 [ -n "$(jq -r '.image_pushed // empty' "$OUT")" ] && pass || fail "forge pushed with its own credentials: $(jq -c . "$OUT")"
 [ "$(requests "create secrets")" = "$creates" ] && pass || fail "forge made a Secret beside the user's"
 

@@ -30,6 +30,16 @@ const std::set<std::string>& InfraWaitingReasons() {
   return reasons;
 }
 
+// An image pull the registry refused for the pod's credentials (its
+// imagePullSecrets): the next try meets the same refusal.
+bool PullRefused(const std::string& reason) {
+  if (reason.rfind("ErrImagePull", 0) != 0 && reason.rfind("ImagePullBackOff", 0) != 0) return false;
+  for (const char* text : {"unauthorized", "no basic auth credentials", "authentication required", "denied"}) {
+    if (reason.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // The main container's terminated state and readiness.
 void NoteContainer(const Json& statuses, const std::string& container, PodView& view) {
   if (!statuses.is_array()) return;
@@ -301,6 +311,10 @@ Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_poin
       case PodView::kRunning:
         return view;
       case PodView::kInfraError:
+        if (PullRefused(view.reason)) {
+          return Status::BadConfig("pod " + pod + ": " + view.reason + " (the registry refused the credentials "
+                                   "of the pod's imagePullSecrets, or it has none)");
+        }
         return Status::Unavailable("pod " + pod + ": " + view.reason);
       case PodView::kEnded:
       case PodView::kDeleted:
