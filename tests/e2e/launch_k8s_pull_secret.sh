@@ -25,21 +25,12 @@ registry="127.0.0.1:$port/ps-$$"
 cleanup() {
   stop_k8s_fake
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  docker image rm -f $(docker images --format '{{.Repository}}:{{.Tag}}' | grep "^127.0.0.1:$port/") \
-    $(docker images --digests --format '{{.Repository}}@{{.Digest}}' | grep "^127.0.0.1:$port/") \
-    $(for r in ps-wrong ps-first ps-again; do docker images -q --filter "label=forge.run=$r"; done) >/dev/null 2>&1
+  drop_registry_images "$port" ps-wrong ps-first ps-again
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
-start_registry private "$port" "auth:
-  htpasswd:
-    realm: forge-e2e
-    path: $WORK/htpasswd" || { fail "registry: $(cat "$WORK/private.log")"; finish; exit 1; }
+start_private_registry private "$port" || { fail "registry: $(cat "$WORK/private.log")"; finish; exit 1; }
 start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
-mkdir -p "$WORK/login" "$WORK/wrong"
-printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$port" "$(printf robot:s3cret | base64)" >"$WORK/login/config.json"
-printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$port" "$(printf robot:wrong | base64)" >"$WORK/wrong/config.json"
 
 # A Harbor task whose environment/Dockerfile forge builds and pushes.
 mkdir -p "$WORK/built/environment" "$WORK/built/tests"

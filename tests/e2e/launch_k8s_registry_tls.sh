@@ -26,9 +26,7 @@ cleanup() {
   stop_k8s_fake
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   rm -rf "$certs_d"
-  docker image rm -f $(docker images --format '{{.Repository}}:{{.Tag}}' | grep "^127.0.0.1:$port/") \
-    $(docker images --digests --format '{{.Repository}}@{{.Digest}}' | grep "^127.0.0.1:$port/") \
-    $(for r in tls-first tls-again; do docker images -q --filter "label=forge.run=$r"; done) >/dev/null 2>&1
+  drop_registry_images "$port" tls-first tls-again
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -43,20 +41,13 @@ printf 'subjectAltName=IP:127.0.0.1\n' >server.ext
 openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile server.ext 2>/dev/null
 [ -s server.pem ] && pass || fail "no server certificate"
 cd - >/dev/null || exit 1
-python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' >"$WORK/htpasswd"
-start_registry secure "$port" "auth:
-  htpasswd:
-    realm: forge-e2e
-    path: $WORK/htpasswd" "  tls:
+start_private_registry secure "$port" "  tls:
     certificate: $WORK/server.pem
     key: $WORK/server.key" || { fail "registry: $(cat "$WORK/secure.log")"; finish; exit 1; }
 [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.pem" "https://127.0.0.1:$port/v2/")" = 401 ] && pass ||
   fail "the registry does not answer HTTPS with 401: $(tail -3 "$WORK/secure.log")"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/")" = 400 ] && pass || fail "the registry answers plain HTTP"
 start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
-mkdir -p "$WORK/login" "$WORK/wrong"
-printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$port" "$(printf robot:s3cret | base64)" >"$WORK/login/config.json"
-printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$port" "$(printf robot:wrong | base64)" >"$WORK/wrong/config.json"
 mkdir -p "$WORK/built/environment" "$WORK/built/tests"
 printf 'FROM forge-busybox:latest\nRUN echo tls-%s > /etc/built-for\n' "$$" >"$WORK/built/environment/Dockerfile"
 echo 'Say what you were built from.' >"$WORK/built/instruction.md"

@@ -11,6 +11,13 @@
 #                                two). Returns once it answers (any status: one with
 #                                htpasswd says 401, one with TLS asked over HTTP 400), 1 if
 #                                it never does.
+#   start_private_registry NAME PORT [HTTP_YAML]
+#                                start_registry with htpasswd basic auth for robot:s3cret,
+#                                and docker configs with those credentials for it in
+#                                $WORK/login/config.json, with robot:wrong in $WORK/wrong/
+#   drop_registry_images PORT RUN...
+#                                removes the engine's images of 127.0.0.1:PORT and those
+#                                built for the runs (label forge.run)
 #   free_port                    a TCP port free on 127.0.0.1 now
 
 registry_or_skip() {
@@ -31,4 +38,24 @@ start_registry() {
     sleep 0.1
   done
   return 1
+}
+
+start_private_registry() {
+  python3 -W ignore -c 'import crypt; print("robot:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+    >"$WORK/$1.htpasswd"
+  mkdir -p "$WORK/login" "$WORK/wrong"
+  printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$2" "$(printf robot:s3cret | base64)" >"$WORK/login/config.json"
+  printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}' "$2" "$(printf robot:wrong | base64)" >"$WORK/wrong/config.json"
+  start_registry "$1" "$2" "auth:
+  htpasswd:
+    realm: forge-e2e
+    path: $WORK/$1.htpasswd" "${3:-}"
+}
+
+drop_registry_images() {
+  local port=$1 r
+  shift
+  docker image rm -f $(docker images --format '{{.Repository}}:{{.Tag}}' | grep "^127.0.0.1:$port/") \
+    $(docker images --digests --format '{{.Repository}}@{{.Digest}}' | grep "^127.0.0.1:$port/") \
+    $(for r in "$@"; do docker images -q --filter "label=forge.run=$r"; done) >/dev/null 2>&1
 }

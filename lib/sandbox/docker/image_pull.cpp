@@ -141,26 +141,30 @@ Result<Json> Credentials(const Json& config, const std::string& registry, const 
   return Json(nullptr);
 }
 
+// The credentials for image's registry from the docker config at
+// config_path (null: none), with "serveraddress" set to the registry.
+Result<Json> CredentialsFor(const std::string& image, const std::string& config_path) {
+  auto config = ReadDockerConfig(config_path);
+  if (!config.ok()) return config.status();
+  const std::string registry = ParseImageRef(image).registry;
+  auto credentials = Credentials(*config, registry, config_path);
+  if (credentials.ok() && !credentials->is_null()) (*credentials)["serveraddress"] = registry;
+  return credentials;
+}
+
 }  // namespace
 
 Result<std::string> RegistryAuth(const std::string& image, const std::string& config_path) {
-  auto config = ReadDockerConfig(config_path);
-  if (!config.ok()) return config.status();
-  const std::string registry = ParseImageRef(image).registry;
-  auto credentials = Credentials(*config, registry, config_path);
+  auto credentials = CredentialsFor(image, config_path);
   if (!credentials.ok()) return credentials.status();
-  if (credentials->is_null()) return std::string();
-  (*credentials)["serveraddress"] = registry;
-  return Base64Encode(credentials->dump(), true);
+  return credentials->is_null() ? std::string() : Base64Encode(credentials->dump(), true);
 }
 
 Result<std::string> PullSecretDockerConfig(const std::string& image, const std::string& config_path) {
-  auto config = ReadDockerConfig(config_path);
-  if (!config.ok()) return config.status();
-  const std::string registry = ParseImageRef(image).registry;
-  auto credentials = Credentials(*config, registry, config_path);
+  auto credentials = CredentialsFor(image, config_path);
   if (!credentials.ok()) return credentials.status();
   if (credentials->is_null()) return std::string();
+  const std::string registry = (*credentials)["serveraddress"];
   if (!credentials->contains("username")) {
     return Status::BadConfig(config_path + ": the credentials for " + registry +
                              " are an identity token, which a kubelet cannot pull with; make the pull Secret "
