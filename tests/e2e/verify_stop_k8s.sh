@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A verification on --backend k8s that ends early leaves nothing of its
+# verifier in the pod (#55): closing an exec's WebSocket does not end the
+# process it started (kubernetes/kubernetes#89031, #73056). Against the fake
+# cluster's real mode (pods are Docker containers), a test.sh that marks its
+# start, sleeps, then writes its reward:
+#   SIGINT to forge-verify mid-run: the verdict is cancelled and says the
+#     verifier was stopped in the pod (forge-box verify-stop);
+#   the stream's deadline (--stream-timeout): infra_error, stopped likewise;
+#   forge-verify killed with SIGKILL (no stop exec): forge-box verify sees its
+#     stream's stdin end and ends the verifier's tree itself;
+# and after each, no process of the verification is left in the pod's
+# container (docker top) and no reward file appears once test.sh's sleep is
+# over. Then a re-verification of a stopped pod runs to its reward.
+set -uo pipefail
+source "$FORGE_SRC/tests/support/e2e.sh"
+source "$FORGE_SRC/tests/support/k8s_fake.sh"
+k8s_real_mode_or_skip verify_stop_k8s
+bash "$FORGE_SRC/scripts/make-busybox-image.sh" >/dev/null || exit 1
+BOX_IMAGE=$(bash "$FORGE_SRC/scripts/make-box-image.sh" "$FORGE_BIN/forge-box" forge-box-e2e) || exit 1
+K8S_NS=forge-e2e
+pids=()
+trap k8s_e2e_cleanup EXIT
+work=$WORK
+start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
+K=(--k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS")
+
+SLEEP=8
+mkdir -p "$work/tests"
+cat >"$work/tests/test.sh" <<EOF2
+#!/bin/sh
+touch /logs/verifier/started
+sleep $SLEEP
+echo 1 > /logs/verifier/reward.txt
+EOF2
+chmod +x "$work/tests/test.sh"
+: >"$work/tasks.jsonl"
+for name in sigint deadline killed; do
+  jq -nc --arg id "$name" --arg tests "$work/tests" \
+    '{id: $id, instruction: "x", command: "true", environment: {image: "forge-busybox:latest"},
+      verifier: {kind: "harbor", tests_dir: $tests, timeout_sec: 60}}' >>"$work/tasks.jsonl"
+done
+"$FORGE_BIN/forge-launch" --backend k8s "${K[@]}" --k8s-box-image "$BOX_IMAGE" --store "$work/forge.db" \
+  --run-id stop55 --hold -j 3 --agent-timeout 60 --harness command "$work/tasks.jsonl" \
+  >"$work/rollouts.jsonl" 2>"$work/launch.err" && pass || fail "forge-launch: $(tail -5 "$work/launch.err")"
+
+# The pod's main container (the fake names the pod in a label).
+container_of() {
+  local pod
+  pod=$(jq -r --arg id "$1" 'select(.task_id == $id) | .sandbox.id // .sandbox.name // empty' "$work/rollouts.jsonl")
+  docker ps -q --filter "label=io.kubernetes.pod.name=$pod" --filter "label=io.kubernetes.container.name=main"
+}
+# The verification's processes in that container: forge-box verify, test.sh, its sleep.
+verifier_procs() { docker top "$1" -eo pid,args 2>/dev/null | grep -E 'forge-box verify|test\.sh|sleep '"$SLEEP" | grep -v grep; }
+# Starts forge-verify on one rollout in the background; waits for test.sh's start mark.
+start_verify() {
+  local name=$1
+  shift
+  jq -c --arg id "$name" 'select(.task_id == $id)' "$work/rollouts.jsonl" >"$work/$name.in"
+  "$FORGE_BIN/forge-verify" run "${K[@]}" "$work/$name.in" --store "$work/forge.db" "$@" \
+    >"$work/$name.out" 2>"$work/$name.err" &
+  vpid=$!
+  pids+=("$vpid")
+  c=$(container_of "$name")
+  [ -n "$c" ] || { fail "$name: no container for its pod: $(head -c 600 "$work/$name.in")"; return 1; }
+  for _ in $(seq 200); do
+    docker exec "$c" test -e /logs/verifier/started 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "$name: test.sh did not start: $(cat "$work/$name.err")"
+  return 1
+}
+# Within bound seconds no process of the verification is left; then, once
+# test.sh's sleep would be over, no reward file has appeared.
+nothing_left() {
+  local name=$1 bound=$2 left=""
+  for _ in $(seq $((bound * 10))); do
+    left=$(verifier_procs "$c")
+    [ -z "$left" ] && break
+    sleep 0.1
+  done
+  [ -z "$left" ] && pass || fail "$name: the verification's processes are left in the pod: $left"
+  sleep $((SLEEP + 1))
+  docker exec "$c" test -e /logs/verifier/reward.txt && fail "$name: a reward was written after the stop" || pass
+}
+verdict() { jq -r "$2" "$work/$1.out"; }
+
+echo "== SIGINT to forge-verify while test.sh runs"
+if start_verify sigint; then
+  [ -n "$(verifier_procs "$c")" ] && pass || fail "sigint: no verifier process seen while it runs"
+  kill -INT "$vpid"
+  wait "$vpid"
+  [ "$(verdict sigint .verdict.outcome)" = cancelled ] && pass || fail "sigint: verdict $(jq -c .verdict "$work/sigint.out")"
+  verdict sigint .verdict.message | grep -q "stopped in the pod" && pass ||
+    fail "sigint: the verdict does not say the verifier was stopped: $(verdict sigint .verdict.message)"
+  nothing_left sigint 0
+fi
+
+echo "== the stream's deadline (--stream-timeout 3) while test.sh runs"
+if start_verify deadline --stream-timeout 3; then
+  wait "$vpid"
+  [ "$(verdict deadline .verdict.outcome)" = infra_error ] && pass ||
+    fail "deadline: verdict $(jq -c .verdict "$work/deadline.out")"
+  verdict deadline .verdict.message | grep -q "past its deadline of 3 s; it was stopped in the pod" && pass ||
+    fail "deadline: $(verdict deadline .verdict.message)"
+  nothing_left deadline 0
+fi
+
+echo "== forge-verify killed (SIGKILL, no stop exec): forge-box ends the verifier itself"
+if start_verify killed; then
+  kill -KILL "$vpid"
+  wait "$vpid" 2>/dev/null
+  # forge-box's bound is its heartbeat's silence (30 s); the fake, like
+  # containerd, closes the exec's stdin when the connection ends: at once.
+  nothing_left killed 30
+fi
+
+echo "== a re-verification of the stopped pod runs to its reward"
+"$FORGE_BIN/forge-verify" run "${K[@]}" "$work/sigint.in" --store "$work/forge.db" >"$work/again.out" 2>"$work/again.err"
+[ "$(verdict again .verdict.outcome)" = passed ] && [ "$(verdict again .verdict.reward)" = 1 ] && pass ||
+  fail "re-verification: $(jq -c .verdict "$work/again.out") $(tail -3 "$work/again.err")"
+finish
