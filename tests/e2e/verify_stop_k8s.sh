@@ -41,23 +41,28 @@ for name in sigint deadline killed; do
       verifier: {kind: "harbor", tests_dir: $tests, timeout_sec: 60}}' >>"$work/tasks.jsonl"
 done
 "$FORGE_BIN/forge-launch" --backend k8s "${K[@]}" --k8s-box-image "$BOX_IMAGE" --store "$work/forge.db" \
-  --run-id stop55 --hold -j 3 --agent-timeout 60 --harness command "$work/tasks.jsonl" \
+  --k8s-apply-network-policies --run-id stop55 --hold -j 3 --agent-timeout 60 --harness command "$work/tasks.jsonl" \
   >"$work/rollouts.jsonl" 2>"$work/launch.err" && pass || fail "forge-launch: $(tail -5 "$work/launch.err")"
 
 # The pod's main container (the fake names the pod in a label).
 container_of() {
   local pod
-  pod=$(jq -r --arg id "$1" 'select(.task_id == $id) | .sandbox.id // .sandbox.name // empty' "$work/rollouts.jsonl")
+  pod=$(jq -r --arg id "$1" 'select(.task_id == $id) | .sandbox.id | sub(".*/"; "")' "$work/rollouts.jsonl")
   docker ps -q --filter "label=io.kubernetes.pod.name=$pod" --filter "label=io.kubernetes.container.name=main"
 }
 # The verification's processes in that container: forge-box verify, test.sh, its sleep.
-verifier_procs() { docker top "$1" -eo pid,args 2>/dev/null | grep -E 'forge-box verify|test\.sh|sleep '"$SLEEP" | grep -v grep; }
+# The pod is kept (forge-verify --keep): a container gone would hide them.
+verifier_procs() {
+  local top
+  top=$(docker top "$1" -eo pid,args 2>&1) || { echo "the container is gone: $top"; return; }
+  grep -E 'forge-box verify|test\.sh|sleep '"$SLEEP" <<<"$top"
+}
 # Starts forge-verify on one rollout in the background; waits for test.sh's start mark.
 start_verify() {
   local name=$1
   shift
   jq -c --arg id "$name" 'select(.task_id == $id)' "$work/rollouts.jsonl" >"$work/$name.in"
-  "$FORGE_BIN/forge-verify" run "${K[@]}" "$work/$name.in" --store "$work/forge.db" "$@" \
+  "$FORGE_BIN/forge-verify" run "${K[@]}" "$work/$name.in" --store "$work/forge.db" --keep "$@" \
     >"$work/$name.out" 2>"$work/$name.err" &
   vpid=$!
   pids+=("$vpid")
@@ -74,13 +79,14 @@ start_verify() {
 # test.sh's sleep would be over, no reward file has appeared.
 nothing_left() {
   local name=$1 bound=$2 left=""
-  for _ in $(seq $((bound * 10))); do
+  for _ in $(seq $((bound * 10 + 1))); do
     left=$(verifier_procs "$c")
     [ -z "$left" ] && break
     sleep 0.1
   done
   [ -z "$left" ] && pass || fail "$name: the verification's processes are left in the pod: $left"
   sleep $((SLEEP + 1))
+  docker exec "$c" test -d /logs/verifier || fail "$name: cannot look into the pod's /logs/verifier"
   docker exec "$c" test -e /logs/verifier/reward.txt && fail "$name: a reward was written after the stop" || pass
 }
 verdict() { jq -r "$2" "$work/$1.out"; }
@@ -110,13 +116,15 @@ echo "== forge-verify killed (SIGKILL, no stop exec): forge-box ends the verifie
 if start_verify killed; then
   kill -KILL "$vpid"
   wait "$vpid" 2>/dev/null
-  # forge-box's bound is its heartbeat's silence (30 s); the fake, like
-  # containerd, closes the exec's stdin when the connection ends: at once.
-  nothing_left killed 30
+  # The fake, like containerd, closes the exec's stdin when the connection
+  # ends: forge-box sees it at once (its heartbeat bound, 30 s, is for a
+  # runtime that does not), well before test.sh's sleep would end.
+  nothing_left killed 5
 fi
 
 echo "== a re-verification of the stopped pod runs to its reward"
-"$FORGE_BIN/forge-verify" run "${K[@]}" "$work/sigint.in" --store "$work/forge.db" >"$work/again.out" 2>"$work/again.err"
+"$FORGE_BIN/forge-verify" run "${K[@]}" "$work/sigint.in" --store "$work/forge.db" --keep >"$work/again.out" 2>"$work/again.err"
 [ "$(verdict again .verdict.outcome)" = passed ] && [ "$(verdict again .verdict.reward)" = 1 ] && pass ||
   fail "re-verification: $(jq -c .verdict "$work/again.out") $(tail -3 "$work/again.err")"
+[ -n "${KEEP_WORK:-}" ] && cp -r "$work" "$KEEP_WORK"
 finish
