@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "sandbox/box_protocol.h"
 #include "sandbox/shebang.h"
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
@@ -455,6 +456,11 @@ std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& 
   auto report = sandbox::TakeVerifyReport(ran.stdout_data, &sweep_lines);
   if (!report && (ran.exit_code == 64 || ran.exit_code == 65)) {
     Infra(v, "forge-box verify", Status::Internal("refused its input: " + ran.stderr_data.substr(0, 300)));
+    return std::nullopt;
+  }
+  if (!report && ran.exit_code == sandbox::kVerifyBusy) {
+    Infra(v, "forge-box verify", Status::Busy("an earlier verification of this sandbox would not stop: " +
+                                              ran.stderr_data.substr(0, 300)));
     return std::nullopt;
   }
   NoteSweep(ParseSweepOutput(report ? sweep_lines : ran.stdout_data, report ? 0 : ran.exit_code), &prep);

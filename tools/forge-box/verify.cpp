@@ -345,7 +345,7 @@ int Verify(int argc, char** argv) {
   StopOnSignals();
   std::vector<ArchiveEntry> entries;
   if (!ReadArchive(&entries)) return 65;
-  if (!NoOtherVerify()) return 75;
+  if (!NoOtherVerify()) return sandbox::kVerifyBusy;
   RunSpec run;
   run.terminate = &g_stop;
   run.timeout_seconds = o.timeout_seconds;
