@@ -11,7 +11,8 @@
 #     stream's stdin end and ends the verifier's tree itself;
 # and after each, no process of the verification is left in the pod's
 # container (docker top) and no reward file appears once test.sh's sleep is
-# over. Then a re-verification of a stopped pod runs to its reward.
+# over. Then a re-verification of a stopped pod runs to its reward, and
+# forge-box verify-stop leaves PID 1 and the pod's other processes alone.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
 source "$FORGE_SRC/tests/support/k8s_fake.sh"
@@ -93,7 +94,8 @@ verdict() { jq -r "$2" "$work/$1.out"; }
 
 echo "== SIGINT to forge-verify while test.sh runs"
 if start_verify sigint; then
-  [ -n "$(verifier_procs "$c")" ] && pass || fail "sigint: no verifier process seen while it runs"
+  [ -n "$(verifier_procs "$c")" ] && pass ||
+    fail "sigint: no verifier process seen while it runs: $(docker top "$c" -eo pid,args 2>&1) $(cat "$work/sigint.err")"
   kill -INT "$vpid"
   wait "$vpid"
   [ "$(verdict sigint .verdict.outcome)" = cancelled ] && pass || fail "sigint: verdict $(jq -c .verdict "$work/sigint.out")"
@@ -126,5 +128,15 @@ echo "== a re-verification of the stopped pod runs to its reward"
 "$FORGE_BIN/forge-verify" run "${K[@]}" "$work/sigint.in" --store "$work/forge.db" --keep >"$work/again.out" 2>"$work/again.err"
 [ "$(verdict again .verdict.outcome)" = passed ] && [ "$(verdict again .verdict.reward)" = 1 ] && pass ||
   fail "re-verification: $(jq -c .verdict "$work/again.out") $(tail -3 "$work/again.err")"
+
+echo "== verify-stop ends forge-box verify only: PID 1 and the pod's other processes stay"
+docker exec -d "$c" sleep 300
+docker exec -d "$c" /forge/bin/forge-box sleep 302
+sleep 0.5
+out=$(docker exec "$c" /forge/bin/forge-box verify-stop --wait 1)
+[ "$out" = "forge-box: verify-stop: stopped 0" ] && pass || fail "verify-stop: $out"
+top=$(docker top "$c" -eo pid,args)
+grep -q "sleep 300" <<<"$top" && grep -q "forge-box sleep 302" <<<"$top" && pass || fail "verify-stop ended another process: $top"
+[ "$(docker inspect -f '{{.State.Running}}' "$c")" = true ] && pass || fail "verify-stop ended the pod's PID 1"
 [ -n "${KEEP_WORK:-}" ] && cp -r "$work" "$KEEP_WORK"
 finish

@@ -70,6 +70,29 @@ void StopOnSignals() {
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
+// The watch on the client (verify/client_watch.h) for as long as it lives:
+// the verifier's run. A client gone before it starts is seen at once (its
+// stdin has ended). heartbeat < 0: no watch.
+class ClientWatch {
+ public:
+  explicit ClientWatch(double heartbeat) {
+    if (heartbeat >= 0) thread_ = std::thread([this, heartbeat] { end_ = verify::WatchClient(0, heartbeat, done_, &g_stop); });
+  }
+  ~ClientWatch() {
+    done_.store(true);
+    if (thread_.joinable()) thread_.join();
+    if (end_ == verify::ClientEnd::kNone) return;
+    WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + verify::ClientEndWhy(end_) +
+                    ": the client is gone, the verifier's tree was ended\n");
+  }
+  ClientWatch(const ClientWatch&) = delete;
+  ClientWatch& operator=(const ClientWatch&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  verify::ClientEnd end_ = verify::ClientEnd::kNone;
+  std::thread thread_;
+};
 
 bool Refuse(const std::string& why) {
   WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + why + "\n");
@@ -383,23 +406,11 @@ int Verify(int argc, char** argv) {
   plan.trusted_from_ns = swept_at;
   std::optional<verify::Tracer> tracer;
   if (o.trace) run.tracer = &tracer.emplace(plan);
-  // The client is watched while the verifier runs; one gone before is seen
-  // at once (its stdin has ended).
-  std::atomic<bool> ran{false};
-  verify::ClientEnd client = verify::ClientEnd::kNone;
-  std::thread watch;
-  if (o.heartbeat >= 0) watch = std::thread([&] { client = verify::WatchClient(0, o.heartbeat, ran, &g_stop); });
-  const auto end_watch = [&] {
-    ran.store(true);
-    if (watch.joinable()) watch.join();
-    if (client != verify::ClientEnd::kNone) {
-      WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + verify::ClientEndWhy(client) +
-                      ": the client is gone, the verifier's tree was ended\n");
-    }
-  };
   RunOutcome r;
-  RunCommand(run, false, &r);
-  end_watch();
+  {
+    const ClientWatch watch(o.heartbeat);
+    RunCommand(run, false, &r);
+  }
   std::string rewards;
   long long txt = -1, json = -1;
   if (o.reward_bytes >= 0) {

@@ -75,12 +75,13 @@ int StopVerifies(double wait_seconds, int* left) {
 
 int VerifyStop(int argc, char** argv) {
   double wait = 5;
+  bool ok = argc == 0;
   if (argc == 2 && std::strcmp(argv[0], "--wait") == 0) {
     char* end = nullptr;
     wait = std::strtod(argv[1], &end);
-    if (end == argv[1] || *end != '\0' || wait < 0) argc = -1;
+    ok = end != argv[1] && *end == '\0' && wait >= 0;
   }
-  if (argc != 0 && argc != 2) {
+  if (!ok) {
     WriteAll(2, std::string(sandbox::kBoxTag) + "usage: forge-box verify-stop [--wait S]\n");
     return 64;
   }
