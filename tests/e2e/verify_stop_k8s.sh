@@ -3,15 +3,15 @@
 # verifier in the pod (#55): closing an exec's WebSocket does not end the
 # process it started (kubernetes/kubernetes#89031, #73056). Against the fake
 # cluster's real mode (pods are Docker containers), a test.sh that marks its
-# start, sleeps, then writes its reward:
+# start, waits for the test's word (a file it makes in the pod: no timing
+# assumed), then writes its reward:
 #   SIGINT to forge-verify mid-run: the verdict is cancelled and says the
 #     verifier was stopped in the pod (forge-box verify-stop);
 #   the stream's deadline (--stream-timeout): infra_error, stopped likewise;
 #   forge-verify killed with SIGKILL (no stop exec): forge-box verify sees its
 #     stream's stdin end and ends the verifier's tree itself;
 # and after each, no process of the verification is left in the pod's
-# container (docker top) and no reward file appears once test.sh's sleep is
-# over. Then a re-verification of a stopped pod runs to its reward, and
+# container (docker top) and no reward file appears once the word is given. Then a re-verification of a stopped pod runs to its reward, and
 # forge-box verify-stop leaves PID 1 and the pod's other processes alone.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
@@ -26,12 +26,11 @@ work=$WORK
 start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
 K=(--k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS")
 
-SLEEP=8
 mkdir -p "$work/tests"
-cat >"$work/tests/test.sh" <<EOF2
+cat >"$work/tests/test.sh" <<'EOF2'
 #!/bin/sh
 touch /logs/verifier/started
-sleep $SLEEP
+while [ ! -e /tmp/forge-e2e-go ]; do sleep 0.2; done
 echo 1 > /logs/verifier/reward.txt
 EOF2
 chmod +x "$work/tests/test.sh"
@@ -51,12 +50,12 @@ container_of() {
   pod=$(jq -r --arg id "$1" 'select(.task_id == $id) | .sandbox.id | sub(".*/"; "")' "$work/rollouts.jsonl")
   docker ps -q --filter "label=io.kubernetes.pod.name=$pod" --filter "label=io.kubernetes.container.name=main"
 }
-# The verification's processes in that container: forge-box verify, test.sh, its sleep.
+# The verification's processes in that container: forge-box verify, test.sh.
 # The pod is kept (forge-verify --keep): a container gone would hide them.
 verifier_procs() {
   local top
   top=$(docker top "$1" -eo pid,args 2>&1) || { echo "the container is gone: $top"; return; }
-  grep -E 'forge-box verify|test\.sh|sleep '"$SLEEP" <<<"$top"
+  grep -E 'forge-box verify|test\.sh' <<<"$top"
 }
 # Starts forge-verify on one rollout in the background; waits for test.sh's start mark.
 start_verify() {
@@ -77,7 +76,7 @@ start_verify() {
   return 1
 }
 # Within bound seconds no process of the verification is left; then, once
-# test.sh's sleep would be over, no reward file has appeared.
+# test.sh is given its word, no reward file appears.
 nothing_left() {
   local name=$1 bound=$2 left=""
   for _ in $(seq $((bound * 10 + 1))); do
@@ -86,7 +85,8 @@ nothing_left() {
     sleep 0.1
   done
   [ -z "$left" ] && pass || fail "$name: the verification's processes are left in the pod: $left"
-  sleep $((SLEEP + 1))
+  docker exec "$c" touch /tmp/forge-e2e-go
+  sleep 2
   docker exec "$c" test -d /logs/verifier || fail "$name: cannot look into the pod's /logs/verifier"
   docker exec "$c" test -e /logs/verifier/reward.txt && fail "$name: a reward was written after the stop" || pass
 }
@@ -104,12 +104,12 @@ if start_verify sigint; then
   nothing_left sigint 0
 fi
 
-echo "== the stream's deadline (--stream-timeout 3) while test.sh runs"
-if start_verify deadline --stream-timeout 3; then
+echo "== the stream's deadline (--stream-timeout 15) while test.sh runs"
+if start_verify deadline --stream-timeout 15; then
   wait "$vpid"
   [ "$(verdict deadline .verdict.outcome)" = infra_error ] && pass ||
     fail "deadline: verdict $(jq -c .verdict "$work/deadline.out")"
-  verdict deadline .verdict.message | grep -q "past its deadline of 3 s; it was stopped in the pod" && pass ||
+  verdict deadline .verdict.message | grep -q "past its deadline of 15 s; it was stopped in the pod" && pass ||
     fail "deadline: $(verdict deadline .verdict.message)"
   nothing_left deadline 0
 fi
@@ -120,7 +120,7 @@ if start_verify killed; then
   wait "$vpid" 2>/dev/null
   # The fake, like containerd, closes the exec's stdin when the connection
   # ends: forge-box sees it at once (its heartbeat bound, 30 s, is for a
-  # runtime that does not), well before test.sh's sleep would end.
+  # runtime that does not).
   nothing_left killed 5
 fi
 
