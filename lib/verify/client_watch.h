@@ -3,9 +3,10 @@
 // the process the exec started (kubernetes/kubernetes#89031, #73056), so
 // forge-box ends its verifier itself once its client is gone. What reaches
 // it is its stdin's end (the runtime closes an exec's stdin when the stream
-// ends: containerd's exec stdin is StdinOnce) and, with a heartbeat, the
-// silence of a client that stopped sending (a runtime that keeps stdin open,
-// a connection that hangs without closing). Libc only: forge-box links it.
+// ends: containerd's CRI exec attaches it StdinOnce, pkg/cri/server/
+// container_execsync.go) and, with a heartbeat, the silence of a client that
+// stopped sending (a runtime that keeps stdin open, a connection that hangs
+// without closing). Libc only: forge-box links it.
 #pragma once
 
 #include <atomic>
