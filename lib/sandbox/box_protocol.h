@@ -29,7 +29,11 @@
 //                                pod, where each exec is an API request):
 //                                reads its input archive from stdin, sweeps,
 //                                unpacks the tests, runs the verifier, says
-//                                how it ended with its output and reward
+//                                how it ended with its output and reward;
+//                                --heartbeat S: its client gone (stdin's end,
+//                                S s without a byte) ends the verifier
+//   forge-box verify-stop [--wait S]
+//                                ends every forge-box verify of the sandbox
 #pragma once
 
 namespace forge::sandbox {
@@ -101,5 +105,9 @@ inline constexpr const char* kVerifyArgv = "argv";
 inline constexpr const char* kVerifyEnv = "env";
 inline constexpr const char* kVerifyTests = "tests/";
 inline constexpr const char* kVerifyTag = "forge-verify: ";
+// verify: another forge-box verify of this sandbox was still alive after
+// SIGKILL (each verify first ends any other; forge-box verify-stop ends them
+// all: "forge-box: verify-stop: stopped N", or "left N" with exit 3).
+inline constexpr int kVerifyBusy = 75;
 
 }  // namespace forge::sandbox

@@ -121,6 +121,12 @@ struct ExecRequest {
   // When set and a stop is requested, the command is killed as on a timeout
   // and Exec returns Cancelled: how SIGINT reaches a harness that is running.
   const StopToken* cancel = nullptr;
+  // > 0 (k8s): stdin stays open after stdin_data, and one byte more is sent
+  // on it every this many seconds while the command runs: forge-box verify
+  // --heartbeat ends the verifier once they stop (verify/client_watch.h).
+  double stdin_heartbeat_seconds = 0;
+  // Runs even once a stop is requested: a cleanup after a stopped command.
+  bool after_stop = false;
 };
 
 struct ExecResult {

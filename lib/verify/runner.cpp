@@ -205,6 +205,7 @@ Result<Runner::Verified> Runner::VerifyOne(const Json& record) {
     VerifyContext context;
     context.cancel = &options_.env->stop();
     context.require_evidence = options_.require_evidence;
+    context.stream_timeout = options_.stream_timeout;
     if (auto it = record.find("verdict"); it != record.end() && it->is_object() && it->contains("tamper")) {
       context.previous_tamper = &(*it)["tamper"];
     }

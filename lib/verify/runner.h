@@ -30,6 +30,9 @@ struct RunOptions {
   int jobs = 1;
   bool keep = false;           // leave sandboxes for inspection
   double timeout_override = 0; // > 0: replaces every task's verifier timeout
+  // > 0: the deadline of a one-stream verification's exec (k8s); 0: the
+  // verifier's timeout and the sweep's, upload's and answer's slack.
+  double stream_timeout = 0;
   bool strict = false;         // the first bad input line is an error
   // A sandbox whose verifier cannot be watched (not docker, not root, the
   // engine on another host) gets infra_error rather than an unchecked verdict.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "sandbox/box_protocol.h"
 #include "sandbox/shebang.h"
 #include "tasks/env_template.h"
 #include "tasks/harbor.h"
@@ -385,6 +386,15 @@ constexpr size_t kBoxStreamBytes = 2 * kBoxOutput + 2 * (kMaxRewardBytes + 1) + 
 // The verifier's deadline is forge-box's; the stream's own allows the
 // sweep, the upload and the answer on top.
 constexpr double kBoxStreamSlack = 120;
+// While the stream runs forge-verify sends a byte on its stdin this often;
+// forge-box ends the verifier's tree when stdin ends or stays silent for
+// kBoxSilence (a connection that hangs without closing).
+constexpr double kBoxHeartbeat = 5;
+constexpr double kBoxSilence = 30;
+// The one stop exec after a stopped or timed-out stream: how long forge-box
+// verify-stop waits before SIGKILL, and the exec's own bound.
+constexpr double kBoxStopWait = 5;
+constexpr double kBoxStopTimeout = 30;
 
 // forge-box verify's request (box_protocol.h): the sweep's options and the
 // verifier's, the command, its environment and the tests as its input.
@@ -403,16 +413,40 @@ Result<sandbox::ExecRequest> OneStreamRequest(const sandbox::Sandbox& sandbox, c
   // (forge-box's default) the sandbox's start.
   if (context.baseline) req.argv.insert(req.argv.end(), {"--t0", std::to_string(context.baseline->t0_ns)});
   if (!context.watch) req.argv.push_back("--no-trace");
+  req.argv.insert(req.argv.end(), {"--heartbeat", fmt::format("{}", kBoxSilence)});
+  req.stdin_heartbeat_seconds = kBoxHeartbeat;
   const std::vector<std::string> command =
       harbor ? std::vector<std::string>{std::string(kTestsDir) + "/test.sh"}
              : std::vector<std::string>{"/bin/sh", "-c", spec.command};
   auto input = sandbox::VerifyInput(command, spec.env, harbor ? spec.tests_dir : "");
   if (!input.ok()) return input.status().Prefixed("pack the tests of " + spec.tests_dir);
   req.stdin_data = std::move(*input);
-  req.timeout_seconds = spec.timeout_sec > 0 ? spec.timeout_sec + kBoxStreamSlack : 0;
+  req.timeout_seconds = context.stream_timeout > 0 ? context.stream_timeout
+                        : spec.timeout_sec > 0    ? spec.timeout_sec + kBoxStreamSlack
+                                                  : 0;
   req.max_output_bytes = kBoxStreamBytes;
   req.cancel = context.cancel;
   return req;
+}
+
+// After a stream that was stopped or ran past its deadline: closing it did
+// not end forge-box verify in the pod (kubernetes/kubernetes#89031), so one
+// best-effort exec of forge-box verify-stop ends it and the verifier's tree
+// (forge-box's own heartbeat bound ends them anyway). What it did, for the
+// verdict's message.
+std::string StopInPod(sandbox::Sandbox& sandbox, const std::string& box) {
+  sandbox::ExecRequest stop;
+  stop.argv = {box, "verify-stop", "--wait", fmt::format("{}", kBoxStopWait)};
+  stop.timeout_seconds = kBoxStopTimeout;
+  stop.max_output_bytes = 4096;
+  stop.after_stop = true;
+  auto ran = sandbox.Exec(stop);
+  if (!ran.ok()) return "could not stop it in the pod (" + ran.status().message() + ")";
+  if (ran->exit_code != 0 || ran->timed_out) {
+    return fmt::format("could not stop it in the pod (forge-box verify-stop exit status {}: {})", ran->exit_code,
+                       (ran->stdout_data + ran->stderr_data).substr(0, 200));
+  }
+  return "it was stopped in the pod";
 }
 
 // The verifier's report from forge-box verify's answer, the sweep noted in
@@ -422,6 +456,11 @@ std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& 
   auto report = sandbox::TakeVerifyReport(ran.stdout_data, &sweep_lines);
   if (!report && (ran.exit_code == 64 || ran.exit_code == 65)) {
     Infra(v, "forge-box verify", Status::Internal("refused its input: " + ran.stderr_data.substr(0, 300)));
+    return std::nullopt;
+  }
+  if (!report && ran.exit_code == sandbox::kVerifyBusy) {
+    Infra(v, "forge-box verify", Status::Busy("an earlier verification of this sandbox would not stop: " +
+                                              ran.stderr_data.substr(0, 300)));
     return std::nullopt;
   }
   NoteSweep(ParseSweepOutput(report ? sweep_lines : ran.stdout_data, report ? 0 : ran.exit_code), &prep);
@@ -457,8 +496,17 @@ Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, doub
   if (!req.ok()) return Done(Fail(v, Outcome::kVerifierError, req.status().message()), witness, clock);
   auto ran = sandbox.Exec(*req);
   if (!ran.ok()) {
-    if (ran.status().kind() == Kind::kCancelled) Fail(v, Outcome::kCancelled, "stopped by a signal");
-    else Blame(v, sandbox, "run forge-box verify", ran.status());
+    if (ran.status().kind() == Kind::kCancelled) {
+      Fail(v, Outcome::kCancelled, "stopped by a signal; " + StopInPod(sandbox, req->argv[0]));
+    } else {
+      Blame(v, sandbox, "run forge-box verify", ran.status());
+    }
+    return Done(v, witness, clock);
+  }
+  if (ran->timed_out) {
+    Infra(v, "run forge-box verify",
+          Status::Unavailable(fmt::format("its stream ran past its deadline of {} s; {}", req->timeout_seconds,
+                                          StopInPod(sandbox, req->argv[0]))));
     return Done(v, witness, clock);
   }
   auto report = OneStreamReport(*ran, prep, v);

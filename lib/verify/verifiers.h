@@ -54,6 +54,8 @@ struct VerifyContext {
   // false: no watch at all, as on a backend without evidence (the
   // benchmark's baseline of what the evidence costs).
   bool watch = true;
+  // > 0: the one-stream verification's exec deadline (RunOptions).
+  double stream_timeout = 0;
 };
 
 // Both prepare the sandbox first (hardening.h) and watch the verifier while

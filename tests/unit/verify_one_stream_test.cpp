@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <optional>
 
 #include "sandbox/box.h"
 #include "support/temp_dir.h"
@@ -39,6 +40,7 @@ class PodSandbox : public sandbox::Sandbox {
   bool exec_is_request() const override { return true; }
   Result<sandbox::ExecResult> Exec(const sandbox::ExecRequest& request) override {
     requests.push_back(request);
+    if (requests.size() > 1 && stop_answer) return *stop_answer;  // forge-box verify-stop
     if (!status.ok()) return status;
     return answer;
   }
@@ -51,6 +53,7 @@ class PodSandbox : public sandbox::Sandbox {
   std::vector<sandbox::ExecRequest> requests;
   sandbox::ExecResult answer;
   Status status;
+  std::optional<sandbox::ExecResult> stop_answer;  // for every exec after the first
 
  private:
   sandbox::Handle handle_;
@@ -122,6 +125,8 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
     CHECK(input.find(std::string("MODE=strict") + '\0') != std::string::npos);     // its environment
     CHECK(input.find("tests/test.sh") != std::string::npos);                       // the tests
     CHECK(input.find("echo 1 > /logs/verifier/reward.txt") != std::string::npos);
+    CHECK(joined.find("--heartbeat 30") != std::string::npos);  // the client watched (client_watch.h)
+    CHECK(pod.requests[0].stdin_heartbeat_seconds == 5);       // and its heartbeat sent
     CHECK(pod.requests[0].env.empty());      // nothing for the backend to wrap in `env`
     CHECK(pod.requests[0].workdir.empty());  // nor in `sh -c cd`
   }
@@ -156,6 +161,41 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
   SUBCASE("forge-box refused forge's own input: infra_error") {
     pod.answer.stderr_data = "forge-box: verify: bad tar header checksum\n";
     CHECK(Answered(pod, spec, "", 65).outcome == Outcome::kInfraError);
+  }
+  SUBCASE("the stream past its deadline: infra_error, and one forge-box verify-stop exec ends it in the pod") {
+    pod.answer.timed_out = true;
+    pod.stop_answer = sandbox::ExecResult{};
+    pod.stop_answer->exit_code = 0;
+    pod.stop_answer->stdout_data = "forge-box: verify-stop: stopped 1\n";
+    Verdict v = Answered(pod, spec, "", -1);
+    CHECK(v.outcome == Outcome::kInfraError);
+    CHECK(v.message.find("past its deadline of 150 s; it was stopped in the pod") != std::string::npos);
+    REQUIRE(pod.requests.size() == 2);
+    CHECK(pod.requests[1].argv ==
+          std::vector<std::string>{sandbox::kBoxSandboxPath, "verify-stop", "--wait", "5"});
+    CHECK(pod.requests[1].after_stop);
+    CHECK(pod.requests[1].timeout_seconds > 0);
+  }
+  SUBCASE("stopped by a signal: cancelled, and the stop exec's failure said") {
+    pod.status = Status::Cancelled("exec in pod pod-1 interrupted");
+    pod.stop_answer = sandbox::ExecResult{};
+    pod.stop_answer->exit_code = 3;
+    pod.stop_answer->stdout_data = "forge-box: verify-stop: left 1 of 1\n";
+    Verdict v = Answered(pod, spec, "");
+    CHECK(v.outcome == Outcome::kCancelled);
+    CHECK(v.message.find("could not stop it in the pod (forge-box verify-stop exit status 3: "
+                         "forge-box: verify-stop: left 1 of 1") != std::string::npos);
+    CHECK(pod.requests.size() == 2);
+  }
+  SUBCASE("a verification that ends by itself sends no stop") {
+    Answered(pod, spec, kSwept + Report(0, "", "", "1\n"));
+    CHECK(pod.requests.size() == 1);
+  }
+  SUBCASE("an earlier verification that would not stop: infra_error, not the agent's failure") {
+    pod.answer.stderr_data = "forge-box: verify: 1 earlier forge-box verify still running here after SIGKILL\n";
+    Verdict v = Answered(pod, spec, "", sandbox::kVerifyBusy);
+    CHECK(v.outcome == Outcome::kInfraError);
+    CHECK(v.message.find("would not stop") != std::string::npos);
   }
   SUBCASE("the API server is unreachable: infra_error") {
     pod.status = Status::Unavailable("connect to the API server: refused");

@@ -12,5 +12,6 @@ int Supervise(int argc, char** argv);  // after "supervise": options "--" CMD AR
 int Done(int argc, char** argv);       // after "done": nothing
 int Install(int argc, char** argv);    // after "install": DEST
 int Verify(int argc, char** argv);     // after "verify": options, the archive on stdin
+int VerifyStop(int argc, char** argv); // after "verify-stop": [--wait S]
 
 }  // namespace forge::box

@@ -19,7 +19,8 @@ constexpr const char* kUsage =
     "       forge-box done\n"
     "       forge-box install DEST\n"
     "       forge-box verify --tag TAG [--stop] [--keep PID:START,...] [--clear] [--timeout S] [--max-output BYTES]\n"
-    "                        [--shebang] [--reward BYTES] [--t0 NS] [--no-trace] < ARCHIVE\n"
+    "                        [--shebang] [--reward BYTES] [--t0 NS] [--no-trace] [--heartbeat S] < ARCHIVE\n"
+    "       forge-box verify-stop [--wait S]\n"
     "forge's helper inside a sandbox (bind-mounted read-only at /forge/bin/forge-box).\n"
     "mark       print the moment and the processes alive (one forge-mark: line on stderr), then exec CMD\n"
     "keepalive  be PID 1: reap orphans, exit after SECONDS or on SIGTERM\n"
@@ -30,7 +31,11 @@ constexpr const char* kUsage =
     "install    copy forge-box to DEST (a pod's init container)\n"
     "verify     a whole verification in one stream: read the archive (command, environment, tests), sweep,\n"
     "           unpack the tests into /tests, run the command (never from PATH) under a tracer of its process\n"
-    "           tree (--no-trace: none), report its end, output, rewards and what the tracer found\n";
+    "           tree (--no-trace: none), report its end, output, rewards and what the tracer found; a\n"
+    "           verification still running is ended first; --heartbeat S: once the archive is read, the end of\n"
+    "           stdin, or S seconds without a byte on it (0: only its end), ends the verifier's tree (its client\n"
+    "           is gone); SIGTERM ends it too\n"
+    "verify-stop  end every forge-box verify running here (SIGTERM, SIGKILL after --wait S, default 5)\n";
 
 }  // namespace
 
@@ -44,6 +49,7 @@ int main(int argc, char** argv) {
   if (command == "done") return forge::box::Done(argc - 2, argv + 2);
   if (command == "install") return forge::box::Install(argc - 2, argv + 2);
   if (command == "verify") return forge::box::Verify(argc - 2, argv + 2);
+  if (command == "verify-stop") return forge::box::VerifyStop(argc - 2, argv + 2);
   if (command == "-h" || command == "--help") {
     forge::box::WriteAll(1, kUsage);
     return 0;

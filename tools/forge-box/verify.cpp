@@ -11,12 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <ctime>
 #include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -25,7 +28,9 @@
 #include "run.h"
 #include "sandbox/box_protocol.h"
 #include "sweep.h"
+#include "verify/client_watch.h"
 #include "verify/tracer.h"
+#include "verify_stop.h"
 
 namespace forge::box {
 namespace {
@@ -49,11 +54,58 @@ struct VerifyOptions {
   long long reward_bytes = -1;  // < 0: read no reward files
   bool trace = true;            // --no-trace: no runtime evidence (the benchmark's baseline)
   long long t0_ns = -1;         // --t0: the harness's start; else the sandbox's (PID 1's start)
+  double heartbeat = -1;        // --heartbeat: watch the client (verify/client_watch.h); < 0: not
+};
+
+// Set by SIGTERM, SIGINT or SIGHUP (forge-box verify-stop), or by the watch
+// on the client: the verifier's whole tree is killed.
+volatile sig_atomic_t g_stop = 0;
+
+void OnStopSignal(int) { g_stop = 1; }
+
+void StopOnSignals() {
+  struct sigaction sa{};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+// The watch on the client (verify/client_watch.h) for as long as it lives:
+// the verifier's run. A client gone before it starts is seen at once (its
+// stdin has ended). heartbeat < 0: no watch.
+class ClientWatch {
+ public:
+  explicit ClientWatch(double heartbeat) {
+    if (heartbeat >= 0) thread_ = std::thread([this, heartbeat] { end_ = verify::WatchClient(0, heartbeat, done_, &g_stop); });
+  }
+  ~ClientWatch() {
+    done_.store(true);
+    if (thread_.joinable()) thread_.join();
+    if (end_ == verify::ClientEnd::kNone) return;
+    WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + verify::ClientEndWhy(end_) +
+                    ": the client is gone, the verifier's tree was ended\n");
+  }
+  ClientWatch(const ClientWatch&) = delete;
+  ClientWatch& operator=(const ClientWatch&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  verify::ClientEnd end_ = verify::ClientEnd::kNone;
+  std::thread thread_;
 };
 
 bool Refuse(const std::string& why) {
   WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + why + "\n");
   return false;
+}
+
+// Before anything of this verification: one that is still running in this
+// sandbox (its client gone, its stop exec lost) is ended, or this one is
+// refused; none may race the other's verifier.
+bool NoOtherVerify() {
+  int left = 0;
+  if (StopVerifies(5, &left) == 0 || left == 0) return true;
+  return Refuse(std::to_string(left) + " earlier forge-box verify still running here after SIGKILL");
 }
 
 bool ReadExactly(char* data, size_t n) {
@@ -267,6 +319,7 @@ bool ParseVerify(int argc, char** argv, VerifyOptions* o) {
     if (flag == "--timeout") o->timeout_seconds = value;
     else if (flag == "--max-output") o->max_output = static_cast<size_t>(value);
     else if (flag == "--reward") o->reward_bytes = static_cast<long long>(value);
+    else if (flag == "--heartbeat") o->heartbeat = value;
     else return false;
   }
   return SweepArgsValid(o->sweep);
@@ -307,14 +360,17 @@ int Verify(int argc, char** argv) {
   if (!ParseVerify(argc, argv, &o)) {
     WriteAll(2, std::string(sandbox::kBoxTag) +
                     "usage: forge-box verify --tag TAG [--stop] [--keep LIST] [--clear] [--timeout S] "
-                    "[--max-output BYTES] [--shebang] [--reward BYTES] [--t0 NS] [--no-trace] < ARCHIVE\n");
+                    "[--max-output BYTES] [--shebang] [--reward BYTES] [--t0 NS] [--no-trace] [--heartbeat S] < ARCHIVE\n");
     return 64;
   }
   // No process in the sandbox may write to this one's stdout through /proc.
   prctl(PR_SET_DUMPABLE, 0);
+  StopOnSignals();
   std::vector<ArchiveEntry> entries;
   if (!ReadArchive(&entries)) return 65;
+  if (!NoOtherVerify()) return sandbox::kVerifyBusy;
   RunSpec run;
+  run.terminate = &g_stop;
   run.timeout_seconds = o.timeout_seconds;
   run.max_output = o.max_output;
   run.path_lookup = false;
@@ -351,7 +407,10 @@ int Verify(int argc, char** argv) {
   std::optional<verify::Tracer> tracer;
   if (o.trace) run.tracer = &tracer.emplace(plan);
   RunOutcome r;
-  RunCommand(run, false, &r);
+  {
+    const ClientWatch watch(o.heartbeat);
+    RunCommand(run, false, &r);
+  }
   std::string rewards;
   long long txt = -1, json = -1;
   if (o.reward_bytes >= 0) {

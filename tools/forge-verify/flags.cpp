@@ -34,6 +34,17 @@ read and checked as forge\-launch reads them, looked up by id. Repeatable.)~"},
       {.names = "--verifier-timeout", .value = "SEC", .bind = cli::Bind(run.timeout_override),
        .help = "Seconds; replaces every task's verifier.timeout_sec (recorded in the verdict)",
        .doc = "Replace every task's verifier timeout (the effective value is recorded)."},
+      {.names = "--stream-timeout", .value = "SEC", .bind = cli::Bind(run.stream_timeout),
+       .help = "k8s: seconds one verification's exec stream may run (default: the verifier's timeout + 120); "
+               "past it the verifier is stopped in the pod",
+       .doc = R"~(On
+.BR "\-\-backend k8s" ,
+the deadline of one verification's exec stream (default: the verifier's
+timeout plus 120 s for the sweep, the upload and the answer). Past it
+forge\-verify closes the stream, stops the verifier in the pod with one
+.B forge\-box verify\-stop
+exec, and the verdict is
+.BR infra_error .)~"},
       {.names = "--strict", .bind = cli::Bind(run.strict),
        .help = "Stop at the first malformed input line"},
       {.names = "--require-evidence", .bind = cli::Bind(run.require_evidence),

@@ -91,19 +91,27 @@ Result<ExecOutcome> RunExec(ApiClient& client, const ExecCall& call) {
       ws.QueueBinary(frame);
     }
     // v4 cannot say EOF; callers there bound stdin themselves (head -c).
-    if (outcome.protocol == kProtocolV5) {
+    if (outcome.protocol == kProtocolV5 && call.stdin_heartbeat_seconds <= 0) {
       ws.QueueBinary(std::string{static_cast<char>(kClose), static_cast<char>(kStdin)});
     }
   }
 
   std::optional<nlohmann::json> status;
+  const auto beat = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(call.stdin_heartbeat_seconds, 0.0)));
+  Clock::time_point next_beat = beat.count() > 0 ? Clock::now() + beat : Clock::time_point::max();
   while (true) {
     if (call.stop_requested && call.stop_requested()) {
       return Status::Cancelled("exec in pod " + call.pod + " interrupted");
     }
+    if (Clock::now() >= next_beat) {
+      ws.QueueBinary(std::string{static_cast<char>(kStdin), '\0'});
+      next_beat = Clock::now() + beat;
+    }
     Clock::time_point slice = call.stop_requested
                                   ? std::min(deadline, Clock::now() + std::chrono::milliseconds(250))
                                   : deadline;
+    slice = std::min(slice, next_beat);
     Result<std::optional<WsMessage>> message = ws.Next(slice);
     if (!message.ok()) return message.status();
     if (!message->has_value()) {

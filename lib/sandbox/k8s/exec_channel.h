@@ -41,6 +41,9 @@ struct ExecCall {
   double timeout_seconds = 0;
   size_t max_output_bytes = 1 << 20;
   std::function<bool()> stop_requested;  // ends the exec with Status::Cancelled
+  // > 0: stdin is never closed; a one-byte stdin message goes every this
+  // many seconds until the command ends (ExecRequest::stdin_heartbeat_seconds).
+  double stdin_heartbeat_seconds = 0;
 };
 
 struct ExecOutcome {

@@ -57,7 +57,8 @@ class K8sSandbox : public Sandbox {
     }
     command.insert(command.end(), request.argv.begin(), request.argv.end());
     return Run(command, !request.stdin_data.empty(), request.stdin_data,
-               request.timeout_seconds, request.max_output_bytes);
+               request.timeout_seconds, request.max_output_bytes, request.stdin_heartbeat_seconds,
+               !request.after_stop);
   }
 
   Status CopyIn(const std::string& host_path, const std::string& dest_dir) override {
@@ -98,7 +99,8 @@ class K8sSandbox : public Sandbox {
 
  private:
   Result<ExecResult> Run(std::vector<std::string> command, bool send_stdin,
-                         std::string stdin_data, double timeout, size_t max_output) {
+                         std::string stdin_data, double timeout, size_t max_output,
+                         double heartbeat = 0, bool stoppable = true) {
     // v4 has no way to close stdin, so unless the server is known to speak
     // v5 the command reads exactly the bytes sent and sees EOF after them;
     // forge-box reads its input archive to its end blocks, not to EOF, and
@@ -119,7 +121,8 @@ class K8sSandbox : public Sandbox {
     call.stdin_data = std::move(stdin_data);
     call.timeout_seconds = timeout;
     call.max_output_bytes = max_output;
-    call.stop_requested = backend_.options().stop_requested;
+    call.stdin_heartbeat_seconds = heartbeat;
+    if (stoppable) call.stop_requested = backend_.options().stop_requested;
     Result<ExecOutcome> outcome = RunExec(backend_.client(), call);
     if (!outcome.ok()) return outcome.status();
     backend_.NoteExecProtocol(outcome->protocol);
