@@ -128,7 +128,7 @@ struct Job {
 
 // The most threads a run's steps take where rollouts wait parked: the
 // steps block on the API server (create, exec, log, delete), not the CPU.
-constexpr int kStepThreads = 32;
+constexpr int kStepThreads = 64;
 
 Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend);
 
