@@ -569,7 +569,7 @@ void Launcher::TryEnded(const RolloutPtr& r, Status s) {
 void Launcher::FinishRollout(const RolloutPtr& r) {
   Json& record = r->record;
   const TaskSpec& task = *r->job.task;
-  if (r->profile) record["infra_retries"] = r->retries;
+  record["infra_retries"] = r->retries;
   // A call of a try that died may still have been in flight when this try
   // set that try's calls aside (a long generation whose client was gone): it
   // is recorded after, under the rollout, but started before this try.
