@@ -12,7 +12,7 @@
 #   forge-launch's RSS per rollout in flight: (peak RSS at IN_FLIGHT - peak
 #     RSS at -j 8) / (IN_FLIGHT - 8); CPU per rollout
 #   pod creations per second, sustained (the middle 80 % of creations), and
-#     all requests per second against QPS
+#     all requests per second against QPS; forge-launch's threads at peak
 #   rollouts lost (no record, or not ok) and rollouts counted as attempts
 #     beyond their first (attempt != 0); infrastructure retries
 #
@@ -86,7 +86,7 @@ def launch(fake, work, box, n, j, faults):
         injector.start()
     # Peak RSS from /proc (VmHWM of forge-launch's own memory): wait4's
     # ru_maxrss would carry this Python parent's size across the fork.
-    peak, done = [0], threading.Event()
+    peak, threads, done = [0], [0], threading.Event()
 
     def sample():
         while not done.is_set():
@@ -94,6 +94,8 @@ def launch(fake, work, box, n, j, faults):
                 for line in open("/proc/%d/status" % proc.pid):
                     if line.startswith("VmHWM:"):
                         peak[0] = max(peak[0], int(line.split()[1]))
+                    elif line.startswith("Threads:"):
+                        threads[0] = max(threads[0], int(line.split()[1]))
             except (OSError, ValueError):
                 pass
             time.sleep(0.2)
@@ -106,7 +108,7 @@ def launch(fake, work, box, n, j, faults):
     seconds = time.monotonic() - start
     records = [json.loads(l) for l in open(out) if l.strip()]
     log = fake.control("stats")["log"][before:]
-    return {"seconds": seconds, "rss_kib": peak[0], "cpu": usage.ru_utime + usage.ru_stime,
+    return {"seconds": seconds, "rss_kib": peak[0], "threads": threads[0], "cpu": usage.ru_utime + usage.ru_stime,
             "records": records, "log": log, "exit": status}
 
 
@@ -171,6 +173,7 @@ def main():
         f["cpu_ms_per_rollout"] = 1000 * main["cpu"] / N
         f["base_cpu_ms_per_rollout"] = 1000 * base["cpu"] / BASE_N
         f["seconds"] = main["seconds"]
+        f["threads_peak"], f["base_threads_peak"] = main["threads"], base["threads"]
         f["records"] = len(main["records"])
         progress("")
         print(json.dumps({"run": i + 1, **f}), flush=True)
@@ -186,6 +189,8 @@ def main():
     print("  requests per rollout, all      " + span("per_rollout", "%.3f"))
     print("  RSS per rollout in flight KiB  " + span("rss_per_inflight_kib", "%.1f") +
           "  (peak %s KiB vs %s at -j %d)" % (span("rss_kib", "%d"), span("base_rss_kib", "%d"), BASE_J))
+    print("  threads at peak                " + span("threads_peak", "%d") + "  (baseline " +
+          span("base_threads_peak", "%d") + " at -j %d)" % BASE_J)
     print("  CPU ms per rollout             " + span("cpu_ms_per_rollout") + "  (baseline " +
           span("base_cpu_ms_per_rollout") + ")")
     print("  pod creations/s (sustained)    " + span("creates_per_s", "%.1f") + "  against QPS %g (%.1f creations/s at 3 requests each)" % (QPS, QPS / 3))

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "base/clock.h"
 #include "base/free_memory.h"
 #include "base/hash.h"
+#include "base/work_pool.h"
 #include "launch/attempt.h"
 #include "launch/harness.h"
 #include "launch/healthcheck.h"
@@ -124,6 +126,10 @@ struct Job {
   int attempt;
 };
 
+// The most threads a run's steps take where rollouts wait parked: the
+// steps block on the API server (create, exec, log, delete), not the CPU.
+constexpr int kStepThreads = 64;
+
 Status CheckProxyOnly(const LaunchOptions& options, const sandbox::Backend& backend);
 
 // --workdir, else the task's, else the image's WORKDIR, else /work (an
@@ -173,12 +179,28 @@ class Launcher {
   Status CheckImages(const std::vector<Job>& jobs);
   Status PullSecret(const std::vector<Job>& jobs);
   int RunJobs(const std::vector<Job>& jobs);
-  std::string RunCounted(const Job& job);
-  Json RunRollout(const Job& job);
-  // One try: create, set up, run the harness, hold or release. Returns the
-  // Status of the infrastructure; the harness's own result goes in record.
-  Status TryOnce(const Job& job, const HarnessProfile& profile, const std::string& rollout_id,
-                 Json& record);
+  // A rollout is a chain of steps on pool_ (launcher.cpp, "A rollout's
+  // steps"): it holds a thread only while a step runs, not while the
+  // backend's sandbox runs (Backend::RunOnceParked) or a retry backs off.
+  struct Rollout;
+  struct Try;
+  using RolloutPtr = std::shared_ptr<Rollout>;
+  void StartRollout(const Job& job);
+  void BeginTry(const RolloutPtr& r);
+  // A try up to its harness's run: create, set up, start the harness.
+  Status StartTry(const RolloutPtr& r);
+  void RunHarness(const RolloutPtr& r);
+  void OneShotRan(const RolloutPtr& r, Result<sandbox::ExecResult> ran);
+  // A try after its harness's run: its result read, the sandbox held or released.
+  void HarnessRan(const RolloutPtr& r, Result<sandbox::ExecResult> ran);
+  Status EndTry(Try& t, Result<sandbox::ExecResult> ran, Json& record);
+  // A try's Status: the rollout's end, or a retry after a backoff.
+  void TryEnded(const RolloutPtr& r, Status s);
+  void FinishRollout(const RolloutPtr& r);
+  // Under mutex_: the next job's index, counted in flight, unless there is
+  // none or a stop was requested.
+  std::optional<size_t> TakeJob();
+  void Post(size_t job);
   // On k8s, a task's environment/Dockerfile as the pushed image's digest
   // (spec.image), and each compose service's build: as its service's image.
   Status PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record);
@@ -188,11 +210,9 @@ class Launcher {
   // While workers run jobs (below): freed memory given back and the
   // progress lines redrawn, each second until done.
   void EverySecond(const StopToken& done);
-  // Runs the harness: as the sandbox's own process where the backend can,
-  // else in a sandbox created, filled from plan, and exec'd. box holds the
-  // sandbox that is left (held, or to release).
-  Result<sandbox::ExecResult> RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
-                                         Phases& phases, std::unique_ptr<sandbox::Sandbox>& box, Json& record);
+  // The harness in a sandbox created, filled from plan, and exec'd (a pod
+  // with services, or a backend without one-shot sandboxes); t.box holds it.
+  Result<sandbox::ExecResult> ExecHarness(Try& t, Json& record);
   HostPaths Host() const {
     return {HarnessInstallDir(), RelayBinary(options_), host_relay_ ? host_relay_->dir() : "", BoxBinary(),
             host_relay_ && host_relay_->egress()};
@@ -245,6 +265,12 @@ class Launcher {
     Clock::time_point since;
   };
   std::map<std::string, Running> phases_;  // by rollout id
+  const std::vector<Job>* jobs_ = nullptr;
+  size_t next_job_ = 0;
+  int in_flight_ = 0;
+  std::condition_variable idle_;  // in_flight_ fell to 0
+  std::unique_ptr<WorkPool> pool_;
+  int infra_errors_ = 0;
 };
 
 Result<const HarnessProfile*> Launcher::Profile(const std::string& name) {
@@ -344,18 +370,90 @@ void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_i
   }
 }
 
-Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
-                         const std::string& rollout_id, Json& record) {
+// A rollout's steps. Each runs on pool_ and ends by handing the rollout to
+// the next: StartRollout → BeginTry → StartTry → RunHarness → (the
+// backend's parked run) → OneShotRan → HarnessRan → TryEnded → BeginTry
+// again after a backoff timer, or FinishRollout. Between steps a rollout
+// is this state, held by the steps' closures (and the backend's wait).
+struct Launcher::Try {
+  Try(Attempt attempt, Json& timings, std::function<void(const std::string&)> report, const Env& env)
+      : a(std::move(attempt)), phases(timings, std::move(report)), scratch(env) {}
+  Attempt a;
+  Phases phases;
+  sandbox::Spec spec;
+  sandbox::OneShot plan;
+  Scratch scratch;
+  std::optional<sandbox::Display> display;
+  std::unique_ptr<sandbox::Sandbox> box;  // the sandbox that is left (held, or to release)
+};
+
+struct Launcher::Rollout {
+  Job job;
+  std::string id;
+  const HarnessProfile* profile = nullptr;
+  Json record;
+  Clock::time_point started = Clock::now();
+  int retries = 0;
+  double last_try_began = 0;  // its secret, and so its harness's calls, came after
+  std::unique_ptr<Try> now;   // the try in flight
+};
+
+void Launcher::StartRollout(const Job& job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++running_;
+    UpdateProgress();
+  }
+  auto r = std::make_shared<Rollout>();
+  r->job = job;
   const TaskSpec& task = *job.task;
-  Phases phases(record["timings"], [&](const std::string& p) { SetPhase(rollout_id, task.id, job.attempt, p); });
-  phases.Enter("create");
-  // The secret is born here and leaves only in the harness's environment
-  // and config files: the store keeps its hash, the record never sees it.
+  r->id = RolloutId(options_.run_id, task.id, job.attempt);
+  const std::string harness = task.harness.empty() ? options_.harness : task.harness;
+  r->record = {{"schema", "forge.rollout/1"}, {"rollout_id", r->id},  {"run_id", options_.run_id},
+               {"task_id", task.id},          {"attempt", job.attempt}, {"harness", harness},
+               {"backend", backend_.name()}};
+  auto profile = Profile(harness);
+  if (!profile.ok()) {
+    r->record["outcome"] = "infra_error";
+    r->record["error"] = profile.status().message();
+    return FinishRollout(r);
+  }
+  r->profile = *profile;
+  BeginTry(r);
+}
+
+void Launcher::BeginTry(const RolloutPtr& r) {
+  Json& record = r->record;
+  record["timings"] = Json::object();
+  record.erase("error");  // an earlier try's
+  record.erase("error_kind");
+  record.erase("transient");
+  if (r->retries > 0 && cancel_.requested()) return TryEnded(r, Status::Cancelled("stopped during a backoff"));
+  r->last_try_began = env_.Now();
+  if (Status s = StartTry(r); !s.ok()) {
+    r->now.reset();
+    TryEnded(r, s);
+  }
+}
+
+Status Launcher::StartTry(const RolloutPtr& r) {
+  const Job& job = r->job;
+  const TaskSpec& task = *job.task;
+  const HarnessProfile& profile = *r->profile;
+  Json& record = r->record;
   // docker mounts forge-box; a k8s pod has it when the harness is its own
   // process (sandbox/k8s/supervised.h) and no services start before it.
   const bool has_box = backend_.kind() == sandbox::BackendKind::kDocker ||
                        (backend_.kind() == sandbox::BackendKind::kK8s && backend_.CanRunOnce() && !task.pod);
-  const Attempt a{options_, task, profile, backend_.kind(), rollout_id, job.attempt, "forge-" + RandomHex(24), has_box};
+  // The secret is born here and leaves only in the harness's environment
+  // and config files: the store keeps its hash, the record never sees it.
+  r->now = std::make_unique<Try>(
+      Attempt{options_, task, profile, backend_.kind(), r->id, job.attempt, "forge-" + RandomHex(24), has_box},
+      record["timings"], [this, id = r->id, &task, n = job.attempt](const std::string& p) { SetPhase(id, task.id, n, p); },
+      env_);
+  Try& t = *r->now;
+  const Attempt& a = t.a;
+  t.phases.Enter("create");
   FORGE_RETURN_IF_ERROR(Register(a, job, record));
   if (Status s = CheckGpus(task, backend_); !s.ok()) {
     record["error_kind"] = "no_gpu";
@@ -363,63 +461,177 @@ Status Launcher::TryOnce(const Job& job, const HarnessProfile& profile,
   }
   auto spec = SandboxSpec(a);
   if (!spec.ok()) return spec.status();
+  t.spec = std::move(*spec);
   // The image is built or pulled once here, so its WORKDIR is known before
   // anything is put in place.
-  phases.Enter("image");
-  FORGE_RETURN_IF_ERROR(PublishImage(a, *spec, record));
-  auto image = backend_.PrepareImage(&*spec, [&](const std::string& text) { SetPhaseText(rollout_id, text); });
+  t.phases.Enter("image");
+  FORGE_RETURN_IF_ERROR(PublishImage(a, t.spec, record));
+  auto image = backend_.PrepareImage(&t.spec, [&](const std::string& text) { SetPhaseText(r->id, text); });
   if (!image.ok()) return image.status();
-  if (image->pulled) record["image_pulled"] = spec->image;  // for gc --images
-  phases.Enter("create");
+  if (image->pulled) record["image_pulled"] = t.spec.image;  // for gc --images
+  t.phases.Enter("create");
   const std::string workdir = WorkdirFor(options_, task, *image);
-  spec->workdir = workdir;
+  t.spec.workdir = workdir;
   const HostPaths host = Host();
-  const RelayPaths relay = AddHostMounts(a, host, *spec);
-  AddEgress(a, host, *spec);
+  const RelayPaths relay = AddHostMounts(a, host, t.spec);
+  AddEgress(a, host, t.spec);
   auto mcp_servers = McpServersFor(task, profile);
   if (!mcp_servers.ok()) return mcp_servers.status();
   auto vars = Placeholders(a, host, workdir, *mcp_servers);
-  sandbox::OneShot plan;
-  Scratch scratch(env_);
   FORGE_RETURN_IF_ERROR(AddCopies(a, workdir, vars, [&](const std::string& name, const std::string& content) {
-    return scratch.Write(name, content);
-  }, plan));
-  const std::optional<sandbox::Display> display = task.display ? task.display : options_.display;
-  auto exec = HarnessExec(a, vars, relay, proxy_endpoint_, display, Readiness(task, *image));
+    return t.scratch.Write(name, content);
+  }, t.plan));
+  t.display = task.display ? task.display : options_.display;
+  auto exec = HarnessExec(a, vars, relay, proxy_endpoint_, t.display, Readiness(task, *image));
   if (!exec.ok()) return exec.status();
-  plan.exec = std::move(*exec);
-  plan.exec.cancel = &cancel_;
-  if (display) record["display"] = display->ToString();
+  t.plan.exec = std::move(*exec);
+  t.plan.exec.cancel = &cancel_;
+  if (t.display) record["display"] = t.display->ToString();
+  RunHarness(r);
+  return Status::Ok();
+}
 
-  std::unique_ptr<sandbox::Sandbox> box;
+// As the sandbox's own process where the backend can (the fewest engine
+// round trips; parked, on k8s, while it runs), else exec'd.
+void Launcher::RunHarness(const RolloutPtr& r) {
+  Try& t = *r->now;
+  // A pod's services start before its harness: an exec'd sandbox.
+  if (!backend_.CanRunOnce() || t.spec.pod) return HarnessRan(r, ExecHarness(t, r->record));
+  t.plan.on_phase = [this, &t, &record = r->record](const std::string& next) {
+    if (next == "agent") record["started_at"] = env_.Now();
+    t.phases.Enter(next);
+  };
+  backend_.RunOnceParked(
+      t.spec, t.plan, options_.hold ? &t.box : nullptr, [this](std::function<void()> step) { pool_->Post(std::move(step)); },
+      [this, r](Result<sandbox::ExecResult> ran) { OneShotRan(r, std::move(ran)); });
+}
+
+void Launcher::OneShotRan(const RolloutPtr& r, Result<sandbox::ExecResult> ran) {
+  Try& t = *r->now;
+  if (ran.ok() || ran.status().kind() != Kind::kCannotCreate) {
+    t.phases.Enter("");
+    if (!ran.ok()) return HarnessRan(r, ran.status().Prefixed("run harness"));
+    return HarnessRan(r, std::move(ran));
+  }
+  // The image's user cannot write the files where profiles expect them;
+  // nothing ran, so the sandbox that copies them in as root takes over.
+  env_.Warn(r->record.value("task_id", "") + ": " + ran.status().message() + "; using an exec'd sandbox");
+  HarnessRan(r, ExecHarness(t, r->record));
+}
+
+void Launcher::HarnessRan(const RolloutPtr& r, Result<sandbox::ExecResult> ran) {
+  Status s = EndTry(*r->now, std::move(ran), r->record);
+  r->now.reset();  // the try's sandbox, files and scratch go before the next step
+  TryEnded(r, s);
+}
+
+Status Launcher::EndTry(Try& t, Result<sandbox::ExecResult> ran, Json& record) {
   auto release = [&]() -> Status {
-    if (!box) return Status::Ok();
-    phases.Enter("release");
-    Status s = box->Release();
-    box.reset();
+    if (!t.box) return Status::Ok();
+    t.phases.Enter("release");
+    Status s = t.box->Release();
+    t.box.reset();
     return s;
   };
-  auto ran = RunHarness(*spec, plan, scratch, phases, box, record);
   if (!ran.ok()) {
     (void)release();  // the failure that brought us here is the one to report
     return ran.status();
   }
-  if (phases.current() == "agent") phases.Enter("");
+  if (t.phases.current() == "agent") t.phases.Enter("");
+  const sandbox::Spec& spec = t.spec;
   const std::string where = backend_.kind() == sandbox::BackendKind::kLocal ? "the host (local backend)"
-                            : "image " + (spec->image.empty() ? "built from " + spec->build_context : spec->image);
-  if (Status s = ReadHarnessRun(a, *ran, display, where, spec->limits.memory_bytes, record); !s.ok()) {
+                            : "image " + (spec.image.empty() ? "built from " + spec.build_context : spec.image);
+  if (Status s = ReadHarnessRun(t.a, *ran, t.display, where, spec.limits.memory_bytes, record); !s.ok()) {
     (void)release();
     return s;
   }
-  if (options_.hold && box) {
-    record["sandbox"] = box->handle().ToJson();
-    record["sandbox"]["lifetime_seconds"] = spec->lifetime_seconds;
+  if (options_.hold && t.box) {
+    record["sandbox"] = t.box->handle().ToJson();
+    record["sandbox"]["lifetime_seconds"] = spec.lifetime_seconds;
   } else if (Status s = release(); !s.ok()) {
     // The harness ran; a failed removal is gc's job, not a reason to redo it.
     record["release_error"] = s.message();
   }
-  phases.Enter("");
+  t.phases.Enter("");
   return Status::Ok();
+}
+
+void Launcher::TryEnded(const RolloutPtr& r, Status s) {
+  Json& record = r->record;
+  if (s.ok()) return FinishRollout(r);
+  if (cancel_.requested() || s.kind() == Kind::kCancelled) {
+    record["outcome"] = "cancelled";
+    record["error"] = "stopped by signal";
+    return FinishRollout(r);
+  }
+  record["outcome"] = "infra_error";
+  record["error"] = s.message();
+  // Whether a retry could help (a registry 5xx, a timeout, a busy engine)
+  // or meets the same wall (image not found, a failing build step).
+  record["transient"] = s.transient();
+  if (!s.transient() || r->retries >= options_.infra_retries) return FinishRollout(r);
+  ++r->retries;
+  // Bounded exponential backoff with jitter: a timer, hurried by a stop.
+  double delay = std::min(30.0, options_.backoff_seconds * (1 << std::min(r->retries - 1, 10)));
+  delay *= 0.5 + 0.5 * RandomUnit();
+  env_.Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", r->job.task->id, r->job.attempt, s.message(), delay));
+  pool_->PostAfter(delay, [this, r] { BeginTry(r); });
+}
+
+// The record completed, stored and written; the rollout counted by its
+// outcome, and its place in flight given to the next job.
+void Launcher::FinishRollout(const RolloutPtr& r) {
+  Json& record = r->record;
+  const TaskSpec& task = *r->job.task;
+  record["infra_retries"] = r->retries;
+  // A call of a try that died may still have been in flight when this try
+  // set that try's calls aside (a long generation whose client was gone): it
+  // is recorded after, under the rollout, but started before this try.
+  if (r->last_try_began > 0) SetAsideEarlierCalls(r->job, r->id, r->last_try_began, record);
+  if (record.value("outcome", "") == "infra_error") {
+    // Said once here, whatever the cause: the exit status alone (69) does
+    // not tell which rollout met which wall.
+    env_.Error(fmt::format("{} attempt {}: {}", task.id, r->job.attempt, record.value("error", "")));
+  }
+  if (!record.contains("timings")) record["timings"] = Json::object();
+  record["timings"]["total"] = Seconds(r->started);
+  record["task"] = Json::parse(task.record);
+  const std::string outcome = record.value("outcome", std::string("infra_error"));
+  // Without its profile the attempt never reached the store (StartTry
+  // registers it): there is nothing to mark finished, and a resume runs it.
+  if (r->profile) {
+    Status stored = store_.rollouts().Update(r->id, outcome == "cancelled" ? "cancelled" : "finished", outcome, record);
+    // An attempt the store does not know is finished would be redone on resume.
+    if (!stored.ok()) env_.Error("store: rollout " + r->id + ": " + stored.message());
+  }
+  std::optional<size_t> next;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+    if (outcome == "ok") ++ok_;
+    else if (outcome == "infra_error") ++infra_, ++infra_errors_;
+    else if (outcome != "cancelled") ++failed_;
+    UpdateProgress();
+  }
+  if (progress_) progress_->Advance();
+  if (Status s = Emit(record); !s.ok()) cancel_.Request();  // no reader: stop
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --in_flight_;
+    next = TakeJob();
+    if (in_flight_ == 0) idle_.notify_all();
+  }
+  if (next) Post(*next);
+}
+
+std::optional<size_t> Launcher::TakeJob() {
+  if (cancel_.requested() || next_job_ >= jobs_->size()) return std::nullopt;
+  ++in_flight_;
+  return next_job_++;
+}
+
+void Launcher::Post(size_t job) {
+  pool_->Post([this, job] { StartRollout((*jobs_)[job]); });
 }
 
 Status Launcher::PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record) {
@@ -487,124 +699,34 @@ Status Launcher::Register(const Attempt& a, const Job& job, Json& record) {
   return Status::Ok();
 }
 
-Result<sandbox::ExecResult> Launcher::RunHarness(const sandbox::Spec& spec, sandbox::OneShot& plan, Scratch& scratch,
-                                                 Phases& phases, std::unique_ptr<sandbox::Sandbox>& box,
-                                                 Json& record) {
-  // A pod's services start before its harness: an exec'd sandbox.
-  if (backend_.CanRunOnce() && !spec.pod) {
-    // The harness is the sandbox's own process and the sandbox goes with it,
-    // or stays for forge-verify when held (see sandbox::OneShot): the fewest
-    // engine round trips.
-    plan.on_phase = [&](const std::string& next) {
-      if (next == "agent") record["started_at"] = env_.Now();
-      phases.Enter(next);
-    };
-    auto ran = backend_.RunOnce(spec, plan, options_.hold ? &box : nullptr);
-    if (ran.ok() || ran.status().kind() != Kind::kCannotCreate) {
-      phases.Enter("");
-      if (!ran.ok()) return ran.status().Prefixed("run harness");
-      return ran;
-    }
-    // The image's user cannot write the files where profiles expect them;
-    // nothing ran, so the sandbox that copies them in as root takes over.
-    env_.Warn(record.value("task_id", "") + ": " + ran.status().message() + "; using an exec'd sandbox");
-  }
-  phases.Enter("create");
-  auto created = backend_.Create(spec);
+Result<sandbox::ExecResult> Launcher::ExecHarness(Try& t, Json& record) {
+  t.phases.Enter("create");
+  auto created = backend_.Create(t.spec);
   if (!created.ok()) return created.status().Prefixed("create sandbox");
-  box = std::move(*created);
-  phases.Enter("setup");
+  t.box = std::move(*created);
+  t.phases.Enter("setup");
   // The local backend's root is known only now; other backends have none.
   const bool local = backend_.kind() == sandbox::BackendKind::kLocal;
-  const std::map<std::string, std::string> only_root = {{"root", local ? box->handle().id + "/fs" : ""}};
+  const std::map<std::string, std::string> only_root = {{"root", local ? t.box->handle().id + "/fs" : ""}};
   auto fill_root = [&](const std::string& text) { return local ? FillPlaceholders(text, only_root) : text; };
-  for (const auto& [host, dest] : plan.copies) {
-    FORGE_RETURN_IF_ERROR(box->CopyIn(host, dest).Prefixed("copy " + host));
+  for (const auto& [host, dest] : t.plan.copies) {
+    FORGE_RETURN_IF_ERROR(t.box->CopyIn(host, dest).Prefixed("copy " + host));
   }
-  for (size_t i = 0; i < plan.files.size(); ++i) {
-    const auto& [path, content] = plan.files[i];
+  for (size_t i = 0; i < t.plan.files.size(); ++i) {
+    const auto& [path, content] = t.plan.files[i];
     fs::path target(fill_root(path));
     // plan.files[0] is the instruction, the task's own text: left as it is.
-    auto written = scratch.Write(target.filename().string(), i == 0 ? content : fill_root(content));
+    auto written = t.scratch.Write(target.filename().string(), i == 0 ? content : fill_root(content));
     if (!written.ok()) return written.status();
-    FORGE_RETURN_IF_ERROR(box->CopyIn(*written, target.parent_path().string()).Prefixed("write " + target.string()));
+    FORGE_RETURN_IF_ERROR(t.box->CopyIn(*written, target.parent_path().string()).Prefixed("write " + target.string()));
   }
-  for (auto& arg : plan.exec.argv) arg = fill_root(arg);
-  for (auto& [k, v] : plan.exec.env) v = fill_root(v);
-  phases.Enter("agent");
+  for (auto& arg : t.plan.exec.argv) arg = fill_root(arg);
+  for (auto& [k, v] : t.plan.exec.env) v = fill_root(v);
+  t.phases.Enter("agent");
   record["started_at"] = env_.Now();
-  auto ran = box->Exec(plan.exec);
+  auto ran = t.box->Exec(t.plan.exec);
   if (!ran.ok()) return ran.status().Prefixed("run harness");
   return ran;
-}
-
-Json Launcher::RunRollout(const Job& job) {
-  const TaskSpec& task = *job.task;
-  const std::string rollout_id = RolloutId(options_.run_id, task.id, job.attempt);
-  const std::string harness = task.harness.empty() ? options_.harness : task.harness;
-  const auto started = Clock::now();
-  Json record = {{"schema", "forge.rollout/1"}, {"rollout_id", rollout_id},
-                 {"run_id", options_.run_id},   {"task_id", task.id},
-                 {"attempt", job.attempt},      {"harness", harness},
-                 {"backend", backend_.name()}};
-  auto profile = Profile(harness);
-  if (!profile.ok()) {
-    record["outcome"] = "infra_error";
-    record["error"] = profile.status().message();
-  }
-  int retries = 0;
-  double last_try_began = 0;  // its secret, and so its harness's calls, came after
-  while (profile.ok()) {
-    record["timings"] = Json::object();
-    record.erase("error");  // an earlier try's
-    record.erase("error_kind");
-    record.erase("transient");
-    last_try_began = env_.Now();
-    Status s = TryOnce(job, **profile, rollout_id, record);
-    if (s.ok()) break;
-    if (cancel_.requested() || s.kind() == Kind::kCancelled) {
-      record["outcome"] = "cancelled";
-      record["error"] = "stopped by signal";
-      break;
-    }
-    record["outcome"] = "infra_error";
-    record["error"] = s.message();
-    // Whether a retry could help (a registry 5xx, a timeout, a busy engine)
-    // or meets the same wall (image not found, a failing build step).
-    record["transient"] = s.transient();
-    if (!s.transient() || retries >= options_.infra_retries) break;
-    ++retries;
-    // Bounded exponential backoff with jitter, ended by a stop.
-    double delay = std::min(30.0, options_.backoff_seconds * (1 << std::min(retries - 1, 10)));
-    delay *= 0.5 + 0.5 * RandomUnit();
-    env_.Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", task.id, job.attempt,
-                          s.message(), delay));
-    cancel_.WaitFor(std::chrono::duration<double>(delay));
-  }
-  record["infra_retries"] = retries;
-  // A call of a try that died may still have been in flight when this try
-  // set that try's calls aside (a long generation whose client was gone): it
-  // is recorded after, under the rollout, but started before this try.
-  if (last_try_began > 0) SetAsideEarlierCalls(job, rollout_id, last_try_began, record);
-  if (record.value("outcome", "") == "infra_error") {
-    // Said once here, whatever the cause: the exit status alone (69) does
-    // not tell which rollout met which wall.
-    env_.Error(fmt::format("{} attempt {}: {}", task.id, job.attempt, record.value("error", "")));
-  }
-  if (!record.contains("timings")) record["timings"] = Json::object();
-  record["timings"]["total"] = Seconds(started);
-  record["task"] = Json::parse(task.record);
-  const std::string outcome = record.value("outcome", std::string("infra_error"));
-  // Without its profile the attempt never reached the store (TryOnce
-  // registers it): there is nothing to mark finished, and a resume runs it.
-  if (!profile.ok()) return record;
-  Status stored = store_.rollouts().Update(rollout_id, outcome == "cancelled" ? "cancelled" : "finished",
-                                           outcome, record);
-  if (!stored.ok()) {
-    // An attempt the store does not know is finished would be redone on resume.
-    env_.Error("store: rollout " + rollout_id + ": " + stored.message());
-  }
-  return record;
 }
 
 // Tasks first, so the total is known and broken ones are reported up front.
@@ -755,29 +877,6 @@ Status Launcher::PullSecret(const std::vector<Job>& jobs) {
   return k8s->ApplyPullSecret(options_.run_id, *config);
 }
 
-// Runs one job: counted as running while it runs, then by its outcome;
-// its record goes out. Returns the outcome.
-std::string Launcher::RunCounted(const Job& job) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++running_;
-    UpdateProgress();
-  }
-  Json record = RunRollout(job);
-  const std::string outcome = record.value("outcome", "");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    --running_;
-    if (outcome == "ok") ++ok_;
-    else if (outcome == "infra_error") ++infra_;
-    else if (outcome != "cancelled") ++failed_;
-    UpdateProgress();
-  }
-  if (progress_) progress_->Advance();
-  if (Status s = Emit(record); !s.ok()) cancel_.Request();  // no reader: stop
-  return outcome;
-}
-
 void Launcher::EverySecond(const StopToken& done) {
   while (!done.WaitFor(std::chrono::seconds(1))) {
     // What finished rollouts freed goes back to the kernel as the run goes,
@@ -789,31 +888,38 @@ void Launcher::EverySecond(const StopToken& done) {
   }
 }
 
-// --jobs workers take the jobs in order until cancel_ (a stop, or no reader)
-// is requested; every worker then releases its sandbox on the way out. Each
-// second, freed memory goes back and, on a terminal, the per-rollout
-// progress lines are redrawn. Returns how many rollouts ended in infra_error.
+// -j rollouts in flight, taken in order until cancel_ (a stop, or no
+// reader) is requested; their steps run on a pool of at most kStepThreads
+// threads where the backend parks its runs (each of the others holds a
+// thread for its whole run, as many as -j). Each second, freed memory goes
+// back and, on a terminal, the per-rollout progress lines are redrawn.
+// Returns how many rollouts ended in infra_error.
 int Launcher::RunJobs(const std::vector<Job>& jobs) {
   progress_ = env_.StartProgress("rollouts", jobs.size());
-  std::atomic<size_t> next{0};
-  std::atomic<int> infra_errors{0};
+  jobs_ = &jobs;
+  const int in_flight = std::max(1, std::min<int>(options_.jobs, static_cast<int>(jobs.size())));
+  const bool parks = backend_.ParksRunOnce() &&
+                     std::none_of(jobs.begin(), jobs.end(), [](const Job& job) { return job.task->pod; });
+  pool_ = std::make_unique<WorkPool>(parks ? std::min(in_flight, kStepThreads) : in_flight,
+                                     [this] { return cancel_.requested(); });
   StopToken done;
   std::thread ticker([&] { EverySecond(done); });
-  auto worker = [&] {
-    while (!cancel_.requested()) {
-      size_t i = next.fetch_add(1);
-      if (i >= jobs.size()) return;
-      if (RunCounted(jobs[i]) == "infra_error") infra_errors.fetch_add(1);
-    }
-  };
-  std::vector<std::thread> pool;
-  const int workers = std::max(1, std::min<int>(options_.jobs, static_cast<int>(jobs.size())));
-  for (int i = 0; i < workers; ++i) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  std::vector<size_t> first;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (int i = 0; i < in_flight; ++i) {
+    if (auto job = TakeJob()) first.push_back(*job);
+  }
+  lock.unlock();
+  for (size_t job : first) Post(job);
+  lock.lock();
+  idle_.wait(lock, [this] { return in_flight_ == 0; });
+  lock.unlock();
+  pool_->Close();
+  pool_->Drain();
   done.Request();
   ticker.join();
   progress_->Finish();
-  return infra_errors.load();
+  return infra_errors_;
 }
 
 Status Launcher::Run() {

@@ -1,5 +1,6 @@
 // forge-launch's engine: reads task records, runs `attempts` rollouts of each
-// on a pool of `jobs` worker threads, one sandbox per rollout, and writes one
+// with `jobs` of them in flight (their steps on a pool of threads, no more
+// than 64 where the backend parks its runs), one sandbox per rollout, and writes one
 // rollout record per attempt. The store holds each rollout's state and the
 // hash of its secret, so a rerun with the same run id resumes (finished
 // attempts are not redone) and a proxy can tell which rollout a call is for.

@@ -226,6 +226,19 @@ class Backend {
     (void)spec, (void)job, (void)hold;
     return Status::Internal(name() + " backend cannot run a one-shot sandbox");
   }
+  // RunOnce with no thread waiting while the sandbox runs: its steps go to
+  // post (the caller's pool), its waits are parked as state, and done gets
+  // what RunOnce would return, once, from one of those steps (or inline,
+  // before RunOnceParked returns). spec, job and *hold must outlive done's
+  // call. The default, for backends that cannot park, is RunOnce itself.
+  using Post = std::function<void(std::function<void()>)>;
+  using RunDone = std::function<void(Result<ExecResult>)>;
+  virtual bool ParksRunOnce() const { return false; }
+  virtual void RunOnceParked(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold, const Post& post,
+                             RunDone done) {
+    (void)post;
+    done(RunOnce(spec, job, hold));
+  }
   // Reattaches to a sandbox another process created and held.
   virtual Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) = 0;
   // Removes everything labelled with run_id (all runs when empty) and, when

@@ -1,7 +1,11 @@
 #include "sandbox/k8s/k8s_backend.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <deque>
+#include <mutex>
+#include <optional>
 
 #include "sandbox/box.h"
 #include "sandbox/k8s/exec_channel.h"
@@ -187,31 +191,34 @@ RunWatcher& K8sBackend::WatcherFor(const std::string& run_id) {
   return *watcher;
 }
 
+Result<std::string> K8sBackend::CreatePod(const Spec& spec, std::string manifest) {
+  Result<HttpResponse> response = client_.Call("POST", PodsPath(), manifest, "create pod");
+  std::string().swap(manifest);
+  if (!response.ok()) return response.status();
+  if (response->status != 201 && response->status != 200) {
+    return ApiError(*response, "create pod for rollout " + spec.rollout_id);
+  }
+  Result<Json> created = ParseJsonBody(*response, "create pod");
+  if (!created.ok()) return created.status();
+  std::string name = created->value("/metadata/name"_json_pointer, "");
+  if (name.empty()) return Status::Protocol("create pod: the answer names no pod");
+  return name;
+}
+
+Status K8sBackend::Abandon(const std::string& pod, RunWatcher& watcher, Status why) {
+  // Never leave a pod behind that holds resources and will not run.
+  Status deleted = DeletePod(pod);
+  watcher.Forget(pod);
+  if (!deleted.ok()) why = why.Prefixed("(and delete failed: " + deleted.message() + ")");
+  return why;
+}
+
 Result<std::string> K8sBackend::StartPod(const Spec& spec, std::string manifest, RunWatcher& watcher) {
   const Clock::time_point deadline = After(options_.start_timeout_seconds);
-  std::string name;
-  {
-    Result<HttpResponse> response = client_.Call("POST", PodsPath(), manifest, "create pod");
-    std::string().swap(manifest);
-    if (!response.ok()) return response.status();
-    if (response->status != 201 && response->status != 200) {
-      return ApiError(*response, "create pod for rollout " + spec.rollout_id);
-    }
-    Result<Json> created = ParseJsonBody(*response, "create pod");
-    if (!created.ok()) return created.status();
-    name = created->value("/metadata/name"_json_pointer, "");
-  }
-  if (name.empty()) return Status::Protocol("create pod: the answer names no pod");
-
-  Result<PodView> running = watcher.WaitRunning(name, deadline, options_.stop_requested);
-  if (!running.ok()) {
-    // Never leave a pod behind that holds resources and will not run.
-    Status deleted = DeletePod(name);
-    watcher.Forget(name);
-    Status status = running.status();
-    if (!deleted.ok()) status = status.Prefixed("(and delete failed: " + deleted.message() + ")");
-    return status;
-  }
+  Result<std::string> name = CreatePod(spec, std::move(manifest));
+  if (!name.ok()) return name;
+  Result<PodView> running = watcher.WaitRunning(*name, deadline, options_.stop_requested);
+  if (!running.ok()) return Abandon(*name, watcher, running.status());
   return name;
 }
 
@@ -224,59 +231,137 @@ Result<std::unique_ptr<Sandbox>> K8sBackend::Create(const Spec& spec) {
   return std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, *name, false));
 }
 
+// One pod-native rollout in flight (RunOnceParked): what its steps share.
+// The waits between them are parked on the run's watch; each answer is
+// posted to the caller's pool as the next step.
+struct K8sBackend::PodRun {
+  const Spec& spec;
+  const OneShot& job;
+  std::unique_ptr<Sandbox>* hold;
+  Post post;
+  RunDone done;
+  RunWatcher& watcher;
+  std::string name;
+  Clock::time_point began;
+
+  void Phase(const char* name) const {
+    if (job.on_phase) job.on_phase(name);
+  }
+  std::function<bool()> Stop(const K8sOptions& options) const {
+    return [stop = options.stop_requested, cancel = job.exec.cancel] {
+      return (stop && stop()) || (cancel && cancel->requested());
+    };
+  }
+};
+
+namespace {
+
+// Waits for run's result on the calling thread, running the steps
+// RunOnceParked posts here: RunOnce as a parked run with one thread.
+Result<ExecResult> RunHere(const std::function<void(const Backend::Post&, Backend::RunDone)>& start) {
+  struct Mailbox {
+    std::mutex mu;
+    std::condition_variable changed;
+    std::deque<std::function<void()>> steps;
+    std::optional<Result<ExecResult>> answer;
+  };
+  auto box = std::make_shared<Mailbox>();
+  start([box](std::function<void()> step) {
+          std::lock_guard<std::mutex> lock(box->mu);
+          box->steps.push_back(std::move(step));
+          box->changed.notify_one();
+        },
+        [box](Result<ExecResult> answer) {
+          std::lock_guard<std::mutex> lock(box->mu);
+          box->answer = std::move(answer);
+        });
+  std::unique_lock<std::mutex> lock(box->mu);
+  for (;;) {
+    box->changed.wait(lock, [&] { return box->answer || !box->steps.empty(); });
+    if (box->answer) return std::move(*box->answer);
+    std::function<void()> step = std::move(box->steps.front());
+    box->steps.pop_front();
+    lock.unlock();
+    step();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
+Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
+  return RunHere([&](const Post& post, RunDone done) { RunOnceParked(spec, job, hold, post, std::move(done)); });
+}
+
 // create (the init container installs forge-box), one setup exec (the files,
 // the command, its environment; the last file starts it), the watch until
 // the main container ends (or, held, is ready), the output, a delete.
-Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
-  if (job.exec.argv.empty()) return Status::InvalidArgument("exec: empty command");
-  if (!job.exec.user.empty()) return Status::InvalidArgument("exec: the k8s backend runs commands as the pod's user");
-  auto phase = [&](const char* name) {
-    if (job.on_phase) job.on_phase(name);
-  };
+void K8sBackend::RunOnceParked(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold, const Post& post,
+                               RunDone done) {
+  if (job.exec.argv.empty()) return done(Status::InvalidArgument("exec: empty command"));
+  if (!job.exec.user.empty()) return done(Status::InvalidArgument("exec: the k8s backend runs commands as the pod's user"));
   const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
   Supervision supervision{options_.box_image, job.exec.timeout_seconds, job.exec.max_output_bytes,
                           hold ? lifetime : 0, options_.start_timeout_seconds};
   Result<Json> pod = BuildPod(spec, options_, cluster().namespace_, &supervision);
-  if (!pod.ok()) return pod.status();
+  if (!pod.ok()) return done(pod.status());
   std::string manifest = pod->dump();
   *pod = Json();  // a rollout in flight keeps no manifest
-  phase("create");
-  RunWatcher& watcher = WatcherFor(spec.run_id);
-  Result<std::string> started = StartPod(spec, std::move(manifest), watcher);
-  if (!started.ok()) return started.status();
-  const std::string name = *started;
-  auto fail = [&](Status status) {
-    (void)DeletePod(name);
-    watcher.Forget(name);
-    return status;
-  };
-  K8sSandbox box(*this, cluster().namespace_, name, true);
-  phase("setup");
-  // Made only now: a rollout holds its archive from here to the exec's end,
-  // not through the wait for its pod.
-  Result<std::string> archive = SetupArchive(job);
-  if (!archive.ok()) return fail(archive.status());
-  if (Status s = box.Setup(std::move(*archive)); !s.ok()) return fail(s);
+  auto run = std::make_shared<PodRun>(PodRun{spec, job, hold, post, std::move(done), WatcherFor(spec.run_id), "", {}});
+  run->Phase("create");
+  const Clock::time_point deadline = After(options_.start_timeout_seconds);
+  Result<std::string> name = CreatePod(spec, std::move(manifest));
+  if (!name.ok()) return run->done(name.status());
+  run->name = *name;
+  Park(run, RunWatcher::Running(run->name, deadline, options_.stop_requested), &K8sBackend::PodRunning);
+}
 
-  phase("agent");
-  const auto began = Clock::now();
-  const double wait = job.exec.timeout_seconds > 0 ? job.exec.timeout_seconds + kSupervisedGraceSeconds
-                                                   : static_cast<double>(lifetime);
-  auto stop = [&] { return (options_.stop_requested && options_.stop_requested()) ||
-                           (job.exec.cancel && job.exec.cancel->requested()); };
-  Result<PodView> done = watcher.WaitDone(name, hold != nullptr, After(wait), stop);
-  if (!done.ok()) return fail(done.status().kind() == Kind::kCancelled ? Status::Cancelled("exec cancelled") : done.status());
-  if (!hold) phase("release");
-  Result<ExecResult> result = SupervisedOutput(name, *done, job.exec.max_output_bytes);
-  if (!result.ok()) return fail(result.status());
-  result->seconds = std::chrono::duration<double>(Clock::now() - began).count();
-  if (hold) {
-    *hold = std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, name, true));
-    return result;
+void K8sBackend::Park(const std::shared_ptr<PodRun>& run, RunWatcher::Wait wait,
+                      void (K8sBackend::*next)(const std::shared_ptr<PodRun>&, Result<PodView>)) {
+  run->watcher.Park(run->name, std::move(wait), [this, run, next](Result<PodView> view) {
+    run->post([this, run, next, view = std::move(view)]() mutable { (this->*next)(run, std::move(view)); });
+  });
+}
+
+// The pod runs: the setup exec starts the harness, whose end is parked on.
+void K8sBackend::PodRunning(const std::shared_ptr<PodRun>& run, Result<PodView> running) {
+  if (!running.ok()) return run->done(Abandon(run->name, run->watcher, running.status()));
+  run->Phase("setup");
+  K8sSandbox box(*this, cluster().namespace_, run->name, true);
+  {
+    // Made only now: a rollout holds its archive from here to the exec's
+    // end, not through the wait for its pod.
+    Result<std::string> archive = SetupArchive(run->job);
+    if (!archive.ok()) return run->done(Abandon(run->name, run->watcher, archive.status()));
+    if (Status s = box.Setup(std::move(*archive)); !s.ok()) return run->done(Abandon(run->name, run->watcher, s));
+  }
+  run->Phase("agent");
+  run->began = Clock::now();
+  const ExecRequest& exec = run->job.exec;
+  const double wait = exec.timeout_seconds > 0 ? exec.timeout_seconds + kSupervisedGraceSeconds
+                                               : static_cast<double>(std::max<int64_t>(1, run->spec.lifetime_seconds));
+  Park(run, RunWatcher::Done(run->name, run->hold != nullptr, After(wait), run->Stop(options_)), &K8sBackend::PodDone);
+}
+
+// The harness ended (or, held, is ready): its output, then the pod goes
+// (or stays for the verifier).
+void K8sBackend::PodDone(const std::shared_ptr<PodRun>& run, Result<PodView> done) {
+  const std::string& name = run->name;
+  if (!done.ok()) {
+    Status why = done.status().kind() == Kind::kCancelled ? Status::Cancelled("exec cancelled") : done.status();
+    return run->done(Abandon(name, run->watcher, why));
+  }
+  if (!run->hold) run->Phase("release");
+  Result<ExecResult> result = SupervisedOutput(name, *done, run->job.exec.max_output_bytes);
+  if (!result.ok()) return run->done(Abandon(name, run->watcher, result.status()));
+  result->seconds = std::chrono::duration<double>(Clock::now() - run->began).count();
+  if (run->hold) {
+    *run->hold = std::unique_ptr<Sandbox>(new K8sSandbox(*this, cluster().namespace_, name, true));
+    return run->done(std::move(result));
   }
   if (Status s = DeletePod(name); !s.ok()) result->stderr_data += "\n(delete pod " + name + ": " + s.message() + ")";
-  watcher.Forget(name);
-  return result;
+  run->watcher.Forget(name);
+  run->done(std::move(result));
 }
 
 Result<ExecResult> K8sBackend::SupervisedOutput(const std::string& pod, const PodView& done, size_t max_output) {

@@ -36,6 +36,11 @@ class K8sBackend : public Backend {
   // termination message, and a delete (held: the verifier's instead).
   bool CanRunOnce() const override { return !options_.box_image.empty(); }
   Result<ExecResult> RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) override;
+  // The same with no thread held while the pod starts or the harness runs:
+  // both waits are parked on the run's watch, the steps between them posted.
+  bool ParksRunOnce() const override { return CanRunOnce(); }
+  void RunOnceParked(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold, const Post& post,
+                     RunDone done) override;
   Result<std::unique_ptr<Sandbox>> Attach(const Handle& handle) override;
   Result<int> Collect(const std::string& run_id, int64_t older_than_seconds) override;
   // The scheduler places a pod asking for nvidia.com/gpu where there are some.
@@ -81,6 +86,16 @@ class K8sBackend : public Backend {
 
  private:
   RunWatcher& WatcherFor(const std::string& run_id);
+  // Creates the pod (its manifest, serialized): its name.
+  Result<std::string> CreatePod(const Spec& spec, std::string manifest);
+  // Deletes a pod that will not run and forgets it: why, with a failed delete noted.
+  Status Abandon(const std::string& pod, RunWatcher& watcher, Status why);
+  // RunOnceParked's steps (k8s_backend.cpp).
+  struct PodRun;
+  void Park(const std::shared_ptr<PodRun>& run, RunWatcher::Wait wait,
+            void (K8sBackend::*next)(const std::shared_ptr<PodRun>&, Result<PodView>));
+  void PodRunning(const std::shared_ptr<PodRun>& run, Result<PodView> running);
+  void PodDone(const std::shared_ptr<PodRun>& run, Result<PodView> done);
   // Creates the pod (its manifest, serialized) and waits until it runs
   // (deleted if it will not): its name. Neither the manifest nor the
   // answer is kept while it waits: a rollout in flight holds its name only.

@@ -304,9 +304,9 @@ std::optional<PodView> RunWatcher::Latest(const std::string& pod) {
   return it->second;
 }
 
-Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline,
-                                        const std::function<bool()>& stop_requested) {
-  return WaitFor(pod, {"start", deadline, stop_requested, [&](const PodView& view) -> std::optional<Result<PodView>> {
+RunWatcher::Wait RunWatcher::Running(const std::string& pod, Clock::time_point deadline,
+                                     std::function<bool()> stop_requested) {
+  return {"start", deadline, std::move(stop_requested), [pod](const PodView& view) -> std::optional<Result<PodView>> {
     switch (view.state) {
       case PodView::kRunning:
         return view;
@@ -323,21 +323,31 @@ Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_poin
         break;
     }
     return std::nullopt;
-  }});
+  }};
+}
+
+RunWatcher::Wait RunWatcher::Done(const std::string& pod, bool held, Clock::time_point deadline,
+                                  std::function<bool()> stop_requested) {
+  return {"end its command", deadline, std::move(stop_requested),
+          [pod, held](const PodView& view) -> std::optional<Result<PodView>> {
+            if (view.state == PodView::kDeleted) return Status::Unavailable("pod " + pod + ": " + view.reason);
+            if (view.terminated) return view;
+            if (held && view.ready && view.state == PodView::kRunning) return view;
+            if (view.state == PodView::kInfraError || view.state == PodView::kEnded) {
+              return Status::Unavailable("pod " + pod + ": " + view.reason);
+            }
+            return std::nullopt;
+          }};
+}
+
+Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_point deadline,
+                                        const std::function<bool()>& stop_requested) {
+  return WaitFor(pod, Running(pod, deadline, stop_requested));
 }
 
 Result<PodView> RunWatcher::WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
                                      const std::function<bool()>& stop_requested) {
-  return WaitFor(pod, {"end its command", deadline, stop_requested,
-                       [&](const PodView& view) -> std::optional<Result<PodView>> {
-                   if (view.state == PodView::kDeleted) return Status::Unavailable("pod " + pod + ": " + view.reason);
-                   if (view.terminated) return view;
-                   if (held && view.ready && view.state == PodView::kRunning) return view;
-                   if (view.state == PodView::kInfraError || view.state == PodView::kEnded) {
-                     return Status::Unavailable("pod " + pod + ": " + view.reason);
-                   }
-                   return std::nullopt;
-                 }});
+  return WaitFor(pod, Done(pod, held, deadline, stop_requested));
 }
 
 void RunWatcher::Forget(const std::string& pod) {

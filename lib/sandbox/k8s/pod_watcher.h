@@ -84,18 +84,22 @@ class RunWatcher {
   // when the watcher ends get Cancelled.
   void Park(const std::string& pod, Wait wait, Wake wake);
 
+  // The wait until the pod runs: its view once running; an infrastructure
+  // error (unschedulable, image pull back-off, ...) is Unavailable.
+  static Wait Running(const std::string& pod, Clock::time_point deadline, std::function<bool()> stop_requested);
+  // The wait until the main container has terminated or, when held, is
+  // ready (a supervised pod: the harness ended, box_protocol.h); a pod that
+  // ends otherwise (evicted, deleted) is Unavailable.
+  static Wait Done(const std::string& pod, bool held, Clock::time_point deadline,
+                   std::function<bool()> stop_requested);
+
   // How many waits are parked.
   size_t parked();
 
-  // Waits until the pod runs; an infrastructure error (unschedulable, image
-  // pull back-off, ...) or the deadline comes back as Unavailable.
-  // stop_requested (may be empty) ends the wait with Status::Cancelled.
+  // Block their caller on Running's and Done's waits (a deadline is
+  // Unavailable; stop_requested, which may be empty, is Cancelled).
   Result<PodView> WaitRunning(const std::string& pod, Clock::time_point deadline,
                               const std::function<bool()>& stop_requested);
-
-  // Waits until the main container has terminated or, when held, is ready
-  // (a supervised pod: the harness ended, box_protocol.h); a pod that ends
-  // otherwise (evicted, deleted, deadline) or the deadline is Unavailable.
   Result<PodView> WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
                            const std::function<bool()>& stop_requested);
 
