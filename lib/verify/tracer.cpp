@@ -52,6 +52,25 @@ constexpr TracedCall kTracedCalls[] = {
     {AUDIT_ARCH_I386, 358, SYS_execveat},             {AUDIT_ARCH_I386, 437, SYS_openat2},
 };
 
+// Calls the verifier's tree is refused outright, in every ABI: ways to open
+// a file that no trap above sees. io_uring's openat runs in the kernel's
+// workers, not as a system call (ENOSYS, as a kernel built without io_uring
+// answers: programs fall back to plain calls); open_by_handle_at opens by a
+// handle, not a name (EPERM, as without CAP_DAC_READ_SEARCH).
+struct RefusedCall {
+  uint32_t arch;
+  uint32_t nr;
+  int error;
+};
+constexpr RefusedCall kRefusedCalls[] = {
+    {AUDIT_ARCH_X86_64, 425, ENOSYS}, {AUDIT_ARCH_X86_64, 426, ENOSYS}, {AUDIT_ARCH_X86_64, 427, ENOSYS},
+    {AUDIT_ARCH_X86_64, kX32Bit | 425, ENOSYS}, {AUDIT_ARCH_X86_64, kX32Bit | 426, ENOSYS},
+    {AUDIT_ARCH_X86_64, kX32Bit | 427, ENOSYS}, {AUDIT_ARCH_I386, 425, ENOSYS},
+    {AUDIT_ARCH_I386, 426, ENOSYS},             {AUDIT_ARCH_I386, 427, ENOSYS},
+    {AUDIT_ARCH_X86_64, 304, EPERM},            {AUDIT_ARCH_X86_64, kX32Bit | 304, EPERM},
+    {AUDIT_ARCH_I386, 342, EPERM},
+};
+
 std::string ProcFile(pid_t pid, const std::string& what) { return "/proc/" + std::to_string(pid) + "/" + what; }
 
 pid_t TracedTgidOf(pid_t tid) {
@@ -100,13 +119,17 @@ std::vector<unsigned char> TraceFilterProgram() {
   f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
   f.push_back(BPF_STMT(BPF_ST, 0));  // M[0] = arch
   f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
-  for (const TracedCall& c : kTracedCalls) {
-    // if (nr == c.nr && arch == c.arch) trace: nr is in A; arch in M[0].
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c.nr, 0, 4));
+  // if (nr == c.nr && arch == c.arch) return action: nr is in A; arch in M[0].
+  auto when = [&f](uint32_t arch, uint32_t nr, uint32_t action) {
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 4));
     f.push_back(BPF_STMT(BPF_LD | BPF_MEM, 0));
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c.arch, 0, 1));
-    f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE));
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 1));
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, action));
     f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+  };
+  for (const TracedCall& c : kTracedCalls) when(c.arch, c.nr, SECCOMP_RET_TRACE);
+  for (const RefusedCall& c : kRefusedCalls) {
+    when(c.arch, c.nr, SECCOMP_RET_ERRNO | (static_cast<uint32_t>(c.error) & SECCOMP_RET_DATA));
   }
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   std::vector<unsigned char> bytes(f.size() * sizeof(sock_filter));

@@ -197,7 +197,9 @@ class Witness {
   void StartInBox(const VerifyContext& context) {
     if (context.previous_tamper != nullptr && context.previous_tamper->is_object()) earlier_ = *context.previous_tamper;
     windows_ = earlier_.value("trusted_windows", Json::array());
-    unchecked_ = {{"checked", false}, {"method", "none"}, {"why", "not traced (VerifyContext::watch)"}};
+    // What stays true when no answer comes back (a stop, the stream's deadline).
+    const char* why = context.watch ? "forge-box verify ended before it sent its evidence" : "not traced (asked not to be)";
+    unchecked_ = {{"checked", false}, {"method", "none"}, {"why", why}};
   }
 
   // forge-box verify's evidence section (nullopt: it sent none). Untraced

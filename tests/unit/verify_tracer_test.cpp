@@ -162,6 +162,29 @@ TEST_CASE("tracer: a child that could not be attached leaves the report unchecke
   CHECK(r.why.find("PTRACE_SEIZE") != std::string::npos);
 }
 
+TEST_CASE("tracer: io_uring and opens by handle are refused to the verifier's tree, which no trap would see") {
+  // io_uring_setup (425) answers ENOSYS, as a kernel without io_uring;
+  // open_by_handle_at (304) EPERM, whatever the caller's capabilities (as
+  // root, an empty handle is otherwise EINVAL). The exit status is the errno.
+  const std::string call = "python3 -c 'import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+                           "buf = ctypes.create_string_buffer(256); "
+                           "r = libc.syscall(NR, ARGS); sys.exit(ctypes.get_errno() if r < 0 else 0)'";
+  auto with = [&](const std::string& nr, const std::string& args) {
+    std::string s = call;
+    s.replace(s.find("NR"), 2, nr);
+    s.replace(s.find("ARGS"), 4, args);
+    return s;
+  };
+  Traced ring = RunTraced(with("425", "1, buf"), {.t0_ns = NowNs(), .workdir = "/"});
+  if (!ring.report.checked) FORGE_SKIP("the tracer cannot trace here (ptrace or seccomp refused)");
+  REQUIRE(WIFEXITED(ring.status));
+  CHECK(WEXITSTATUS(ring.status) == ENOSYS);
+  Traced handle = RunTraced(with("304", "-100, buf, 0"), {.t0_ns = NowNs(), .workdir = "/"});
+  REQUIRE(WIFEXITED(handle.status));
+  CHECK(WEXITSTATUS(handle.status) == EPERM);
+  CHECK(handle.report.findings.empty());
+}
+
 }  // TEST_SUITE("host")
 
 TEST_CASE("tracer: the report survives its framing, tabs and newlines in paths included") {
