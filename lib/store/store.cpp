@@ -31,7 +31,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, OpenOptions 
   std::unique_ptr<Store> store(new Store(std::move(*db), options.busy_timeout_ms));
   if (!options.read_only) {
     int target = options.target_version < 0 ? LatestSchemaVersion() : options.target_version;
-    FORGE_RETURN_IF_ERROR(store->db_.SetUpWriter(target));
+    FORGE_RETURN_IF_ERROR(store->db_.SetUpWriter(target, options.cache_kib));
     if (target >= 2) {  // the meta table
       FORGE_RETURN_IF_ERROR(RecoverCallLogs(*store).Prefixed(path));
     }

@@ -32,11 +32,11 @@ int StoreDatabase::schema_version() {
   return row.ok() && *row ? static_cast<int>(stmt->Int(0)) : -1;
 }
 
-Status StoreDatabase::SetUpWriter(int target_version) {
+Status StoreDatabase::SetUpWriter(int target_version, int cache_kib) {
   // WAL lets readers run beside the one writer; NORMAL sync in WAL mode
   // is durable against a process crash, which is what the proxy promises.
   Status s = db_.Execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=" +
-                         std::to_string(-kWriterCacheKiB));
+                         std::to_string(-(cache_kib > 0 ? cache_kib : kWriterCacheKiB)));
   if (!s.ok()) return s.Prefixed("opening store");
   return Migrate(target_version);
 }

@@ -42,8 +42,9 @@ class StoreDatabase {
   int schema_version();
 
   // Readies a read-write connection: WAL, then the schema migrated forward
-  // to target_version (the latest: LatestSchemaVersion()).
-  Status SetUpWriter(int target_version);
+  // to target_version (the latest: LatestSchemaVersion()); cache_kib 0:
+  // the call writer's page cache.
+  Status SetUpWriter(int target_version, int cache_kib = 0);
   // Readies a read-only connection, which needs the latest schema.
   Status SetUpReader();
 

@@ -12,11 +12,19 @@ namespace forge::store {
 
 using Json = nlohmann::json;
 
+// SQLite's default page cache, for OpenOptions::cache_kib.
+constexpr int kSmallWriterCacheKiB = 2 << 10;
+
 struct OpenOptions {
   bool read_only = false;
   // Apply forward migrations up to this version only (tests of old schemas).
   int target_version = -1;  // -1: latest
   int busy_timeout_ms = 10000;
+  // A writer's page cache, KiB; 0: the call writer's (store_database.cpp).
+  // A process that writes a row or two a rollout (forge-launch) keeps
+  // SQLite's own 2 MiB: a larger cache fills with the run's pages and is
+  // held to its end.
+  int cache_kib = 0;
 };
 
 struct RolloutRow {

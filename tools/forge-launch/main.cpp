@@ -105,7 +105,7 @@ Status RunRollouts(Args& a, forge::Env& env) {
   auto images = forge::launch::MakeImagePublisher(env, a.docker);
   if (!images.ok()) return images.status();
   o.images = images->get();
-  auto store = forge::store::Store::Open(a.store_path);
+  auto store = forge::store::Store::Open(a.store_path, {.cache_kib = forge::store::kSmallWriterCacheKiB});
   if (!store.ok()) return store.status().Prefixed(a.store_path);
   forge::records::JsonlWriter out;
   return forge::launch::Launch(o, **backend, **store, out);
