@@ -345,11 +345,6 @@ Result<PodView> RunWatcher::WaitRunning(const std::string& pod, Clock::time_poin
   return WaitFor(pod, Running(pod, deadline, stop_requested));
 }
 
-Result<PodView> RunWatcher::WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
-                                     const std::function<bool()>& stop_requested) {
-  return WaitFor(pod, Done(pod, held, deadline, stop_requested));
-}
-
 void RunWatcher::Forget(const std::string& pod) {
   std::lock_guard<std::mutex> lock(mu_);
   pods_.erase(pod);

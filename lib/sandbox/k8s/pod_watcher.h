@@ -7,7 +7,7 @@
 // A wait is state, not a thread: Park keeps what it waits for and what to
 // call with the answer, keyed by pod name; the pod's events, a watch
 // outage, and a ticker (stop requests, deadlines) decide it. WaitRunning
-// and WaitDone block their caller on a parked wait.
+// blocks its caller on a parked wait.
 #pragma once
 
 #include <atomic>
@@ -96,12 +96,11 @@ class RunWatcher {
   // How many waits are parked.
   size_t parked();
 
-  // Block their caller on Running's and Done's waits (a deadline is
-  // Unavailable; stop_requested, which may be empty, is Cancelled).
+  // Blocks its caller on Running's wait (a deadline is Unavailable;
+  // stop_requested, which may be empty, is Cancelled): an exec'd sandbox's
+  // Create. A pod-native run parks Running and Done instead.
   Result<PodView> WaitRunning(const std::string& pod, Clock::time_point deadline,
                               const std::function<bool()>& stop_requested);
-  Result<PodView> WaitDone(const std::string& pod, bool held, Clock::time_point deadline,
-                           const std::function<bool()>& stop_requested);
 
   // Drops what the watch said about a pod that is gone for good.
   void Forget(const std::string& pod);
