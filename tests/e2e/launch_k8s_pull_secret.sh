@@ -33,12 +33,8 @@ start_private_registry private "$port" || { fail "registry: $(cat "$WORK/private
 start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
 
 # A Harbor task whose environment/Dockerfile forge builds and pushes.
-mkdir -p "$WORK/built/environment" "$WORK/built/tests"
-printf 'FROM forge-busybox:latest\nRUN echo built-%s > /etc/built-for\n' "$$" >"$WORK/built/environment/Dockerfile"
+make_built_task "$WORK/built" built
 echo one >"$WORK/built/environment/data.txt"
-echo 'Say what you were built from.' >"$WORK/built/instruction.md"
-: >"$WORK/built/task.toml"
-printf '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n' >"$WORK/built/tests/test.sh"
 
 L() {  # RUN_ID ARGS...
   "$FORGE_BIN/forge-launch" --backend k8s --k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS" \

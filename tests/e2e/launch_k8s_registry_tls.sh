@@ -48,11 +48,7 @@ start_private_registry secure "$port" "  tls:
   fail "the registry does not answer HTTPS with 401: $(tail -3 "$WORK/secure.log")"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/")" = 400 ] && pass || fail "the registry answers plain HTTP"
 start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
-mkdir -p "$WORK/built/environment" "$WORK/built/tests"
-printf 'FROM forge-busybox:latest\nRUN echo tls-%s > /etc/built-for\n' "$$" >"$WORK/built/environment/Dockerfile"
-echo 'Say what you were built from.' >"$WORK/built/instruction.md"
-: >"$WORK/built/task.toml"
-printf '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n' >"$WORK/built/tests/test.sh"
+make_built_task "$WORK/built" tls
 L() {  # RUN_ID ARGS...
   "$FORGE_BIN/forge-launch" --backend k8s --k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS" \
     --k8s-apply-network-policies --store "$WORK/forge.db" --image forge-busybox:latest --retry-backoff 0.1 --run-id "$1" \

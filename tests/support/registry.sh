@@ -18,6 +18,9 @@
 #   drop_registry_images PORT RUN...
 #                                removes the engine's images of 127.0.0.1:PORT and those
 #                                built for the runs (label forge.run)
+#   make_built_task DIR WORD     a Harbor task in DIR whose environment/Dockerfile (FROM
+#                                forge-busybox) writes WORD-$$ to /etc/built-for, and whose
+#                                test.sh gives reward 1
 #   free_port                    a TCP port free on 127.0.0.1 now
 
 registry_or_skip() {
@@ -58,4 +61,12 @@ drop_registry_images() {
   docker image rm -f $(docker images --format '{{.Repository}}:{{.Tag}}' | grep "^127.0.0.1:$port/") \
     $(docker images --digests --format '{{.Repository}}@{{.Digest}}' | grep "^127.0.0.1:$port/") \
     $(for r in "$@"; do docker images -q --filter "label=forge.run=$r"; done) >/dev/null 2>&1
+}
+
+make_built_task() {
+  mkdir -p "$1/environment" "$1/tests"
+  printf 'FROM forge-busybox:latest\nRUN echo %s-%s > /etc/built-for\n' "$2" "$$" >"$1/environment/Dockerfile"
+  echo 'Say what you were built from.' >"$1/instruction.md"
+  : >"$1/task.toml"
+  printf '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n' >"$1/tests/test.sh"
 }
