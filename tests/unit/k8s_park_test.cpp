@@ -154,3 +154,35 @@ TEST_CASE("k8s park: a stop request and a deadline wake parked waits; the watche
   CHECK(cancelled.calls == 1);
   CHECK(late.calls == 1);
 }
+
+TEST_CASE("k8s watch: a relist pages the run's pods (limit and continue) and keeps no pod's spec") {
+  FakeK8s fake;
+  k8s::ApiClient client(ClusterOf(fake.url(), fake.token()), fake.Options());
+  const int pods = 2 * k8s::kListPage + 50;
+  for (int i = 0; i < pods; ++i) CreatePod(client, "page-" + std::to_string(i));
+  k8s::RunWatcher watcher(client, "forge-test", kSelector, "main", 30);
+  // Every pod seen by the first list (its pages), none missed at a page's edge.
+  bool all = false;
+  for (int tries = 0; tries < 400 && !all; ++tries) {
+    all = true;
+    for (int i = 0; i < pods && all; ++i) all = watcher.Latest("page-" + std::to_string(i)).has_value();
+    if (!all) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(all);
+  CHECK(watcher.stats().lists == 3);  // pages of kListPage, not one body of every pod
+}
+
+TEST_CASE("k8s watch: a pod list page is read without the pods' specs and managedFields") {
+  const std::string body = R"({"kind":"PodList","metadata":{"resourceVersion":"7","continue":"c"},"items":[
+    {"metadata":{"name":"a","labels":{"spec":"kept"},"managedFields":[{"manager":"x"}]},
+     "spec":{"containers":[{"name":"main","env":[{"name":"BIG","value":"..."}]}]},
+     "status":{"phase":"Running","containerStatuses":[{"name":"main","state":{"running":{}}}]}}]})";
+  const nlohmann::json page = k8s::ParsePodList(body);
+  const nlohmann::json& pod = page["items"][0];
+  CHECK_FALSE(pod.contains("spec"));
+  CHECK_FALSE(pod["metadata"].contains("managedFields"));
+  CHECK(pod["metadata"]["labels"]["spec"] == "kept");  // only the pod's own spec goes
+  CHECK(page["metadata"]["continue"] == "c");
+  CHECK(k8s::ClassifyPod(pod, "main").state == k8s::PodView::kRunning);
+  CHECK_THROWS_AS(k8s::ParsePodList("{\"items\": ["), nlohmann::json::exception);
+}

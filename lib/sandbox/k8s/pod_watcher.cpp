@@ -186,31 +186,58 @@ void RunWatcher::Apply(const std::string& type, const Json& pod) {
   Call(woken);
 }
 
+Json ParsePodList(const std::string& body) {
+  return Json::parse(body, [](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event != Json::parse_event_t::key) return true;
+    // {"items": [{"spec": ..., "metadata": {"managedFields": ...}}]}
+    return !((depth == 3 && parsed == "spec") || (depth == 4 && parsed == "managedFields"));
+  });
+}
+
+// Page by page (kListPage pods); the watch starts from the list's
+// resourceVersion, the same on every page of it. A failed page (a continue
+// token expired: 410) fails the list, which Loop starts again.
 bool RunWatcher::List() {
-  std::string path = "/api/v1/namespaces/" + ApiClient::Escape(namespace_) +
-                     "/pods?labelSelector=" + ApiClient::Escape(selector_);
-  Result<HttpResponse> response = client_.Call("GET", path, "", "list pods");
-  stats_.lists++;
-  if (!response.ok()) {
-    Failed(response.status().message());
-    return false;
-  }
-  if (response->status != 200) {
-    Failed(ApiError(*response, "list pods").message());
-    return false;
-  }
-  Json list;
-  try {
-    list = Json::parse(response->body);
-  } catch (const Json::exception& e) {
-    Failed(std::string("list pods: malformed JSON: ") + e.what());
-    return false;
-  }
-  const Json& items = Field(list, "items");
-  if (items.is_array()) {
-    for (const Json& pod : items) Apply("ADDED", pod);
-  }
-  resource_version_ = Text(Field(list, "metadata"), "resourceVersion");
+  const std::string base = "/api/v1/namespaces/" + ApiClient::Escape(namespace_) +
+                           "/pods?labelSelector=" + ApiClient::Escape(selector_) +
+                           "&limit=" + std::to_string(kListPage);
+  std::string next;  // the continue token
+  std::string version;
+  do {
+    const std::string path = next.empty() ? base : base + "&continue=" + ApiClient::Escape(next);
+    Result<HttpResponse> response = client_.Call("GET", path, "", "list pods");
+    stats_.lists++;
+    if (!response.ok()) {
+      Failed(response.status().message());
+      return false;
+    }
+    if (response->status != 200) {
+      Failed(ApiError(*response, "list pods").message());
+      return false;
+    }
+    Json page;
+    try {
+      page = ParsePodList(response->body);
+    } catch (const Json::exception& e) {
+      Failed(std::string("list pods: malformed JSON: ") + e.what());
+      return false;
+    }
+    response->body = std::string();
+    const Json& items = Field(page, "items");
+    if (items.is_array()) {
+      for (const Json& pod : items) Apply("ADDED", pod);
+    }
+    const Json& metadata = Field(page, "metadata");
+    version = Text(metadata, "resourceVersion");
+    std::string after = Text(metadata, "continue");
+    if (!after.empty() && after == next) {
+      Failed("list pods: the API server gave the same continue token twice");
+      return false;
+    }
+    next = std::move(after);
+  } while (!next.empty() && !stop_);
+  if (stop_) return false;
+  resource_version_ = version;
   std::lock_guard<std::mutex> lock(mu_);
   failures_ = 0;
   return true;

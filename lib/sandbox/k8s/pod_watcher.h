@@ -47,6 +47,17 @@ struct PodView {
 // What a pod's status means for a rollout waiting on it.
 PodView ClassifyPod(const nlohmann::json& pod, const std::string& container);
 
+// The pods a list watches read at most: a relist pages them (the API's
+// chunked lists, limit and continue, as client-go's reflector does), so it
+// never holds every pod of thousands in flight at once.
+inline constexpr int kListPage = 100;
+
+// A page of a pod list (PodList) as the watch reads it: each pod's spec
+// and metadata.managedFields, its largest parts, dropped as they are
+// parsed (ClassifyPod reads only metadata and status). Throws
+// nlohmann::json::exception on malformed JSON.
+nlohmann::json ParsePodList(const std::string& body);
+
 struct WatcherStats {
   std::atomic<int64_t> lists{0};
   std::atomic<int64_t> watches{0};
