@@ -37,6 +37,11 @@ std::optional<std::string> WrapperLine(const std::string& stderr_data, const std
 
 }  // namespace
 
+std::string TaskNetwork(const LaunchOptions& options, const TaskFacts& task, sandbox::BackendKind backend) {
+  return NetworkFor(options.network, options.proxy, task.allow_internet,
+                    task.has_pod && backend == sandbox::BackendKind::kDocker);
+}
+
 std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend) {
   return NetworkFor(options.network, options.proxy, task.allow_internet,
                     task.pod && backend == sandbox::BackendKind::kDocker);

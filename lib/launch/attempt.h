@@ -45,8 +45,9 @@ struct HostPaths {
 };
 
 // The network a's sandbox gets (launch/network.h's NetworkFor; a compose
-// pod on docker gets a namespace of its own).
+// pod on docker gets a namespace of its own); the same from a task's facts.
 std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend);
+std::string TaskNetwork(const LaunchOptions& options, const TaskFacts& task, sandbox::BackendKind backend);
 
 // The sandbox before its image is known: limits, network, labels, user,
 // the task's environment and its pod, their templates resolved from ours

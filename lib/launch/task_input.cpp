@@ -1,5 +1,6 @@
 #include "launch/task_input.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "launch/services.h"
@@ -86,6 +87,16 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
   if (Status s = ReadPodAndTools(extra, &spec); !s.ok()) return Status::InvalidData(task.source + ": " + s.message());
   spec.record = task.ToJson().dump();
   return spec;
+}
+
+bool BuildsServiceImages(const sandbox::Pod& pod) {
+  return std::any_of(pod.services.begin(), pod.services.end(),
+                     [](const sandbox::PodService& s) { return !s.build_context.empty(); });
+}
+
+TaskFacts FactsOf(const TaskSpec& task) {
+  return {task.id, task.allow_internet, task.pod != nullptr,
+          (task.image.empty() && !task.build_context.empty()) || (task.pod && BuildsServiceImages(*task.pod))};
 }
 
 }  // namespace forge::launch

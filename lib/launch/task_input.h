@@ -77,4 +77,20 @@ struct TaskSpec {
 // is unusable.
 Result<TaskSpec> SpecFromTask(const tasks::Task& task);
 
+// What the run's checks before its first rollout read of a task (the network
+// its pods get, the images it builds, its services), kept for every task to
+// the run's end; the rest of its TaskSpec is rebuilt from the task's record
+// when its rollout starts (launch/task_list.h).
+struct TaskFacts {
+  std::string id;
+  std::optional<bool> allow_internet;
+  bool has_pod = false;
+  bool builds_images = false;  // its environment/Dockerfile, or a compose service's build:
+};
+
+TaskFacts FactsOf(const TaskSpec& task);
+
+// Whether a pod's compose services build an image (build:).
+bool BuildsServiceImages(const sandbox::Pod& pod);
+
 }  // namespace forge::launch
