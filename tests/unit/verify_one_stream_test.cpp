@@ -70,6 +70,15 @@ VerifierSpec Harbor(const forge::testing::TempDir& dir) {
   return spec;
 }
 
+// The stream's one bounded forge-box verify-stop exec, run even after a stop.
+void CheckOneStop(const PodSandbox& pod) {
+  REQUIRE(pod.requests.size() == 2);
+  CHECK(pod.requests[1].argv == std::vector<std::string>{sandbox::kBoxSandboxPath, "verify-stop", "--wait", "5"});
+  CHECK(pod.requests[1].after_stop);
+  CHECK(pod.requests[1].timeout_seconds > 0);
+  CHECK(pod.requests[1].stdin_heartbeat_seconds == 0);
+}
+
 Verdict Answered(PodSandbox& pod, const VerifierSpec& spec, const std::string& out, int exit = 0,
                  const VerifyContext& context = {}) {
   pod.answer.exit_code = exit;
@@ -170,11 +179,7 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
     Verdict v = Answered(pod, spec, "", -1);
     CHECK(v.outcome == Outcome::kInfraError);
     CHECK(v.message.find("past its deadline of 150 s; it was stopped in the pod") != std::string::npos);
-    REQUIRE(pod.requests.size() == 2);
-    CHECK(pod.requests[1].argv ==
-          std::vector<std::string>{sandbox::kBoxSandboxPath, "verify-stop", "--wait", "5"});
-    CHECK(pod.requests[1].after_stop);
-    CHECK(pod.requests[1].timeout_seconds > 0);
+    CheckOneStop(pod);
   }
   SUBCASE("stopped by a signal: cancelled, and the stop exec's failure said") {
     pod.status = Status::Cancelled("exec in pod pod-1 interrupted");
@@ -196,12 +201,7 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
     CHECK(v.outcome == Outcome::kInfraError);
     CHECK(v.message.find("run forge-box verify: exec in pod pod-1: connection ended without an exit status; "
                          "it was stopped in the pod") != std::string::npos);
-    REQUIRE(pod.requests.size() == 2);
-    CHECK(pod.requests[1].argv ==
-          std::vector<std::string>{sandbox::kBoxSandboxPath, "verify-stop", "--wait", "5"});
-    CHECK(pod.requests[1].after_stop);
-    CHECK(pod.requests[1].timeout_seconds > 0);
-    CHECK(pod.requests[1].stdin_heartbeat_seconds == 0);
+    CheckOneStop(pod);
   }
   SUBCASE("an API error on the stream whose stop exec fails too: both said") {
     pod.status = Status::Protocol("exec: frame with reserved bits set");
