@@ -46,7 +46,7 @@ Binder Bind(T& target) {
 
 struct Flag {
   std::string names;          // CLI11's: "-n,--attempts"; a positional argument: "tasks"
-  std::string value;          // the value's name in the man page ("N", "FILE"); empty: a switch
+  std::string value = {};     // the value's name in the man page ("N", "FILE"); empty: a switch
   Binder bind;                // the variable it sets: Bind(options.attempts)
   bool show_default = false;  // --help and the man page show the variable's value before parsing
   std::function<void(CLI::Option&)> more = {};  // checks, transforms, delimiters, exclusions

@@ -109,5 +109,10 @@ inline constexpr const char* kVerifyTag = "forge-verify: ";
 // SIGKILL (each verify first ends any other; forge-box verify-stop ends them
 // all: "forge-box: verify-stop: stopped N", or "left N" with exit 3).
 inline constexpr int kVerifyBusy = 75;
+// verify: ended the verifier's tree itself (its client gone, or a stop
+// signal: forge-box verify-stop, SIGTERM/INT/HUP). It says so on its own
+// stderr, which no other process can write, in a line "forge-box: verify:
+// WHY: " + kVerifyTreeEnded; its report then is no verdict of the verifier's.
+inline constexpr const char* kVerifyTreeEnded = "the verifier's tree was ended";
 
 }  // namespace forge::sandbox

@@ -145,7 +145,7 @@ std::string BehaviourPanels(const GroupedReport& report, const std::vector<const
 
 std::string LearningSection(const GroupedReport& report, const std::vector<const GroupReport*>& trend) {
   const auto& ks = report.all.report.overall_ks;
-  svg::TrendPanel levels{"", "share of tasks", 1, false, {}};
+  svg::TrendPanel levels{"", "share of tasks", 1, false, {}, ""};
   for (size_t i = 0; i < ks.size() && i < 3; ++i) {
     svg::TrendSeries s{fmt::format("pass@{}", ks[i].k), Color(i), false, {}};
     for (const GroupReport* g : trend) s.points.push_back(Point(*g, *NumberOf(g->name), i, false, report.by));

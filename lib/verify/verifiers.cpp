@@ -1,5 +1,6 @@
 #include "verify/verifiers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -431,11 +432,12 @@ Result<sandbox::ExecRequest> OneStreamRequest(const sandbox::Sandbox& sandbox, c
   return req;
 }
 
-// After a stream that was stopped or ran past its deadline: closing it did
-// not end forge-box verify in the pod (kubernetes/kubernetes#89031), so one
-// best-effort exec of forge-box verify-stop ends it and the verifier's tree
-// (forge-box's own heartbeat bound ends them anyway). What it did, for the
-// verdict's message.
+// After a stream that did not end by itself (stopped, past its deadline, or
+// failed: an API error, a connection dropped mid-stream): its end need not
+// reach forge-box verify in the pod (kubernetes/kubernetes#89031), so one
+// bounded best-effort exec of forge-box verify-stop ends it and the
+// verifier's tree (forge-box's own heartbeat bound ends them anyway). What it
+// did, for the verdict's message.
 std::string StopInPod(sandbox::Sandbox& sandbox, const std::string& box) {
   sandbox::ExecRequest stop;
   stop.argv = {box, "verify-stop", "--wait", fmt::format("{}", kBoxStopWait)};
@@ -451,9 +453,25 @@ std::string StopInPod(sandbox::Sandbox& sandbox, const std::string& box) {
   return "it was stopped in the pod";
 }
 
+// forge-box verify's own line saying it ended the verifier's tree
+// (box_protocol.h), after its "forge-box: verify: "; nullopt when it did not.
+std::optional<std::string> TreeEnded(const std::string& box_stderr) {
+  const std::string tag = std::string(sandbox::kBoxTag) + "verify: ";
+  for (size_t at = 0; at < box_stderr.size();) {
+    const size_t end = std::min(box_stderr.find('\n', at), box_stderr.size());
+    const std::string_view line(box_stderr.data() + at, end - at);
+    if (line.starts_with(tag) && line.ends_with(sandbox::kVerifyTreeEnded)) {
+      return std::string(line.substr(tag.size()));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 // The verifier's report from forge-box verify's answer, the sweep noted in
 // v; nullopt when the verifier did not run (v then says why).
-std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& ran, Preparation& prep, Verdict& v) {
+std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::Sandbox& sandbox, const sandbox::ExecResult& ran,
+                                                     Preparation& prep, Verdict& v) {
   std::string sweep_lines;
   auto report = sandbox::TakeVerifyReport(ran.stdout_data, &sweep_lines);
   if (!report && (ran.exit_code == 64 || ran.exit_code == 65)) {
@@ -461,8 +479,16 @@ std::optional<sandbox::VerifyReport> OneStreamReport(const sandbox::ExecResult& 
     return std::nullopt;
   }
   if (!report && ran.exit_code == sandbox::kVerifyBusy) {
-    Infra(v, "forge-box verify", Status::Busy("an earlier verification of this sandbox would not stop: " +
-                                              ran.stderr_data.substr(0, 300)));
+    Infra(v, "forge-box verify",
+          Status::Busy("an earlier verification in " + sandbox.handle().backend + " sandbox " + sandbox.handle().id +
+                       " would not stop: " + ran.stderr_data.substr(0, 300)));
+    return std::nullopt;
+  }
+  // forge-box ended the verifier itself (its client seemed gone: a stream
+  // that hung past the heartbeat bound; or a stop signal): whatever the
+  // verifier left is no verdict, and not the agent's doing.
+  if (auto ended = TreeEnded(ran.stderr_data)) {
+    Infra(v, "forge-box verify", Status::Unavailable(*ended));
     return std::nullopt;
   }
   NoteSweep(ParseSweepOutput(report ? sweep_lines : ran.stdout_data, report ? 0 : ran.exit_code), &prep);
@@ -501,7 +527,11 @@ Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, doub
     if (ran.status().kind() == Kind::kCancelled) {
       Fail(v, Outcome::kCancelled, "stopped by a signal; " + StopInPod(sandbox, req->argv[0]));
     } else {
+      // Whether forge-box verify started in the pod is not known here (an
+      // upgrade's answer can be lost after the kubelet ran it): stop it too.
+      const std::string stopped = StopInPod(sandbox, req->argv[0]);
       Blame(v, sandbox, "run forge-box verify", ran.status());
+      v.message += "; " + stopped;
     }
     return Done(v, witness, clock);
   }
@@ -511,7 +541,7 @@ Verdict RunInOneStream(sandbox::Sandbox& sandbox, const VerifierSpec& spec, doub
                                           StopInPod(sandbox, req->argv[0]))));
     return Done(v, witness, clock);
   }
-  auto report = OneStreamReport(*ran, prep, v);
+  auto report = OneStreamReport(sandbox, *ran, prep, v);
   if (!report) return Done(v, witness, clock);
   if (!witness.FromBox(report->evidence, context, v)) return Done(v, witness, clock);
   v.log_tail = LogTail(report->stdout_data, report->stderr_data);

@@ -10,8 +10,18 @@
 #   the stream's deadline (--stream-timeout): infra_error, stopped likewise;
 #   forge-verify killed with SIGKILL (no stop exec): forge-box verify sees its
 #     stream's stdin end and ends the verifier's tree itself;
+#   the stream dropped mid-run by the API server (POST /_fake/drop_execs, the
+#     process's stdin left open): infra_error naming the dropped stream, and
+#     forge-verify's one stop exec ends it in the pod before forge-verify ends;
+#   forge-verify stopped (SIGSTOP): its connection open, stdin open, no
+#     heartbeat: forge-box verify ends the verifier's tree after --heartbeat
+#     (30 s, forge-verify's own) and says why;
 # and after each, no process of the verification is left in the pod's
-# container (docker top) and no reward file appears once the word is given. Then a re-verification of a stopped pod runs to its reward, and
+# container (docker top) and no reward file appears once the word is given.
+# Then a re-verification of a stopped pod runs to its reward; an earlier
+# forge-box verify that the pod cannot end (another user's, in a pod without
+# CAP_KILL: kill() is refused, as for a process stuck in the kernel) makes
+# the next verification infra_error naming the pod (forge-box exit 75); and
 # forge-box verify-stop leaves PID 1 and the pod's other processes alone.
 set -uo pipefail
 source "$FORGE_SRC/tests/support/e2e.sh"
@@ -23,7 +33,7 @@ K8S_NS=forge-e2e
 pids=()
 trap k8s_e2e_cleanup EXIT
 work=$WORK
-start_k8s_fake real --node-cpu 16 --node-memory 64Gi || { fail "start"; finish; exit 1; }
+start_k8s_fake real --node-cpu 64 --node-memory 256Gi || { fail "start"; finish; exit 1; }
 K=(--k8s-server "$K8S_URL" --k8s-token "$K8S_TOKEN" --k8s-namespace "$K8S_NS")
 
 mkdir -p "$work/tests"
@@ -35,14 +45,22 @@ echo 1 > /logs/verifier/reward.txt
 EOF2
 chmod +x "$work/tests/test.sh"
 : >"$work/tasks.jsonl"
-for name in sigint deadline killed; do
+for name in sigint deadline killed dropped silent; do
   jq -nc --arg id "$name" --arg tests "$work/tests" \
     '{id: $id, instruction: "x", command: "true", environment: {image: "forge-busybox:latest"},
-      verifier: {kind: "harbor", tests_dir: $tests, timeout_sec: 60}}' >>"$work/tasks.jsonl"
+      verifier: {kind: "harbor", tests_dir: $tests, timeout_sec: 120}}' >>"$work/tasks.jsonl"
 done
 "$FORGE_BIN/forge-launch" --backend k8s "${K[@]}" --k8s-box-image "$BOX_IMAGE" --store "$work/forge.db" \
-  --k8s-apply-network-policies --run-id stop55 --hold -j 3 --agent-timeout 60 --harness command "$work/tasks.jsonl" \
+  --k8s-apply-network-policies --run-id stop55 --hold -j 5 --agent-timeout 60 --harness command "$work/tasks.jsonl" \
   >"$work/rollouts.jsonl" 2>"$work/launch.err" && pass || fail "forge-launch: $(tail -5 "$work/launch.err")"
+# A pod without capabilities: its root cannot signal another user's process.
+jq -nc --arg tests "$work/tests" \
+  '{id: "busy", instruction: "x", command: "true", environment: {image: "forge-busybox:latest"},
+    verifier: {kind: "harbor", tests_dir: $tests, timeout_sec: 60}}' >"$work/busy-task.jsonl"
+"$FORGE_BIN/forge-launch" --backend k8s "${K[@]}" --k8s-box-image "$BOX_IMAGE" --store "$work/forge.db" \
+  --k8s-apply-network-policies --run-id stop55-busy --hold --cap-drop-all --agent-timeout 60 --harness command \
+  "$work/busy-task.jsonl" >>"$work/rollouts.jsonl" 2>"$work/launch-busy.err" && pass ||
+  fail "forge-launch --cap-drop-all: $(tail -5 "$work/launch-busy.err")"
 
 # The pod's main container (the fake names the pod in a label).
 container_of() {
@@ -122,6 +140,57 @@ if start_verify killed; then
   # ends: forge-box sees it at once (its heartbeat bound, 30 s, is for a
   # runtime that does not).
   nothing_left killed 5
+fi
+
+echo "== the stream dropped mid-run, the process's stdin left open: forge-verify's one stop exec ends it"
+if start_verify dropped; then
+  n=$(curl -kfsS -X POST -d '{"command": "verify", "keep_stdin": true}' "$K8S_URL/_fake/drop_execs" | jq -r .dropped)
+  [ "$n" = 1 ] && pass || fail "dropped: the fake dropped ${n:-no} streams"
+  wait "$vpid"
+  [ "$(verdict dropped .verdict.outcome)" = infra_error ] && pass ||
+    fail "dropped: verdict $(jq -c .verdict "$work/dropped.out")"
+  # Without the stop exec only forge-box's heartbeat bound (30 s) would end
+  # it: still running when forge-verify has ended.
+  verdict dropped .verdict.message |
+    grep -q "run forge-box verify: exec in pod .*: connection ended without an exit status; it was stopped in the pod" &&
+    pass || fail "dropped: $(verdict dropped .verdict.message)"
+  nothing_left dropped 0
+fi
+
+echo "== forge-verify stopped (SIGSTOP): no heartbeat on an open stream; forge-box ends the verifier after 30 s"
+if start_verify silent; then
+  kill -STOP "$vpid"
+  stopped_at=$SECONDS
+  [ -n "$(verifier_procs "$c")" ] && pass || fail "silent: the verifier ended before its heartbeat bound"
+  nothing_left silent 50
+  echo "silent: ended after ~$((SECONDS - stopped_at)) s (bound 30 s)"
+  [ $((SECONDS - stopped_at)) -ge 25 ] && pass || fail "silent: ended after $((SECONDS - stopped_at)) s, before its 30 s bound"
+  kill -CONT "$vpid"
+  wait "$vpid"
+  # Resumed, forge-verify reads forge-box's answer: infra_error saying why, not test.sh's death blamed on the agent.
+  [ "$(verdict silent .verdict.outcome)" = infra_error ] && verdict silent .verdict.message |
+    grep -q "the client sent no heartbeat within its bound: the client is gone, the verifier's tree was ended" && pass ||
+    fail "silent: forge-box did not say the heartbeat ended it: $(jq -c .verdict "$work/silent.out") $(tail -3 "$work/silent.err")"
+fi
+
+echo "== an earlier forge-box verify the pod cannot end: the next verification is infra_error naming the pod"
+cb=$(container_of busy)
+if [ -z "$cb" ]; then
+  fail "busy: no container for its pod"
+else
+  grep -q '^CapEff:[[:space:]]*0*$' <(docker exec "$cb" cat /proc/1/status) && pass ||
+    fail "busy: the pod's main process has capabilities: $(docker exec "$cb" grep Cap /proc/1/status)"
+  docker exec -u 1234 -d "$cb" sh -c 'sleep 600 | /forge/bin/forge-box verify --tag survivor'
+  for _ in $(seq 50); do docker top "$cb" -eo pid,args | grep -q "forge-box verify --tag survivor" && break; sleep 0.1; done
+  jq -c 'select(.task_id == "busy")' "$work/rollouts.jsonl" >"$work/busy.in"
+  pod=$(jq -r .sandbox.id "$work/busy.in")
+  "$FORGE_BIN/forge-verify" run "${K[@]}" "$work/busy.in" --store "$work/forge.db" --keep >"$work/busy.out" 2>"$work/busy.err"
+  [ "$(verdict busy .verdict.outcome)" = infra_error ] && pass || fail "busy: verdict $(jq -c .verdict "$work/busy.out")"
+  verdict busy .verdict.message | grep -qF "an earlier verification in k8s sandbox $pod would not stop: forge-box: verify: 1 earlier forge-box verify still running here after SIGKILL" &&
+    pass || fail "busy: $(verdict busy .verdict.message)"
+  docker top "$cb" -eo pid,args | grep -q "forge-box verify --tag survivor" && pass || fail "busy: the survivor is gone, so nothing was busy"
+  docker exec "$cb" test -e /logs/verifier/reward.txt && fail "busy: a reward was written" || pass
+  docker exec -u 1234 "$cb" /forge/bin/forge-box verify-stop --wait 1 >/dev/null
 fi
 
 echo "== a re-verification of the stopped pod runs to its reward"

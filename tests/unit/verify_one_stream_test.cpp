@@ -70,6 +70,15 @@ VerifierSpec Harbor(const forge::testing::TempDir& dir) {
   return spec;
 }
 
+// The stream's one bounded forge-box verify-stop exec, run even after a stop.
+void CheckOneStop(const PodSandbox& pod) {
+  REQUIRE(pod.requests.size() == 2);
+  CHECK(pod.requests[1].argv == std::vector<std::string>{sandbox::kBoxSandboxPath, "verify-stop", "--wait", "5"});
+  CHECK(pod.requests[1].after_stop);
+  CHECK(pod.requests[1].timeout_seconds > 0);
+  CHECK(pod.requests[1].stdin_heartbeat_seconds == 0);
+}
+
 Verdict Answered(PodSandbox& pod, const VerifierSpec& spec, const std::string& out, int exit = 0,
                  const VerifyContext& context = {}) {
   pod.answer.exit_code = exit;
@@ -170,11 +179,7 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
     Verdict v = Answered(pod, spec, "", -1);
     CHECK(v.outcome == Outcome::kInfraError);
     CHECK(v.message.find("past its deadline of 150 s; it was stopped in the pod") != std::string::npos);
-    REQUIRE(pod.requests.size() == 2);
-    CHECK(pod.requests[1].argv ==
-          std::vector<std::string>{sandbox::kBoxSandboxPath, "verify-stop", "--wait", "5"});
-    CHECK(pod.requests[1].after_stop);
-    CHECK(pod.requests[1].timeout_seconds > 0);
+    CheckOneStop(pod);
   }
   SUBCASE("stopped by a signal: cancelled, and the stop exec's failure said") {
     pod.status = Status::Cancelled("exec in pod pod-1 interrupted");
@@ -187,6 +192,40 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
                          "forge-box: verify-stop: left 1 of 1") != std::string::npos);
     CHECK(pod.requests.size() == 2);
   }
+  SUBCASE("a stream that failed otherwise (a connection dropped mid-stream): infra_error naming it, and one stop exec") {
+    pod.status = Status::Unavailable("exec in pod pod-1: connection ended without an exit status");
+    pod.stop_answer = sandbox::ExecResult{};
+    pod.stop_answer->exit_code = 0;
+    pod.stop_answer->stdout_data = "forge-box: verify-stop: stopped 1\n";
+    Verdict v = Answered(pod, spec, "");
+    CHECK(v.outcome == Outcome::kInfraError);
+    CHECK(v.message.find("run forge-box verify: exec in pod pod-1: connection ended without an exit status; "
+                         "it was stopped in the pod") != std::string::npos);
+    CheckOneStop(pod);
+  }
+  SUBCASE("an API error on the stream whose stop exec fails too: both said") {
+    pod.status = Status::Protocol("exec: frame with reserved bits set");
+    Verdict v = Answered(pod, spec, "");  // no stop_answer: the stop meets the same error
+    CHECK(v.outcome == Outcome::kInfraError);
+    CHECK(v.message.find("run forge-box verify: exec: frame with reserved bits set; could not stop it in the pod "
+                         "(exec: frame with reserved bits set)") != std::string::npos);
+    CHECK(pod.requests.size() == 2);
+  }
+  SUBCASE("forge-box ended the verifier itself (no heartbeat, or a stop signal): infra_error, not test.sh's death") {
+    pod.answer.stderr_data = std::string("forge-box: verify: the client sent no heartbeat within its bound: the client is "
+                                         "gone, ") + sandbox::kVerifyTreeEnded + "\n";
+    Verdict v = Answered(pod, spec, kSwept + Report(137, "", "", "1\n"));
+    CHECK(v.outcome == Outcome::kInfraError);
+    CHECK(v.message == "forge-box verify: the client sent no heartbeat within its bound: the client is gone, "
+                       "the verifier's tree was ended");
+    CHECK(!v.reward);  // no reward: the reward.txt it left is not read
+    pod.answer.stderr_data = std::string("forge-box: verify: a stop signal came, ") + sandbox::kVerifyTreeEnded + "\n";
+    CHECK(Answered(pod, spec, kSwept + Report(137, "", "", std::nullopt)).outcome == Outcome::kInfraError);
+    // The verifier's own stderr saying so is inside the report, not forge-box's line.
+    pod.answer.stderr_data.clear();
+    const std::string forged = std::string("forge-box: verify: x, ") + sandbox::kVerifyTreeEnded + "\n";
+    CHECK(Answered(pod, spec, kSwept + Report(0, "", forged, "1\n")).outcome == Outcome::kPassed);
+  }
   SUBCASE("a verification that ends by itself sends no stop") {
     Answered(pod, spec, kSwept + Report(0, "", "", "1\n"));
     CHECK(pod.requests.size() == 1);
@@ -195,11 +234,16 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
     pod.answer.stderr_data = "forge-box: verify: 1 earlier forge-box verify still running here after SIGKILL\n";
     Verdict v = Answered(pod, spec, "", sandbox::kVerifyBusy);
     CHECK(v.outcome == Outcome::kInfraError);
-    CHECK(v.message.find("would not stop") != std::string::npos);
+    CHECK(v.message.find("an earlier verification in k8s sandbox ns/pod-1 would not stop: forge-box: verify: 1 "
+                         "earlier") != std::string::npos);
+    CHECK(pod.requests.size() == 1);  // the stream ended by itself: no stop exec
   }
-  SUBCASE("the API server is unreachable: infra_error") {
+  SUBCASE("the API server is unreachable: infra_error, the bounded stop tried once") {
     pod.status = Status::Unavailable("connect to the API server: refused");
-    CHECK(Answered(pod, spec, "").outcome == Outcome::kInfraError);
+    Verdict v = Answered(pod, spec, "");
+    CHECK(v.outcome == Outcome::kInfraError);
+    CHECK(v.message.find("could not stop it in the pod (connect to the API server: refused)") != std::string::npos);
+    CHECK(pod.requests.size() == 2);
   }
   SUBCASE("a verifier user the pod cannot honour: infra_error, nothing sent") {
     spec.user = "1000";

@@ -72,7 +72,8 @@ void StopOnSignals() {
 
 // The watch on the client (verify/client_watch.h) for as long as it lives:
 // the verifier's run. A client gone before it starts is seen at once (its
-// stdin has ended). heartbeat < 0: no watch.
+// stdin has ended). heartbeat < 0: no watch. At its end it says on stderr
+// when it, or a stop signal, ended the verifier's tree (box_protocol.h).
 class ClientWatch {
  public:
   explicit ClientWatch(double heartbeat) {
@@ -81,9 +82,12 @@ class ClientWatch {
   ~ClientWatch() {
     done_.store(true);
     if (thread_.joinable()) thread_.join();
-    if (end_ == verify::ClientEnd::kNone) return;
-    WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + verify::ClientEndWhy(end_) +
-                    ": the client is gone, the verifier's tree was ended\n");
+    const std::string why = end_ != verify::ClientEnd::kNone ? std::string(verify::ClientEndWhy(end_)) +
+                                                                     ": the client is gone"
+                            : g_stop ? "a stop signal came"
+                                     : "";
+    if (why.empty()) return;
+    WriteAll(2, std::string(sandbox::kBoxTag) + "verify: " + why + ", " + sandbox::kVerifyTreeEnded + "\n");
   }
   ClientWatch(const ClientWatch&) = delete;
   ClientWatch& operator=(const ClientWatch&) = delete;

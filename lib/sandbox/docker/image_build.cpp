@@ -171,7 +171,7 @@ std::vector<std::string> DockerfileBaseImages(const std::string& dockerfile) {
   bool seen_from = false;
   auto substitute = [&](std::string word) {
     for (const auto& [name, value] : args) {
-      for (const std::string ref : {"${" + name + "}", "$" + name}) {
+      for (const std::string& ref : {"${" + name + "}", "$" + name}) {
         for (size_t at; (at = word.find(ref)) != std::string::npos;) word.replace(at, ref.size(), value);
       }
     }

@@ -87,6 +87,7 @@ class Cluster:
         self.max_pods = 0
         self.evictions = 0
         self.restarts = 0
+        self.exec_sessions = set()  # open exec streams, for POST /_fake/drop_execs
         self.server = None
         self.scheduler = Scheduler(self)
         self.endpoints = EndpointsController(self)

@@ -8,6 +8,8 @@
   POST /_fake/restart           {"downtime": s}: connections dropped, port closed, state kept
   POST /_fake/tokens            {"<token>": {"user": u, "groups": [...]}}: more identities
   GET  /_fake/network           real mode: node IP, CIDRs, DNS, each pod's rules
+  POST /_fake/drop_execs        {"command": word, "keep_stdin": bool}: every open exec stream with
+                                that word in its argv ends mid-stream, without a status
 """
 import json
 import random
@@ -59,6 +61,13 @@ def control(handler, method, parts, query):
             for token, who in payload.items():
                 c.tokens[token] = (who["user"], list(who.get("groups", [])) + ["system:authenticated"])
         return handler.send_json(200, {"tokens": len(c.tokens)})
+    if what == "drop_execs" and method == "POST":
+        word = payload.get("command", "")
+        with c.lock:
+            hit = [s for s in c.exec_sessions if word in s.command and not s.dropped]
+        for s in hit:
+            s.drop(bool(payload.get("keep_stdin")))
+        return handler.send_json(200, {"dropped": len(hit)})
     if what == "network":
         return handler.send_json(200, c.network.describe() if c.network else {})
     handler.send_json(404, {"error": "unknown control endpoint"})

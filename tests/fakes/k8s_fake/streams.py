@@ -142,4 +142,6 @@ def exec_or_attach(handler, ns, name, sub, query):
     handler.wfile.flush()
     handler.close_connection = True
     handler.record(sub, 101)
-    Session(handler, chosen, proc, use_stdin).run()
+    session = Session(handler, chosen, proc, use_stdin)
+    session.command = command if sub == "exec" else []
+    session.run()

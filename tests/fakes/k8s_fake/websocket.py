@@ -54,6 +54,9 @@ class Session:
         self.first_channel = first_channel
         self.write_lock = threading.Lock()
         self.client_done = threading.Event()
+        self.command = []         # an exec's argv, for drop()
+        self.dropped = False      # drop(): the connection ended mid-stream
+        self.keep_stdin = False   # ... and the process's stdin left open
 
     def send(self, opcode, payload):
         header = bytes([0x80 | opcode])
@@ -96,6 +99,19 @@ class Session:
     def close(self):
         self.send(8, struct.pack(">H", 1000))
 
+    def drop(self, keep_stdin):
+        """The connection ends mid-stream without a status (an API server or
+        kubelet gone, a proxy's idle cut); with keep_stdin the process's stdin
+        stays open, as under a runtime that does not end it when the stream
+        does (kubernetes/kubernetes#89031): only the process's own watch, or a
+        stop, ends it."""
+        self.keep_stdin = keep_stdin
+        self.dropped = True
+        try:
+            self.h.connection.shutdown(2)
+        except OSError:
+            pass
+
     def run(self):
         try:
             self.proc.start()
@@ -106,8 +122,17 @@ class Session:
         # An empty message on the lowest stream asked for says "ready".
         self.channel(self.first_channel if self.first_channel is not None else (0 if self.use_stdin else 1), b"")
         threading.Thread(target=self.from_client, daemon=True).start()
-        self.proc.pump(self.channel)
-        status = self.proc.finish()
+        sessions = self.h.cluster.exec_sessions
+        with self.h.cluster.lock:
+            sessions.add(self)
+        try:
+            self.proc.pump(self.channel)
+            status = self.proc.finish()
+        finally:
+            with self.h.cluster.lock:
+                sessions.discard(self)
+        if self.dropped:
+            return
         if getattr(self.proc, "drop", False):
             try:
                 self.h.connection.shutdown(2)
@@ -147,5 +172,6 @@ class Session:
             pass
         finally:
             self.client_done.set()
-            self.proc.close_stdin()
-            self.proc.client_gone()
+            if not (self.dropped and self.keep_stdin):
+                self.proc.close_stdin()
+                self.proc.client_gone()
