@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/status.h"
@@ -47,6 +48,11 @@ struct HostPaths {
 // The network a's sandbox gets (launch/network.h's NetworkFor; a compose
 // pod on docker gets a namespace of its own).
 std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend);
+
+// The images a task's pods pull (its own or --image, its compose services'),
+// with, for those forge builds, the repository it pushes them to
+// (--registry): what the run's pull Secret holds credentials for.
+void PulledImages(const LaunchOptions& options, const TaskSpec& task, std::set<std::string>& images);
 
 // The sandbox before its image is known: limits, network, labels, user,
 // the task's environment and its pod, their templates resolved from ours

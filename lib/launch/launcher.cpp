@@ -30,6 +30,7 @@
 #include "tasks/env_template.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
+#include "sandbox/docker/image_pull.h"
 #include "sandbox/k8s/k8s_backend.h"
 #include "sandbox/k8s/network_policy.h"
 #include "sandbox/local/local_backend.h"
@@ -861,18 +862,18 @@ Status Launcher::CheckImages(const std::vector<Job>& jobs) {
 }
 
 // On k8s, the Secret pods pull with: the one --k8s-image-pull-secret names,
-// checked; else, when the run builds images and the docker config has
-// credentials for --registry, one made from them (deleted by Run's end).
+// checked; else one made from the docker config's credentials for the
+// registries of the images the pods pull, when it has any (deleted by Run's
+// end).
 Status Launcher::PullSecret(const std::vector<Job>& jobs) {
   auto* k8s = dynamic_cast<sandbox::k8s::K8sBackend*>(&backend_);
   if (k8s == nullptr) return Status::Ok();
   if (!k8s->options().image_pull_secret.empty()) return k8s->CheckPullSecret();
-  if (options_.images == nullptr ||
-      std::none_of(jobs.begin(), jobs.end(), [](const Job& job) { return BuildsImages(*job.task); })) {
-    return Status::Ok();
-  }
-  auto config = options_.images->PullSecretConfig();
-  if (!config.ok()) return config.status().Prefixed("--registry: the pods' image pull Secret");
+  std::set<std::string> images;
+  for (const Job& job : jobs) PulledImages(options_, *job.task, images);
+  if (!k8s->options().box_image.empty()) images.insert(k8s->options().box_image);
+  auto config = sandbox::docker::PullSecretDockerConfig({images.begin(), images.end()}, options_.docker_config);
+  if (!config.ok()) return config.status().Prefixed("the pods' image pull Secret");
   if (config->empty()) return Status::Ok();  // no credentials: the cluster pulls anonymously
   return k8s->ApplyPullSecret(options_.run_id, *config);
 }
