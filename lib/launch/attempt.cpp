@@ -8,7 +8,6 @@
 #include "launch/network.h"
 #include "launch/services.h"
 #include "sandbox/box.h"
-#include "sandbox/docker/image_publish.h"
 #include "sandbox/one_shot_script.h"
 #include "tasks/env_template.h"
 
@@ -38,21 +37,14 @@ std::optional<std::string> WrapperLine(const std::string& stderr_data, const std
 
 }  // namespace
 
+std::string TaskNetwork(const LaunchOptions& options, const TaskFacts& task, sandbox::BackendKind backend) {
+  return NetworkFor(options.network, options.proxy, task.allow_internet,
+                    task.has_pod && backend == sandbox::BackendKind::kDocker);
+}
+
 std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend) {
   return NetworkFor(options.network, options.proxy, task.allow_internet,
                     task.pod && backend == sandbox::BackendKind::kDocker);
-}
-
-void PulledImages(const LaunchOptions& options, const TaskSpec& task, std::set<std::string>& images) {
-  const std::string built = options.images != nullptr ? sandbox::docker::PublishRepository(options.images->registry()) : "";
-  auto add = [&](const std::string& image, const std::string& build_context) {
-    const std::string& pulled = !image.empty() ? image : !build_context.empty() ? built : options.image;
-    if (!pulled.empty()) images.insert(pulled);
-  };
-  add(task.image, task.build_context);
-  if (task.pod) {
-    for (const sandbox::PodService& service : task.pod->services) add(service.image, service.build_context);
-  }
 }
 
 Result<sandbox::Spec> SandboxSpec(const Attempt& a) {

@@ -9,7 +9,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "base/status.h"
@@ -46,13 +45,9 @@ struct HostPaths {
 };
 
 // The network a's sandbox gets (launch/network.h's NetworkFor; a compose
-// pod on docker gets a namespace of its own).
+// pod on docker gets a namespace of its own); the same from a task's facts.
 std::string TaskNetwork(const LaunchOptions& options, const TaskSpec& task, sandbox::BackendKind backend);
-
-// The images a task's pods pull (its own or --image, its compose services'),
-// with, for those forge builds, the repository it pushes them to
-// (--registry): what the run's pull Secret holds credentials for.
-void PulledImages(const LaunchOptions& options, const TaskSpec& task, std::set<std::string>& images);
+std::string TaskNetwork(const LaunchOptions& options, const TaskFacts& task, sandbox::BackendKind backend);
 
 // The sandbox before its image is known: limits, network, labels, user,
 // the task's environment and its pod, their templates resolved from ours

@@ -27,6 +27,7 @@
 #include "launch/network.h"
 #include "launch/services.h"
 #include "launch/task_input.h"
+#include "launch/task_list.h"
 #include "tasks/env_template.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
@@ -123,7 +124,7 @@ bool IsExecutable(const std::string& path) {
 }
 
 struct Job {
-  const TaskSpec* task;
+  size_t task;  // in the run's TaskList
   int attempt;
 };
 
@@ -152,17 +153,6 @@ Status CheckGpus(const TaskSpec& task, sandbox::Backend& backend) {
                                        task.id, task.gpus, backend.name(), available));
 }
 
-bool BuildsServiceImages(const sandbox::Pod& pod) {
-  return std::any_of(pod.services.begin(), pod.services.end(),
-                     [](const sandbox::PodService& s) { return !s.build_context.empty(); });
-}
-
-// Whether a task's pod needs an image built: its environment/Dockerfile,
-// or a compose service's build:.
-bool BuildsImages(const TaskSpec& task) {
-  return (task.image.empty() && !task.build_context.empty()) || (task.pod && BuildsServiceImages(*task.pod));
-}
-
 class Launcher {
  public:
   Launcher(const LaunchOptions& options, sandbox::Backend& backend, store::Store& store,
@@ -173,8 +163,8 @@ class Launcher {
 
  private:
   // Run's stages, in order.
-  Status ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks);
-  Result<std::vector<Job>> PlanJobs(const std::vector<TaskSpec>& tasks);
+  Status ReadTasks(size_t& bad_tasks);
+  Result<std::vector<Job>> PlanJobs();
   Status StartRelay(const std::vector<Job>& jobs);
   Status EnforceNetworks(const std::vector<Job>& jobs);
   Status CheckImages(const std::vector<Job>& jobs);
@@ -207,7 +197,7 @@ class Launcher {
   Status PublishImage(const Attempt& a, sandbox::Spec& spec, Json& record);
   Status PublishServiceImages(const Attempt& a, sandbox::Spec& spec, Json& record);
   // The rollout's row (its secret's hash) in the store; an earlier try's calls set aside.
-  Status Register(const Attempt& a, const Job& job, Json& record);
+  Status Register(const Attempt& a, Json& record);
   // While workers run jobs (below): freed memory given back and the
   // progress lines redrawn, each second until done.
   void EverySecond(const StopToken& done);
@@ -222,8 +212,8 @@ class Launcher {
   // all of them (a try's start: they are an earlier try's), or those that
   // started before `before` (a late call of a try set aside already, which
   // joins the calls set aside last).
-  void SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
-                            Json& record);
+  void SetAsideEarlierCalls(const std::string& task_id, int attempt, const std::string& rollout_id,
+                            std::optional<double> before, Json& record);
   Result<const HarnessProfile*> Profile(const std::string& name);
   // {mcp_servers} for the profile; a task's servers that the harness cannot
   // read are said once per task and harness.
@@ -266,6 +256,7 @@ class Launcher {
     Clock::time_point since;
   };
   std::map<std::string, Running> phases_;  // by rollout id
+  std::optional<TaskList> tasks_;  // read by Run before any rollout, then only read
   const std::vector<Job>* jobs_ = nullptr;
   size_t next_job_ = 0;
   int in_flight_ = 0;
@@ -352,8 +343,8 @@ void Launcher::SetPhaseText(const std::string& rollout_id, const std::string& te
   UpdateProgress();
 }
 
-void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_id, std::optional<double> before,
-                                    Json& record) {
+void Launcher::SetAsideEarlierCalls(const std::string& task_id, int attempt, const std::string& rollout_id,
+                                    std::optional<double> before, Json& record) {
   Json* last = record.contains("set_aside_calls") ? &record["set_aside_calls"].back() : nullptr;
   std::string into = before && last ? last->value("rollout_id", "") : "";
   auto moved = store_.calls().SetAside(rollout_id, before, into);
@@ -362,8 +353,8 @@ void Launcher::SetAsideEarlierCalls(const Job& job, const std::string& rollout_i
     return;
   }
   if (moved->calls == 0) return;
-  env_.Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", job.task->id,
-                        job.attempt, moved->calls, moved->rollout_id));
+  env_.Note(fmt::format("{} attempt {}: {} calls of an earlier try set aside as rollout {}", task_id, attempt,
+                        moved->calls, moved->rollout_id));
   if (!into.empty() && moved->rollout_id == into) {
     (*last)["calls"] = last->value("calls", int64_t{0}) + moved->calls;
   } else {
@@ -390,6 +381,7 @@ struct Launcher::Try {
 
 struct Launcher::Rollout {
   Job job;
+  TaskSpec task;  // rebuilt from the run's TaskList as the rollout starts
   std::string id;
   const HarnessProfile* profile = nullptr;
   Json record;
@@ -407,12 +399,24 @@ void Launcher::StartRollout(const Job& job) {
   }
   auto r = std::make_shared<Rollout>();
   r->job = job;
-  const TaskSpec& task = *job.task;
-  r->id = RolloutId(options_.run_id, task.id, job.attempt);
-  const std::string harness = task.harness.empty() ? options_.harness : task.harness;
-  r->record = {{"schema", "forge.rollout/1"}, {"rollout_id", r->id},  {"run_id", options_.run_id},
-               {"task_id", task.id},          {"attempt", job.attempt}, {"harness", harness},
-               {"backend", backend_.name()}};
+  const TaskFacts& facts = tasks_->facts(job.task);
+  r->id = RolloutId(options_.run_id, facts.id, job.attempt);
+  r->record = {{"schema", "forge.rollout/1"}, {"rollout_id", r->id}, {"run_id", options_.run_id},
+               {"task_id", facts.id},         {"attempt", job.attempt}};
+  auto spec = tasks_->Spec(job.task);
+  if (!spec.ok()) {
+    // Read whole when the run began; what it names has changed since.
+    r->task.id = facts.id;
+    auto record = tasks_->Record(job.task);
+    r->task.record = record.ok() ? *record : "{}";
+    r->record["outcome"] = "infra_error";
+    r->record["error"] = spec.status().message();
+    return FinishRollout(r);
+  }
+  r->task = std::move(*spec);
+  const std::string harness = r->task.harness.empty() ? options_.harness : r->task.harness;
+  r->record["harness"] = harness;
+  r->record["backend"] = backend_.name();
   auto profile = Profile(harness);
   if (!profile.ok()) {
     r->record["outcome"] = "infra_error";
@@ -439,7 +443,7 @@ void Launcher::BeginTry(const RolloutPtr& r) {
 
 Status Launcher::StartTry(const RolloutPtr& r) {
   const Job& job = r->job;
-  const TaskSpec& task = *job.task;
+  const TaskSpec& task = r->task;
   const HarnessProfile& profile = *r->profile;
   Json& record = r->record;
   // docker mounts forge-box; a k8s pod has it when the harness is its own
@@ -455,7 +459,7 @@ Status Launcher::StartTry(const RolloutPtr& r) {
   Try& t = *r->now;
   const Attempt& a = t.a;
   t.phases.Enter("create");
-  FORGE_RETURN_IF_ERROR(Register(a, job, record));
+  FORGE_RETURN_IF_ERROR(Register(a, record));
   if (Status s = CheckGpus(task, backend_); !s.ok()) {
     record["error_kind"] = "no_gpu";
     return s;
@@ -575,7 +579,7 @@ void Launcher::TryEnded(const RolloutPtr& r, Status s) {
   // Bounded exponential backoff with jitter: a timer, hurried by a stop.
   double delay = std::min(30.0, options_.backoff_seconds * (1 << std::min(r->retries - 1, 10)));
   delay *= 0.5 + 0.5 * RandomUnit();
-  env_.Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", r->job.task->id, r->job.attempt, s.message(), delay));
+  env_.Warn(fmt::format("{} attempt {}: {}; retrying in {:.1f} s", r->task.id, r->job.attempt, s.message(), delay));
   pool_->PostAfter(delay, [this, r] { BeginTry(r); });
 }
 
@@ -583,12 +587,12 @@ void Launcher::TryEnded(const RolloutPtr& r, Status s) {
 // outcome, and its place in flight given to the next job.
 void Launcher::FinishRollout(const RolloutPtr& r) {
   Json& record = r->record;
-  const TaskSpec& task = *r->job.task;
+  const TaskSpec& task = r->task;
   record["infra_retries"] = r->retries;
   // A call of a try that died may still have been in flight when this try
   // set that try's calls aside (a long generation whose client was gone): it
   // is recorded after, under the rollout, but started before this try.
-  if (r->last_try_began > 0) SetAsideEarlierCalls(r->job, r->id, r->last_try_began, record);
+  if (r->last_try_began > 0) SetAsideEarlierCalls(task.id, r->job.attempt, r->id, r->last_try_began, record);
   if (record.value("outcome", "") == "infra_error") {
     // Said once here, whatever the cause: the exit status alone (69) does
     // not tell which rollout met which wall.
@@ -682,7 +686,7 @@ Status Launcher::PublishServiceImages(const Attempt& a, sandbox::Spec& spec, Jso
   return Status::Ok();
 }
 
-Status Launcher::Register(const Attempt& a, const Job& job, Json& record) {
+Status Launcher::Register(const Attempt& a, Json& record) {
   store::RolloutRow row;
   row.id = a.rollout_id;
   row.run_id = options_.run_id;
@@ -696,7 +700,7 @@ Status Launcher::Register(const Attempt& a, const Job& job, Json& record) {
   // a try that died (this run resumed after a crash, or an infrastructure
   // retry) would be read as this try's. The new secret stops that try from
   // recording more; what it recorded is set aside, kept under another id.
-  SetAsideEarlierCalls(job, a.rollout_id, std::nullopt, record);
+  SetAsideEarlierCalls(a.task.id, a.number, a.rollout_id, std::nullopt, record);
   return Status::Ok();
 }
 
@@ -730,10 +734,14 @@ Result<sandbox::ExecResult> Launcher::ExecHarness(Try& t, Json& record) {
   return ran;
 }
 
-// Tasks first, so the total is known and broken ones are reported up front.
-// A task that cannot be run is named and counted in bad_tasks; a malformed
-// line is the InvalidData returned (the rest are read).
-Status Launcher::ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks) {
+// Tasks first, so the total is known and broken ones are reported up front;
+// each kept as its facts and spooled record (launch/task_list.h). A task
+// that cannot be run is named and counted in bad_tasks; a malformed line is
+// the InvalidData returned (the rest are read).
+Status Launcher::ReadTasks(size_t& bad_tasks) {
+  auto list = TaskList::Open(env_.VarOr("TMPDIR", "/tmp"));
+  if (!list.ok()) return list.status();
+  tasks_ = std::move(*list);
   return tasks::LoadTasks(options_.inputs, env_, {}, [&](tasks::Task& task) -> Status {
     auto spec = SpecFromTask(task);
     if (!spec.ok()) {
@@ -741,14 +749,13 @@ Status Launcher::ReadTasks(std::vector<TaskSpec>& tasks, size_t& bad_tasks) {
       ++bad_tasks;
       return Status::Ok();
     }
-    tasks.push_back(std::move(*spec));
-    return Status::Ok();
+    return tasks_->Add(task, *spec);
   });
 }
 
 // Resume: attempts that already have a final outcome in the store are not
 // run again; their stored records are re-emitted so the output is whole.
-Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) {
+Result<std::vector<Job>> Launcher::PlanJobs() {
   std::map<std::pair<std::string, int>, Json> finished;
   auto rows = store_.rollouts().OfRun(options_.run_id);
   if (!rows.ok()) return rows.status().Prefixed("store");
@@ -759,11 +766,11 @@ Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) 
   }
   std::vector<Job> jobs;
   size_t skipped = 0;
-  for (const auto& task : tasks) {
+  for (size_t task = 0; task < tasks_->size(); ++task) {
     for (int attempt = 0; attempt < options_.attempts; ++attempt) {
-      auto it = finished.find({task.id, attempt});
+      auto it = finished.find({tasks_->facts(task).id, attempt});
       if (it == finished.end()) {
-        jobs.push_back({&task, attempt});
+        jobs.push_back({task, attempt});
         continue;
       }
       Json again = it->second;
@@ -782,12 +789,13 @@ Result<std::vector<Job>> Launcher::PlanJobs(const std::vector<TaskSpec>& tasks) 
 // engine gives none: one host relay for all of them.
 Status Launcher::StartRelay(const std::vector<Job>& jobs) {
   if (backend_.kind() == sandbox::BackendKind::kK8s) return Status::Ok();  // pods reach a Service
-  const TaskSpec* proxy_task = nullptr;
-  const TaskSpec* egress_task = nullptr;
+  const TaskFacts* proxy_task = nullptr;
+  const TaskFacts* egress_task = nullptr;
   for (const Job& job : jobs) {
-    const std::string network = TaskNetwork(options_, *job.task, backend_.kind());
-    if (!proxy_task && RelaysProxy(network, options_.proxy)) proxy_task = job.task;
-    if (!egress_task && network == "own" && !backend_.OwnNetworkHasEgress()) egress_task = job.task;
+    const TaskFacts& task = tasks_->facts(job.task);
+    const std::string network = TaskNetwork(options_, task, backend_.kind());
+    if (!proxy_task && RelaysProxy(network, options_.proxy)) proxy_task = &task;
+    if (!egress_task && network == "own" && !backend_.OwnNetworkHasEgress()) egress_task = &task;
   }
   if (proxy_task == nullptr && egress_task == nullptr) return Status::Ok();
   std::optional<net::Endpoint> proxy;
@@ -795,7 +803,7 @@ Status Launcher::StartRelay(const std::vector<Job>& jobs) {
     if (options_.network != "proxy-only") {
       if (Status s = CheckProxyOnly(options_, backend_); !s.ok()) {
         return Status::BadConfig("task " + proxy_task->id + " reaches --proxy through the relay (" +
-                                 (proxy_task->pod ? "a compose pod has a network namespace of its own"
+                                 (proxy_task->has_pod ? "a compose pod has a network namespace of its own"
                                                   : "allow_internet = false means proxy-only") +
                                  "): " + s.message());
       }
@@ -828,9 +836,10 @@ Status Launcher::EnforceNetworks(const std::vector<Job>& jobs) {
   std::vector<std::string> networks;
   std::string offline;  // tasks with allow_internet = false, named in a refusal
   for (const Job& job : jobs) {
-    networks.push_back(TaskNetwork(options_, *job.task, backend_.kind()));
-    if (job.task->allow_internet == false && offline.find(job.task->id) == std::string::npos && offline.size() < 200) {
-      offline += (offline.empty() ? "" : ", ") + job.task->id;
+    const TaskFacts& task = tasks_->facts(job.task);
+    networks.push_back(TaskNetwork(options_, task, backend_.kind()));
+    if (task.allow_internet == false && offline.find(task.id) == std::string::npos && offline.size() < 200) {
+      offline += (offline.empty() ? "" : ", ") + task.id;
     }
   }
   auto unenforced = k8s->EnforceNetworks(
@@ -850,9 +859,10 @@ Status Launcher::CheckImages(const std::vector<Job>& jobs) {
   if (backend_.kind() != sandbox::BackendKind::kK8s || options_.images != nullptr) return Status::Ok();
   std::string built;
   for (const Job& job : jobs) {
-    if (!BuildsImages(*job.task)) continue;
-    if (built.find(job.task->id) == std::string::npos && built.size() < 200) {
-      built += (built.empty() ? "" : ", ") + job.task->id;
+    const TaskFacts& task = tasks_->facts(job.task);
+    if (!task.builds_images) continue;
+    if (built.find(task.id) == std::string::npos && built.size() < 200) {
+      built += (built.empty() ? "" : ", ") + task.id;
     }
   }
   if (built.empty()) return Status::Ok();
@@ -869,10 +879,16 @@ Status Launcher::PullSecret(const std::vector<Job>& jobs) {
   auto* k8s = dynamic_cast<sandbox::k8s::K8sBackend*>(&backend_);
   if (k8s == nullptr) return Status::Ok();
   if (!k8s->options().image_pull_secret.empty()) return k8s->CheckPullSecret();
-  std::set<std::string> images;
-  for (const Job& job : jobs) PulledImages(options_, *job.task, images);
-  if (!k8s->options().box_image.empty()) images.insert(k8s->options().box_image);
-  auto config = sandbox::docker::PullSecretDockerConfig({images.begin(), images.end()}, options_.docker_config);
+  bool launch_image = false, built = false;
+  for (const Job& job : jobs) {
+    launch_image |= tasks_->facts(job.task).uses_launch_image;
+    built |= tasks_->facts(job.task).builds_images;
+  }
+  std::vector<std::string> images = tasks_->named_images();
+  if (launch_image && !options_.image.empty()) images.push_back(options_.image);
+  if (built && options_.images != nullptr) images.push_back(sandbox::docker::PublishRepository(options_.images->registry()));
+  if (!k8s->options().box_image.empty()) images.push_back(k8s->options().box_image);
+  auto config = sandbox::docker::PullSecretDockerConfig(images, options_.docker_config);
   if (!config.ok()) return config.status().Prefixed("the pods' image pull Secret");
   if (config->empty()) return Status::Ok();  // no credentials: the cluster pulls anonymously
   return k8s->ApplyPullSecret(options_.run_id, *config);
@@ -900,7 +916,7 @@ int Launcher::RunJobs(const std::vector<Job>& jobs) {
   jobs_ = &jobs;
   const int in_flight = std::max(1, std::min<int>(options_.jobs, static_cast<int>(jobs.size())));
   const bool parks = backend_.ParksRunOnce() &&
-                     std::none_of(jobs.begin(), jobs.end(), [](const Job& job) { return job.task->pod; });
+                     std::none_of(jobs.begin(), jobs.end(), [this](const Job& job) { return tasks_->facts(job.task).has_pod; });
   pool_ = std::make_unique<WorkPool>(parks ? std::min(in_flight, kStepThreads) : in_flight,
                                      [this] { return cancel_.requested(); });
   StopToken done;
@@ -924,11 +940,10 @@ int Launcher::RunJobs(const std::vector<Job>& jobs) {
 }
 
 Status Launcher::Run() {
-  std::vector<TaskSpec> tasks;
   size_t bad_tasks = 0;
-  const Status read = ReadTasks(tasks, bad_tasks);
+  const Status read = ReadTasks(bad_tasks);
   if (!read.ok() && read.kind() != Kind::kInvalidData) return read;
-  auto jobs = PlanJobs(tasks);
+  auto jobs = PlanJobs();
   if (!jobs.ok()) return jobs.status();
   FORGE_RETURN_IF_ERROR(CheckImages(*jobs));
   FORGE_RETURN_IF_ERROR(EnforceNetworks(*jobs));

@@ -1,5 +1,6 @@
 #include "launch/task_input.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "launch/services.h"
@@ -86,6 +87,28 @@ Result<TaskSpec> SpecFromTask(const tasks::Task& task) {
   if (Status s = ReadPodAndTools(extra, &spec); !s.ok()) return Status::InvalidData(task.source + ": " + s.message());
   spec.record = task.ToJson().dump();
   return spec;
+}
+
+bool BuildsServiceImages(const sandbox::Pod& pod) {
+  return std::any_of(pod.services.begin(), pod.services.end(),
+                     [](const sandbox::PodService& s) { return !s.build_context.empty(); });
+}
+
+TaskFacts FactsOf(const TaskSpec& task) {
+  return {task.id, task.allow_internet, task.pod != nullptr,
+          (task.image.empty() && !task.build_context.empty()) || (task.pod && BuildsServiceImages(*task.pod)),
+          task.image.empty() && task.build_context.empty()};
+}
+
+std::vector<std::string> NamedImages(const TaskSpec& task) {
+  std::vector<std::string> images;
+  if (!task.image.empty()) images.push_back(task.image);
+  if (task.pod) {
+    for (const sandbox::PodService& service : task.pod->services) {
+      if (!service.image.empty()) images.push_back(service.image);
+    }
+  }
+  return images;
 }
 
 }  // namespace forge::launch

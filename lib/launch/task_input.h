@@ -77,4 +77,25 @@ struct TaskSpec {
 // is unusable.
 Result<TaskSpec> SpecFromTask(const tasks::Task& task);
 
+// What the run's checks before its first rollout read of a task (the network
+// its pods get, the images it builds, its services), kept for every task to
+// the run's end; the rest of its TaskSpec is rebuilt from the task's record
+// when its rollout starts (launch/task_list.h).
+struct TaskFacts {
+  std::string id;
+  std::optional<bool> allow_internet;
+  bool has_pod = false;
+  bool builds_images = false;  // its environment/Dockerfile, or a compose service's build:
+  bool uses_launch_image = false;  // names no image and builds none: --image
+};
+
+TaskFacts FactsOf(const TaskSpec& task);
+
+// The images a task names itself (its environment's, its compose
+// services'), which its pods pull as named.
+std::vector<std::string> NamedImages(const TaskSpec& task);
+
+// Whether a pod's compose services build an image (build:).
+bool BuildsServiceImages(const sandbox::Pod& pod);
+
 }  // namespace forge::launch
