@@ -24,9 +24,10 @@ std::string Text(const Json& obj, const char* key) {
 // Waiting reasons that will not fix themselves while a rollout waits.
 const std::set<std::string>& InfraWaitingReasons() {
   static const std::set<std::string> reasons = {
-      "ErrImagePull",      "ImagePullBackOff",           "InvalidImageName",     "ErrImageNeverPull",
-      "RegistryUnavailable", "SignatureValidationFailed", "CreateContainerConfigError", "CreateContainerError",
-      "CrashLoopBackOff",  "RunContainerError"};
+      "ErrImagePull",         "ImagePullBackOff",          "InvalidImageName",
+      "ErrImageNeverPull",    "RegistryUnavailable",       "SignatureValidationFailed",
+      "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff",
+      "RunContainerError"};
   return reasons;
 }
 
