@@ -55,19 +55,19 @@ expect_exit 69 "missing tag" L pm-tag "$repo:no-such-tag"
 one_try "$creates" "missing tag" "$repo:no-such-tag" \
   "(ErrImagePull|ImagePullBackOff): .*code = NotFound .*failed to resolve reference \"$repo:no-such-tag\": $repo:no-such-tag: not found \(image $repo:no-such-tag is not in its registry"
 
-echo "== a digest the registry does not have, and a repository it does not have"
-creates=$(pod_creates)
-expect_exit 69 "missing digest" L pm-digest "$repo@sha256:$(printf %064d 0)"
-one_try "$creates" "missing digest" "$repo@sha256:$(printf %064d 0)" "code = NotFound"
-creates=$(pod_creates)
-expect_exit 69 "missing repository" L pm-repo "127.0.0.1:$port/pm-$$/nosuch:1"
-one_try "$creates" "missing repository" "127.0.0.1:$port/pm-$$/nosuch:1" "code = NotFound"
-
-echo "== an image name that does not parse: InvalidImageName, one pod, not retried"
-creates=$(pod_creates)
-expect_exit 69 "invalid name" L pm-invalid "127.0.0.1:$port/pm-$$/NotLowerCase:1"
-one_try "$creates" "invalid name" "127.0.0.1:$port/pm-$$/NotLowerCase:1" \
-  "InvalidImageName: .*invalid reference format \(image .* is not a valid image reference\)"
+echo "== a digest the registry does not have, a repository it does not have, a name that does not parse"
+digest="$repo@sha256:$(printf %064d 0)"
+nosuch="127.0.0.1:$port/pm-$$/nosuch:1"
+invalid="127.0.0.1:$port/pm-$$/NotLowerCase:1"
+while IFS='|' read -r what run image words; do
+  creates=$(pod_creates)
+  expect_exit 69 "$what" L "$run" "$image"
+  one_try "$creates" "$what" "$image" "$words"
+done <<CASES
+missing digest|pm-digest|$digest|code = NotFound .*$digest: not found
+missing repository|pm-repo|$nosuch|code = NotFound .*$nosuch: not found
+invalid name|pm-invalid|$invalid|InvalidImageName: .*invalid reference format \(image .* is not a valid image reference\)
+CASES
 
 echo "== the registry stopped mid-run: a transient failure, retried, and the rollout passes once it is back"
 down="127.0.0.1:$down_port/pm-$$/img:1"
