@@ -5,6 +5,7 @@
 // -j bounds the rollouts in flight while the pool bounds the threads.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <csignal>
 #include <condition_variable>
 #include <deque>
@@ -228,4 +229,35 @@ TEST_CASE("parked runs: a transient failure after the wake is retried after a ba
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("evicted") != std::string::npos);
   CHECK(warnings[0].find("retrying in") != std::string::npos);
+}
+
+TEST_CASE("parked runs: a stop during a backoff ends the rollout cancelled, with its last try's record") {
+  ParkingBackend backend([](int) -> forge::Result<sandbox::ExecResult> {
+    return forge::Status::Unavailable("pod p: evicted (the node ran out of memory)");
+  });
+  backend.Release();
+  Run run(1);
+  run.options.infra_retries = 3;
+  run.options.backoff_seconds = 30;  // a backoff of 15 s or more, hurried by the stop
+  std::thread stop([&] {
+    for (int i = 0; i < 2000 && run.env.Texts("warning").empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    run.env.stop().Request(SIGINT);
+  });
+  forge::Status launched = run.Launch(backend);
+  stop.join();
+  CHECK(launched.Is(forge::Kind::kCancelled));
+  auto records = run.Records();
+  REQUIRE(records.size() == 1);
+  INFO(records[0].dump());
+  CHECK(records[0]["outcome"] == "cancelled");
+  CHECK(records[0]["infra_retries"] == 1);
+  const std::string error = records[0]["error"];
+  CHECK(error.find("during a backoff") != std::string::npos);
+  CHECK(error.find("evicted") != std::string::npos);
+  CHECK_FALSE(records[0].contains("transient"));
+  // The last try's phases, not an empty record of a try that never ran.
+  CHECK(records[0]["timings"].size() > 1);
+  CHECK(backend.runs() == 1);
 }

@@ -287,6 +287,10 @@ Result<ExecResult> RunHere(const std::function<void(const Backend::Post&, Backen
   }
 }
 
+// How long a pod-native pod may live (at least a second): a held pod's
+// keep-alive, and the wait for a harness that has no timeout of its own.
+int64_t PodLifetime(const Spec& spec) { return std::max<int64_t>(1, spec.lifetime_seconds); }
+
 }  // namespace
 
 Result<ExecResult> K8sBackend::RunOnce(const Spec& spec, const OneShot& job, std::unique_ptr<Sandbox>* hold) {
@@ -300,9 +304,8 @@ void K8sBackend::RunOnceParked(const Spec& spec, const OneShot& job, std::unique
                                RunDone done) {
   if (job.exec.argv.empty()) return done(Status::InvalidArgument("exec: empty command"));
   if (!job.exec.user.empty()) return done(Status::InvalidArgument("exec: the k8s backend runs commands as the pod's user"));
-  const int64_t lifetime = std::max<int64_t>(1, spec.lifetime_seconds);
   Supervision supervision{options_.box_image, job.exec.timeout_seconds, job.exec.max_output_bytes,
-                          hold ? lifetime : 0, options_.start_timeout_seconds};
+                          hold ? PodLifetime(spec) : 0, options_.start_timeout_seconds};
   Result<Json> pod = BuildPod(spec, options_, cluster().namespace_, &supervision);
   if (!pod.ok()) return done(pod.status());
   std::string manifest = pod->dump();
@@ -339,7 +342,7 @@ void K8sBackend::PodRunning(const std::shared_ptr<PodRun>& run, Result<PodView> 
   run->began = Clock::now();
   const ExecRequest& exec = run->job.exec;
   const double wait = exec.timeout_seconds > 0 ? exec.timeout_seconds + kSupervisedGraceSeconds
-                                               : static_cast<double>(std::max<int64_t>(1, run->spec.lifetime_seconds));
+                                               : static_cast<double>(PodLifetime(run->spec));
   Park(run, RunWatcher::Done(run->name, run->hold != nullptr, After(wait), run->Stop(options_)), &K8sBackend::PodDone);
 }
 
