@@ -1,5 +1,7 @@
 #include "verify/evidence.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -283,6 +285,18 @@ Decision Judge(const ProcessView& process, const Access& access, std::string_vie
   if ((process.python && process.started) || in_area) return d;
   d.tampered = "read " + path + ", which the agent wrote, outside the working area";
   return d;
+}
+
+Decision JudgeOpen(const ProcessView& process, const Access& access, std::string_view area, Image image, int fd) {
+  image.content = [&](const std::string& path) -> std::optional<std::string> {
+    if (path != access.path) return std::nullopt;
+    std::string text(64 * 1024, '\0');
+    const ssize_t n = pread(fd, text.data(), text.size(), 0);
+    if (n < 0) return std::nullopt;
+    text.resize(static_cast<size_t>(n));
+    return text;
+  };
+  return Judge(process, access, area, image);
 }
 
 }  // namespace forge::verify::evidence

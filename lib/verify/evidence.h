@@ -80,6 +80,10 @@ bool InWorkingArea(std::string_view path, std::string_view area);
 
 // The decision for one access by a process.
 Decision Judge(const ProcessView& process, const Access& access, std::string_view area, const Image& image);
+// The same, the accessed file's content (its first 64 KiB) read from fd, the
+// open file the access is of: reading it by path could wait on the very
+// watch that asks, or reach another file.
+Decision JudgeOpen(const ProcessView& process, const Access& access, std::string_view area, Image image, int fd);
 
 // Files the agent may have written that the machinery may read because they
 // only name other files, which are then checked in their turn, or hold only

@@ -68,6 +68,12 @@ bool ImageLayers::HasCommand(const std::string& name) {
 
 void ImageLayers::AddPythonRoot(const std::string& dir) { python_roots_.insert(dir); }
 
+void ImageLayers::AddPythonRootOf(const std::string& path) {
+  for (const std::string_view site : {"/site-packages/", "/dist-packages/"}) {
+    if (size_t at = path.find(site); at != std::string::npos) AddPythonRoot(path.substr(0, at + site.size() - 1));
+  }
+}
+
 void ImageLayers::FindPythonRoots() {
   roots_found_ = true;
   for (const char* lib : {"/usr/lib", "/usr/local/lib", "/opt/conda/lib"}) {

@@ -32,6 +32,9 @@ class ImageLayers {
   // lib/python3/dist-packages) and any directory added with AddPythonRoot.
   bool HasModule(const std::string& name);
   void AddPythonRoot(const std::string& dir);
+  // The site-packages or dist-packages directory a file of the image's own
+  // Python (its path) is under, as the interpreter uses it; none: nothing.
+  void AddPythonRootOf(const std::string& path);
 
  private:
   void FindPythonRoots();

@@ -401,13 +401,7 @@ void Tracer::Judge(pid_t tid, Proc& proc, bool exec, const std::optional<inside:
   access.exec = exec;
   access.path = inside::LinkTarget(ProcFile(getpid(), "fd/" + std::to_string(file_fd)));
   access.origin = OriginOf(st);
-  if (proc.program.python && access.origin == Origin::kPristine) {
-    for (const char* site : {"/site-packages/", "/dist-packages/"}) {
-      if (size_t at = access.path.find(site); at != std::string::npos) {
-        image_layers_.AddPythonRoot(access.path.substr(0, at + std::strlen(site) - 1));
-      }
-    }
-  }
+  if (proc.program.python && access.origin == Origin::kPristine) image_layers_.AddPythonRootOf(access.path);
   // How the path it asked for got to this file: through a symlink of the agent's?
   bool followed = false;
   if (asked) {
@@ -432,16 +426,7 @@ void Tracer::Judge(pid_t tid, Proc& proc, bool exec, const std::optional<inside:
   }
   NoteArguments(proc.program, st, &access);
   evidence::ProcessView view{proc.role, proc.program.python, proc.started, proc.program.shell};
-  evidence::Image image = image_;
-  image.content = [&](const std::string& path) -> std::optional<std::string> {
-    if (path != access.path) return std::nullopt;
-    std::string text(64 * 1024, '\0');
-    const ssize_t n = pread(file_fd, text.data(), text.size(), 0);
-    if (n < 0) return std::nullopt;
-    text.resize(static_cast<size_t>(n));
-    return text;
-  };
-  const evidence::Decision d = evidence::Judge(view, access, area_, image);
+  const evidence::Decision d = evidence::JudgeOpen(view, access, area_, image_, file_fd);
   if (!d.tampered.empty()) Find(access.path, pid, proc, d.tampered);
   if (d.ends_startup) proc.started = true;
   if (d.becomes_agent) {

@@ -367,14 +367,7 @@ void Watch::OnPermission(int raw_fd, pid_t tid, bool exec) {
   access.exec = exec;
   access.path = inside::LinkTarget(ProcPath(getpid(), ("fd/" + std::to_string(fd.get())).c_str()));
   access.origin = OriginOf(st);
-  if (proc->python && access.origin == Origin::kPristine) {
-    // The image's own Python directories, as the interpreter uses them.
-    for (const char* site : {"/site-packages/", "/dist-packages/"}) {
-      if (size_t at = access.path.find(site); at != std::string::npos) {
-        layers_.AddPythonRoot(access.path.substr(0, at + std::strlen(site) - 1));
-      }
-    }
-  }
+  if (proc->python && access.origin == Origin::kPristine) layers_.AddPythonRootOf(access.path);
   auto link = AgentLink(tid, asked, st, fd.get(), *proc);
   if (!link) {
     // The path it asked for could not be followed to this file here: how it
@@ -391,16 +384,7 @@ void Watch::OnPermission(int raw_fd, pid_t tid, bool exec) {
   evidence::ProcessView view{proc->role, proc->python, proc->started, proc->shell};
   // The judged file's content comes from its event's fd: reading through the
   // sandbox's mounts here would wait for this very loop.
-  evidence::Image image = image_;
-  image.content = [&](const std::string& path) -> std::optional<std::string> {
-    if (path != access.path) return std::nullopt;
-    std::string text(64 * 1024, '\0');
-    ssize_t n = pread(fd.get(), text.data(), text.size(), 0);
-    if (n < 0) return std::nullopt;
-    text.resize(static_cast<size_t>(n));
-    return text;
-  };
-  evidence::Decision d = evidence::Judge(view, access, area_, image);
+  evidence::Decision d = evidence::JudgeOpen(view, access, area_, image_, fd.get());
   if (!d.tampered.empty()) Find(access.path, key.first, *proc, d.tampered);
   if (d.ends_startup) proc->started = true;
   if (d.becomes_agent) {
