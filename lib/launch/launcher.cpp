@@ -17,6 +17,7 @@
 #include "launch/run.h"
 #include "tasks/load.h"
 #include "sandbox/docker/docker_backend.h"
+#include "sandbox/docker/image_pull.h"
 #include "sandbox/k8s/k8s_backend.h"
 #include "sandbox/k8s/network_policy.h"
 #include "sandbox/local/local_backend.h"
@@ -284,18 +285,24 @@ Status Launcher::CheckImages(const std::vector<Job>& jobs) {
 }
 
 // On k8s, the Secret pods pull with: the one --k8s-image-pull-secret names,
-// checked; else, when the run builds images and the docker config has
-// credentials for --registry, one made from them (deleted by Run's end).
+// checked; else one made from the docker config's credentials for the
+// registries of the images the pods pull, when it has any (deleted by Run's
+// end).
 Status Launcher::PullSecret(const std::vector<Job>& jobs) {
   auto* k8s = dynamic_cast<sandbox::k8s::K8sBackend*>(&backend_);
   if (k8s == nullptr) return Status::Ok();
   if (!k8s->options().image_pull_secret.empty()) return k8s->CheckPullSecret();
-  if (options_.images == nullptr ||
-      std::none_of(jobs.begin(), jobs.end(), [this](const Job& job) { return tasks_->facts(job.task).builds_images; })) {
-    return Status::Ok();
+  bool launch_image = false, built = false;
+  for (const Job& job : jobs) {
+    launch_image |= tasks_->facts(job.task).uses_launch_image;
+    built |= tasks_->facts(job.task).builds_images;
   }
-  auto config = options_.images->PullSecretConfig();
-  if (!config.ok()) return config.status().Prefixed("--registry: the pods' image pull Secret");
+  std::vector<std::string> images = tasks_->named_images();
+  if (launch_image && !options_.image.empty()) images.push_back(options_.image);
+  if (built && options_.images != nullptr) images.push_back(sandbox::docker::PublishRepository(options_.images->registry()));
+  if (!k8s->options().box_image.empty()) images.push_back(k8s->options().box_image);
+  auto config = sandbox::docker::PullSecretDockerConfig(images, options_.docker_config);
+  if (!config.ok()) return config.status().Prefixed("the pods' image pull Secret");
   if (config->empty()) return Status::Ok();  // no credentials: the cluster pulls anonymously
   return k8s->ApplyPullSecret(options_.run_id, *config);
 }

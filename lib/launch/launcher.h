@@ -68,6 +68,10 @@ struct LaunchOptions {
   // environment/Dockerfile (--registry; MakeImagePublisher). Null: such
   // tasks are refused there.
   sandbox::docker::ImagePublisher* images = nullptr;
+  // On k8s: the docker config whose credentials for the registries of the
+  // images the pods pull go into the run's pull Secret (--docker-config,
+  // else DefaultDockerConfig; empty: none).
+  std::string docker_config;
 };
 
 // The skill folders under dir: dir itself if it holds a SKILL.md, else each

@@ -96,7 +96,19 @@ bool BuildsServiceImages(const sandbox::Pod& pod) {
 
 TaskFacts FactsOf(const TaskSpec& task) {
   return {task.id, task.allow_internet, task.pod != nullptr,
-          (task.image.empty() && !task.build_context.empty()) || (task.pod && BuildsServiceImages(*task.pod))};
+          (task.image.empty() && !task.build_context.empty()) || (task.pod && BuildsServiceImages(*task.pod)),
+          task.image.empty() && task.build_context.empty()};
+}
+
+std::vector<std::string> NamedImages(const TaskSpec& task) {
+  std::vector<std::string> images;
+  if (!task.image.empty()) images.push_back(task.image);
+  if (task.pod) {
+    for (const sandbox::PodService& service : task.pod->services) {
+      if (!service.image.empty()) images.push_back(service.image);
+    }
+  }
+  return images;
 }
 
 }  // namespace forge::launch

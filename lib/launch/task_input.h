@@ -86,9 +86,14 @@ struct TaskFacts {
   std::optional<bool> allow_internet;
   bool has_pod = false;
   bool builds_images = false;  // its environment/Dockerfile, or a compose service's build:
+  bool uses_launch_image = false;  // names no image and builds none: --image
 };
 
 TaskFacts FactsOf(const TaskSpec& task);
+
+// The images a task names itself (its environment's, its compose
+// services'), which its pods pull as named.
+std::vector<std::string> NamedImages(const TaskSpec& task);
 
 // Whether a pod's compose services build an image (build:).
 bool BuildsServiceImages(const sandbox::Pod& pod);

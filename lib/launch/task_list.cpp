@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "records/jsonl.h"
+#include "sandbox/docker/image_pull.h"
 #include "tasks/task.h"
 
 namespace forge::launch {
@@ -26,7 +27,11 @@ Result<TaskList> TaskList::Open(const std::string& dir) {
 }
 
 TaskList::TaskList(TaskList&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), end_(other.end_), entries_(std::move(other.entries_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      end_(other.end_),
+      entries_(std::move(other.entries_)),
+      named_images_(std::move(other.named_images_)),
+      named_registries_(std::move(other.named_registries_)) {}
 
 TaskList& TaskList::operator=(TaskList&& other) noexcept {
   if (this != &other) {
@@ -34,6 +39,8 @@ TaskList& TaskList::operator=(TaskList&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     end_ = other.end_;
     entries_ = std::move(other.entries_);
+    named_images_ = std::move(other.named_images_);
+    named_registries_ = std::move(other.named_registries_);
   }
   return *this;
 }
@@ -64,6 +71,11 @@ Status TaskList::Add(const tasks::Task& task, const TaskSpec& spec) {
   FORGE_RETURN_IF_ERROR(Write(spec.record));
   FORGE_RETURN_IF_ERROR(Write(object));
   entries_.push_back(std::move(entry));
+  for (std::string& image : NamedImages(spec)) {
+    if (named_registries_.insert(sandbox::docker::ParseImageRef(image).registry).second) {
+      named_images_.push_back(std::move(image));
+    }
+  }
   return Status::Ok();
 }
 

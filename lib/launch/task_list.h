@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ class TaskList {
   Status Add(const tasks::Task& task, const TaskSpec& spec);
 
   size_t size() const { return entries_.size(); }
+  // One image the tasks name themselves (NamedImages) per registry host, in
+  // the order first named: whose credentials a cluster pulls them with.
+  const std::vector<std::string>& named_images() const { return named_images_; }
   const TaskFacts& facts(size_t i) const { return entries_[i].facts; }
   // The task's canonical record as it was read. Safe from several threads.
   Result<std::string> Record(size_t i) const;
@@ -58,6 +62,8 @@ class TaskList {
   int fd_ = -1;
   uint64_t end_ = 0;
   std::vector<Entry> entries_;
+  std::vector<std::string> named_images_;
+  std::set<std::string> named_registries_;
 };
 
 }  // namespace forge::launch

@@ -194,21 +194,32 @@ TEST_CASE("a pull's progress adds up its layers' bytes from the engine's lines, 
   }
 }
 
-TEST_CASE("an image pull Secret's .dockerconfigjson: the registry's credentials as kubectl create secret docker-registry writes them") {
+TEST_CASE("an image pull Secret's .dockerconfigjson: the registries' credentials as kubectl create secret docker-registry writes them") {
   forge::testing::TempDir dir;
   const std::string config = dir.File("config.json");
   using forge::sandbox::docker::PullSecretDockerConfig;
-  CHECK(*PullSecretDockerConfig("127.0.0.1:5000/a:1", dir.File("missing.json")) == "");  // anonymous
+  CHECK(*PullSecretDockerConfig({"127.0.0.1:5000/a:1"}, dir.File("missing.json")) == "");  // anonymous
   std::ofstream(config) << R"({"auths": {"http://127.0.0.1:5000": {"auth": "dXNlcjpwYTpzcw=="},
+                                         "127.0.0.1:6000": {"auth": "cm9ib3Q6czNjcmV0"},
+                                         "https://index.docker.io/v1/": {"auth": "aHViOmh1YnB3"},
                                          "https://ghcr.io": {"identitytoken": "tok"}}})";
-  auto made = PullSecretDockerConfig("127.0.0.1:5000/team/forge-task", config);
+  auto made = PullSecretDockerConfig({"127.0.0.1:5000/team/forge-task"}, config);
   REQUIRE(made.ok());
-  auto json = nlohmann::json::parse(*made);
-  CHECK(json == nlohmann::json::parse(R"({"auths": {"127.0.0.1:5000":
+  CHECK(nlohmann::json::parse(*made) == nlohmann::json::parse(R"({"auths": {"127.0.0.1:5000":
       {"username": "user", "password": "pa:ss", "auth": "dXNlcjpwYTpzcw=="}}})"));
-  CHECK(*PullSecretDockerConfig("quay.io/o/i", config) == "");
-  auto token = PullSecretDockerConfig("ghcr.io/o/i", config);
+  CHECK(*PullSecretDockerConfig({"quay.io/o/i"}, config) == "");
+  // every registry the pods pull from that has credentials, one entry each; the others pull anonymously
+  auto several = PullSecretDockerConfig({"127.0.0.1:5000/team/forge-task", "127.0.0.1:6000/private/x:1",
+                                         "127.0.0.1:6000/private/y@sha256:" + std::string(64, 'a'), "quay.io/o/i",
+                                         "busybox:1"}, config);
+  REQUIRE(several.ok());
+  CHECK(nlohmann::json::parse(*several) == nlohmann::json::parse(R"({"auths": {
+      "127.0.0.1:5000": {"username": "user", "password": "pa:ss", "auth": "dXNlcjpwYTpzcw=="},
+      "127.0.0.1:6000": {"username": "robot", "password": "s3cret", "auth": "cm9ib3Q6czNjcmV0"},
+      "https://index.docker.io/v1/": {"username": "hub", "password": "hubpw", "auth": "aHViOmh1YnB3"}}})"));
+  auto token = PullSecretDockerConfig({"127.0.0.1:5000/a:1", "ghcr.io/o/i"}, config);
   REQUIRE_FALSE(token.ok());
   CHECK(token.status().kind() == forge::Kind::kBadConfig);
+  CHECK(token.status().message().find("ghcr.io (image ghcr.io/o/i)") != std::string::npos);
   CHECK(token.status().message().find("--k8s-image-pull-secret") != std::string::npos);
 }

@@ -373,16 +373,65 @@ TEST_CASE("k8s: Pending with Unschedulable is an infrastructure error and the po
   CHECK(fake.Pods().empty());
 }
 
-TEST_CASE("k8s: image pull back-off is an infrastructure error") {
+TEST_CASE("k8s: a missing image is BadConfig naming it; an unreachable registry stays Unavailable") {
   FakeK8s fake;
   auto backend = Backend(fake.Options());
-  auto sandbox = backend->Create(TestSpec("run-d", "r", "registry.local/no-such-image:1"));
-  REQUIRE_FALSE(sandbox.ok());
-  CHECK(sandbox.status().kind() == Kind::kUnavailable);
-  const std::string& message = sandbox.status().message();
-  CHECK((message.find("ErrImagePull") != std::string::npos ||
-         message.find("ImagePullBackOff") != std::string::npos));
+  auto missing = backend->Create(TestSpec("run-d", "r", "registry.local/no-such-image:1"));
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().kind() == Kind::kBadConfig);
+  CHECK(missing.status().message().find("ErrImagePull: rpc error: code = NotFound") != std::string::npos);
+  CHECK(missing.status().message().find("image registry.local/no-such-image:1 is not in its registry") !=
+        std::string::npos);
+  auto down = backend->Create(TestSpec("run-d", "r", "registry.local/registry-down:1"));
+  REQUIRE_FALSE(down.ok());
+  CHECK(down.status().kind() == Kind::kUnavailable);
+  CHECK(down.status().message().find("connection refused") != std::string::npos);
+  auto invalid = backend->Create(TestSpec("run-d", "r", "registry.local/NotLowerCase:1"));
+  REQUIRE_FALSE(invalid.ok());
+  CHECK(invalid.status().kind() == Kind::kBadConfig);
+  CHECK(invalid.status().message().find("InvalidImageName") != std::string::npos);
   CHECK(fake.Pods().empty());
+}
+
+TEST_CASE("image pull failures: what the kubelet's words say of the next try") {
+  using k8s::PullFailure;
+  auto classify = k8s::ClassifyPullFailure;
+  // containerd (CRI gRPC NotFound; its resolver's "REF: not found" when every host answered 404)
+  CHECK(classify("ErrImagePull", "rpc error: code = NotFound desc = failed to pull and unpack image "
+                 "\"docker.io/library/busybox:nope\": failed to resolve reference \"docker.io/library/busybox:nope\": "
+                 "docker.io/library/busybox:nope: not found") == PullFailure::kMissing);
+  // a kubelet since 1.31: the back-off carries the pull's error
+  CHECK(classify("ImagePullBackOff", "Back-off pulling image \"r/x:1\": ErrImagePull: rpc error: code = NotFound "
+                 "desc = failed to pull and unpack image \"r/x:1\": failed to resolve reference \"r/x:1\": r/x:1: not found") ==
+        PullFailure::kMissing);
+  // CRI-O (containers/image): distribution's MANIFEST_UNKNOWN and NAME_UNKNOWN
+  CHECK(classify("ErrImagePull", "reading manifest nope in quay.io/team/x: manifest unknown") == PullFailure::kMissing);
+  CHECK(classify("ErrImagePull", "initializing source docker://r.example/nosuch:1: reading manifest 1 in "
+                 "r.example/nosuch: name unknown: repository name not known to registry") == PullFailure::kMissing);
+  CHECK(classify("ErrImageNeverPull", "Container image \"x:1\" is not present with pull policy of Never") ==
+        PullFailure::kMissing);
+  // refused credentials
+  CHECK(classify("ErrImagePull", "rpc error: code = Unknown desc = failed to pull and unpack image \"r/x:1\": "
+                 "failed to resolve reference \"r/x:1\": unexpected status from HEAD request to "
+                 "https://r/v2/x/manifests/1: 401 Unauthorized") == PullFailure::kRefused);
+  CHECK(classify("ErrImagePull", "no basic auth credentials") == PullFailure::kRefused);
+  CHECK(classify("SignatureValidationFailed", "image pull failed for x because the signature validation failed") ==
+        PullFailure::kRefused);
+  CHECK(classify("InvalidImageName", "Failed to apply default image tag \"A B\": couldn't parse image reference "
+                 "\"A B\": invalid reference format") == PullFailure::kInvalid);
+  // the registry down, slow or failing: may pass later
+  CHECK(classify("ErrImagePull", "rpc error: code = Unknown desc = failed to pull and unpack image \"r/x:1\": "
+                 "failed to resolve reference \"r/x:1\": failed to do request: Head \"https://r/v2/x/manifests/1\": "
+                 "dial tcp 10.0.0.1:443: connect: connection refused") == PullFailure::kTransient);
+  CHECK(classify("ErrImagePull", "rpc error: code = Unknown desc = failed to pull and unpack image \"r/x:1\": "
+                 "failed to resolve reference \"r/x:1\": unexpected status from HEAD request to "
+                 "https://r/v2/x/manifests/1: 503 Service Unavailable") == PullFailure::kTransient);
+  CHECK(classify("ErrImagePull", "rpc error: code = DeadlineExceeded desc = context deadline exceeded") ==
+        PullFailure::kTransient);
+  CHECK(classify("RegistryUnavailable", "image pull failed for r/x:1 because the registry is unavailable") ==
+        PullFailure::kTransient);
+  CHECK(classify("ImagePullBackOff", "Back-off pulling image \"r/x:1\"") == PullFailure::kTransient);
+  CHECK(classify("CrashLoopBackOff", "not found") == PullFailure::kNone);
 }
 
 TEST_CASE("k8s: 429 Retry-After is honoured, 5xx retried, then given up with a clear error") {

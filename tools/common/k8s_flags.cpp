@@ -82,13 +82,16 @@ task's network is restricted.)~"},
        .doc = R"~(Create (or replace) those NetworkPolicies in the pods' namespace before the
 first pod (RBAC: networkpolicies create, update).)~"},
       {.names = "--k8s-image-pull-secret", .value = "NAME", .bind = cli::Bind(o.image_pull_secret),
-       .help = "Secret (kubernetes.io/dockerconfigjson) every pod pulls its images with; none is made from --registry's credentials",
+       .help = "Secret (kubernetes.io/dockerconfigjson) every pod pulls its images with; none is made from the docker config's credentials",
        .doc = R"~(An existing Secret of type kubernetes.io/dockerconfigjson in the pods'
 namespace that every pod names in \fBspec.imagePullSecrets\fR (made e.g. with
 \fBkubectl create secret docker\-registry\fR). It is checked before the first
-pod (exit 78 when it is missing or of another type). Without it, a run that
-builds images with \fB\-\-registry\fR, whose registry the docker config has
-credentials for, gets a Secret made from those credentials,
+pod (exit 78 when it is missing or of another type). Without it, a run whose
+pods pull from registries the docker config has credentials for (a task's
+image, \fB\-\-image\fR, a compose service's image, \fB\-\-registry\fR for the
+images it builds, \fB\-\-k8s\-box\-image\fR) gets one Secret holding those
+registries' credentials (an "auths" entry each; the others pull anonymously;
+an identity token is refused, exit 78),
 \fBforge\-pull\-\fIrun\fB\-\fIhash\fR, created (or replaced) before the first pod,
 named by every pod, and deleted when forge\-launch ends (\fBgc \-\-run\-id\fR
 removes one a killed forge\-launch left); RBAC: secrets create, update,

@@ -93,7 +93,9 @@ found as the docker CLI finds them: the registry's \fBcredHelpers\fR entry,
 then \fBcredsStore\fR (each runs \fBdocker\-credential\-\fIname\fB get\fR), then
 its \fBauths\fR entry (default \fB$DOCKER_CONFIG/config.json\fR, else
 \fB~/.docker/config.json\fR). Refused credentials are not retried. On a
-terminal a pull shows its bytes on the rollout's progress line.)~"},
+terminal a pull shows its bytes on the rollout's progress line. On
+\fB\-\-backend k8s\fR its credentials for the registries the pods pull from go
+into the run's image pull Secret (see \fB\-\-k8s\-image\-pull\-secret\fR).)~"},
       {.names = "--registry", .value = "REGISTRY[/PATH]", .bind = cli::Bind(a.docker.registry),
        .help = "--backend k8s: build tasks' environment/Dockerfile, push to REGISTRY[/PATH]/forge-task:<input hash>, "
                "run pods from the pushed digest",

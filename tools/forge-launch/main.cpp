@@ -11,6 +11,7 @@
 #include "launch/network.h"
 #include "launch/units.h"
 #include "records/jsonl.h"
+#include "sandbox/docker/image_pull.h"
 #include "store/store.h"
 
 namespace {
@@ -105,6 +106,7 @@ Status RunRollouts(Args& a, forge::Env& env) {
   auto images = forge::launch::MakeImagePublisher(env, a.docker);
   if (!images.ok()) return images.status();
   o.images = images->get();
+  o.docker_config = a.docker.config.empty() ? forge::sandbox::docker::DefaultDockerConfig(env) : a.docker.config;
   auto store = forge::store::Store::Open(a.store_path, {.cache_kib = forge::store::kSmallWriterCacheKiB});
   if (!store.ok()) return store.status().Prefixed(a.store_path);
   forge::records::JsonlWriter out;

@@ -44,10 +44,6 @@ Status PushImage(Engine& engine, const std::string& image, const std::string& re
   return RegistryErrorIsTransient(progress.error()) ? Status::Unavailable(message) : Status::BadConfig(message);
 }
 
-Result<std::string> ImagePublisher::PullSecretConfig() const {
-  return PullSecretDockerConfig(PublishRepository(registry_), docker_->docker_config());
-}
-
 Result<PublishedImage> ImagePublisher::Publish(const std::string& context_dir, const HarnessLayer* layer,
                                                const std::string& run_id, double timeout_seconds,
                                                const Backend::ProgressText& on_progress) {

@@ -59,9 +59,6 @@ class ImagePublisher {
                                  const Backend::ProgressText& on_progress);
 
   const std::string& registry() const { return registry_; }
-  // The .dockerconfigjson a cluster pulls the published images with, from
-  // the docker config's credentials for the registry ("" for none).
-  Result<std::string> PullSecretConfig() const;
 
  private:
   Result<PublishedImage> BuildAndPush(const std::string& context_dir, const HarnessLayer* layer,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -160,19 +161,28 @@ Result<std::string> RegistryAuth(const std::string& image, const std::string& co
   return credentials->is_null() ? std::string() : Base64Encode(credentials->dump(), true);
 }
 
-Result<std::string> PullSecretDockerConfig(const std::string& image, const std::string& config_path) {
-  auto credentials = CredentialsFor(image, config_path);
-  if (!credentials.ok()) return credentials.status();
-  if (credentials->is_null()) return std::string();
-  const std::string registry = (*credentials)["serveraddress"];
-  if (!credentials->contains("username")) {
-    return Status::BadConfig(config_path + ": the credentials for " + registry +
-                             " are an identity token, which a kubelet cannot pull with; make the pull Secret "
-                             "yourself and name it with --k8s-image-pull-secret");
+Result<std::string> PullSecretDockerConfig(const std::vector<std::string>& images, const std::string& config_path) {
+  auto config = ReadDockerConfig(config_path);
+  if (!config.ok()) return config.status();
+  Json auths = Json::object();
+  std::set<std::string> registries;
+  for (const std::string& image : images) {
+    const std::string registry = ParseImageRef(image).registry;
+    if (!registries.insert(registry).second) continue;
+    auto credentials = Credentials(*config, registry, config_path);
+    if (!credentials.ok()) return credentials.status();
+    if (credentials->is_null()) continue;  // this registry's images pull anonymously
+    if (!credentials->contains("username")) {
+      return Status::BadConfig(config_path + ": the credentials for " + registry + " (image " + image +
+                               ") are an identity token, which a kubelet cannot pull with; make the pull Secret "
+                               "yourself and name it with --k8s-image-pull-secret");
+    }
+    const std::string user = (*credentials)["username"], password = (*credentials)["password"];
+    // Docker Hub's key is its v1 URL, as docker login and kubectl write it.
+    auths[ConfigKeys(registry).front()] = {{"username", user}, {"password", password},
+                                           {"auth", Base64Encode(user + ":" + password)}};
   }
-  const std::string user = (*credentials)["username"], password = (*credentials)["password"];
-  Json entry = {{"username", user}, {"password", password}, {"auth", Base64Encode(user + ":" + password)}};
-  return Json{{"auths", {{registry, entry}}}}.dump();
+  return auths.empty() ? std::string() : Json{{"auths", std::move(auths)}}.dump();
 }
 
 Result<std::string> BuildRegistryConfig(const std::string& config_path) {

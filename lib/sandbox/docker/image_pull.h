@@ -39,11 +39,13 @@ std::string DefaultDockerConfig(const Env& env);
 Result<std::string> RegistryAuth(const std::string& image, const std::string& config_path);
 
 // The .dockerconfigjson document a Kubernetes Secret of type
-// kubernetes.io/dockerconfigjson carries for image's registry, from the same
-// credentials RegistryAuth finds: {"auths":{"REGISTRY":{"username","password",
-// "auth"}}}. "" when there are none. An identity token is BadConfig: the
-// kubelet's docker config reads user names and passwords only.
-Result<std::string> PullSecretDockerConfig(const std::string& image, const std::string& config_path);
+// kubernetes.io/dockerconfigjson carries for the registries of images, from
+// the same credentials RegistryAuth finds: {"auths":{"REGISTRY":{"username",
+// "password","auth"}, ...}}, one entry per registry that has credentials
+// (Docker Hub's keyed by its v1 URL); "" when none has. An identity token is
+// BadConfig naming the registry: the kubelet's docker config reads user
+// names and passwords only.
+Result<std::string> PullSecretDockerConfig(const std::vector<std::string>& images, const std::string& config_path);
 
 // The X-Registry-Config header value for a build (every registry the config
 // has credentials for, so a FROM may name any of them); "" when none.

@@ -24,20 +24,20 @@ std::string Text(const Json& obj, const char* key) {
 // Waiting reasons that will not fix themselves while a rollout waits.
 const std::set<std::string>& InfraWaitingReasons() {
   static const std::set<std::string> reasons = {
-      "ErrImagePull",     "ImagePullBackOff",  "InvalidImageName",
-      "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError",
-      "CrashLoopBackOff", "RunContainerError"};
+      "ErrImagePull",         "ImagePullBackOff",          "InvalidImageName",
+      "ErrImageNeverPull",    "RegistryUnavailable",       "SignatureValidationFailed",
+      "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff",
+      "RunContainerError"};
   return reasons;
 }
 
-// An image pull the registry refused for the pod's credentials (its
-// imagePullSecrets): the next try meets the same refusal.
-bool PullRefused(const std::string& reason) {
-  if (reason.rfind("ErrImagePull", 0) != 0 && reason.rfind("ImagePullBackOff", 0) != 0) return false;
-  for (const char* text : {"unauthorized", "no basic auth credentials", "authentication required", "denied"}) {
-    if (reason.find(text) != std::string::npos) return true;
+// A pod that will not run: BadConfig when its image will not be pulled on
+// the next try either (missing, refused, invalid), else Unavailable.
+Status PodWillNotRun(const std::string& pod, const PodView& view) {
+  if (!PullMayPass(view.pull)) {
+    return Status::BadConfig("pod " + pod + ": " + view.reason + " (" + PullFailureHint(view.pull, view.image) + ")");
   }
-  return false;
+  return Status::Unavailable("pod " + pod + ": " + view.reason);
 }
 
 // The main container's terminated state and readiness.
@@ -91,6 +91,8 @@ PodView ClassifyPod(const Json& pod, const std::string& container) {
         view.state = PodView::kInfraError;
         std::string message = Text(waiting, "message");
         view.reason = reason + (message.empty() ? "" : ": " + message);
+        view.pull = ClassifyPullFailure(reason, message);
+        if (view.pull != PullFailure::kNone) view.image = Text(cs, "image");
         return view;
       }
       const Json& terminated = Field(state, "terminated");
@@ -338,11 +340,7 @@ RunWatcher::Wait RunWatcher::Running(const std::string& pod, Clock::time_point d
       case PodView::kRunning:
         return view;
       case PodView::kInfraError:
-        if (PullRefused(view.reason)) {
-          return Status::BadConfig("pod " + pod + ": " + view.reason + " (the registry refused the credentials "
-                                   "of the pod's imagePullSecrets, or it has none)");
-        }
-        return Status::Unavailable("pod " + pod + ": " + view.reason);
+        return PodWillNotRun(pod, view);
       case PodView::kEnded:
       case PodView::kDeleted:
         return Status::Unavailable("pod " + pod + " will not run: " + view.reason);
@@ -360,9 +358,8 @@ RunWatcher::Wait RunWatcher::Done(const std::string& pod, bool held, Clock::time
             if (view.state == PodView::kDeleted) return Status::Unavailable("pod " + pod + ": " + view.reason);
             if (view.terminated) return view;
             if (held && view.ready && view.state == PodView::kRunning) return view;
-            if (view.state == PodView::kInfraError || view.state == PodView::kEnded) {
-              return Status::Unavailable("pod " + pod + ": " + view.reason);
-            }
+            if (view.state == PodView::kInfraError) return PodWillNotRun(pod, view);
+            if (view.state == PodView::kEnded) return Status::Unavailable("pod " + pod + ": " + view.reason);
             return std::nullopt;
           }};
 }

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "sandbox/k8s/image_pull_failure.h"
 
 namespace forge::sandbox::k8s {
 
@@ -36,6 +37,10 @@ struct PodView {
   State state = kWaiting;
   std::string phase;
   std::string reason;  // why it is an infra error or ended, for messages
+  // An infra error of the container's image: what the kubelet's words say
+  // of the next try (image_pull_failure.h), and the image it named.
+  PullFailure pull = PullFailure::kNone;
+  std::string image;
   // The main container's own state (a supervised pod's harness: its
   // terminated exitCode and terminationMessage, and whether it is ready).
   bool terminated = false;

@@ -15,6 +15,7 @@ eviction (Failed, Evicted, DisruptionTarget); graceful deletion (containers
 stopped, then the object removed). The phase, conditions and container
 statuses are computed as the kubelet's generateAPIPodStatus and getPhase do.
 """
+import re
 import time
 
 from .meta import rfc3339
@@ -22,9 +23,43 @@ from .meta import rfc3339
 COMPLETED_REASONS = ("Succeeded", "Failed")
 
 
+# A reference as the kubelet parses it before pulling (docker/distribution's
+# reference grammar, lower-case repository, optional tag and digest).
+IMAGE_REFERENCE = re.compile(
+    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"|\[[0-9a-fA-F:]+\])(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$")
+
+
+def invalid_image_name(image):
+    """The kubelet's InvalidImageName message for an image it cannot parse
+    (pkg/kubelet/images/image_manager.go, applyDefaultImageTag), else None."""
+    if IMAGE_REFERENCE.match(image) and len(image.split("@")[0]) <= 255:
+        return None
+    return (f'Failed to apply default image tag "{image}": couldn\'t parse image reference "{image}": '
+            f'invalid reference format')
+
+
+def containerd_ref(image):
+    """The reference containerd's CRI pulls: a name without tag or digest gets :latest."""
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return image if "@" in image or ":" in last else image + ":latest"
+
+
+def cri_pull_error(code, image, cause):
+    """The waiting message of ErrImagePull: the CRI's gRPC error as the kubelet
+    passes it on (err.Error()), in containerd's words
+    (internal/cri/server/images/image_pull.go: failed to pull and unpack image;
+    client pull: failed to resolve reference)."""
+    ref = containerd_ref(image)
+    return f'rpc error: code = {code} desc = failed to pull and unpack image "{ref}": {cause}'
+
+
 class StartFailure(Exception):
-    """kind: pull (ErrImagePull), config (CreateContainerConfigError),
-    create (CreateContainerError), start (terminated StartError, exit 128)."""
+    """kind: pull (ErrImagePull), image (InvalidImageName), neverpull
+    (ErrImageNeverPull), config (CreateContainerConfigError), create
+    (CreateContainerError), start (terminated StartError, exit 128)."""
     expected = True
 
     def __init__(self, kind, message):
@@ -209,6 +244,7 @@ class PodWorker:
         c.busy = True
         c.instance += 1
         instance = c.instance
+        invalid = invalid_image_name(c.spec.get("image") or "")
 
         def done(result, error):
             if c.instance != instance:
@@ -225,6 +261,9 @@ class PodWorker:
             else:
                 self.on_start_failure(c, StartFailure("create", str(error)))
             self.sync()
+        if invalid:
+            done(None, StartFailure("image", invalid))
+            return
         self.k.runtime.start_container(self, c, done)
 
     def on_started(self, c, handle):
@@ -259,7 +298,9 @@ class PodWorker:
 
             def to_backoff():
                 if c.instance == instance and c.state == "waiting" and c.waiting and c.waiting[0] == "ErrImagePull":
-                    c.waiting = ("ImagePullBackOff", f'Back-off pulling image "{c.spec["image"]}"')
+                    # As kubelets since 1.31 say it: the back-off, then the pull's error.
+                    c.waiting = ("ImagePullBackOff", f'Back-off pulling image "{c.spec["image"]}": '
+                                                     f'ErrImagePull: {failure.message}')
                     self.publish()
             self.later(hold, to_backoff)
         elif failure.kind == "start":
@@ -270,7 +311,8 @@ class PodWorker:
                 {"exitCode": 128, "reason": "StartError", "message": failure.message,
                  "startedAt": "1970-01-01T00:00:00Z", "finishedAt": rfc3339()}
         else:
-            reason = "CreateContainerConfigError" if failure.kind == "config" else "CreateContainerError"
+            reason = {"config": "CreateContainerConfigError", "image": "InvalidImageName",
+                      "neverpull": "ErrImageNeverPull"}.get(failure.kind, "CreateContainerError")
             c.waiting = (reason, failure.message)
             c.backoff = min(300.0, (c.backoff * 2) if c.backoff else float(self.k.config("restart_backoff", 10)))
             c.backoff_until = now + c.backoff

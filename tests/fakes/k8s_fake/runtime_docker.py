@@ -55,12 +55,37 @@ import time
 import http.client
 
 from .engine import EngineError, demux
-from .kubelet import StartFailure
+from .kubelet import StartFailure, containerd_ref, cri_pull_error
 from .meta import quantity, rfc3339
 from .websocket import ExecError, exit_status, internal_error
 
 LOCAL_REGISTRY = re.compile(r"^(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?$")
 FINISH_LOCK = threading.Lock()
+
+
+def containerd_pull_failure(image, reg, error):
+    """The node's engine's pull error (the Docker engine's words) as a
+    kubelet over containerd reports it (kubelet.cri_pull_error): a 404 (no
+    such tag, digest or repository) is containerd's resolver finding every
+    host answering 404, "REF: not found" with gRPC NotFound; a registry that
+    does not answer or answers 5xx is the first non-404 error, code Unknown."""
+    ref = containerd_ref(image)
+    path, _, obj = ref[len(reg) + 1:].partition("@")
+    if not obj:
+        path, _, obj = path.rpartition(":")
+    manifest = f"http://{reg}/v2/{path}/manifests/{obj}"
+    resolve = f'failed to resolve reference "{ref}"'
+    message = error.message
+    if error.status == 404 or "manifest unknown" in message or "not found" in message:
+        return cri_pull_error("NotFound", image, f"{resolve}: {ref}: not found")
+    if "dial tcp" in message:
+        return cri_pull_error("Unknown", image, f'{resolve}: failed to do request: Head "{manifest}": '
+                                                f'{message[message.index("dial tcp"):]}')
+    status = re.search(r"unexpected HTTP status: (\d{3}.*)$", message)
+    if status:
+        return cri_pull_error("Unknown", image, f"{resolve}: unexpected status from HEAD request to {manifest}: "
+                                                f"{status.group(1)}")
+    return cri_pull_error("Unknown", image, f"{resolve}: {message}")
 
 
 def registry_of(image):
@@ -281,22 +306,22 @@ class DockerRuntime:
             have = None  # built or pushed here, never pulled by the node
         if policy == "Never":
             if have is None:
-                raise StartFailure("config", f'Container image "{image}" is not present with pull policy of Never')
+                raise StartFailure("neverpull", f'Container image "{image}" is not present with pull policy of Never')
             return have
         if policy == "IfNotPresent" and have is not None:
             return have
         if not LOCAL_REGISTRY.match(reg):
-            raise StartFailure("pull", f'failed to pull and unpack image "{image}": the fake kubelet pulls only '
+            raise StartFailure("pull", cri_pull_error("Unknown", image, f'the fake kubelet pulls only '
                                        f'from registries on 127.0.0.1 (this machine reaches no other host); '
-                                       f'registry "{reg}" refused')
+                                       f'registry "{reg}" refused'))
         with self.pull_locks[image]:
             try:
                 self.engine.pull(image, auth)
             except EngineError as e:
-                raise StartFailure("pull", f'failed to pull and unpack image "{image}": {e.message}')
+                raise StartFailure("pull", containerd_pull_failure(image, reg, e))
         have = self.engine.inspect_image(image)
         if have is None:
-            raise StartFailure("pull", f'failed to pull and unpack image "{image}": not found after the pull')
+            raise StartFailure("pull", cri_pull_error("Unknown", image, "not found after the pull"))
         self.node_images.add(image)
         return have
 

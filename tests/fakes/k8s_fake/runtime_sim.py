@@ -29,7 +29,7 @@ import re
 import subprocess
 import threading
 
-from .kubelet import StartFailure
+from .kubelet import StartFailure, containerd_ref, cri_pull_error
 from .loop import latency
 from .meta import rfc3339
 from .websocket import ExecError, exit_status, internal_error
@@ -65,20 +65,28 @@ class SimRuntime:
         handle = {"container_id": "containerd://%064x" % (hash((worker.uid, c.name, c.instance)) & (2 ** 256 - 1)),
                   "image_id": "sha256:" + "%064x" % (hash(image) & (2 ** 256 - 1))}
         missing = "no-such-image" in image or any(fnmatch.fnmatch(image, p) for p in self.cfg("missing_images", []))
+        down = "registry-down" in image or any(fnmatch.fnmatch(image, p) for p in self.cfg("unreachable_images", []))
         if policy != "Always" and image in self.images[node]:
             self.loop.call_later(start, lambda: done(handle, None))
             return
         if policy == "Never":
             self.loop.call_soon(lambda: done(None, StartFailure(
-                "config", f'Container image "{image}" is not present with pull policy of Never')))
+                "neverpull", f'Container image "{image}" is not present with pull policy of Never')))
             return
 
         def pulled():
             self.pulling[node] -= 1
             self.next_pull(node)
+            ref = containerd_ref(image)
             if missing:
-                done(None, StartFailure("pull", f'failed to pull and unpack image "{image}": failed to resolve '
-                                                f'reference "{image}": {image}: not found'))
+                done(None, StartFailure("pull", cri_pull_error(
+                    "NotFound", image, f'failed to resolve reference "{ref}": {ref}: not found')))
+                return
+            if down:
+                host = ref.split("/", 1)[0]
+                done(None, StartFailure("pull", cri_pull_error(
+                    "Unknown", image, f'failed to resolve reference "{ref}": failed to do request: Head '
+                                      f'"https://{host}/v2/": dial tcp {host}: connect: connection refused')))
                 return
             self.images[node].add(image)
             self.loop.call_later(start, lambda: done(handle, None))
