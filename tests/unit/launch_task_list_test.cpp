@@ -102,6 +102,14 @@ Read ReadCorpus(const forge::testing::TempDir& dir) {
   return read;
 }
 
+// The corpus in a task list spooled in dir.
+forge::Result<TaskList> Listed(const Read& read, const forge::testing::TempDir& dir) {
+  auto list = TaskList::Open(dir.path().string());
+  REQUIRE_MESSAGE(list.ok(), list.status().message());
+  for (size_t i = 0; i < read.specs.size(); ++i) REQUIRE(list->Add(read.tasks[i], read.specs[i]).ok());
+  return list;
+}
+
 }  // namespace
 
 TEST_CASE("a task list gives back each task's TaskSpec as its reading made it") {
@@ -110,9 +118,7 @@ TEST_CASE("a task list gives back each task's TaskSpec as its reading made it") 
   const auto& specs = read.specs;
   // Both JSONL tasks and most of the corpus (the refused ones are skipped).
   REQUIRE(specs.size() >= 20);
-  auto list = TaskList::Open(dir.path().string());
-  REQUIRE_MESSAGE(list.ok(), list.status().message());
-  for (size_t i = 0; i < specs.size(); ++i) REQUIRE(list->Add(read.tasks[i], specs[i]).ok());
+  auto list = Listed(read, dir);
   REQUIRE(list->size() == specs.size());
   size_t pods = 0, builds = 0, offline = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -148,9 +154,7 @@ TEST_CASE("a task list read from several threads at once gives each its own task
   forge::testing::TempDir dir;
   const auto read = ReadCorpus(dir);
   const auto& specs = read.specs;
-  auto list = TaskList::Open(dir.path().string());
-  REQUIRE(list.ok());
-  for (size_t i = 0; i < specs.size(); ++i) REQUIRE(list->Add(read.tasks[i], specs[i]).ok());
+  auto list = Listed(read, dir);
   std::vector<int> wrong(4, 0);
   std::vector<std::thread> readers;
   for (int t = 0; t < 4; ++t) {
@@ -171,9 +175,7 @@ TEST_CASE("a task whose directory is gone when its rollout starts is named; the 
   forge::testing::TempDir dir;
   const auto read = ReadCorpus(dir);
   const auto& specs = read.specs;
-  auto list = TaskList::Open(dir.path().string());
-  REQUIRE(list.ok());
-  for (size_t i = 0; i < specs.size(); ++i) REQUIRE(list->Add(read.tasks[i], specs[i]).ok());
+  auto list = Listed(read, dir);
   std::filesystem::remove_all(dir.path() / "files");
   auto gone = list->Spec(0);
   REQUIRE_FALSE(gone.ok());
