@@ -70,6 +70,14 @@ VerifierSpec Harbor(const forge::testing::TempDir& dir) {
   return spec;
 }
 
+// What the pod's forge-box verify-stop answers.
+sandbox::ExecResult StopAnswer(int exit_code, const std::string& out) {
+  sandbox::ExecResult answer;
+  answer.exit_code = exit_code;
+  answer.stdout_data = out;
+  return answer;
+}
+
 // The stream's one bounded forge-box verify-stop exec, run even after a stop.
 void CheckOneStop(const PodSandbox& pod) {
   REQUIRE(pod.requests.size() == 2);
@@ -173,9 +181,7 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
   }
   SUBCASE("the stream past its deadline: infra_error, and one forge-box verify-stop exec ends it in the pod") {
     pod.answer.timed_out = true;
-    pod.stop_answer = sandbox::ExecResult{};
-    pod.stop_answer->exit_code = 0;
-    pod.stop_answer->stdout_data = "forge-box: verify-stop: stopped 1\n";
+    pod.stop_answer = StopAnswer(0, "forge-box: verify-stop: stopped 1\n");
     Verdict v = Answered(pod, spec, "", -1);
     CHECK(v.outcome == Outcome::kInfraError);
     CHECK(v.message.find("past its deadline of 150 s; it was stopped in the pod") != std::string::npos);
@@ -183,9 +189,7 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
   }
   SUBCASE("stopped by a signal: cancelled, and the stop exec's failure said") {
     pod.status = Status::Cancelled("exec in pod pod-1 interrupted");
-    pod.stop_answer = sandbox::ExecResult{};
-    pod.stop_answer->exit_code = 3;
-    pod.stop_answer->stdout_data = "forge-box: verify-stop: left 1 of 1\n";
+    pod.stop_answer = StopAnswer(3, "forge-box: verify-stop: left 1 of 1\n");
     Verdict v = Answered(pod, spec, "");
     CHECK(v.outcome == Outcome::kCancelled);
     CHECK(v.message.find("could not stop it in the pod (forge-box verify-stop exit status 3: "
@@ -194,9 +198,7 @@ TEST_CASE("one stream: a held pod's verification is one exec of forge-box verify
   }
   SUBCASE("a stream that failed otherwise (a connection dropped mid-stream): infra_error naming it, and one stop exec") {
     pod.status = Status::Unavailable("exec in pod pod-1: connection ended without an exit status");
-    pod.stop_answer = sandbox::ExecResult{};
-    pod.stop_answer->exit_code = 0;
-    pod.stop_answer->stdout_data = "forge-box: verify-stop: stopped 1\n";
+    pod.stop_answer = StopAnswer(0, "forge-box: verify-stop: stopped 1\n");
     Verdict v = Answered(pod, spec, "");
     CHECK(v.outcome == Outcome::kInfraError);
     CHECK(v.message.find("run forge-box verify: exec in pod pod-1: connection ended without an exit status; "
